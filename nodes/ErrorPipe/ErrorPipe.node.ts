@@ -1,0 +1,74 @@
+import {
+	NodeConnectionTypes,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+	type INodeType,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
+import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
+import { getPool, type PostgresCredential } from '../shared/postgres/pool';
+import { runItems } from '../shared/node/runItems';
+import { normalizeErrorItem } from './actions/normalize';
+import { recordError } from './actions/record';
+
+/**
+ * Error Pipe — WF99, the global error handler, in one node (seed 002 §1, seed 003 WF99).
+ *
+ * Input: any item (ctx / _ctx / error_context / _err / n8n error output fields, or nothing at all).
+ * Output: exactly one ErrorEnvelope v1 per item, on the main output, always (it never fails an item):
+ * `_internal.error_id` is the `ops.errors` row, `_internal.job_path` what happened to `ctx.job_id`'s job,
+ * and a database that could not be written is stated in `error.details.write_failures`.
+ */
+export class ErrorPipe implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Error Pipe',
+		name: 'errorPipe',
+		icon: 'file:errorPipe.svg',
+		group: ['transform'],
+		version: 1,
+		usableAsTool: true,
+		subtitle: '={{"ErrorEnvelope v1 → " + $parameter["source"]}}',
+		description: 'Turns any error item into an ErrorEnvelope v1 and records it in ops.errors (WF99)',
+		defaults: { name: 'Error Pipe' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		credentials: [{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' }],
+		properties: [
+			{
+				displayName:
+					'Accepts any item: ctx, _ctx, error_context, _err and the fields of an n8n error output. Writes ops.errors always; updates ops.jobs and ops.job_runs only when ctx.job_id is set.',
+				name: 'notice',
+				type: 'notice',
+				default: '',
+			},
+			{
+				displayName: 'Source',
+				name: 'source',
+				type: 'string',
+				default: 'WF99',
+				required: true,
+				description: 'Value of meta.source in the envelope: the workflow that handles the error',
+			},
+		],
+	};
+
+	methods = { credentialTest: { postgresContractsApiTest } };
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
+		const pool = getPool(credential);
+		return runItems(this, async (item, itemIndex) => {
+			const source = (this.getNodeParameter('source', itemIndex, 'WF99') as string) || 'WF99';
+			const { envelope, jobId, contractVersion } = normalizeErrorItem(item.json, { source });
+			const recorded = await recordError(pool, envelope, jobId, contractVersion);
+			if (recorded.write_failures.length) envelope.error.details.write_failures = recorded.write_failures;
+			envelope._internal = {
+				...envelope._internal!,
+				error_id: recorded.error_id,
+				job_path: recorded.job,
+				write_failures: recorded.write_failures,
+			};
+			return { json: envelope as unknown as INodeExecutionData['json'] };
+		});
+	}
+}

@@ -1,0 +1,122 @@
+import {
+	NodeConnectionTypes,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+	type INodeType,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
+import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
+import { getPool, type PostgresCredential } from '../shared/postgres/pool';
+import { runItems } from '../shared/node/runItems';
+import { headerOf, ingestUpdate } from './actions/ingest.operation';
+
+/**
+ * Telegram Ingest — WF10 in one node (seed 003 WF10, seed 002 §2).
+ *
+ * Input: the item of a Webhook node (`headers`, `params`, `body`). Output: a SuccessEnvelope with
+ * `data.job_id` and `data.duplicate` (status 200). A rejected or failed item (400 / 401 / 403 / 404 /
+ * 5xx) goes to the error output as `{ error: { message, kind, status_code, retryable, ctx, error_context } }`,
+ * ready for "ERR — Source Telegram Ingest" → "Prepare DB Error" → WF99.
+ */
+export class TelegramIngest implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Telegram Ingest',
+		name: 'telegramIngest',
+		icon: 'file:telegramIngest.svg',
+		group: ['transform'],
+		version: 1,
+		usableAsTool: true,
+		subtitle: '={{"update → job " + $parameter["jobType"]}}',
+		description: 'Stores a Telegram webhook update exactly once and enqueues its job (WF10)',
+		defaults: { name: 'Telegram Ingest' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		credentials: [{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' }],
+		properties: [
+			{
+				displayName: 'Bot Key',
+				name: 'botKey',
+				type: 'string',
+				default: '={{ $json.params.bot_key }}',
+				required: true,
+				description: 'The bot\'s key in core.bots: the last segment of the webhook path telegram/:bot_key',
+			},
+			{
+				displayName: 'Secret Token',
+				name: 'secretToken',
+				type: 'string',
+				typeOptions: { password: true },
+				default: '={{ ($json.headers || {})["x-telegram-bot-api-secret-token"] }}',
+				description:
+					'The X-Telegram-Bot-Api-Secret-Token header Telegram sends; compared in constant time with core.bots.webhook_secret',
+			},
+			{
+				displayName: 'Update',
+				name: 'update',
+				type: 'json',
+				default: '={{ $json.body }}',
+				required: true,
+				description: 'The Telegram Update (the webhook body). Stored untouched; unknown update types are accepted.',
+			},
+			{
+				displayName: 'Job Type',
+				name: 'jobType',
+				type: 'string',
+				default: 'telegram_update',
+				required: true,
+				description: 'The ops.jobs.job_type of the job created for each new update (processed by WF20)',
+			},
+			{
+				displayName: 'Options',
+				name: 'options',
+				type: 'collection',
+				placeholder: 'Add option',
+				default: {},
+				options: [
+					{
+						displayName: 'Max Attempts',
+						name: 'maxAttempts',
+						type: 'number',
+						typeOptions: { minValue: 1 },
+						default: 5,
+						description: 'The ops.jobs.max_attempts of the created job',
+					},
+					{
+						displayName: 'Workflow Label',
+						name: 'workflow',
+						type: 'string',
+						default: 'WF10',
+						description: 'Value of meta.source and ctx.workflow',
+					},
+				],
+			},
+		],
+	};
+
+	methods = { credentialTest: { postgresContractsApiTest } };
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
+		const pool = getPool(credential);
+		const nodeName = this.getNode().name;
+		return runItems(this, async (item, itemIndex, state) => {
+			const options = this.getNodeParameter('options', itemIndex, {}) as { maxAttempts?: number; workflow?: string };
+			const envelope = await ingestUpdate(
+				pool,
+				{
+					botKey: this.getNodeParameter('botKey', itemIndex, ''),
+					secretToken: this.getNodeParameter('secretToken', itemIndex, ''),
+					update: this.getNodeParameter('update', itemIndex, ''),
+					correlationId: headerOf(item.json, 'x-correlation-id'),
+					traceId: headerOf(item.json, 'traceparent') ?? headerOf(item.json, 'x-trace-id'),
+					jobType: this.getNodeParameter('jobType', itemIndex) as string,
+					maxAttempts: options.maxAttempts ?? 5,
+					workflow: options.workflow || 'WF10',
+					nodeName,
+				},
+				state,
+			);
+			return { json: envelope as unknown as INodeExecutionData['json'] };
+		});
+	}
+}

@@ -1,0 +1,108 @@
+/**
+ * Canonical envelopes every node and workflow returns (seed 003 §0.3, ErrorEnvelope v1 of seed 002 §1.4).
+ *
+ * These zod schemas are the single source of truth: the TypeScript types are `z.infer` of them, the
+ * builders in `../envelope.ts` validate against them, and the tests assert outputs with them.
+ */
+import { z } from 'zod';
+
+/** Error kinds of seed 003 §0.3, extended (seed 003 §2 allows additive changes) with validation,
+ * not_found, conflict and locked for the 4xx answers the nodes give. */
+export const ErrorKind = z.enum([
+	'db',
+	'upstream',
+	'auth',
+	'rate_limit',
+	'validation',
+	'not_found',
+	'conflict',
+	'locked',
+	'unknown',
+]);
+export type ErrorKind = z.infer<typeof ErrorKind>;
+
+/** `meta.correlation` (seed 003 §0.3, seed 002 §1.4). Every key is present; unknown values are null. */
+export const Correlation = z
+	.object({
+		correlation_id: z.string().uuid(),
+		trace_id: z.string().nullable(),
+		tenant_id: z.string().nullable(),
+		chat_id: z.union([z.number(), z.string()]).nullable(),
+		message_id: z.number().nullable(),
+		workflow: z.string().nullable(),
+		node: z.string().nullable(),
+		job_id: z.number().nullable(),
+	})
+	.strict();
+export type Correlation = z.infer<typeof Correlation>;
+
+/** `meta` of both envelopes: `source` is the workflow (WFxx) or node that built the envelope. */
+export const Meta = z
+	.object({
+		source: z.string().min(1),
+		ts: z.string().datetime(),
+		correlation: Correlation,
+	})
+	.strict();
+
+/** SuccessEnvelope (seed 003 §0.3): `ok: true`, `error: null`, `data` an object. */
+export const SuccessEnvelope = z
+	.object({
+		ok: z.literal(true),
+		status_code: z.number().int().min(200).max(299),
+		data: z.record(z.unknown()),
+		error: z.null(),
+		meta: Meta,
+	})
+	.strict();
+export type SuccessEnvelope = z.infer<typeof SuccessEnvelope>;
+
+/** `error.details.raw_error` (seed 002 §1.4): the upstream error as far as it is known. */
+export const RawError = z
+	.object({
+		message: z.string(),
+		http_code: z.number().int().nullable(),
+		node_type: z.string().nullable(),
+	})
+	.strict();
+
+/** `error.details` (seed 002 §1.4): always an object, never a string (seed 002 §3.3). */
+export const ErrorDetails = z
+	.object({
+		ctx: z.record(z.unknown()),
+		raw_error: RawError,
+		error_context: z.record(z.unknown()).nullable(),
+	})
+	.passthrough();
+
+/** `_internal` (seed 002 §1.4): identifiers the error pipe used, for logs and tests. */
+export const Internal = z
+	.object({
+		correlation_id: z.string().uuid(),
+		tenant_id: z.string().nullable(),
+		job_id: z.number().nullable(),
+	})
+	.passthrough();
+
+/** ErrorEnvelope v1 (seed 002 §1.4, seed 003 §0.3). `status_code` is the HTTP status to answer with. */
+export const ErrorEnvelope = z
+	.object({
+		ok: z.literal(false),
+		status_code: z.number().int().min(400).max(599),
+		data: z.null(),
+		error: z
+			.object({
+				kind: ErrorKind,
+				message: z.string().min(1),
+				retryable: z.boolean(),
+				details: ErrorDetails,
+			})
+			.strict(),
+		meta: Meta,
+		_internal: Internal.optional(),
+	})
+	.strict();
+export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
+
+export const Envelope = z.union([SuccessEnvelope, ErrorEnvelope]);
+export type Envelope = z.infer<typeof Envelope>;

@@ -1,0 +1,4 @@
+export * from './envelope';
+export * from './ctx';
+export * from './errorContext';
+export * from './telegramUpdate';

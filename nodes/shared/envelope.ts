@@ -1,0 +1,109 @@
+/**
+ * The only place envelopes are assembled (seed 003 §0.3, seed 002 §1.4). Every builder validates its
+ * result against the zod contract, so a node can never emit an envelope with a missing key, an
+ * `undefined`, or `error.details` that is not an object.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+	Correlation,
+	ErrorEnvelope,
+	SuccessEnvelope,
+	type ErrorKind,
+} from './contracts/envelope';
+import { toJsonObject } from './json';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** True when `value` is a UUID string (any version). */
+export function isUuid(value: unknown): value is string {
+	return typeof value === 'string' && UUID.test(value);
+}
+
+/** A fresh correlation id (UUID v4). Call it only when no correlation id came in (seed 002 §1.3). */
+export function newCorrelationId(): string {
+	return randomUUID();
+}
+
+/** Fields of `meta.correlation`; any left out become null. */
+export type CorrelationInit = { correlation_id: string } & Partial<Omit<Correlation, 'correlation_id'>>;
+
+/** Builds `meta.correlation` with every key present (null where unknown). */
+export function correlation(init: CorrelationInit): Correlation {
+	return Correlation.parse({
+		correlation_id: init.correlation_id,
+		trace_id: init.trace_id ?? null,
+		tenant_id: init.tenant_id ?? null,
+		chat_id: init.chat_id ?? null,
+		message_id: init.message_id ?? null,
+		workflow: init.workflow ?? null,
+		node: init.node ?? null,
+		job_id: init.job_id ?? null,
+	});
+}
+
+/**
+ * SuccessEnvelope: `{ ok: true, status_code, data, error: null, meta: { source, ts, correlation } }`.
+ * @param source the workflow (e.g. "WF10") or node that answers
+ * @throws ZodError when `data` is not JSON-safe object data or the correlation is invalid
+ */
+export function success(
+	data: Record<string, unknown>,
+	opts: { source: string; correlation: CorrelationInit; status_code?: number; now?: Date },
+): SuccessEnvelope {
+	return SuccessEnvelope.parse({
+		ok: true,
+		status_code: opts.status_code ?? 200,
+		data: toJsonObject(data),
+		error: null,
+		meta: {
+			source: opts.source,
+			ts: (opts.now ?? new Date()).toISOString(),
+			correlation: correlation(opts.correlation),
+		},
+	});
+}
+
+export interface FailureInit {
+	status_code: number;
+	kind: ErrorKind;
+	message: string;
+	retryable: boolean;
+	source: string;
+	correlation: CorrelationInit;
+	ctx: Record<string, unknown>;
+	raw_error: { message: string; http_code: number | null; node_type: string | null };
+	error_context: Record<string, unknown> | null;
+	/** Further `error.details` keys (objects and scalars, never JSON strings). */
+	extra_details?: Record<string, unknown>;
+	/** `_internal` beyond correlation_id/tenant_id/job_id (test_mode, test_case, …). */
+	internal?: Record<string, unknown>;
+	now?: Date;
+}
+
+/** ErrorEnvelope v1 (seed 002 §1.4), validated. @throws ZodError on an out-of-contract value */
+export function failure(init: FailureInit): ErrorEnvelope {
+	const corr = correlation(init.correlation);
+	return ErrorEnvelope.parse({
+		ok: false,
+		status_code: init.status_code,
+		data: null,
+		error: {
+			kind: init.kind,
+			message: init.message,
+			retryable: init.retryable,
+			details: {
+				...toJsonObject(init.extra_details ?? {}),
+				ctx: toJsonObject(init.ctx),
+				raw_error: init.raw_error,
+				error_context: init.error_context === null ? null : toJsonObject(init.error_context),
+			},
+		},
+		meta: { source: init.source, ts: (init.now ?? new Date()).toISOString(), correlation: corr },
+		_internal: {
+			...toJsonObject(init.internal ?? {}),
+			correlation_id: corr.correlation_id,
+			tenant_id: corr.tenant_id,
+			job_id: corr.job_id,
+		},
+	});
+}

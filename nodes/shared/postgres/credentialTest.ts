@@ -1,0 +1,26 @@
+/**
+ * Credential test for PostgresContractsApi, registered by every node that uses it
+ * (`methods.credentialTest.postgresContractsApiTest`): connects with the entered values and runs
+ * `SELECT 1`; the failure message is pg's own (wrong password, unknown database, refused connection).
+ */
+import type { ICredentialTestFunctions, ICredentialsDecrypted, INodeCredentialTestResult } from 'n8n-workflow';
+import { Client } from 'pg';
+import { poolConfig, type PostgresCredential } from './pool';
+
+export async function postgresContractsApiTest(
+	this: ICredentialTestFunctions,
+	credential: ICredentialsDecrypted,
+): Promise<INodeCredentialTestResult> {
+	const config = poolConfig(credential.data as unknown as PostgresCredential);
+	const client = new Client({ ...config, connectionTimeoutMillis: 5_000 });
+	client.on('error', () => undefined);
+	try {
+		await client.connect();
+		await client.query('SELECT 1');
+		return { status: 'OK', message: 'Connection successful' };
+	} catch (error) {
+		return { status: 'Error', message: (error as Error).message };
+	} finally {
+		await client.end().catch(() => undefined);
+	}
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm run db:migrate`: applies db/migrations to DATABASE_URL (default: postgres://postgres@127.0.0.1:5432/postgres).
+ * Prints each applied migration; exits 1 with the failing file named when one fails.
+ */
+const { migrate } = require('./lib/migrate');
+
+const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+migrate(url, { log: (m) => console.log(m) })
+	.then(({ applied, skipped }) => {
+		console.log(`migrations: ${applied.length} applied, ${skipped.length} already applied`);
+	})
+	.catch((error) => {
+		console.error(error.message);
+		process.exit(1);
+	});

@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { inspect } from 'node:util';
+import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
+import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
+import { fixtureA, fixtureB, undefinedPaths } from '../helpers/fixtures';
+
+const options = { source: 'WF99' };
+
+test('fixture A: correlation id and error_context.node are taken from the input; job path enabled', () => {
+	const { uuid, item } = fixtureA(123);
+	const { envelope, jobId } = normalizeErrorItem(item, options);
+	ErrorEnvelope.parse(envelope);
+	assert.equal(envelope.meta.correlation.correlation_id, uuid);
+	assert.equal(envelope.error.details.error_context?.node, 'Lookup Bot');
+	assert.equal(jobId, 123);
+	assert.equal(envelope._internal?.job_id, 123);
+	assert.equal(envelope.meta.source, 'WF99');
+	assert.equal(envelope.meta.correlation.workflow, 'WF10');
+	assert.equal(envelope.meta.correlation.node, 'Lookup Bot');
+	assert.equal(envelope.error.kind, 'db');
+	assert.equal(envelope.status_code, 500);
+	assert.deepEqual(undefinedPaths(envelope), []);
+});
+
+test('fixture B: no job id → job path disabled, no undefined anywhere, details an object', () => {
+	const { uuid, item } = fixtureB();
+	const { envelope, jobId } = normalizeErrorItem(item, options);
+	ErrorEnvelope.parse(envelope);
+	assert.equal(jobId, null);
+	assert.equal(envelope._internal?.job_id, null);
+	assert.equal(envelope.meta.correlation.correlation_id, uuid);
+	assert.equal(typeof envelope.error.details, 'object');
+	assert.equal(typeof envelope.error.details.ctx, 'object');
+	assert.deepEqual(undefinedPaths(envelope), []);
+	assert.equal(JSON.stringify(JSON.parse(JSON.stringify(envelope))), JSON.stringify(envelope));
+});
+
+test('a correlation id is generated only when none came in', () => {
+	let generated = 0;
+	const newId = () => {
+		generated++;
+		return '00000000-0000-4000-8000-000000000001';
+	};
+	const withCtx = normalizeErrorItem({ ctx: { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' } }, { ...options, newId });
+	assert.equal(withCtx.envelope.meta.correlation.correlation_id, 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee');
+	const fromErrorContext = normalizeErrorItem({ error_context: { node: 'X', correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee0' } }, { ...options, newId });
+	assert.equal(fromErrorContext.envelope.meta.correlation.correlation_id, 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee0');
+	assert.equal(generated, 0);
+	const none = normalizeErrorItem({}, { ...options, newId });
+	assert.equal(none.envelope.meta.correlation.correlation_id, '00000000-0000-4000-8000-000000000001');
+	assert.equal(generated, 1);
+	const invalid = normalizeErrorItem({ ctx: { correlation_id: 'job-42' } }, { ...options, newId });
+	assert.equal(generated, 2);
+	assert.equal(invalid.envelope.error.details.invalid_correlation_id, 'job-42');
+});
+
+test('any input becomes one valid envelope', () => {
+	const inputs: unknown[] = [
+		{},
+		null,
+		'boom',
+		42,
+		[],
+		{ _ctx: { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee', tenant_id: 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee' } },
+		{ error: 'Request failed with status code 404' },
+		{ message: 'x', error: { message: 'x', name: 'NodeApiError', httpCode: '429', node: { type: 'n8n-nodes-base.httpRequest' } } },
+		{ description: 'only a description', n8nDetails: { nodeType: 'n8n-nodes-base.postgres', httpCode: 503 } },
+		{ errorMessage: 'seed 003 WF99 input', statusCode: 429, ctx: { job_id: '', workflow: 'WF20' } },
+		{ ctx: { job_id: 'not-a-number' }, error_context: 'not an object', extra: { deep: [undefined, () => 1, 10n] } },
+		{ ctx: { job_id: null } },
+	];
+	for (const input of inputs) {
+		const label = inspect(input);
+		const { envelope, jobId } = normalizeErrorItem(input, options);
+		assert.doesNotThrow(() => ErrorEnvelope.parse(envelope), label);
+		assert.deepEqual(undefinedPaths(envelope), [], label);
+		assert.equal(jobId, null, label);
+		assert.equal(typeof envelope.error.details, 'object');
+		assert.ok(envelope.error.message.length > 0);
+	}
+});
+
+test('status code, kind and retryable follow the upstream error', () => {
+	const rate = normalizeErrorItem({ message: 'slow down', error: { httpCode: '429' } }, options).envelope;
+	assert.deepEqual([rate.status_code, rate.error.kind, rate.error.retryable], [429, 'rate_limit', true]);
+	const auth = normalizeErrorItem({ statusCode: 403, message: 'forbidden' }, options).envelope;
+	assert.deepEqual([auth.status_code, auth.error.kind, auth.error.retryable], [403, 'auth', false]);
+	const http = normalizeErrorItem({ message: 'bad gateway', n8nDetails: { nodeType: 'n8n-nodes-base.httpRequest', httpCode: 502 } }, options).envelope;
+	assert.deepEqual([http.status_code, http.error.kind, http.error.retryable], [502, 'upstream', true]);
+	const db = normalizeErrorItem({ _err: { node: 'Insert', operation: 'insert', table: 'raw.telegram_updates' }, message: 'down' }, options).envelope;
+	assert.deepEqual([db.error.kind, db.error.details.error_context?.table], ['db', 'raw.telegram_updates']);
+	assert.equal(db.error.retryable, true, 'a db error without a status is treated as transient');
+	const unknown = normalizeErrorItem({ message: 'odd' }, options).envelope;
+	assert.deepEqual([unknown.status_code, unknown.error.kind, unknown.error.retryable], [500, 'unknown', false]);
+});
+
+test('the error item of this package\'s nodes keeps its ctx, kind and retryable', () => {
+	const ctx = { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee', workflow: 'WF10', tenant_id: 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee' };
+	const item = {
+		headers: { host: 'x' },
+		body: { update_id: 1 },
+		error: {
+			message: 'database error: connect ECONNREFUSED',
+			kind: 'db',
+			status_code: 503,
+			retryable: true,
+			details: { sqlstate: 'ECONNREFUSED' },
+			node_type: 'n8n-nodes-contracts.telegramIngest',
+			ctx,
+			error_context: { node: 'Telegram Ingest', operation: 'select', table: 'core.bots', correlation_id: ctx.correlation_id },
+		},
+	};
+	const { envelope } = normalizeErrorItem(item, options);
+	assert.equal(envelope.meta.correlation.correlation_id, ctx.correlation_id);
+	assert.equal(envelope.meta.correlation.tenant_id, ctx.tenant_id);
+	assert.deepEqual([envelope.status_code, envelope.error.kind, envelope.error.retryable], [503, 'db', true]);
+	assert.equal(envelope.error.details.error_context?.node, 'Telegram Ingest');
+	assert.equal(envelope.error.details.raw_error.node_type, 'n8n-nodes-contracts.telegramIngest');
+	// ctx beats _ctx beats error.ctx
+	const layered = normalizeErrorItem({ ...item, _ctx: { workflow: 'glue' }, ctx: { workflow: 'canonical' } }, options).envelope;
+	assert.equal(layered.meta.correlation.workflow, 'canonical');
+	assert.equal(layered.error.details.ctx.tenant_id, ctx.tenant_id);
+});
