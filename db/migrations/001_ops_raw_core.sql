@@ -16,7 +16,7 @@ CREATE TABLE core.tenants (
   created_at  timestamptz NOT NULL DEFAULT now()
 );
 
--- A bot is addressed by bot_key, the last segment of its webhook path (/webhook/telegram/<bot_key>).
+-- A bot is addressed by bot_key, the `bot` query parameter of its webhook URL (/webhook/telegram?bot=<bot_key>).
 -- webhook_secret is the secret_token given to setWebhook (1-256 chars of A-Za-z0-9_-).
 CREATE TABLE core.bots (
   bot_id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),

@@ -37,9 +37,9 @@ export class TelegramIngest implements INodeType {
 				displayName: 'Bot Key',
 				name: 'botKey',
 				type: 'string',
-				default: '={{ $json.params.bot_key }}',
+				default: '={{ ($json.query || {}).bot }}',
 				required: true,
-				description: 'The bot\'s key in core.bots: the last segment of the webhook path telegram/:bot_key',
+				description: 'The bot\'s key in core.bots, sent as the query parameter of the webhook URL: /webhook/telegram?bot=&lt;bot_key&gt;',
 			},
 			{
 				displayName: 'Secret Token',

@@ -92,7 +92,7 @@ test('a wrong or missing secret is refused (403 / 401) before anything is writte
 	const before = await ingestCounts(db.pool);
 	const state: ItemState = {};
 	const wrong = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { secretToken: 'nope' }), state));
-	assert.deepEqual([wrong.statusCode, wrong.kind, wrong.retryable], [403, 'auth', false]);
+	assert.deepEqual([wrong.statusCode, wrong.kind, wrong.retryable, wrong.where.table], [403, 'auth', false, 'core.bots']);
 	assert.equal(state.ctx?.tenant_id, bot.tenantId);
 	assert.equal(state.ctx?.workflow, 'WF10');
 	assert.match(String(state.ctx?.correlation_id), /^[0-9a-f-]{36}$/);

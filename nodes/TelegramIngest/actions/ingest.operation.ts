@@ -22,7 +22,7 @@ import type { ItemState } from '../../shared/node/runItems';
 import { FIND_DUPLICATE, INGEST_UPDATE, LOOKUP_BOT } from './sql';
 
 export interface IngestInput {
-	/** core.bots.bot_key: the last segment of the webhook path. */
+	/** core.bots.bot_key: the `bot` query parameter of the webhook URL (/webhook/telegram?bot=<bot_key>). */
 	botKey: unknown;
 	/** Value of the X-Telegram-Bot-Api-Secret-Token header (undefined when absent). */
 	secretToken: unknown;
@@ -43,6 +43,9 @@ export interface IngestInput {
 }
 
 const BOT_KEY = /^[A-Za-z0-9_-]{1,64}$/;
+/** error_context of the checks against the bot (key, secret) and of the update's own validation/insert. */
+const BOTS = { operation: 'select', table: 'core.bots' } as const;
+const RAW = { operation: 'insert', table: 'raw.telegram_updates' } as const;
 
 /** Constant-time comparison of two secrets (hashes first, so lengths leak nothing either). */
 export function secretsMatch(given: string, expected: string): boolean {
@@ -58,7 +61,7 @@ function parseBody(update: unknown): unknown {
 	} catch (error) {
 		throw new ContractError(`invalid Telegram update: body is not JSON (${(error as Error).message})`, 400, 'validation', false, {
 			field: 'body',
-		});
+		}, RAW);
 	}
 }
 
@@ -78,7 +81,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	if (typeof input.botKey !== 'string' || !BOT_KEY.test(input.botKey)) {
 		throw new ContractError('invalid bot key: "Bot Key" must be 1-64 characters of A-Z a-z 0-9 _ -', 400, 'validation', false, {
 			field: 'botKey',
-		});
+		}, BOTS);
 	}
 	ctx.bot_key = input.botKey;
 
@@ -86,21 +89,21 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	try {
 		bot = (await pool.query(LOOKUP_BOT, [input.botKey])).rows[0];
 	} catch (error) {
-		throw fromPgError(error, { operation: 'select', table: 'core.bots' });
+		throw fromPgError(error, BOTS);
 	}
 	if (!bot || !bot.enabled) {
 		throw new ContractError(`unknown bot: no enabled bot with key "${input.botKey}"`, 404, 'not_found', false, {
 			bot_key: input.botKey,
-		});
+		}, BOTS);
 	}
 	ctx.tenant_id = bot.tenant_id;
 	ctx.bot_id = bot.bot_id;
 
 	if (typeof input.secretToken !== 'string' || input.secretToken === '') {
-		throw new ContractError('missing X-Telegram-Bot-Api-Secret-Token header', 401, 'auth', false);
+		throw new ContractError('missing X-Telegram-Bot-Api-Secret-Token header', 401, 'auth', false, {}, BOTS);
 	}
 	if (!secretsMatch(input.secretToken, bot.webhook_secret)) {
-		throw new ContractError('wrong X-Telegram-Bot-Api-Secret-Token', 403, 'auth', false);
+		throw new ContractError('wrong X-Telegram-Bot-Api-Secret-Token', 403, 'auth', false, {}, BOTS);
 	}
 
 	const parsed = TelegramUpdate.safeParse(parseBody(input.update));
@@ -112,6 +115,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 			'validation',
 			false,
 			{ field: 'body', issues },
+			RAW,
 		);
 	}
 	const update = parsed.data;
@@ -139,13 +143,10 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 		row = (await pool.query(INGEST_UPDATE, params)).rows[0];
 		row ??= (await pool.query(FIND_DUPLICATE, [bot.bot_id, keys.update_id])).rows[0];
 	} catch (error) {
-		throw fromPgError(error, { operation: 'insert', table: 'raw.telegram_updates' });
+		throw fromPgError(error, RAW);
 	}
 	if (!row) {
-		throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, {
-			operation: 'insert',
-			table: 'raw.telegram_updates',
-		});
+		throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
 	}
 	const jobId = Number(row.job_id);
 	ctx.job_id = jobId;

@@ -1,0 +1,245 @@
+'use strict';
+/**
+ * The n8n 2.4.8 harness shared by `npm test` (e2e), `npm run demo` and `npm run bench`:
+ *  - ensureN8n():     installs n8n 2.4.8 once into a cache folder (~3.5 min, ~1.7 GB; with the xlsx
+ *                     override n8n-nodes-base needs here) and reuses it afterwards;
+ *  - packPackage():   `npm pack` of this repository (build first);
+ *  - createInstance(): a fresh N8N_USER_FOLDER with the tarball installed into .n8n/nodes, the route
+ *                     that names node types `n8n-nodes-contracts.<node>` (the community-nodes route);
+ *  - instance.importCredentials / importWorkflows / publish (n8n CLI), start / stop (n8n start).
+ * Environment: N8N_CONTRACTS_CACHE overrides the cache folder (default ~/.cache/n8n-nodes-contracts).
+ */
+const { spawn, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { freePort } = require('./postgres');
+
+const N8N_VERSION = '2.4.8';
+const ROOT = path.join(__dirname, '..', '..');
+const CACHE = process.env.N8N_CONTRACTS_CACHE || path.join(os.homedir(), '.cache', 'n8n-nodes-contracts');
+
+function sh(cmd, args, opts = {}) {
+	const result = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, ...opts });
+	if (result.status !== 0) {
+		throw new Error(`${cmd} ${args.join(' ')} failed (${result.status}):\n${(result.stdout || '').slice(-3000)}\n${(result.stderr || '').slice(-3000)}`);
+	}
+	return result.stdout;
+}
+
+/** Installs n8n 2.4.8 into the cache (once). Returns the path of its CLI script. */
+function ensureN8n({ log = () => {} } = {}) {
+	const dir = path.join(CACHE, `n8n-${N8N_VERSION}`);
+	const bin = path.join(dir, 'node_modules', 'n8n', 'bin', 'n8n');
+	const marker = path.join(dir, '.installed');
+	if (fs.existsSync(marker) && fs.existsSync(bin)) return bin;
+	if (fs.existsSync(path.join(dir, 'node_modules', 'n8n', 'package.json'))) {
+		const { version } = JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', 'n8n', 'package.json'), 'utf8'));
+		if (version === N8N_VERSION && fs.existsSync(bin)) {
+			fs.writeFileSync(marker, new Date().toISOString());
+			return bin;
+		}
+	}
+	fs.mkdirSync(dir, { recursive: true });
+	fs.writeFileSync(
+		path.join(dir, 'package.json'),
+		JSON.stringify(
+			{
+				name: 'n8n-runtime-cache',
+				private: true,
+				dependencies: { n8n: N8N_VERSION },
+				// n8n-nodes-base pins xlsx to a tarball outside the npm registry; 0.18.5 is on it.
+				overrides: { xlsx: '0.18.5' },
+			},
+			null,
+			2,
+		),
+	);
+	log(`installing n8n ${N8N_VERSION} into ${dir} (one time, a few minutes)…`);
+	sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, stdio: 'inherit', timeout: 30 * 60_000 });
+	fs.writeFileSync(marker, new Date().toISOString());
+	return bin;
+}
+
+/** `npm pack` of the repository into a temp folder. Returns the tarball path. Build before. */
+function packPackage() {
+	if (!fs.existsSync(path.join(ROOT, 'dist', 'nodes'))) throw new Error('dist/ is missing: run `npm run build` first');
+	const out = fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-pack-'));
+	const stdout = sh('npm', ['pack', '--silent', '--pack-destination', out], { cwd: ROOT });
+	const file = stdout.trim().split('\n').pop();
+	return path.join(out, file);
+}
+
+/**
+ * A fresh n8n user folder with the package installed into `.n8n/nodes` (as the community-nodes UI
+ * does: `--legacy-peer-deps`, so `n8n-workflow` resolves to n8n's own copy).
+ */
+function createInstance({ tarball, bin, log = () => {}, userFolder } = {}) {
+	const folder = userFolder || fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-n8n-'));
+	const nodesDir = path.join(folder, '.n8n', 'nodes');
+	fs.mkdirSync(nodesDir, { recursive: true });
+	fs.writeFileSync(path.join(nodesDir, 'package.json'), JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }));
+	log(`installing ${path.basename(tarball)} into ${nodesDir}`);
+	sh('npm', ['install', tarball, '--legacy-peer-deps', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: nodesDir });
+	return new N8nInstance(folder, bin, log);
+}
+
+class N8nInstance {
+	constructor(folder, bin, log) {
+		this.folder = folder;
+		this.bin = bin;
+		this.log = log;
+		this.process = undefined;
+		this.output = [];
+	}
+
+	env(extra = {}) {
+		return {
+			...process.env,
+			N8N_USER_FOLDER: this.folder,
+			N8N_DIAGNOSTICS_ENABLED: 'false',
+			N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
+			N8N_TEMPLATES_ENABLED: 'false',
+			N8N_PERSONALIZATION_ENABLED: 'false',
+			N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
+			N8N_SECURE_COOKIE: 'false',
+			// info: the "Editor is now accessible" line that start() waits for is an info message.
+			N8N_LOG_LEVEL: process.env.N8N_LOG_LEVEL || 'info',
+			DB_TYPE: 'sqlite',
+			...extra,
+		};
+	}
+
+	/** Runs an n8n CLI command (not while the server of this folder runs: the broker port is taken). */
+	async cli(args) {
+		const port = await freePort();
+		return sh(process.execPath, [this.bin, ...args], { env: this.env({ N8N_RUNNERS_BROKER_PORT: String(port) }), cwd: this.folder });
+	}
+
+	/** `import:credentials` of an array of `{ id, name, type, data }` (data in clear: n8n encrypts it). */
+	async importCredentials(credentials) {
+		const file = path.join(this.folder, 'credentials.import.json');
+		fs.writeFileSync(file, JSON.stringify(credentials));
+		await this.cli(['import:credentials', `--input=${file}`]);
+		fs.rmSync(file);
+	}
+
+	/** Imports workflow JSON files (each keeps its `id`), then publishes each. */
+	async importAndPublish(files) {
+		const dir = fs.mkdtempSync(path.join(this.folder, 'import-'));
+		const ids = [];
+		for (const file of files) {
+			const workflow = JSON.parse(fs.readFileSync(file, 'utf8'));
+			if (!workflow.id) throw new Error(`${file} has no fixed id`);
+			ids.push(workflow.id);
+			fs.copyFileSync(file, path.join(dir, `${workflow.id}.json`));
+		}
+		await this.cli(['import:workflow', '--separate', `--input=${dir}`]);
+		for (const id of ids) await this.cli(['publish:workflow', `--id=${id}`]);
+		fs.rmSync(dir, { recursive: true, force: true });
+		return ids;
+	}
+
+	/** Starts `n8n start` on a free port; resolves when /healthz answers 200 and the published workflows are activated. */
+	async start({ timeoutMs = 180_000, env = {} } = {}) {
+		const port = await freePort();
+		const brokerPort = await freePort();
+		this.url = `http://127.0.0.1:${port}`;
+		this.process = spawn(process.execPath, [this.bin, 'start'], {
+			cwd: this.folder,
+			env: this.env({
+				N8N_PORT: String(port),
+				N8N_LISTEN_ADDRESS: '127.0.0.1',
+				N8N_HOST: '127.0.0.1',
+				WEBHOOK_URL: `${this.url}/`,
+				N8N_RUNNERS_BROKER_PORT: String(brokerPort),
+				...env,
+			}),
+			stdio: ['ignore', 'pipe', 'pipe'],
+		});
+		const keep = (chunk) => {
+			this.output.push(chunk.toString());
+			if (this.output.length > 500) this.output.shift();
+		};
+		this.process.stdout.on('data', keep);
+		this.process.stderr.on('data', keep);
+		const exited = new Promise((resolve) => this.process.once('exit', (code) => resolve(code)));
+		const deadline = Date.now() + timeoutMs;
+		while (Date.now() < deadline) {
+			const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('tick'), 500))]);
+			if (code !== 'tick') throw new Error(`n8n exited (${code}) before it was ready:\n${this.logs()}`);
+			try {
+				// n8n prints this line after activeWorkflowManager.init(): every published workflow's webhooks are live.
+				const res = await fetch(`${this.url}/healthz`);
+				if (res.ok && /Editor is now accessible via/.test(this.output.join(''))) return this.url;
+			} catch {
+				// not listening yet
+			}
+		}
+		await this.stop();
+		throw new Error(`n8n was not ready after ${timeoutMs} ms:\n${this.logs()}`);
+	}
+
+	/**
+	 * Waits until each static webhook path (as in the Webhook node, e.g. "test/wf99"; dynamic paths such as
+	 * "telegram/:bot_key" cannot be probed this way) is registered: a GET to a
+	 * POST-only webhook answers "…Did you mean to make a POST request?" once its workflow is active.
+	 * Throws with n8n's log when a path is still unregistered at the deadline (e.g. "Unrecognized node type").
+	 */
+	async waitForWebhooks(paths, { timeoutMs = 120_000 } = {}) {
+		const deadline = Date.now() + timeoutMs;
+		const pending = new Set(paths);
+		let last = '';
+		while (pending.size && Date.now() < deadline) {
+			for (const p of [...pending]) {
+				try {
+					const res = await fetch(`${this.url}/webhook/${p}`);
+					last = await res.text();
+					if (/Did you mean to make a/i.test(last)) pending.delete(p);
+				} catch (error) {
+					last = String(error);
+				}
+			}
+			if (pending.size) await new Promise((r) => setTimeout(r, 500));
+		}
+		if (pending.size) throw new Error(`webhooks not registered: ${[...pending].join(', ')} (last answer: ${last.slice(0, 300)})\n${this.logs()}`);
+	}
+
+	logs() {
+		return this.output.join('').slice(-8000);
+	}
+
+	async stop() {
+		if (!this.process || this.process.exitCode !== null) return;
+		const exited = new Promise((resolve) => this.process.once('exit', resolve));
+		this.process.kill('SIGTERM');
+		const timer = setTimeout(() => this.process.kill('SIGKILL'), 20_000);
+		await exited;
+		clearTimeout(timer);
+	}
+
+	remove() {
+		fs.rmSync(this.folder, { recursive: true, force: true });
+	}
+}
+
+/** The Contracts PostgreSQL credential for a postgres:// URL, in import:credentials form. */
+function postgresCredential(url, { id = 'pgContracts01', name = 'Contracts PostgreSQL' } = {}) {
+	const u = new URL(url);
+	return {
+		id,
+		name,
+		type: 'postgresContractsApi',
+		data: {
+			host: u.hostname,
+			port: Number(u.port || 5432),
+			database: u.pathname.slice(1),
+			user: decodeURIComponent(u.username || 'postgres'),
+			password: decodeURIComponent(u.password || ''),
+			ssl: 'disable',
+			maxConnections: 10,
+		},
+	};
+}
+
+module.exports = { ensureN8n, packPackage, createInstance, postgresCredential, N8N_VERSION, ROOT };

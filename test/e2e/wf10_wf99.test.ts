@@ -1,0 +1,169 @@
+/**
+ * WF10 and WF99 in a real n8n 2.4.8 (seed 003 WF10/WF99, seed 002 §1.5 fixtures): the packed package
+ * installed as a community package, the shipped workflow JSON imported and published, Telegram updates
+ * posted to the webhook, every row checked in PostgreSQL.
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
+import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
+import { fixtureA, fixtureB } from '../helpers/fixtures';
+import { mapLimit, startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
+import { TcpProxy } from '../helpers/tcpProxy';
+import { newUpdateId, realisticUpdates, textWithUrls } from '../helpers/updates';
+
+let db: TestDatabase;
+let n8n: RunningN8n;
+let proxy: TcpProxy;
+let bot: Awaited<ReturnType<typeof seedBot>>;
+
+before(
+	async () => {
+		db = await setupDatabase();
+		bot = await seedBot(db.pool, 'e2e_bot', 'e2e-Secret_123');
+		const target = new URL(db.url);
+		proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+		await proxy.up();
+		const proxied = new URL(db.url);
+		proxied.hostname = '127.0.0.1';
+		proxied.port = String(proxy.port);
+		n8n = await startN8n(proxied.toString(), [
+			path.join(WORKFLOWS, 'WF99_global_err_handler.json'),
+			path.join(WORKFLOWS, 'WF10_telegram_ingest.json'),
+			path.join(__dirname, 'workflows', 'test_wf99_caller.json'),
+		], ['test/wf99', 'telegram']);
+	},
+	{ timeout: 30 * 60_000 },
+);
+
+after(async () => {
+	await n8n?.stop();
+	await proxy?.down();
+	await db?.drop();
+});
+
+async function post(pathname: string, body: unknown, headers: Record<string, string> = {}) {
+	const res = await fetch(`${n8n.url}/webhook/${pathname}`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', ...headers },
+		body: typeof body === 'string' ? body : JSON.stringify(body),
+	});
+	const text = await res.text();
+	let json: any;
+	try {
+		json = JSON.parse(text);
+	} catch {
+		json = text;
+	}
+	return { status: res.status, body: json };
+}
+
+function postUpdate(update: unknown, secret: string | null = bot.secret) {
+	return post(`telegram?bot=${bot.botKey}`, update, secret === null ? {} : { 'X-Telegram-Bot-Api-Secret-Token': secret });
+}
+
+async function countFor(updateIds: number[]) {
+	const { rows } = await db.pool.query(
+		`SELECT (SELECT count(*) FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = ANY($2))::int AS raw,
+		        (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = ANY($2))::int AS keys,
+		        (SELECT count(*) FROM ops.jobs WHERE dedup_key = ANY($3))::int AS jobs`,
+		[bot.botId, updateIds, updateIds.map((id) => `tg:${bot.botId}:${id}`)],
+	);
+	return rows[0] as { raw: number; keys: number; jobs: number };
+}
+
+test('100 deliveries with duplicates → exactly the distinct updates stored and enqueued, every answer 200', { timeout: 300_000 }, async () => {
+	const distinct = Array.from({ length: 70 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
+	const deliveries = [...distinct, ...Array.from({ length: 30 }, (_, i) => distinct[(i * 7) % distinct.length])];
+	deliveries.sort(() => Math.random() - 0.5);
+	const answers = await mapLimit(deliveries, 8, (update) => postUpdate(update));
+	assert.deepEqual([...new Set(answers.map((a) => a.status))], [200], JSON.stringify(answers.find((a) => a.status !== 200)));
+	for (const answer of answers) {
+		assert.equal(answer.body.ok, true);
+		assert.equal('method' in answer.body, false, 'Telegram would execute a "method" key');
+	}
+	const jobOf = new Map<number, Set<number>>();
+	deliveries.forEach((u, i) => jobOf.set(u.update_id, (jobOf.get(u.update_id) ?? new Set()).add(answers[i].body.job_id)));
+	assert.ok([...jobOf.values()].every((jobs) => jobs.size === 1), 'every delivery of an update names the same job');
+	assert.equal(answers.filter((a) => a.body.duplicate === false).length, 70);
+	assert.deepEqual(await countFor(distinct.map((u) => u.update_id)), { raw: 70, keys: 70, jobs: 70 });
+});
+
+test('fixture A through WF99: envelope as expected, ops.errors written, job path executed', { timeout: 60_000 }, async () => {
+	const { rows } = await db.pool.query(
+		`INSERT INTO ops.jobs (job_type, status, attempts, locked_by, locked_at) VALUES ('telegram_update', 'running', 1, 'w1', now()) RETURNING id`,
+	);
+	const jobId = Number(rows[0].id);
+	const { uuid, item } = fixtureA(jobId);
+	const { status, body } = await post('test/wf99', item);
+	assert.equal(status, 200);
+	const envelope = ErrorEnvelope.parse(body);
+	assert.equal(envelope.meta.correlation.correlation_id, uuid);
+	assert.equal(envelope.error.details.error_context?.node, 'Lookup Bot');
+	assert.equal(envelope.meta.source, 'WF99');
+	const errors = await db.pool.query('SELECT node, job_id, details FROM ops.errors WHERE correlation_id = $1', [uuid]);
+	assert.equal(errors.rows.length, 1);
+	assert.equal(errors.rows[0].node, 'Lookup Bot');
+	assert.equal(typeof errors.rows[0].details, 'object');
+	const job = await db.pool.query('SELECT status FROM ops.jobs WHERE id = $1', [jobId]);
+	assert.equal(job.rows[0].status, 'failed');
+	const runs = await db.pool.query('SELECT count(*)::int AS n FROM ops.job_runs WHERE job_id = $1', [jobId]);
+	assert.equal(runs.rows[0].n, 1);
+});
+
+test('fixture B through WF99: ops.errors written, no job path, every envelope key present', { timeout: 60_000 }, async () => {
+	const runsBefore = (await db.pool.query('SELECT count(*)::int AS n FROM ops.job_runs')).rows[0].n;
+	const { uuid, item } = fixtureB();
+	const { status, body } = await post('test/wf99', item);
+	assert.equal(status, 200);
+	const envelope = ErrorEnvelope.parse(body);
+	assert.equal(envelope.meta.correlation.correlation_id, uuid);
+	assert.equal(envelope._internal?.job_id, null);
+	assert.deepEqual(body._internal.job_path, { executed: false });
+	for (const key of ['ok', 'status_code', 'data', 'error', 'meta']) assert.ok(key in body, key);
+	for (const key of ['kind', 'message', 'retryable', 'details']) assert.ok(key in body.error, key);
+	const errors = await db.pool.query('SELECT count(*)::int AS n FROM ops.errors WHERE correlation_id = $1 AND job_id IS NULL', [uuid]);
+	assert.equal(errors.rows[0].n, 1);
+	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM ops.job_runs')).rows[0].n, runsBefore);
+});
+
+test('wrong secret → 403, missing secret → 401, malformed body → 400: an ops.errors row each, no raw rows', { timeout: 60_000 }, async () => {
+	const cases: Array<[unknown, string | null, number, string, string]> = [
+		[textWithUrls(), 'wrong-secret', 403, 'auth', 'core.bots'],
+		[textWithUrls(), null, 401, 'auth', 'core.bots'],
+		[{ update_id: newUpdateId(), message: { text: 'no chat, no message_id' } }, bot.secret, 400, 'validation', 'raw.telegram_updates'],
+		[{ update_id: 'abc', message: {} }, bot.secret, 400, 'validation', 'raw.telegram_updates'],
+	];
+	for (const [update, secret, expected, kind, table] of cases) {
+		const { status, body } = await postUpdate(update, secret);
+		assert.equal(status, expected, JSON.stringify(body));
+		assert.equal(body.ok, false);
+		assert.equal(body.kind, kind);
+		const errors = await db.pool.query('SELECT node, status_code, workflow, details FROM ops.errors WHERE correlation_id = $1', [body.correlation_id]);
+		assert.equal(errors.rows.length, 1, `one ops.errors row for ${expected}`);
+		assert.equal(errors.rows[0].node, 'Telegram Ingest');
+		assert.equal(errors.rows[0].status_code, expected);
+		assert.equal(errors.rows[0].workflow, 'WF10');
+		assert.equal(errors.rows[0].details.error_context.table, table);
+		const updateId = (update as { update_id: unknown }).update_id;
+		if (typeof updateId === 'number') assert.deepEqual(await countFor([updateId]), { raw: 0, keys: 0, jobs: 0 });
+	}
+});
+
+test('database stopped → 5xx (Telegram retries); back up → the same update is stored once', { timeout: 120_000 }, async () => {
+	const update = textWithUrls();
+	await proxy.down();
+	let outage;
+	try {
+		outage = await postUpdate(update);
+	} finally {
+		await proxy.up();
+	}
+	assert.ok(outage.status >= 500 && outage.status <= 599, `status ${outage.status}: ${JSON.stringify(outage.body)}`);
+	assert.equal(outage.body.kind, 'db');
+	const retry = await postUpdate(update);
+	assert.equal(retry.status, 200, JSON.stringify(retry.body));
+	assert.equal(retry.body.duplicate, false);
+	assert.deepEqual(await countFor([update.update_id]), { raw: 1, keys: 1, jobs: 1 });
+});

@@ -1,0 +1,47 @@
+/**
+ * Boots a real n8n 2.4.8 for end-to-end tests: packed package in .n8n/nodes, credentials pointing at
+ * `databaseUrl`, the given workflows imported and published, server started.
+ */
+import path from 'node:path';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const harness = require('../../scripts/lib/n8n');
+
+export interface RunningN8n {
+	url: string;
+	logs(): string;
+	stop(): Promise<void>;
+}
+
+export const WORKFLOWS = path.join(__dirname, '..', '..', 'workflows-json');
+
+export async function startN8n(databaseUrl: string, workflowFiles: string[], webhookPaths: string[]): Promise<RunningN8n> {
+	const bin = harness.ensureN8n({ log: console.log });
+	const tarball = harness.packPackage();
+	const instance = harness.createInstance({ tarball, bin });
+	await instance.importCredentials([harness.postgresCredential(databaseUrl)]);
+	await instance.importAndPublish(workflowFiles);
+	const url = await instance.start();
+	await instance.waitForWebhooks(webhookPaths);
+	return {
+		url,
+		logs: () => instance.logs(),
+		async stop() {
+			await instance.stop();
+			instance.remove();
+		},
+	};
+}
+
+/** Runs `fn` over `inputs` with at most `concurrency` calls in flight; results in input order. */
+export async function mapLimit<T, R>(inputs: T[], concurrency: number, fn: (input: T, index: number) => Promise<R>): Promise<R[]> {
+	const results: R[] = new Array(inputs.length);
+	let next = 0;
+	const workers = Array.from({ length: Math.min(concurrency, inputs.length) }, async () => {
+		while (next < inputs.length) {
+			const index = next++;
+			results[index] = await fn(inputs[index], index);
+		}
+	});
+	await Promise.all(workers);
+	return results;
+}
