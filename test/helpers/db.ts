@@ -8,6 +8,8 @@ import type { PostgresCredential } from '../../nodes/shared/postgres/pool';
 const { resolvePostgres, createDatabase } = require('../../scripts/lib/postgres');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { migrate } = require('../../scripts/lib/migrate');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { postgresCredential } = require('../../scripts/lib/n8n');
 
 export interface TestDatabase {
 	url: string;
@@ -16,18 +18,9 @@ export interface TestDatabase {
 	drop(): Promise<void>;
 }
 
-/** The PostgresContractsApi credential fields for a postgres:// URL. */
+/** The PostgresContractsApi credential fields for a postgres:// URL (the harness's own mapping). */
 export function credentialFor(url: string): PostgresCredential {
-	const u = new URL(url);
-	return {
-		host: u.hostname,
-		port: Number(u.port || 5432),
-		database: u.pathname.slice(1),
-		user: decodeURIComponent(u.username || 'postgres'),
-		password: decodeURIComponent(u.password || ''),
-		ssl: 'disable',
-		maxConnections: 10,
-	};
+	return postgresCredential(url).data;
 }
 
 export async function setupDatabase(): Promise<TestDatabase> {
