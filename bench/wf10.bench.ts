@@ -4,7 +4,8 @@
  *   baseline  — the same contract built from n8n's built-in nodes (Webhook → Postgres → Code → Postgres → Respond,
  *               the same SQL), as users build it today.
  * Prints both rates and their ratio (contracts / baseline; higher is better for us). Executions are not
- * saved (EXECUTIONS_DATA_SAVE_ON_SUCCESS=none) so the database of n8n itself does not dominate.
+ * saved (EXECUTIONS_DATA_SAVE_ON_SUCCESS=none) so the database of n8n itself does not dominate; the
+ * baseline's Code node needs NODE_FUNCTION_ALLOW_BUILTIN=crypto (without it n8n answers an empty 200).
  * BENCH_UPDATES (default 600) distinct updates per variant, BENCH_CLIENTS (default 8) concurrent senders.
  */
 import path from 'node:path';
@@ -32,7 +33,7 @@ async function main() {
 			path.join(ROOT, 'workflows-json', 'WF10_telegram_ingest.json'),
 			path.join(__dirname, 'workflows', 'WF10_builtin_baseline.json'),
 		]);
-		const url = await instance.start({ env: { EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'none', EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false', N8N_LOG_LEVEL: 'info' } });
+		const url = await instance.start({ env: { NODE_FUNCTION_ALLOW_BUILTIN: 'crypto', EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'none', EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false', N8N_LOG_LEVEL: 'info' } });
 		await instance.waitForWebhooks(['telegram', 'telegram-builtin']);
 
 		const run = async (hookPath: string, n: number) => {
