@@ -7,4 +7,3 @@ function buildAssets() {
 }
 
 exports['build:assets'] = buildAssets;
-exports['build:icons'] = buildAssets;

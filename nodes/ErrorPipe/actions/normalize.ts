@@ -11,7 +11,7 @@
 import { ErrorKind, type ErrorEnvelope } from '../../shared/contracts/envelope';
 import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import { failure, isUuid, newCorrelationId } from '../../shared/envelope';
-import { field, isRecord, recordAt, toJsonObject } from '../../shared/json';
+import { field, isRecord, recordAt, toJsonObject, toJsonSafe } from '../../shared/json';
 
 export interface NormalizeOptions {
 	/** `meta.source` of the envelope: "WF99" unless the node says otherwise. */
@@ -90,11 +90,8 @@ export function normalizeErrorItem(input: unknown, options: NormalizeOptions): N
 
 	// error_context: explicit block, else the node's own, completed by the `_err.*` stamps of the error branch.
 	const stamped = isRecord(json._err) ? toJsonObject(json._err) : {};
-	const given = isRecord(json.error_context)
-		? toJsonObject(json.error_context)
-		: isRecord(err?.error_context)
-			? toJsonObject(err?.error_context)
-			: null;
+	const givenContext = recordAt(json, 'error_context') ?? recordAt(err, 'error_context');
+	const given = givenContext ? toJsonObject(givenContext) : null;
 	const errorContext: Record<string, unknown> | null =
 		given || Object.keys(stamped).length ? { ...stamped, ...(given ?? {}) } : null;
 
@@ -103,7 +100,7 @@ export function normalizeErrorItem(input: unknown, options: NormalizeOptions): N
 	const extra: Record<string, unknown> = { contract_version: ERRORPIPE_CONTRACT_VERSION };
 	if (incomingCorrelation !== undefined && !isUuid(incomingCorrelation)) {
 		// Kept, not silently dropped: the caller's id was not a UUID, so a new one correlates this error.
-		extra.invalid_correlation_id = toJsonObject({ value: incomingCorrelation }).value ?? null;
+		extra.invalid_correlation_id = toJsonSafe(incomingCorrelation) ?? null;
 	}
 
 	const message =
