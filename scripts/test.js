@@ -4,7 +4,8 @@
  * `npm test`: builds the package, then runs with node's test runner
  *   test/unit        pure logic,
  *   test/integration real PostgreSQL,
- *   test/e2e         a real n8n 2.4.8 with the packed package (skipped with SKIP_E2E=1, and said so).
+ *   test/e2e         a real n8n 2.4.8 with the packed package (skipped with SKIP_E2E=1, and said so),
+ *   test/live        a real ArangoDB at ARANGO_URL (its tests report themselves skipped when it is unset).
  * PostgreSQL is resolved once (DATABASE_URL, else 127.0.0.1:5432, else embedded) and handed to every
  * test file through DATABASE_URL; each file creates and drops its own database.
  */
@@ -38,6 +39,8 @@ async function main() {
 		const suites = ['unit', 'integration'];
 		if (process.env.SKIP_E2E === '1') console.log('e2e tests skipped: SKIP_E2E=1');
 		else suites.push('e2e');
+		suites.push('live');
+		if (!process.env.ARANGO_URL) console.log('ArangoDB live suite: ARANGO_URL not set, its tests are reported as skipped');
 		const files = suites.flatMap(testFiles);
 		return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], {
 			DATABASE_URL: server.url,

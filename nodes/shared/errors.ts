@@ -9,6 +9,8 @@ export interface ErrorContextInit {
 	operation?: string;
 	/** `schema.table` the failing statement touched. */
 	table?: string;
+	/** ArangoDB collection the failing query or check was about. */
+	collection?: string;
 }
 
 export class ContractError extends Error {

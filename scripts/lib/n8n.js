@@ -242,4 +242,9 @@ function postgresCredential(url, { id = 'pgContracts01', name = 'Contracts Postg
 	};
 }
 
-module.exports = { ensureN8n, packPackage, createInstance, postgresCredential, N8N_VERSION, ROOT };
+/** The ArangoDbApi credential the shipped arango workflows reference (id arangoContracts1). */
+function arangoCredential(url, { database = 'contracts', username = 'root', password = '', id = 'arangoContracts1', name = 'Contracts ArangoDB' } = {}) {
+	return { id, name, type: 'arangoDbApi', data: { url, database, authMode: 'basic', username, password, timeoutMs: 30000 } };
+}
+
+module.exports = { ensureN8n, packPackage, createInstance, postgresCredential, arangoCredential, N8N_VERSION, ROOT };

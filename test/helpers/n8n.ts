@@ -14,11 +14,24 @@ export interface RunningN8n {
 
 export const WORKFLOWS = path.join(__dirname, '..', '..', 'workflows-json');
 
-export async function startN8n(databaseUrl: string, workflowFiles: string[], webhookPaths: string[]): Promise<RunningN8n> {
+/** The ArangoDbApi credential of the shipped arango workflows, pointed at `url`. */
+export function arangoCredential(url: string): unknown {
+	return harness.arangoCredential(url);
+}
+
+/**
+ * @param extraCredentials further credentials to import (e.g. `arangoCredential(url)` of scripts/lib/n8n.js)
+ */
+export async function startN8n(
+	databaseUrl: string,
+	workflowFiles: string[],
+	webhookPaths: string[],
+	extraCredentials: unknown[] = [],
+): Promise<RunningN8n> {
 	const bin = harness.ensureN8n({ log: console.log });
 	const tarball = harness.packPackage();
 	const instance = harness.createInstance({ tarball, bin });
-	await instance.importCredentials([harness.postgresCredential(databaseUrl)]);
+	await instance.importCredentials([harness.postgresCredential(databaseUrl), ...extraCredentials]);
 	await instance.importAndPublish(workflowFiles);
 	const url = await instance.start();
 	await instance.waitForWebhooks(webhookPaths);

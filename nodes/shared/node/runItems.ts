@@ -47,6 +47,7 @@ export function errorJson(
 	const errorContext: IDataObject = { node: node.name, error_message: error.message, status_code: error.statusCode };
 	if (error.where.operation) errorContext.operation = error.where.operation;
 	if (error.where.table) errorContext.table = error.where.table;
+	if (error.where.collection) errorContext.collection = error.where.collection;
 	if (correlationId) errorContext.correlation_id = correlationId;
 	return {
 		error: {

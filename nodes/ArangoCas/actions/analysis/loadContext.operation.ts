@@ -1,0 +1,108 @@
+/**
+ * Analysis → Load Context (seed 000 §3.1 steps 1–2): the atom's text, the newest active prompt of the
+ * agent role and, for the `fixer` role, the open issues detected in the atom; then the LLM payload.
+ *
+ * Input: `target_atom_id`, `agent_role_key`.
+ * Output data: `{ model, temperature, prompt, response_format, prompt_id, target_atom_id, request_id,
+ * issues_context: [{ severity, description }] }` — `prompt` is the template with `{{content}}` (the atom
+ * text) and `{{issues_context}}` ("- [SEVERITY] description" lines) filled in; `request_id` is the n8n
+ * execution id. Ready for an Ollama-compatible `/api/generate` call.
+ * Errors: 404 NOT_FOUND (`missing`: the atom, or `prompts?role_key=<role>` when no active prompt);
+ * 422 invalid input. One read-only AQL query.
+ */
+import { z } from 'zod';
+import { assertOk, type OutcomeRow } from '../outcome';
+import { keyIn, parseInput } from '../inputs';
+import { fieldsOf } from '../fields';
+import { runQuery } from '../../transport/query';
+import type { Operation } from '../types';
+import { isRecord } from '../../../shared/json';
+
+export const LOAD_CONTEXT_AQL = `LET atom = DOCUMENT("atoms", @target_key)
+LET prompt = FIRST(
+  FOR p IN prompts
+    FILTER p.role_key == @agent_role_key AND p.active == true
+    SORT p.version DESC
+    LIMIT 1
+    RETURN p
+)
+LET issues_context = @agent_role_key == "fixer" ? (
+  FOR artifact IN 1..1 INBOUND CONCAT("atoms/", @target_key) semantic_links
+    FILTER artifact.type == "issue" AND artifact.status == "open"
+    RETURN { severity: artifact.severity, description: artifact.content }
+) : []
+RETURN {
+  outcome: atom == null OR prompt == null ? "NOT_FOUND" : "OK",
+  atom_exists: atom != null,
+  prompt_exists: prompt != null,
+  atom_text: atom.content,
+  prompt: prompt,
+  issues_context: issues_context
+}`;
+
+export const LoadContextInput = z.object({
+	target_atom_id: keyIn('atoms'),
+	agent_role_key: z.string({ required_error: 'is required' }).trim().min(1, 'is required').max(128, 'must be ≤ 128 characters'),
+});
+
+export interface Issue {
+	severity: unknown;
+	description: unknown;
+}
+
+/**
+ * Fills a prompt template (seed 000 §3.1 step 2): every `{{content}}` becomes the atom text and, when
+ * there are issues, every `{{issues_context}}` becomes one "- [SEVERITY] description" line per issue.
+ */
+export function renderPrompt(template: string, atomText: string, issues: Issue[]): string {
+	let text = template.split('{{content}}').join(atomText);
+	if (issues.length > 0) {
+		const lines = issues.map((i) => `- [${String(i.severity).toUpperCase()}] ${String(i.description)}`).join('\n');
+		text = text.split('{{issues_context}}').join(lines);
+	}
+	return text;
+}
+
+const ref = { resource: 'analysis', operation: 'loadContext' };
+
+export const loadContext: Operation = {
+	value: 'loadContext',
+	name: 'Load Context',
+	action: 'Load the analysis context',
+	description: 'Fetch the atom, the active prompt of the role and (fixer) the open issues, and build the LLM payload (§3.1)',
+	fields: fieldsOf(ref, [
+		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the atom to analyse' },
+		{ displayName: 'Agent Role Key', name: 'agentRoleKey', required: true, description: 'prompts.role_key of the agent, e.g. tech_lead or fixer' },
+	]),
+	async execute(db, raw, run) {
+		const input = parseInput(LoadContextInput, raw, 'prompts');
+		const where = { operation: 'select', collection: 'prompts' };
+		const { rows } = await runQuery<OutcomeRow>(db, {
+			query: LOAD_CONTEXT_AQL,
+			bindVars: { target_key: input.target_atom_id, agent_role_key: input.agent_role_key },
+			...where,
+		});
+		const row = rows[0];
+		const missing = [
+			...(row?.atom_exists === false ? [`atoms/${input.target_atom_id}`] : []),
+			...(row?.prompt_exists === false ? [`prompts?role_key=${input.agent_role_key}`] : []),
+		];
+		assertOk(row, `analysis context of atoms/${input.target_atom_id}`, { NOT_FOUND: { missing } }, { ...where, collection: row?.atom_exists === false ? 'atoms' : 'prompts' });
+		const prompt = isRecord(row.prompt) ? row.prompt : {};
+		const config = isRecord(prompt.model_config) ? prompt.model_config : {};
+		const issues = (Array.isArray(row.issues_context) ? row.issues_context : []) as Issue[];
+		return {
+			statusCode: 200,
+			data: {
+				model: config.model ?? null,
+				temperature: config.temperature ?? null,
+				prompt: renderPrompt(String(prompt.template ?? ''), String(row.atom_text ?? ''), issues),
+				response_format: config.response_format ?? null,
+				prompt_id: prompt._id ?? null,
+				target_atom_id: input.target_atom_id,
+				request_id: run.executionId,
+				issues_context: issues,
+			},
+		};
+	},
+};

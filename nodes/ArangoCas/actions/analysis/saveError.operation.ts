@@ -1,0 +1,150 @@
+/**
+ * Analysis → Save Error (seed 000 §3.1 step 5b): an "ai_error" artifact linked to the atom
+ * (semantic_links, type "failed_for") and to the prompt (created_with), so a failed model call is
+ * recorded in the graph, never lost.
+ *
+ * Input: `target_atom_id`, `prompt_id` (optional), `model`, `temperature`, `request_id`, `status_code`
+ * (the model's HTTP status, empty when there was no answer), `response_text`, `error_message`.
+ * Output data (201): `{ success: false, error_code, error_artifact_id }` — `success: false` is the
+ * analysis outcome; recording it succeeded.
+ * Classification (`classifyAiError`, seed 000 5b): no status → TIMEOUT; status ≥ 500 → MODEL_ERROR;
+ * response text or error message containing "invalid json" (any case) → INVALID_JSON; else NETWORK_ERROR.
+ * Errors: 404 NOT_FOUND (the atom); 422 invalid input. One AQL query.
+ */
+import { z } from 'zod';
+import { assertOk, type OutcomeRow } from '../outcome';
+import { keyIn, parseInput } from '../inputs';
+import { fieldsOf } from '../fields';
+import { runQuery } from '../../transport/query';
+import type { Operation } from '../types';
+
+export type AiErrorCode = 'TIMEOUT' | 'MODEL_ERROR' | 'INVALID_JSON' | 'NETWORK_ERROR';
+
+/** The §3.1 5b error classification. */
+export function classifyAiError(statusCode: number | null, responseText: string | null, errorMessage: string | null): AiErrorCode {
+	if (statusCode === null) return 'TIMEOUT';
+	if (statusCode >= 500) return 'MODEL_ERROR';
+	if (/invalid json/i.test(`${responseText ?? ''}\n${errorMessage ?? ''}`)) return 'INVALID_JSON';
+	return 'NETWORK_ERROR';
+}
+
+/** Seconds the model call may take (the HTTP Request node's timeout of the 3.1 workflow). */
+export const AI_TIMEOUT_SECONDS = 60;
+
+export const SAVE_ERROR_AQL = `LET now = DATE_NOW()
+LET atom = DOCUMENT("atoms", @target_key)
+LET prompt = @prompt_key == null ? null : DOCUMENT("prompts", @prompt_key)
+LET error_artifact = FIRST(
+  FOR x IN (atom == null ? [] : [1])
+    INSERT {
+      type: "ai_error",
+      error_code: @error_code,
+      error_message: @error_message,
+      status: "open",
+      created_at: now,
+      error_details: {
+        prompt_id: prompt._id,
+        model: @model,
+        temperature: @temperature,
+        timeout_seconds: @timeout_seconds,
+        request_id: @request_id,
+        status_code: @status_code,
+        raw_response: @response_text
+      }
+    } INTO artifacts
+    RETURN NEW
+)
+LET failed_for = FIRST(
+  FOR a IN (error_artifact == null ? [] : [error_artifact])
+    INSERT { _from: a._id, _to: atom._id, type: "failed_for", created_at: now } INTO semantic_links
+    RETURN NEW._id
+)
+LET created_with_edge = FIRST(
+  FOR a IN ((error_artifact == null OR prompt == null) ? [] : [error_artifact])
+    INSERT { _from: a._id, _to: prompt._id, type: "created_with", created_at: now } INTO created_with
+    RETURN NEW._id
+)
+RETURN { outcome: atom == null ? "NOT_FOUND" : "OK", error_artifact_id: error_artifact._id }`;
+
+const nullableText = (max: number) =>
+	z.union([z.string(), z.number(), z.boolean()]).nullish().transform((v) => (v === null || v === undefined || v === '' ? null : String(v).slice(0, max)));
+
+export const SaveErrorInput = z.object({
+	target_atom_id: keyIn('atoms'),
+	prompt_id: keyIn('prompts').nullish().transform((v) => v ?? null),
+	model: nullableText(256),
+	temperature: z.coerce.number().nullish().transform((v) => (v === undefined || Number.isNaN(v) ? null : v)),
+	request_id: nullableText(256),
+	status_code: z
+		.union([z.number(), z.string()])
+		.nullish()
+		.transform((v, ctx) => {
+			if (v === null || v === undefined || v === '') return null;
+			const n = Number(v);
+			if (!Number.isInteger(n) || n < 100 || n > 599) {
+				ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be an HTTP status (100–599) or empty' });
+				return z.NEVER;
+			}
+			return n;
+		}),
+	response_text: nullableText(100_000),
+	error_message: nullableText(10_000),
+});
+
+const ref = { resource: 'analysis', operation: 'saveError' };
+
+export const saveError: Operation = {
+	value: 'saveError',
+	name: 'Save Error',
+	action: 'Save an analysis error',
+	description: 'Record a failed model call as an ai_error artifact (§3.1 5b: TIMEOUT, MODEL_ERROR, INVALID_JSON, NETWORK_ERROR)',
+	fields: fieldsOf(ref, [
+		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the analysed atom' },
+		{ displayName: 'Prompt ID', name: 'promptId', description: 'prompts/&lt;key&gt; of the prompt used (empty: no created_with edge)' },
+		{ displayName: 'Model', name: 'model', description: 'The model that was called' },
+		{ displayName: 'Temperature', name: 'temperature', description: 'The temperature of the call' },
+		{ displayName: 'Request ID', name: 'requestId', description: 'Tracking id of the analysis run' },
+		{
+			displayName: 'Status Code',
+			name: 'statusCode',
+			default: '={{ $json.error ? ($json.error.httpCode || $json.error.status || "") : ($json.statusCode || "") }}',
+			description: 'HTTP status of the model\'s answer; empty when it never answered (→ TIMEOUT)',
+		},
+		{
+			displayName: 'Response Text',
+			name: 'responseText',
+			default: '={{ typeof $json.response === "string" ? $json.response : JSON.stringify($json.response || $json.body || "") }}',
+			description: 'Raw answer of the model (stored in error_details.raw_response)',
+		},
+		{
+			displayName: 'Error Message',
+			name: 'errorMessage',
+			default: '={{ $json.error ? ($json.error.message || String($json.error)) : "" }}',
+			description: 'What went wrong, as the HTTP Request node reported it',
+		},
+	]),
+	async execute(db, raw) {
+		const input = parseInput(SaveErrorInput, raw, 'artifacts');
+		const errorCode = classifyAiError(input.status_code, input.response_text, input.error_message);
+		const where = { operation: 'insert', collection: 'artifacts' };
+		const { rows } = await runQuery<OutcomeRow>(db, {
+			query: SAVE_ERROR_AQL,
+			bindVars: {
+				target_key: input.target_atom_id,
+				prompt_key: input.prompt_id,
+				error_code: errorCode,
+				error_message: input.error_message,
+				model: input.model,
+				temperature: input.temperature,
+				timeout_seconds: AI_TIMEOUT_SECONDS,
+				request_id: input.request_id,
+				status_code: input.status_code,
+				response_text: input.response_text,
+			},
+			...where,
+		});
+		const row = rows[0];
+		assertOk(row, `analysis error for atoms/${input.target_atom_id}`, { NOT_FOUND: { missing: [`atoms/${input.target_atom_id}`] } }, where);
+		return { statusCode: 201, data: { success: false, error_code: errorCode, error_artifact_id: row.error_artifact_id } };
+	},
+};

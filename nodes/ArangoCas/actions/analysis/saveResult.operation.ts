@@ -1,0 +1,133 @@
+/**
+ * Analysis → Save Result (seed 000 §3.1 step 5a): one "issue" artifact per issue the model found, each
+ * linked to the atom (semantic_links, type "detected_in") and to the prompt that produced it
+ * (created_with). No CAS: only new documents are inserted.
+ *
+ * Input: `target_atom_id`, `prompt_id` (prompts/<key>), `model`, `request_id`, `ai_response` — the
+ * model's answer: an object `{ issues: [{ description, severity }] }` or its JSON text (Ollama's
+ * `response` field).
+ * Output data (201): `{ success: true, artifacts_created, artifact_ids }`.
+ * Errors: 422 INVALID_JSON when `ai_response` is not JSON or lacks `issues` (the message says
+ * "invalid JSON", which Save Error classifies as INVALID_JSON); 404 NOT_FOUND (atom or prompt);
+ * 422 invalid input. One AQL query: all artifacts and edges are written together or not at all.
+ */
+import { z } from 'zod';
+import { ContractError } from '../../../shared/errors';
+import { assertOk, type OutcomeRow } from '../outcome';
+import { keyIn, parseInput } from '../inputs';
+import { fieldsOf } from '../fields';
+import { runQuery } from '../../transport/query';
+import type { Operation } from '../types';
+
+export const SAVE_RESULT_AQL = `LET now = DATE_NOW()
+LET atom = DOCUMENT("atoms", @target_key)
+LET prompt = DOCUMENT("prompts", @prompt_key)
+LET outcome = (atom == null OR prompt == null) ? "NOT_FOUND" : "OK"
+LET created = (
+  FOR item IN (outcome == "OK" ? @issues : [])
+    INSERT {
+      type: "issue",
+      content: item.description,
+      severity: item.severity,
+      status: "open",
+      source_model: @model,
+      request_id: @request_id,
+      created_at: now
+    } INTO artifacts
+    LET artifact = NEW
+    INSERT { _from: artifact._id, _to: atom._id, type: "detected_in", created_at: now } INTO semantic_links
+    INSERT { _from: artifact._id, _to: prompt._id, type: "created_with", created_at: now } INTO created_with
+    RETURN artifact._id
+)
+RETURN { outcome: outcome, atom_exists: atom != null, prompt_exists: prompt != null, artifact_ids: created }`;
+
+/** The model's answer (seed 000 §3.1 5a): `issues` is required, other keys are kept. */
+export const AiResponse = z
+	.object({
+		issues: z.array(
+			z.object({
+				description: z.string({ required_error: 'is required' }).min(1, 'is required'),
+				severity: z.string({ required_error: 'is required' }).min(1, 'is required'),
+			}).passthrough(),
+		),
+	})
+	.passthrough();
+
+/** Parses the model's answer; a string is JSON-parsed. @throws ContractError 422 INVALID_JSON */
+export function parseAiResponse(value: unknown): z.infer<typeof AiResponse> {
+	let parsed = value;
+	if (typeof value === 'string') {
+		try {
+			parsed = JSON.parse(value);
+		} catch (error) {
+			throw new ContractError(`invalid JSON in ai_response: ${(error as Error).message}`, 422, 'validation', false, {
+				code: 'INVALID_JSON',
+				field: 'ai_response',
+			}, { operation: 'validate', collection: 'artifacts' });
+		}
+	}
+	const result = AiResponse.safeParse(parsed);
+	if (!result.success) {
+		const issue = result.error.issues[0];
+		const field = ['ai_response', ...issue.path].join('.');
+		throw new ContractError(`invalid JSON in ai_response: ${field} ${issue.message}`, 422, 'validation', false, {
+			code: 'INVALID_JSON',
+			field,
+		}, { operation: 'validate', collection: 'artifacts' });
+	}
+	return result.data;
+}
+
+export const SaveResultInput = z.object({
+	target_atom_id: keyIn('atoms'),
+	prompt_id: keyIn('prompts'),
+	model: z.string().max(256).nullish().transform((v) => v ?? null),
+	request_id: z.union([z.string(), z.number()]).nullish().transform((v) => (v === null || v === undefined ? null : String(v))),
+	ai_response: z.unknown(),
+});
+
+const ref = { resource: 'analysis', operation: 'saveResult' };
+
+export const saveResult: Operation = {
+	value: 'saveResult',
+	name: 'Save Result',
+	action: 'Save the analysis result',
+	description: 'Store the issues the model found as artifacts linked to the atom and the prompt (§3.1 5a)',
+	fields: fieldsOf(ref, [
+		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the analysed atom' },
+		{ displayName: 'Prompt ID', name: 'promptId', required: true, description: 'prompts/&lt;key&gt; of the prompt used' },
+		{ displayName: 'Model', name: 'model', description: 'The model that answered (artifacts.source_model)' },
+		{ displayName: 'Request ID', name: 'requestId', description: 'Tracking id of the analysis run (the execution id of Load Context)' },
+		{
+			displayName: 'AI Response',
+			name: 'aiResponse',
+			required: true,
+			default: '={{ $json.response }}',
+			description: 'The model\'s answer: { "issues": [{ "description", "severity" }] } as an object or JSON text',
+		},
+	]),
+	async execute(db, raw) {
+		const input = parseInput(SaveResultInput, raw, 'artifacts');
+		const response = parseAiResponse(input.ai_response);
+		const where = { operation: 'insert', collection: 'artifacts' };
+		const { rows } = await runQuery<OutcomeRow>(db, {
+			query: SAVE_RESULT_AQL,
+			bindVars: {
+				target_key: input.target_atom_id,
+				prompt_key: input.prompt_id,
+				model: input.model,
+				request_id: input.request_id,
+				issues: response.issues.map((i) => ({ description: i.description, severity: i.severity })),
+			},
+			...where,
+		});
+		const row = rows[0];
+		const missing = [
+			...(row?.atom_exists === false ? [`atoms/${input.target_atom_id}`] : []),
+			...(row?.prompt_exists === false ? [`prompts/${input.prompt_id}`] : []),
+		];
+		assertOk(row, `analysis result for atoms/${input.target_atom_id}`, { NOT_FOUND: { missing } }, where);
+		const ids = Array.isArray(row.artifact_ids) ? row.artifact_ids : [];
+		return { statusCode: 201, data: { success: true, artifacts_created: ids.length, artifact_ids: ids } };
+	},
+};

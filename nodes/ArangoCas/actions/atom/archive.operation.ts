@@ -1,0 +1,111 @@
+/**
+ * Atom → Archive (seed 000 §3.7): archiving replaces deletion. The atom stays (status "archived",
+ * archived_at, archive_reason, archived_by) and every structure edge pointing to it is removed.
+ *
+ * Input: `atom_id`, `user_id`, `expected_rev`, `reason`.
+ * Output data: `{ success: true, atom_id, archived_at (ms), atom_rev, structure_edges_removed }`.
+ * Errors: 404 NOT_FOUND; 409 PROTECTED_BY_BASELINE with `baselines: [{ id, tag }]`; 423 LOCKED (an
+ * expired lock counts as free); 409 INVALID_STATE when already archived; 409 REV_CONFLICT with
+ * `current_rev`; 422 invalid input.
+ * One AQL query: every read (baseline_items traversal, the atom) comes before the two writes, and
+ * structure_links is removed before atoms is updated, so no collection is touched after its write
+ * (error 1579). A conflicting concurrent write fails the whole query (1200 → 409): nothing is removed.
+ */
+import { z } from 'zod';
+import { assertOk, type OutcomeRow } from '../outcome';
+import { keyIn, parseInput, Rev, UserId } from '../inputs';
+import { fieldsOf } from '../fields';
+import { runQuery } from '../../transport/query';
+import type { Operation } from '../types';
+
+export const ARCHIVE_AQL = `LET now = DATE_NOW()
+LET atom_id = CONCAT("atoms/", @atom_key)
+LET atom = DOCUMENT("atoms", @atom_key)
+LET protected_baselines = (
+  FOR baseline IN 1..1 INBOUND atom_id baseline_items
+    RETURN { id: baseline._id, tag: baseline.tag }
+)
+LET lock_is_active = atom != null AND atom.locked_by != null AND atom.locked_until != null AND atom.locked_until > now
+LET outcome = atom == null ? "NOT_FOUND"
+  : LENGTH(protected_baselines) > 0 ? "PROTECTED_BY_BASELINE"
+  : (lock_is_active AND atom.locked_by != @user_id) ? "LOCKED"
+  : atom.status == "archived" ? "INVALID_STATE"
+  : atom._rev != @expected_rev ? "REV_CONFLICT"
+  : "OK"
+LET removed_edges = (
+  FOR e IN structure_links
+    FILTER outcome == "OK" AND e._to == atom_id
+    REMOVE e IN structure_links OPTIONS { ignoreRevs: false }
+    RETURN OLD._id
+)
+LET archived = FIRST(
+  FOR a IN (outcome == "OK" ? [atom] : [])
+    UPDATE a WITH { status: "archived", archived_at: now, archive_reason: @reason, archived_by: @user_id } IN atoms OPTIONS { ignoreRevs: false }
+    RETURN NEW
+)
+RETURN {
+  outcome: outcome,
+  current_rev: atom._rev,
+  status: atom.status,
+  locked_by: atom.locked_by,
+  locked_until: atom.locked_until,
+  baselines: protected_baselines,
+  archived_at: archived.archived_at,
+  atom_rev: archived._rev,
+  structure_edges_removed: removed_edges
+}`;
+
+export const ArchiveInput = z.object({
+	atom_id: keyIn('atoms'),
+	user_id: UserId,
+	expected_rev: Rev,
+	reason: z.string().max(2000, 'must be ≤ 2000 characters').nullish().transform((v) => v ?? null),
+});
+
+const ref = { resource: 'atom', operation: 'archive' };
+
+export const archive: Operation = {
+	value: 'archive',
+	name: 'Archive',
+	action: 'Archive an atom',
+	description: 'Archive an atom and remove it from the document structure (§3.7, baseline protection, CAS on _rev)',
+	fields: fieldsOf(ref, [
+		{ displayName: 'Atom ID', name: 'atomId', required: true, description: 'Key of the atom (or atoms/&lt;key&gt;)' },
+		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who archives (must hold the lock if the atom is locked)' },
+		{
+			displayName: 'Expected Revision',
+			name: 'expectedRev',
+			required: true,
+			default: '={{ ($json.body || $json).expected_rev || ($json.headers || {})["if-match"] }}',
+			description: 'The _rev the caller last read (body expected_rev or the If-Match header)',
+		},
+		{ displayName: 'Reason', name: 'reason', description: 'Why the atom is archived (stored in archive_reason)' },
+	]),
+	async execute(db, raw) {
+		const input = parseInput(ArchiveInput, raw, 'atoms');
+		const where = { operation: 'update', collection: 'atoms' };
+		const { rows } = await runQuery<OutcomeRow>(db, {
+			query: ARCHIVE_AQL,
+			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev, reason: input.reason },
+			...where,
+		});
+		const row = rows[0];
+		assertOk(row, `atoms/${input.atom_id}`, {
+			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
+			PROTECTED_BY_BASELINE: { baselines: row?.baselines ?? [] },
+			LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
+			INVALID_STATE: { status: row?.status ?? null, expected_status: 'not archived' },
+			REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
+		}, where);
+		return {
+			statusCode: 200,
+			data: {
+				success: true,
+				atom_id: `atoms/${input.atom_id}`,
+				archived_at: row.archived_at,
+				atom_rev: row.atom_rev,
+				structure_edges_removed: row.structure_edges_removed,
+			},
+		};
+	},
+};

@@ -1,0 +1,97 @@
+/**
+ * Atom → Lock (seed 000 §3.6.1): takes the edit lock of an atom for a lease, compare-and-swap on `_rev`.
+ *
+ * Input: `atom_id` (key or atoms/<key>), `user_id`, `expected_rev` (from the body or the webhook's
+ * If-Match header), `lease_minutes` (default 5).
+ * Output data: `{ success: true, atom_id, locked_by, locked_until, atom_rev }`; `locked_until` is ms since epoch.
+ * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds an unexpired lock (no lock stealing; the
+ * holder may renew); 409 REV_CONFLICT with `current_rev`; 422 invalid input.
+ * One AQL query (one round trip): the checks read the atom, the CAS UPDATE (`ignoreRevs: false` on
+ * the document read) runs only when they pass, and a concurrent change still fails it with 1200 → 409.
+ */
+import { z } from 'zod';
+import { assertOk, type OutcomeRow } from '../outcome';
+import { keyIn, parseInput, Rev, UserId } from '../inputs';
+import { fieldsOf } from '../fields';
+import { runQuery } from '../../transport/query';
+import type { Operation } from '../types';
+
+export const LOCK_AQL = `LET now = DATE_NOW()
+LET atom = DOCUMENT("atoms", @atom_key)
+LET lock_is_active = atom != null AND atom.locked_by != null AND atom.locked_until != null AND atom.locked_until > now
+LET outcome = atom == null ? "NOT_FOUND"
+  : (lock_is_active AND atom.locked_by != @user_id) ? "LOCKED"
+  : atom._rev != @expected_rev ? "REV_CONFLICT"
+  : "OK"
+LET updated = FIRST(
+  FOR a IN (outcome == "OK" ? [atom] : [])
+    UPDATE a WITH { locked_by: @user_id, locked_until: now + @lease_ms } IN atoms OPTIONS { ignoreRevs: false }
+    RETURN NEW
+)
+RETURN {
+  outcome: outcome,
+  current_rev: atom._rev,
+  locked_by: atom.locked_by,
+  locked_until: atom.locked_until,
+  atom_rev: updated._rev,
+  new_locked_until: updated.locked_until
+}`;
+
+export const LockInput = z.object({
+	atom_id: keyIn('atoms'),
+	user_id: UserId,
+	expected_rev: Rev,
+	lease_minutes: z.coerce.number().positive('must be > 0').max(24 * 60, 'must be ≤ 1440').default(5),
+});
+
+const ref = { resource: 'atom', operation: 'lock' };
+
+export const lock: Operation = {
+	value: 'lock',
+	name: 'Lock',
+	action: 'Lock an atom',
+	description: 'Take the edit lock of an atom for a lease (§3.6.1, CAS on _rev, no lock stealing)',
+	fields: fieldsOf(ref, [
+		{ displayName: 'Atom ID', name: 'atomId', required: true, description: 'Key of the atom (or atoms/&lt;key&gt;)' },
+		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who takes the lock (stored in locked_by)' },
+		{
+			displayName: 'Expected Revision',
+			name: 'expectedRev',
+			required: true,
+			default: '={{ ($json.body || $json).expected_rev || ($json.headers || {})["if-match"] }}',
+			description: 'The _rev the caller last read (body expected_rev or the If-Match header); a different current _rev answers 409',
+		},
+		{
+			displayName: 'Lease (Minutes)',
+			name: 'leaseMinutes',
+			type: 'number',
+			default: 5,
+			description: 'How long the lock lasts; an expired lock counts as free and is cleared by Unlock Expired',
+		},
+	]),
+	async execute(db, raw) {
+		const input = parseInput(LockInput, raw, 'atoms');
+		const where = { operation: 'update', collection: 'atoms' };
+		const { rows } = await runQuery<OutcomeRow>(db, {
+			query: LOCK_AQL,
+			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev, lease_ms: Math.round(input.lease_minutes * 60_000) },
+			...where,
+		});
+		const row = rows[0];
+		assertOk(row, `atoms/${input.atom_id}`, {
+			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
+			LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
+			REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
+		}, where);
+		return {
+			statusCode: 200,
+			data: {
+				success: true,
+				atom_id: `atoms/${input.atom_id}`,
+				locked_by: input.user_id,
+				locked_until: row.new_locked_until,
+				atom_rev: row.atom_rev,
+			},
+		};
+	},
+};

@@ -1,0 +1,73 @@
+/**
+ * Atom → Unlock (seed 000 §3.6.2): clears the lock, owner only, compare-and-swap on `_rev`.
+ *
+ * Input: `atom_id`, `user_id`, `expected_rev`.
+ * Output data: `{ success: true, atom_id, atom_rev }`.
+ * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds an unexpired lock (an expired lock is free,
+ * so anyone may clear it; an unlocked atom unlocks again as a no-op CAS); 409 REV_CONFLICT with
+ * `current_rev`; 422 invalid input. One AQL query.
+ */
+import { z } from 'zod';
+import { assertOk, type OutcomeRow } from '../outcome';
+import { keyIn, parseInput, Rev, UserId } from '../inputs';
+import { fieldsOf } from '../fields';
+import { runQuery } from '../../transport/query';
+import type { Operation } from '../types';
+
+export const UNLOCK_AQL = `LET now = DATE_NOW()
+LET atom = DOCUMENT("atoms", @atom_key)
+LET lock_is_active = atom != null AND atom.locked_by != null AND atom.locked_until != null AND atom.locked_until > now
+LET outcome = atom == null ? "NOT_FOUND"
+  : (lock_is_active AND atom.locked_by != @user_id) ? "LOCKED"
+  : atom._rev != @expected_rev ? "REV_CONFLICT"
+  : "OK"
+LET updated = FIRST(
+  FOR a IN (outcome == "OK" ? [atom] : [])
+    UPDATE a WITH { locked_by: null, locked_until: null } IN atoms OPTIONS { ignoreRevs: false, keepNull: true }
+    RETURN NEW
+)
+RETURN {
+  outcome: outcome,
+  current_rev: atom._rev,
+  locked_by: atom.locked_by,
+  locked_until: atom.locked_until,
+  atom_rev: updated._rev
+}`;
+
+export const UnlockInput = z.object({ atom_id: keyIn('atoms'), user_id: UserId, expected_rev: Rev });
+
+const ref = { resource: 'atom', operation: 'unlock' };
+
+export const unlock: Operation = {
+	value: 'unlock',
+	name: 'Unlock',
+	action: 'Unlock an atom',
+	description: 'Release the lock of an atom, owner only (§3.6.2, CAS on _rev)',
+	fields: fieldsOf(ref, [
+		{ displayName: 'Atom ID', name: 'atomId', required: true, description: 'Key of the atom (or atoms/&lt;key&gt;)' },
+		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who releases the lock: must be its holder while it is unexpired' },
+		{
+			displayName: 'Expected Revision',
+			name: 'expectedRev',
+			required: true,
+			default: '={{ ($json.body || $json).expected_rev || ($json.headers || {})["if-match"] }}',
+			description: 'The _rev the caller last read (body expected_rev or the If-Match header)',
+		},
+	]),
+	async execute(db, raw) {
+		const input = parseInput(UnlockInput, raw, 'atoms');
+		const where = { operation: 'update', collection: 'atoms' };
+		const { rows } = await runQuery<OutcomeRow>(db, {
+			query: UNLOCK_AQL,
+			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev },
+			...where,
+		});
+		const row = rows[0];
+		assertOk(row, `atoms/${input.atom_id}`, {
+			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
+			LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
+			REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
+		}, where);
+		return { statusCode: 200, data: { success: true, atom_id: `atoms/${input.atom_id}`, atom_rev: row.atom_rev } };
+	},
+};

@@ -1,0 +1,96 @@
+/**
+ * Baseline → Create (seed 000 §3.3): freezes the document "as is": a baselines node and one
+ * baseline_items edge (type "snapshot_item", with the `order` of the structure edge that reached the
+ * atom) per active atom reachable from the doc through structure_links at depth 1..10.
+ *
+ * Input: `doc_id` (docs/<key> or key), `version_tag`, `title`.
+ * Output data (201): `{ baseline_id, tag, items_snapshotted, frozen_at (ms), items: [atom ids] }`.
+ * Errors: 404 NOT_FOUND (no such doc); 422 ILLEGAL_EDGES with `edges: [{ id, from, to }]` when the doc
+ * has direct docs → atoms structure edges (v2.1 constraint: checked before anything is written);
+ * 409 UNIQUE_VIOLATION when the doc already has a baseline with that tag; 422 invalid input.
+ * One AQL query. The traversal uses `order: "bfs", uniqueVertices: "global"`, so an atom reachable by
+ * two paths is snapshotted once (the default `uniqueVertices: "none"` would visit it twice), with the
+ * order of the edge on its shortest path. Reads (docs, structure_links, the traversal) come before the
+ * writes (baselines, then baseline_items), as AQL requires.
+ */
+import { z } from 'zod';
+import { assertOk, type OutcomeRow } from '../outcome';
+import { keyIn, parseInput } from '../inputs';
+import { fieldsOf } from '../fields';
+import { runQuery } from '../../transport/query';
+import type { Operation } from '../types';
+
+export const CREATE_BASELINE_AQL = `LET now = DATE_NOW()
+LET doc_id = CONCAT("docs/", @doc_key)
+LET doc = DOCUMENT("docs", @doc_key)
+LET illegal = (
+  FOR e IN structure_links
+    FILTER e._from == doc_id
+    FILTER LIKE(e._to, "atoms/%")
+    RETURN { id: e._id, from: e._from, to: e._to }
+)
+LET reachable = (
+  FOR v, e IN 1..10 OUTBOUND doc_id structure_links OPTIONS { order: "bfs", uniqueVertices: "global" }
+    FILTER IS_SAME_COLLECTION("atoms", v)
+    FILTER v.status == "active"
+    RETURN { id: v._id, order: e.order }
+)
+LET outcome = doc == null ? "NOT_FOUND"
+  : LENGTH(illegal) > 0 ? "ILLEGAL_EDGES"
+  : "OK"
+LET baseline = FIRST(
+  FOR x IN (outcome == "OK" ? [1] : [])
+    INSERT { doc_id: doc_id, tag: @version_tag, title: @title, frozen_at: now, items_count: LENGTH(reachable) } INTO baselines
+    RETURN NEW
+)
+LET snapshotted = (
+  FOR item IN (baseline == null ? [] : reachable)
+    INSERT { _from: baseline._id, _to: item.id, order: item.order, type: "snapshot_item", snapshotted_at: now } INTO baseline_items
+    RETURN NEW._to
+)
+RETURN {
+  outcome: outcome,
+  illegal: illegal,
+  baseline_id: baseline._id,
+  frozen_at: baseline.frozen_at,
+  items: snapshotted
+}`;
+
+export const CreateBaselineInput = z.object({
+	doc_id: keyIn('docs'),
+	version_tag: z.string({ required_error: 'is required' }).trim().min(1, 'is required').max(128, 'must be ≤ 128 characters'),
+	title: z.string().max(512, 'must be ≤ 512 characters').nullish().transform((v) => v ?? null),
+});
+
+const ref = { resource: 'baseline', operation: 'create' };
+
+export const createBaseline: Operation = {
+	value: 'create',
+	name: 'Create',
+	action: 'Create a baseline',
+	description: 'Snapshot the active atoms of a document (§3.3)',
+	fields: fieldsOf(ref, [
+		{ displayName: 'Doc ID', name: 'docId', required: true, description: 'The document: docs/&lt;key&gt; or its key' },
+		{ displayName: 'Version Tag', name: 'versionTag', required: true, description: 'Tag of the baseline (unique per document), e.g. v1.0' },
+		{ displayName: 'Title', name: 'title', description: 'Title of the baseline, e.g. MVP Release' },
+	]),
+	async execute(db, raw) {
+		const input = parseInput(CreateBaselineInput, raw, 'baselines');
+		const where = { operation: 'insert', collection: 'baselines' };
+		const { rows } = await runQuery<OutcomeRow>(db, {
+			query: CREATE_BASELINE_AQL,
+			bindVars: { doc_key: input.doc_id, version_tag: input.version_tag, title: input.title },
+			...where,
+		});
+		const row = rows[0];
+		assertOk(row, `docs/${input.doc_id}`, {
+			NOT_FOUND: { missing: [`docs/${input.doc_id}`] },
+			ILLEGAL_EDGES: { edges: row?.illegal ?? [] },
+		}, where);
+		const items = Array.isArray(row.items) ? row.items : [];
+		return {
+			statusCode: 201,
+			data: { baseline_id: row.baseline_id, tag: input.version_tag, items_snapshotted: items.length, frozen_at: row.frozen_at, items },
+		};
+	},
+};

@@ -1,0 +1,55 @@
+/**
+ * Input validation shared by the ArangoCAS operations (zod; a failure names the field → 422).
+ * Atom ids are accepted as a key (`a1`) or as a document id of the expected collection (`atoms/a1`).
+ */
+import { z } from 'zod';
+import { ContractError } from '../../shared/errors';
+
+/** ArangoDB's document key alphabet (1–254 characters). */
+const KEY = /^[A-Za-z0-9_\-:.@()+,=;$!*'%]{1,254}$/;
+
+/** A key of `collection`, given as `key` or `collection/key`; returns the bare key. */
+export function keyIn(collection: string) {
+	return z
+		.string({ required_error: 'is required', invalid_type_error: 'must be a string' })
+		.trim()
+		.transform((value, ctx) => {
+			const slash = value.indexOf('/');
+			if (slash >= 0 && value.slice(0, slash) !== collection) {
+				ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be a key or a ${collection}/<key> id` });
+				return z.NEVER;
+			}
+			const key = slash >= 0 ? value.slice(slash + 1) : value;
+			if (!KEY.test(key)) {
+				ctx.addIssue({ code: z.ZodIssueCode.custom, message: `is not a valid ${collection} key` });
+				return z.NEVER;
+			}
+			return key;
+		});
+}
+
+/** A `_rev` (the `If-Match` form `"_rev"` with quotes is accepted and unquoted). */
+export const Rev = z
+	.string({ required_error: 'is required', invalid_type_error: 'must be a string' })
+	.trim()
+	.transform((value) => value.replace(/^W\//, '').replace(/^"(.*)"$/, '$1'))
+	.pipe(z.string().min(1, 'is required').max(64));
+
+/** A user id (who locks, merges, archives). */
+export const UserId = z.string({ required_error: 'is required' }).trim().min(1, 'is required').max(256);
+
+/**
+ * Parses the operation's input with its schema.
+ * @throws ContractError 422 validation naming the first failing field (`details.field`)
+ */
+export function parseInput<S extends z.ZodTypeAny>(schema: S, input: Record<string, unknown>, collection: string): z.output<S> {
+	const parsed = schema.safeParse(input);
+	if (parsed.success) return parsed.data as z.output<S>;
+	const issue = parsed.error.issues[0];
+	const field = issue.path.join('.') || '(input)';
+	throw new ContractError(`invalid input: ${field} ${issue.message}`, 422, 'validation', false, {
+		code: 'VALIDATION',
+		field,
+		issues: parsed.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
+	}, { operation: 'validate', collection });
+}

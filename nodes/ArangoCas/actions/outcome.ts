@@ -1,0 +1,58 @@
+/**
+ * The precondition outcomes an ArangoCAS query reports in its single result row (`outcome`), and the
+ * error each one becomes (seed 000 "Section 2" codes, in `error.details.code`):
+ *
+ * | outcome               | status | kind       | details                                   |
+ * |-----------------------|--------|------------|-------------------------------------------|
+ * | NOT_FOUND             | 404    | not_found  | missing: the ids that do not exist        |
+ * | LOCKED                | 423    | locked     | locked_by, locked_until (ms since epoch)  |
+ * | REV_CONFLICT          | 409    | conflict   | expected_rev, current_rev                 |
+ * | PROTECTED_BY_BASELINE | 409    | conflict   | baselines: [{ id, tag }]                  |
+ * | INVALID_STATE         | 409    | conflict   | status found vs. expected                 |
+ * | EDGE_MISMATCH         | 409    | conflict   | the structure edge no longer points there |
+ * | NOT_A_PROPOSAL        | 409    | conflict   | winner is not a proposal of current       |
+ * | PROPOSAL_OUTDATED     | 409    | conflict   | winner was rebased; allow_outdated=false  |
+ * | ILLEGAL_EDGES         | 422    | validation | edges: the forbidden docs → atoms edges   |
+ */
+import { ContractError, type ErrorContextInit } from '../../shared/errors';
+
+export const OUTCOMES = {
+	NOT_FOUND: { status: 404, kind: 'not_found', message: 'not found' },
+	LOCKED: { status: 423, kind: 'locked', message: 'locked by another user' },
+	REV_CONFLICT: { status: 409, kind: 'conflict', message: '_rev conflict: the document changed since it was read' },
+	PROTECTED_BY_BASELINE: { status: 409, kind: 'conflict', message: 'protected by a baseline' },
+	INVALID_STATE: { status: 409, kind: 'conflict', message: 'not in a status that allows this operation' },
+	EDGE_MISMATCH: { status: 409, kind: 'conflict', message: 'the structure edge does not point to the current atom' },
+	NOT_A_PROPOSAL: { status: 409, kind: 'conflict', message: 'the winner is not a proposal of the current atom' },
+	PROPOSAL_OUTDATED: { status: 409, kind: 'conflict', message: 'the proposal is outdated (set allow_outdated to merge it)' },
+	ILLEGAL_EDGES: { status: 422, kind: 'validation', message: 'docs → atoms structure edges are forbidden' },
+} as const;
+
+export type OutcomeCode = keyof typeof OUTCOMES | 'OK';
+
+/** The result row every ArangoCAS query returns: its outcome and the facts behind it. */
+export interface OutcomeRow {
+	outcome: OutcomeCode;
+	[fact: string]: unknown;
+}
+
+/**
+ * Throws the ContractError of a failed outcome; returns when it is OK.
+ * @param subject what was checked, for the message ("atoms/a1")
+ * @param details facts for `error.details` (besides `code`), per outcome
+ * @throws ContractError 404 / 409 / 422 / 423 as in the table above
+ */
+export function assertOk(
+	row: OutcomeRow | undefined,
+	subject: string,
+	details: Partial<Record<OutcomeCode, Record<string, unknown>>>,
+	where: ErrorContextInit,
+): asserts row is OutcomeRow {
+	if (!row) throw new ContractError(`ArangoDB returned no result for ${subject}`, 500, 'db', false, { code: 'NO_RESULT' }, where);
+	if (row.outcome === 'OK') return;
+	const known = OUTCOMES[row.outcome];
+	if (!known) {
+		throw new ContractError(`unexpected outcome ${String(row.outcome)} for ${subject}`, 500, 'db', false, { code: 'UNEXPECTED_OUTCOME' }, where);
+	}
+	throw new ContractError(`${subject}: ${known.message}`, known.status, known.kind, false, { code: row.outcome, ...(details[row.outcome] ?? {}) }, where);
+}

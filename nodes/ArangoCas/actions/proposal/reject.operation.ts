@@ -1,0 +1,64 @@
+/**
+ * Proposal → Reject (seed 000 §3.5): marks a proposal "rejected", compare-and-swap on `_rev`.
+ *
+ * Input: `proposal_id`, `expected_proposal_rev`.
+ * Output data: `{ success: true, proposal_id, proposal_rev }`.
+ * Errors: 404 NOT_FOUND; 409 INVALID_STATE when the atom is not a proposal; 409 REV_CONFLICT with
+ * `current_rev`; 422 invalid input. One AQL query.
+ */
+import { z } from 'zod';
+import { assertOk, type OutcomeRow } from '../outcome';
+import { keyIn, parseInput, Rev } from '../inputs';
+import { fieldsOf } from '../fields';
+import { runQuery } from '../../transport/query';
+import type { Operation } from '../types';
+
+export const REJECT_PROPOSAL_AQL = `LET now = DATE_NOW()
+LET proposal = DOCUMENT("atoms", @proposal_key)
+LET outcome = proposal == null ? "NOT_FOUND"
+  : proposal.status != "proposal" ? "INVALID_STATE"
+  : proposal._rev != @expected_rev ? "REV_CONFLICT"
+  : "OK"
+LET updated = FIRST(
+  FOR a IN (outcome == "OK" ? [proposal] : [])
+    UPDATE a WITH { status: "rejected", rejected_at: now } IN atoms OPTIONS { ignoreRevs: false }
+    RETURN NEW
+)
+RETURN { outcome: outcome, status: proposal.status, current_rev: proposal._rev, proposal_rev: updated._rev }`;
+
+export const RejectProposalInput = z.object({ proposal_id: keyIn('atoms'), expected_proposal_rev: Rev });
+
+const ref = { resource: 'proposal', operation: 'reject' };
+
+export const rejectProposal: Operation = {
+	value: 'reject',
+	name: 'Reject',
+	action: 'Reject a proposal',
+	description: 'Reject a proposal (§3.5, CAS on _rev)',
+	fields: fieldsOf(ref, [
+		{ displayName: 'Proposal ID', name: 'proposalId', required: true, description: 'Key of the proposal atom' },
+		{
+			displayName: 'Expected Proposal Revision',
+			name: 'expectedProposalRev',
+			required: true,
+			default: '={{ ($json.body || $json).expected_proposal_rev || ($json.headers || {})["if-match"] }}',
+			description: 'The _rev the caller last read (body expected_proposal_rev or the If-Match header)',
+		},
+	]),
+	async execute(db, raw) {
+		const input = parseInput(RejectProposalInput, raw, 'atoms');
+		const where = { operation: 'update', collection: 'atoms' };
+		const { rows } = await runQuery<OutcomeRow>(db, {
+			query: REJECT_PROPOSAL_AQL,
+			bindVars: { proposal_key: input.proposal_id, expected_rev: input.expected_proposal_rev },
+			...where,
+		});
+		const row = rows[0];
+		assertOk(row, `atoms/${input.proposal_id}`, {
+			NOT_FOUND: { missing: [`atoms/${input.proposal_id}`] },
+			INVALID_STATE: { status: row?.status ?? null, expected_status: 'proposal' },
+			REV_CONFLICT: { expected_rev: input.expected_proposal_rev, current_rev: row?.current_rev ?? null },
+		}, where);
+		return { statusCode: 200, data: { success: true, proposal_id: `atoms/${input.proposal_id}`, proposal_rev: row.proposal_rev } };
+	},
+};

@@ -1,0 +1,61 @@
+/**
+ * Maps what arangojs throws to a ContractError (status code, ErrorEnvelope kind, retryable), checking
+ * `errorNum`, never the message text (FACTS: ArangoDB error numbers):
+ *  - 1200 conflict (`_rev` mismatch or write-write conflict) → 409 conflict, details.code REV_CONFLICT;
+ *  - 1202 document not found → 404 not_found; 1210 unique constraint → 409 conflict, UNIQUE_VIOLATION;
+ *  - 18 lock timeout, 1654/1655 transaction aborted/not found, 503 responses → 503 db, retryable;
+ *  - 1203 collection not found → 500 db, with a hint to run `npm run db:migrate:arango`;
+ *  - 11 / HTTP 401 bad credentials → 502 auth; anything else from the server → 500 db;
+ *  - network failures (refused, reset, DNS, timeout) → 503 db, retryable.
+ */
+import { isArangoError, isNetworkError } from 'arangojs/errors';
+import { ContractError, type ErrorContextInit } from '../../shared/errors';
+
+const TRANSIENT_ERROR_NUMS = new Set([18, 21, 1654, 1655, 1496, 1497]);
+
+/** The cause chain's `code` (ECONNREFUSED, UND_ERR_…), when a network error has one. */
+function causeCode(error: unknown): string | undefined {
+	let current: unknown = error;
+	for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+		const code = (current as { code?: unknown }).code;
+		if (typeof code === 'string') return code;
+		current = (current as { cause?: unknown }).cause;
+	}
+	return undefined;
+}
+
+export function fromArangoError(error: unknown, where: ErrorContextInit): ContractError {
+	if (error instanceof ContractError) return error;
+	if (isArangoError(error)) {
+		const num = error.errorNum;
+		const details: Record<string, unknown> = { arango_error_num: num, arango_http_code: error.code ?? null };
+		const message = `ArangoDB error ${num}: ${error.message}`;
+		const make = (status: number, kind: ConstructorParameters<typeof ContractError>[2], retryable: boolean, extra = {}) =>
+			new ContractError(message, status, kind, retryable, { ...details, ...extra }, where, { cause: error });
+		if (num === 1200) return make(409, 'conflict', false, { code: 'REV_CONFLICT', current_rev: null });
+		if (num === 1202) return make(404, 'not_found', false, { code: 'NOT_FOUND' });
+		if (num === 1210) return make(409, 'conflict', false, { code: 'UNIQUE_VIOLATION' });
+		if (num === 1203) return make(500, 'db', false, { code: 'COLLECTION_NOT_FOUND', hint: 'run npm run db:migrate:arango' });
+		if (num === 11 || error.code === 401) return make(502, 'auth', false, { code: 'AUTH_FAILED' });
+		if (TRANSIENT_ERROR_NUMS.has(num) || error.code === 503) return make(503, 'db', true, { code: 'UNAVAILABLE' });
+		return make(500, 'db', false, { code: 'ARANGO_ERROR' });
+	}
+	if (isNetworkError(error)) {
+		const status = (error as { code?: unknown }).code;
+		if (typeof status === 'number' && status < 500) {
+			return new ContractError(`ArangoDB answered HTTP ${status}: ${error.message}`, 502, 'upstream', false, { code: 'HTTP_ERROR', http_status: status }, where, { cause: error });
+		}
+		const code = causeCode((error as { cause?: unknown }).cause);
+		return new ContractError(
+			`ArangoDB unreachable: ${error.message}${code ? ` (${code})` : ''}`,
+			503,
+			'db',
+			true,
+			{ code: 'UNREACHABLE', ...(code ? { cause_code: code } : {}) },
+			where,
+			{ cause: error },
+		);
+	}
+	const message = error instanceof Error ? error.message : String(error);
+	return new ContractError(`ArangoDB request failed: ${message}`, 500, 'db', false, { code: 'ARANGO_ERROR' }, where, { cause: error });
+}

@@ -1,0 +1,194 @@
+/**
+ * ArangoCAS against a real ArangoDB (3.12), run whenever ARANGO_URL is set (ARANGO_USER, ARANGO_PASSWORD
+ * optional; root with an empty password by default). It creates its own database, applies
+ * db/arango/schema.json with the migration, runs the same cases as the HTTP-level tests plus the
+ * concurrency cases, and drops the database. Without ARANGO_URL every test reports itself skipped,
+ * with the reason: ArangoDB cannot run on the machines this project is built on (no Docker engine, no
+ * package ships arangod). See README "ArangoDB live suite" for `docker run arangodb:3.12`.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { Database } from 'arangojs';
+import { archive } from '../../nodes/ArangoCas/actions/atom/archive.operation';
+import { lock } from '../../nodes/ArangoCas/actions/atom/lock.operation';
+import { unlock } from '../../nodes/ArangoCas/actions/atom/unlock.operation';
+import { unlockExpired } from '../../nodes/ArangoCas/actions/atom/unlockExpired.operation';
+import { createBaseline } from '../../nodes/ArangoCas/actions/baseline/create.operation';
+import { loadContext } from '../../nodes/ArangoCas/actions/analysis/loadContext.operation';
+import { saveError } from '../../nodes/ArangoCas/actions/analysis/saveError.operation';
+import { saveResult } from '../../nodes/ArangoCas/actions/analysis/saveResult.operation';
+import { createProposal } from '../../nodes/ArangoCas/actions/proposal/create.operation';
+import { mergeProposal } from '../../nodes/ArangoCas/actions/proposal/merge.operation';
+import { rejectProposal } from '../../nodes/ArangoCas/actions/proposal/reject.operation';
+import { ContractError } from '../../nodes/shared/errors';
+import { RUN } from '../helpers/arangoOps';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { migrateArango } = require('../../scripts/lib/migrate-arango');
+
+const URL_ = process.env.ARANGO_URL;
+const SKIP = URL_ ? false : 'ARANGO_URL is not set: no ArangoDB server on this machine (see README, ArangoDB live suite)';
+const auth = { username: process.env.ARANGO_USER || 'root', password: process.env.ARANGO_PASSWORD || '' };
+const dbName = `contracts_live_${randomUUID().slice(0, 8)}`;
+let db: Database;
+
+before(async () => {
+	if (SKIP) return;
+	await migrateArango({ url: URL_, databaseName: dbName, auth, maxRetries: false });
+	db = new Database({ url: URL_, databaseName: dbName, auth, maxRetries: false });
+});
+
+after(async () => {
+	if (SKIP) return;
+	const system = new Database({ url: URL_, databaseName: '_system', auth });
+	await system.dropDatabase(dbName).catch(() => undefined);
+	system.close();
+	db?.close();
+});
+
+async function rejection(promise: Promise<unknown>): Promise<ContractError> {
+	try {
+		await promise;
+	} catch (error) {
+		assert.ok(error instanceof ContractError, String(error));
+		return error;
+	}
+	assert.fail('expected a failure');
+}
+
+/** A doc → section → active atom structure, with `proposals` proposal atoms for the atom. */
+async function seedDoc(proposals = 2) {
+	const tag = randomUUID().slice(0, 8);
+	const doc = await db.collection('docs').save({ _key: `doc_${tag}`, title: 'Spec' });
+	const section = await db.collection('docs').save({ _key: `sec_${tag}`, title: 'Section' });
+	const atom = await db.collection('atoms').save({ _key: `atom_${tag}`, content: 'The system shall…', status: 'active' }, { returnNew: true });
+	await db.collection('structure_links').save({ _from: doc._id, _to: section._id, order: 1 });
+	const edge = await db.collection('structure_links').save({ _from: section._id, _to: atom._id, order: 7 }, { returnNew: true });
+	const props = [];
+	for (let i = 0; i < proposals; i++) {
+		const p = await db.collection('atoms').save({ _key: `prop${i}_${tag}`, content: `alt ${i}`, status: 'proposal' }, { returnNew: true });
+		await db.collection('proposal_links').save({ _from: p._id, _to: atom._id, type: 'alternative', outdated: false });
+		props.push(p);
+	}
+	return { doc, section, atom, edge, props };
+}
+
+const atomDoc = (key: string) => db.collection('atoms').document(key);
+
+test('live: lock → 423 for another user → unlock by owner; stale _rev → 409 with the current _rev', { skip: SKIP }, async () => {
+	const { atom } = await seedDoc(0);
+	const locked = await lock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev }, RUN);
+	const other = await rejection(lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: locked.data.atom_rev }, RUN));
+	assert.deepEqual([other.statusCode, other.details.locked_by], [423, 'u1']);
+	const stale = await rejection(unlock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev }, RUN));
+	assert.deepEqual([stale.statusCode, stale.details.current_rev], [409, locked.data.atom_rev]);
+	await unlock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: locked.data.atom_rev }, RUN);
+	assert.equal((await atomDoc(atom._key)).locked_by, null);
+});
+
+test('live: 50 parallel locks of one atom → exactly one owner, 49 refusals', { skip: SKIP }, async () => {
+	const { atom } = await seedDoc(0);
+	const results = await Promise.allSettled(
+		Array.from({ length: 50 }, (_, i) => lock.execute(db, { atom_id: atom._key, user_id: `u${i}`, expected_rev: atom._rev }, RUN)),
+	);
+	const won = results.filter((r) => r.status === 'fulfilled');
+	assert.equal(won.length, 1);
+	for (const r of results) if (r.status === 'rejected') assert.ok([409, 423].includes((r.reason as ContractError).statusCode));
+	const stored = await atomDoc(atom._key);
+	assert.equal(stored.locked_by, (won[0] as PromiseFulfilledResult<{ data: Record<string, unknown> }>).value.data.locked_by);
+});
+
+test('live: merge switches the edge, archives, activates, links, rebases and unlinks', { skip: SKIP }, async () => {
+	const { atom, edge, props } = await seedDoc(3);
+	const [winner] = props;
+	const result = await mergeProposal.execute(db, {
+		winner_proposal_id: winner._key,
+		current_active_id: atom._key,
+		user_id: 'u1',
+		structure_edge_id: edge._id,
+		expected_edge_rev: edge._rev,
+	}, RUN);
+	assert.equal(result.data.rebased_proposals_count, 2);
+	assert.equal((await db.collection('structure_links').document(edge._key))._to, winner._id);
+	assert.equal((await atomDoc(atom._key)).status, 'archived');
+	assert.equal((await atomDoc(winner._key)).status, 'active');
+	const links = await (await db.query({ query: 'FOR l IN proposal_links FILTER l._to == @w OR l._from == @w RETURN l', bindVars: { w: winner._id } })).all();
+	assert.equal(links.filter((l) => l._from === winner._id).length, 0, 'winner link removed');
+	assert.ok(links.filter((l) => l._to === winner._id).every((l) => l.outdated === true && l.rebased_from === atom._id));
+	const replaces = await (await db.query({ query: 'FOR r IN revision_links FILTER r._from == @w RETURN r', bindVars: { w: winner._id } })).all();
+	assert.equal(replaces.length, 1);
+});
+
+test('live: 50 parallel merges of one proposal set → 1 success, 49 conflicts, no orphan active atom', { skip: SKIP }, async () => {
+	const { atom, edge, props } = await seedDoc(50);
+	const results = await Promise.allSettled(
+		props.map((p) =>
+			mergeProposal.execute(db, { winner_proposal_id: p._key, current_active_id: atom._key, user_id: 'u1', structure_edge_id: edge._id, expected_edge_rev: edge._rev }, RUN),
+		),
+	);
+	assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+	for (const r of results) if (r.status === 'rejected') assert.equal((r.reason as ContractError).statusCode, 409);
+	const active = await (await db.query({ query: 'FOR a IN atoms FILTER a._key IN @keys AND a.status == "active" RETURN a._id', bindVars: { keys: [atom._key, ...props.map((p) => p._key)] } })).all();
+	assert.equal(active.length, 1, 'exactly one active atom');
+	assert.equal((await db.collection('structure_links').document(edge._key))._to, active[0], 'and the edge points to it');
+});
+
+test('live: merge with a stale edge _rev → 409 and nothing changed', { skip: SKIP }, async () => {
+	const { atom, edge, props } = await seedDoc(1);
+	const error = await rejection(mergeProposal.execute(db, { winner_proposal_id: props[0]._key, current_active_id: atom._key, user_id: 'u1', structure_edge_id: edge._id, expected_edge_rev: '_stale' }, RUN));
+	assert.deepEqual([error.statusCode, error.details.current_rev], [409, edge._rev]);
+	assert.equal((await atomDoc(props[0]._key)).status, 'proposal');
+	assert.equal((await db.collection('structure_links').document(edge._key))._rev, edge._rev);
+});
+
+test('live: baseline snapshots each active atom once; archive of a snapshotted atom → PROTECTED_BY_BASELINE', { skip: SKIP }, async () => {
+	const { doc, section, atom } = await seedDoc(0);
+	await db.collection('structure_links').save({ _from: section._id, _to: atom._id, order: 8 }); // reachable twice
+	const baseline = await createBaseline.execute(db, { doc_id: doc._id, version_tag: 'v1.0', title: 'MVP' }, RUN);
+	assert.equal(baseline.data.items_snapshotted, 1);
+	const again = await rejection(createBaseline.execute(db, { doc_id: doc._id, version_tag: 'v1.0' }, RUN));
+	assert.equal(again.statusCode, 409);
+	const current = await atomDoc(atom._key);
+	const error = await rejection(archive.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: current._rev }, RUN));
+	assert.deepEqual([error.statusCode, error.details.code], [409, 'PROTECTED_BY_BASELINE']);
+});
+
+test('live: docs → atoms edge → 422 and no baseline written', { skip: SKIP }, async () => {
+	const { doc, atom } = await seedDoc(0);
+	await db.collection('structure_links').save({ _from: doc._id, _to: atom._id, order: 1 });
+	const error = await rejection(createBaseline.execute(db, { doc_id: doc._id, version_tag: 'bad' }, RUN));
+	assert.equal(error.statusCode, 422);
+	const count = await (await db.query({ query: 'FOR b IN baselines FILTER b.doc_id == @d RETURN 1', bindVars: { d: doc._id } })).all();
+	assert.equal(count.length, 0);
+});
+
+test('live: archive removes the structure edges and keeps the atom; proposal create/reject', { skip: SKIP }, async () => {
+	const { atom, edge } = await seedDoc(0);
+	const created = await createProposal.execute(db, { target_active_id: atom._key, new_content: 'alt', author: 'u1' }, RUN);
+	const rejected = await rejectProposal.execute(db, { proposal_id: String(created.data.proposal_id), expected_proposal_rev: String(created.data.proposal_rev) }, RUN);
+	assert.equal((await db.collection('atoms').document(String(created.data.proposal_id))).status, 'rejected');
+	assert.ok(rejected.data.proposal_rev);
+	const archived = await archive.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, reason: 'gone' }, RUN);
+	assert.deepEqual(archived.data.structure_edges_removed, [edge._id]);
+	assert.equal((await atomDoc(atom._key)).status, 'archived');
+});
+
+test('live: unlock expired clears only expired locks', { skip: SKIP }, async () => {
+	const { atom } = await seedDoc(0);
+	const other = await db.collection('atoms').save({ content: 'x', status: 'active', locked_by: 'u9', locked_until: Date.now() + 600_000 });
+	await db.collection('atoms').update(atom._key, { locked_by: 'u1', locked_until: Date.now() - 1000 });
+	const result = await unlockExpired.execute(db, {}, RUN);
+	assert.ok((result.data.unlocked as { id: string }[]).some((u) => u.id === atom._id));
+	assert.equal((await atomDoc(other._key)).locked_by, 'u9');
+});
+
+test('live: analysis context, result and error artifacts', { skip: SKIP }, async () => {
+	const { atom } = await seedDoc(0);
+	const prompt = await db.collection('prompts').save({ role_key: `fixer`, version: Date.now(), active: true, template: 'Fix {{content}}\n{{issues_context}}', model_config: { model: 'm', temperature: 0 } });
+	const saved = await saveResult.execute(db, { target_atom_id: atom._key, prompt_id: prompt._id, model: 'm', ai_response: { issues: [{ description: 'd', severity: 'high' }] } }, RUN);
+	assert.equal(saved.data.artifacts_created, 1);
+	const context = await loadContext.execute(db, { target_atom_id: atom._key, agent_role_key: 'fixer' }, RUN);
+	assert.match(String(context.data.prompt), /- \[HIGH\] d/);
+	const failed = await saveError.execute(db, { target_atom_id: atom._key, prompt_id: prompt._id, status_code: 503 }, RUN);
+	assert.equal(failed.data.error_code, 'MODEL_ERROR');
+});

@@ -1,0 +1,171 @@
+import assert from 'node:assert/strict';
+import { afterEach, test } from 'node:test';
+import { archive } from '../../../nodes/ArangoCas/actions/atom/archive.operation';
+import { lock } from '../../../nodes/ArangoCas/actions/atom/lock.operation';
+import { unlock } from '../../../nodes/ArangoCas/actions/atom/unlock.operation';
+import { unlockExpired } from '../../../nodes/ArangoCas/actions/atom/unlockExpired.operation';
+import { ArangoStub, CONFLICT_1200 } from '../../helpers/arangoHttp';
+import { assertQueriesSafe, failure, RUN } from '../../helpers/arangoOps';
+
+afterEach(() => ArangoStub.reset());
+
+const LOCK_INPUT = { atom_id: 'atoms/a1', user_id: 'u1', expected_rev: '_rev1', lease_minutes: 5 };
+
+test('Lock: one CAS query; sends the key, the caller, the expected _rev and the lease in ms; returns the new lock', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'OK', current_rev: '_rev1', atom_rev: '_rev2', new_locked_until: 1_700_000_300_000 }], { writesExecuted: 1 });
+	const result = await lock.execute(stub.database(), LOCK_INPUT, RUN);
+	assert.equal(stub.requests.length, 1, 'one round trip');
+	const [q] = stub.queries();
+	assert.deepEqual(q.bindVars, { atom_key: 'a1', user_id: 'u1', expected_rev: '_rev1', lease_ms: 300_000 });
+	assert.equal(q.trxId, undefined, 'a single query needs no stream transaction');
+	assert.match(q.query, /UPDATE a WITH \{ locked_by: @user_id[\s\S]*OPTIONS \{ ignoreRevs: false \}/);
+	assert.deepEqual(result, {
+		statusCode: 200,
+		data: { success: true, atom_id: 'atoms/a1', locked_by: 'u1', locked_until: 1_700_000_300_000, atom_rev: '_rev2' },
+	});
+	assert.ok(stub.isDone());
+	assertQueriesSafe(stub);
+});
+
+test('Lock: the If-Match form of the revision ("_rev1" with quotes) is unquoted', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'OK', atom_rev: '_rev2', new_locked_until: 1 }]);
+	await lock.execute(stub.database(), { ...LOCK_INPUT, expected_rev: '"_rev1"' }, RUN);
+	assert.equal(stub.queries()[0].bindVars.expected_rev, '_rev1');
+});
+
+test('Lock: a lock held by another user answers 423 LOCKED with locked_by and locked_until (no stealing)', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'LOCKED', current_rev: '_rev1', locked_by: 'u2', locked_until: 1_900_000_000_000 }]);
+	const error = await failure(lock, stub.database(), LOCK_INPUT);
+	assert.deepEqual([error.statusCode, error.kind, error.retryable], [423, 'locked', false]);
+	assert.deepEqual(error.details, { code: 'LOCKED', locked_by: 'u2', locked_until: 1_900_000_000_000 });
+	assert.deepEqual(error.where, { operation: 'update', collection: 'atoms' });
+});
+
+test('Lock: a stale _rev answers 409 REV_CONFLICT with the current _rev', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'REV_CONFLICT', current_rev: '_rev9' }]);
+	const error = await failure(lock, stub.database(), LOCK_INPUT);
+	assert.equal(error.statusCode, 409);
+	assert.deepEqual(error.details, { code: 'REV_CONFLICT', expected_rev: '_rev1', current_rev: '_rev9' });
+});
+
+test('Lock: a write that loses the race (errorNum 1200 from the cursor) answers 409 REV_CONFLICT', async () => {
+	const stub = new ArangoStub().cursorError(...CONFLICT_1200);
+	const error = await failure(lock, stub.database(), LOCK_INPUT);
+	assert.deepEqual([error.statusCode, error.kind], [409, 'conflict']);
+	assert.equal(error.details.code, 'REV_CONFLICT');
+	assert.equal(error.details.arango_error_num, 1200);
+});
+
+test('Lock: an unknown atom answers 404 NOT_FOUND naming it', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'NOT_FOUND', current_rev: null }]);
+	const error = await failure(lock, stub.database(), LOCK_INPUT);
+	assert.deepEqual([error.statusCode, error.kind], [404, 'not_found']);
+	assert.deepEqual(error.details.missing, ['atoms/a1']);
+});
+
+test('Lock: ArangoDB unreachable answers 503 retryable (kind db)', async () => {
+	const stub = new ArangoStub().cursorNetworkError('ECONNREFUSED');
+	const error = await failure(lock, stub.database(), LOCK_INPUT);
+	assert.deepEqual([error.statusCode, error.kind, error.retryable], [503, 'db', true]);
+	assert.equal(error.details.code, 'UNREACHABLE');
+});
+
+test('Lock: invalid input answers 422 naming the field, and sends nothing', async () => {
+	const stub = new ArangoStub();
+	const noRev = await failure(lock, stub.database(), { ...LOCK_INPUT, expected_rev: undefined });
+	assert.deepEqual([noRev.statusCode, noRev.kind, noRev.details.field], [422, 'validation', 'expected_rev']);
+	const wrongCollection = await failure(lock, stub.database(), { ...LOCK_INPUT, atom_id: 'docs/a1' });
+	assert.equal(wrongCollection.details.field, 'atom_id');
+	const badLease = await failure(lock, stub.database(), { ...LOCK_INPUT, lease_minutes: -1 });
+	assert.equal(badLease.details.field, 'lease_minutes');
+	assert.equal(stub.requests.length, 0);
+});
+
+const UNLOCK_INPUT = { atom_id: 'a1', user_id: 'u1', expected_rev: '_rev2' };
+
+test('Unlock: owner releases with one CAS query', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'OK', atom_rev: '_rev3' }], { writesExecuted: 1 });
+	const result = await unlock.execute(stub.database(), UNLOCK_INPUT, RUN);
+	assert.deepEqual(result.data, { success: true, atom_id: 'atoms/a1', atom_rev: '_rev3' });
+	assert.deepEqual(stub.queries()[0].bindVars, { atom_key: 'a1', user_id: 'u1', expected_rev: '_rev2' });
+	assert.match(stub.queries()[0].query, /ignoreRevs: false/);
+	assertQueriesSafe(stub);
+});
+
+test('Unlock: another user\'s unexpired lock answers 423; a stale _rev 409', async () => {
+	const stub = new ArangoStub()
+		.cursor([{ outcome: 'LOCKED', locked_by: 'u2', locked_until: 5 }])
+		.cursor([{ outcome: 'REV_CONFLICT', current_rev: '_rev7' }]);
+	const db = stub.database();
+	const locked = await failure(unlock, db, UNLOCK_INPUT);
+	assert.deepEqual([locked.statusCode, locked.details.locked_by], [423, 'u2']);
+	const stale = await failure(unlock, db, UNLOCK_INPUT);
+	assert.deepEqual([stale.statusCode, stale.details.current_rev], [409, '_rev7']);
+});
+
+const ARCHIVE_INPUT = { atom_id: 'a1', user_id: 'u1', expected_rev: '_rev2', reason: 'Requirement cancelled' };
+
+test('Archive: one query removes the structure edges and CAS-archives the atom', async () => {
+	const stub = new ArangoStub().cursor(
+		[{ outcome: 'OK', archived_at: 1_700_000_000_000, atom_rev: '_rev3', structure_edges_removed: ['structure_links/e1'] }],
+		{ writesExecuted: 2 },
+	);
+	const result = await archive.execute(stub.database(), ARCHIVE_INPUT, RUN);
+	assert.deepEqual(result.data, {
+		success: true,
+		atom_id: 'atoms/a1',
+		archived_at: 1_700_000_000_000,
+		atom_rev: '_rev3',
+		structure_edges_removed: ['structure_links/e1'],
+	});
+	const [q] = stub.queries();
+	assert.deepEqual(q.bindVars, { atom_key: 'a1', user_id: 'u1', expected_rev: '_rev2', reason: 'Requirement cancelled' });
+	assert.ok(q.query.indexOf('REMOVE e IN structure_links') < q.query.indexOf('UPDATE a WITH { status: "archived"'), 'edges go first, atoms last');
+	assertQueriesSafe(stub);
+});
+
+test('Archive: a baseline-protected atom answers 409 PROTECTED_BY_BASELINE with the baselines', async () => {
+	const baselines = [{ id: 'baselines/b1', tag: 'v1.0' }, { id: 'baselines/b2', tag: 'v1.1' }];
+	const stub = new ArangoStub().cursor([{ outcome: 'PROTECTED_BY_BASELINE', baselines }]);
+	const error = await failure(archive, stub.database(), ARCHIVE_INPUT);
+	assert.deepEqual([error.statusCode, error.kind], [409, 'conflict']);
+	assert.deepEqual(error.details, { code: 'PROTECTED_BY_BASELINE', baselines });
+});
+
+test('Archive: locked by another user → 423; already archived → 409 INVALID_STATE; stale → 409; unknown → 404', async () => {
+	const stub = new ArangoStub()
+		.cursor([{ outcome: 'LOCKED', locked_by: 'u2', locked_until: 9 }])
+		.cursor([{ outcome: 'INVALID_STATE', status: 'archived' }])
+		.cursor([{ outcome: 'REV_CONFLICT', current_rev: '_rev5' }])
+		.cursor([{ outcome: 'NOT_FOUND' }]);
+	const db = stub.database();
+	const codes = [];
+	for (let i = 0; i < 4; i++) {
+		const e = await failure(archive, db, ARCHIVE_INPUT);
+		codes.push([e.statusCode, e.details.code]);
+	}
+	assert.deepEqual(codes, [[423, 'LOCKED'], [409, 'INVALID_STATE'], [409, 'REV_CONFLICT'], [404, 'NOT_FOUND']]);
+});
+
+test('Unlock Expired: one query; CAS per atom with ignoreErrors so a renewed lock is skipped, not failed', async () => {
+	const stub = new ArangoStub().cursor([{ id: 'atoms/a1', atom_rev: '_r1' }, { id: 'atoms/a2', atom_rev: '_r2' }], { writesExecuted: 2, writesIgnored: 1 });
+	const result = await unlockExpired.execute(stub.database(), { batch_size: 100 }, RUN);
+	assert.deepEqual(result.data, {
+		success: true,
+		unlocked: [{ id: 'atoms/a1', atom_rev: '_r1' }, { id: 'atoms/a2', atom_rev: '_r2' }],
+		unlocked_count: 2,
+		skipped_conflicts: 1,
+	});
+	const [q] = stub.queries();
+	assert.deepEqual(q.bindVars, { batch_size: 100 });
+	assert.match(q.query, /UPDATE atom WITH \{ locked_by: null, locked_until: null \} IN atoms OPTIONS \{ ignoreRevs: false, ignoreErrors: true/);
+	assertQueriesSafe(stub);
+});
+
+test('Unlock Expired: default batch 500, bounded to 1000', async () => {
+	const stub = new ArangoStub().cursor([]);
+	await unlockExpired.execute(stub.database(), {}, RUN);
+	assert.equal(stub.queries()[0].bindVars.batch_size, 500);
+	const error = await failure(unlockExpired, stub.database(), { batch_size: 5000 });
+	assert.deepEqual([error.statusCode, error.details.field], [422, 'batch_size']);
+});
