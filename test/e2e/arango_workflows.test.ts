@@ -1,98 +1,199 @@
 /**
- * The seed-000 workflows (workflows-json/arango/, scenarios 3.1–3.8) in a real n8n 2.4.8: each one is
- * imported and published with WF99, and with ArangoDB unreachable every webhook answers an ErrorEnvelope
- * (kind db, retryable, 503) and the error is recorded in ops.errors with the node that failed.
- * ArangoDB itself cannot run on these machines (FACTS: ArangoDB); the happy paths are covered at the
- * HTTP level (test/unit/arango) and by the live suite (test/live, ARANGO_URL).
+ * The seed-000 workflows (workflows-json/arango/, scenarios 3.1–3.8) in a real n8n 2.4.8, imported and
+ * published with WF99, the packed package installed. ArangoDB itself cannot run on these machines
+ * (FACTS: ArangoDB), so the credential points at a stand-in ArangoDB on 127.0.0.1 answering real 3.12
+ * response shapes (test/helpers/arangoStandIn.ts); 3.1's model is a stand-in Ollama. Checked: each
+ * webhook's answer and the requests the node sent (bind vars from the body or If-Match, transaction
+ * steps), a conflict → 409 ErrorEnvelope + ops.errors, the three AI failure classes, the cron sweep, and
+ * with ArangoDB unreachable → 503 ErrorEnvelope (db, retryable) + ops.errors for every webhook.
  */
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
+import { ErrorEnvelope, SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { ArangoStandIn } from '../helpers/arangoStandIn';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { arangoCredential, startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { freePort } = require('../../scripts/lib/postgres');
+import { OLLAMA_ISSUES, OllamaStandIn } from '../helpers/ollamaStandIn';
 
 const ARANGO_WORKFLOWS = path.join(WORKFLOWS, 'arango');
 
-/** One call per webhook of the arango workflows, with the seed's input body, and the node that fails. */
-const CALLS: { path: string; node: string; body: Record<string, unknown>; headers?: Record<string, string> }[] = [
-	{ path: 'arango/ai-analysis', node: 'Load Context', body: { target_atom_id: 'atom_uuid_v5', agent_role_key: 'tech_lead' } },
+/** One call per webhook, with the seed's input body, the node that runs it and its success status. */
+const CALLS: { path: string; node: string; status: number; body: Record<string, unknown>; headers?: Record<string, string> }[] = [
+	{ path: 'arango/ai-analysis', node: 'Load Context', status: 201, body: { target_atom_id: 'atom_uuid_v5', agent_role_key: 'tech_lead' } },
 	{
 		path: 'arango/merge',
 		node: 'Merge Proposal',
+		status: 200,
 		body: { winner_proposal_id: 'atom_draft_x', current_active_id: 'atom_uuid_v5', user_id: 'user_123', structure_edge_id: 'structure_links/e1', expected_edge_rev: '_e1', allow_outdated: false },
 	},
-	{ path: 'arango/baseline', node: 'Create Baseline', body: { doc_id: 'docs/doc_1', version_tag: 'v1.0', title: 'MVP Release' } },
-	{ path: 'arango/proposal', node: 'Create Proposal', body: { target_active_id: 'atom_uuid_v5', new_content: 'Fixed text', comment: 'typo', author: 'user_123' } },
-	{ path: 'arango/reject', node: 'Reject Proposal', body: { proposal_id: 'atom_draft_y', expected_proposal_rev: '_r1' } },
-	{ path: 'arango/lock', node: 'Lock Atom', body: { atom_id: 'atom_uuid_v5', user_id: 'user_123', expected_rev: '_a1' } },
-	{ path: 'arango/unlock', node: 'Unlock Atom', body: { atom_id: 'atom_uuid_v5', user_id: 'user_123' }, headers: { 'if-match': '"_a1"' } },
-	{ path: 'arango/archive', node: 'Archive Atom', body: { atom_id: 'atom_uuid_v5', reason: 'cancelled', expected_rev: '_a1', user_id: 'user_123' } },
+	{ path: 'arango/baseline', node: 'Create Baseline', status: 201, body: { doc_id: 'docs/doc_1', version_tag: 'v1.0', title: 'MVP Release' } },
+	{ path: 'arango/proposal', node: 'Create Proposal', status: 201, body: { target_active_id: 'atom_uuid_v5', new_content: 'Fixed text', comment: 'typo', author: 'user_123' } },
+	{ path: 'arango/reject', node: 'Reject Proposal', status: 200, body: { proposal_id: 'atom_draft_y', expected_proposal_rev: '_r1' } },
+	{ path: 'arango/lock', node: 'Lock Atom', status: 200, body: { atom_id: 'atom_uuid_v5', user_id: 'user_123', expected_rev: '_a1' } },
+	{ path: 'arango/unlock', node: 'Unlock Atom', status: 200, body: { atom_id: 'atom_uuid_v5', user_id: 'user_123' }, headers: { 'if-match': '"_a1"' } },
+	{ path: 'arango/archive', node: 'Archive Atom', status: 200, body: { atom_id: 'atom_uuid_v5', reason: 'cancelled', expected_rev: '_a1', user_id: 'user_123' } },
 ];
 
 let db: TestDatabase;
 let n8n: RunningN8n;
+const arango = new ArangoStandIn();
+const ollama = new OllamaStandIn();
 
 before(
 	async () => {
 		db = await setupDatabase();
-		const closedPort = await freePort();
-		const files = readdirSync(ARANGO_WORKFLOWS).filter((f) => f.endsWith('.json')).map((f) => path.join(ARANGO_WORKFLOWS, f));
-		n8n = await startN8n(
-			db.url,
-			[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files],
-			CALLS.map((c) => c.path),
-			[arangoCredential(`http://127.0.0.1:${closedPort}`)],
-		);
+		await arango.up();
+		await ollama.up();
+		// The shipped 3.1 workflow calls http://127.0.0.1:11434 (Ollama's default): point it at the stand-in.
+		const dir = mkdtempSync(path.join(tmpdir(), 'arango-wf-'));
+		const files = readdirSync(ARANGO_WORKFLOWS)
+			.filter((f) => f.endsWith('.json'))
+			.map((f) => {
+				const text = readFileSync(path.join(ARANGO_WORKFLOWS, f), 'utf8').replace('http://127.0.0.1:11434', ollama.url);
+				writeFileSync(path.join(dir, f), text);
+				return path.join(dir, f);
+			});
+		n8n = await startN8n(db.url, [path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files], CALLS.map((c) => c.path), [arangoCredential(arango.url)]);
 	},
 	{ timeout: 30 * 60_000 },
 );
 
 after(async () => {
 	await n8n?.stop();
+	await arango.down();
+	await ollama.down();
 	await db?.drop();
 });
 
-test('every scenario 3.1–3.8 ships one workflow, and all of them imported and published', () => {
+async function call(c: (typeof CALLS)[number]) {
+	arango.requests.length = 0;
+	const res = await fetch(`${n8n.url}/webhook/${c.path}`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', ...(c.headers ?? {}) },
+		body: JSON.stringify(c.body),
+	});
+	const text = await res.text();
+	return { status: res.status, text, json: JSON.parse(text) as unknown };
+}
+
+const byPath = (p: string) => CALLS.find((c) => c.path === p)!;
+
+/** The A3.8 cron may fire at any time: leave its sweep out of what a webhook call sent. */
+const isSweep = (query: unknown) => /ignoreErrors: true/.test(String(query ?? ''));
+const sent = () => arango.requests.filter((r) => !isSweep(r.body?.query));
+const sentQueries = () => arango.queries().filter((q) => !isSweep(q.query));
+
+test('every scenario 3.1–3.8 ships one workflow', () => {
 	const files = readdirSync(ARANGO_WORKFLOWS).filter((f) => f.endsWith('.json')).sort();
 	assert.deepEqual(files.map((f) => f.slice(0, 3)), ['A31', 'A32', 'A33', 'A34', 'A35', 'A36', 'A37', 'A38']);
 });
 
-for (const call of CALLS) {
-	test(`${call.path}: ArangoDB unreachable → 503 ErrorEnvelope (db, retryable) and an ops.errors row naming "${call.node}"`, async () => {
-		const res = await fetch(`${n8n.url}/webhook/${call.path}`, {
-			method: 'POST',
-			headers: { 'content-type': 'application/json', ...(call.headers ?? {}) },
-			body: JSON.stringify(call.body),
-		});
-		const text = await res.text();
-		assert.equal(res.status, 503, text);
-		const envelope = ErrorEnvelope.parse(JSON.parse(text));
-		assert.deepEqual([envelope.status_code, envelope.error.kind, envelope.error.retryable], [503, 'db', true]);
-		assert.equal(envelope.error.details.error_context?.node, call.node);
-		assert.equal((envelope.error.details.node_details as Record<string, unknown>).code, 'UNREACHABLE');
-		const rows = await db.pool.query('SELECT node, kind, status_code, retryable, details FROM ops.errors WHERE correlation_id = $1', [
-			envelope.meta.correlation.correlation_id,
-		]);
-		assert.equal(rows.rowCount, 1);
-		assert.deepEqual([rows.rows[0].node, rows.rows[0].kind, rows.rows[0].status_code, rows.rows[0].retryable], [call.node, 'db', 503, true]);
-		assert.ok(['atoms', 'structure_links', 'baselines', 'prompts'].includes(rows.rows[0].details.error_context.collection), JSON.stringify(rows.rows[0].details.error_context));
+for (const c of CALLS) {
+	test(`${c.path}: answers ${c.status} with a SuccessEnvelope from the node's result`, async () => {
+		ollama.mode = 'ok';
+		const res = await call(c);
+		assert.equal(res.status, c.status, res.text);
+		const envelope = SuccessEnvelope.parse(res.json);
+		assert.equal(envelope.status_code, c.status);
+		assert.equal(envelope.meta.correlation.node, c.path === 'arango/ai-analysis' ? 'Save Result' : c.node);
 	});
 }
 
-test('a validation failure (no expected_rev, no If-Match) answers 422 naming the field, recorded too', async () => {
-	const res = await fetch(`${n8n.url}/webhook/arango/lock`, {
-		method: 'POST',
-		headers: { 'content-type': 'application/json' },
-		body: JSON.stringify({ atom_id: 'a1', user_id: 'u1' }),
+test('merge: begin, two queries carrying the transaction id, commit; bind vars from the body', async () => {
+	await call(byPath('arango/merge'));
+	assert.deepEqual(sent().map((r) => r.method), ['POST', 'POST', 'POST', 'PUT']);
+	const [sw, unlink] = sentQueries();
+	const trx = sent().at(-1)!.path.split('/').pop();
+	assert.deepEqual([sw.trxId, unlink.trxId], [trx, trx]);
+	assert.deepEqual(sw.bindVars, { current_key: 'atom_uuid_v5', winner_key: 'atom_draft_x', edge_key: 'e1', expected_edge_rev: '_e1', user_id: 'user_123', allow_outdated: false });
+});
+
+test('unlock: the If-Match header is the expected revision; lock sends a 5-minute lease', async () => {
+	await call(byPath('arango/unlock'));
+	assert.equal(sentQueries()[0].bindVars.expected_rev, '_a1');
+	await call(byPath('arango/lock'));
+	assert.equal(sentQueries()[0].bindVars.lease_ms, 300_000);
+});
+
+test('ai-analysis: the prompt built from the atom reaches the model; its issues are saved', async () => {
+	ollama.mode = 'ok';
+	ollama.requests.length = 0;
+	await call(byPath('arango/ai-analysis'));
+	assert.equal(ollama.requests[0].prompt, 'Review: The system shall log in users.');
+	assert.equal(ollama.requests[0].model, 'llama3');
+	const save = arango.queries().find((q) => /type: "detected_in"/.test(q.query))!;
+	assert.deepEqual(save.bindVars.issues, OLLAMA_ISSUES);
+	assert.equal(save.bindVars.prompt_key, 'tech_lead_v1');
+});
+
+for (const [mode, code] of [['error', 'MODEL_ERROR'], ['prose', 'INVALID_JSON'], ['down', 'TIMEOUT']] as const) {
+	test(`ai-analysis: model ${mode} → Save Error records ${code}`, async () => {
+		if (mode === 'down') await ollama.down();
+		else ollama.mode = mode;
+		try {
+			const res = await call(byPath('arango/ai-analysis'));
+			const envelope = SuccessEnvelope.parse(res.json);
+			assert.deepEqual([envelope.data.success, envelope.data.error_code], [false, code], res.text);
+			const saved = arango.queries().find((q) => /type: "ai_error"/.test(q.query))!;
+			assert.equal(saved.bindVars.error_code, code);
+		} finally {
+			if (mode === 'down') await ollama.up();
+		}
 	});
-	const envelope = ErrorEnvelope.parse(await res.json());
+}
+
+test('a stale _rev → 409 ErrorEnvelope with the current _rev, and one ops.errors row', async () => {
+	arango.queue(/locked_until: now \+ @lease_ms/, { rows: [{ outcome: 'REV_CONFLICT', current_rev: '_a9' }] });
+	const res = await call(byPath('arango/lock'));
+	assert.equal(res.status, 409, res.text);
+	const envelope = ErrorEnvelope.parse(res.json);
+	assert.equal(envelope.error.kind, 'conflict');
+	assert.deepEqual(envelope.error.details.node_details, { code: 'REV_CONFLICT', expected_rev: '_a1', current_rev: '_a9' });
+	const rows = await db.pool.query('SELECT node, status_code FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+	assert.deepEqual(rows.rows, [{ node: 'Lock Atom', status_code: 409 }]);
+});
+
+test('a validation failure (no expected_rev, no If-Match) → 422 naming the field, recorded too', async () => {
+	const res = await call({ ...byPath('arango/lock'), body: { atom_id: 'a1', user_id: 'u1' } });
 	assert.equal(res.status, 422);
-	assert.equal(envelope.error.kind, 'validation');
+	const envelope = ErrorEnvelope.parse(res.json);
 	assert.equal((envelope.error.details.node_details as Record<string, unknown>).field, 'expected_rev');
 	const rows = await db.pool.query('SELECT 1 FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
 	assert.equal(rows.rowCount, 1);
+});
+
+test('ArangoDB unreachable: every webhook → 503 ErrorEnvelope (db, retryable) and an ops.errors row naming its node', async () => {
+	await arango.down();
+	try {
+		for (const c of CALLS) {
+			const res = await call(c);
+			assert.equal(res.status, 503, `${c.path}: ${res.text}`);
+			const envelope = ErrorEnvelope.parse(res.json);
+			assert.deepEqual([envelope.error.kind, envelope.error.retryable], ['db', true], c.path);
+			assert.equal(envelope.error.details.error_context?.node, c.node);
+			assert.equal((envelope.error.details.node_details as Record<string, unknown>).code, 'UNREACHABLE');
+			const rows = await db.pool.query('SELECT node, kind, status_code, retryable, details FROM ops.errors WHERE correlation_id = $1', [
+				envelope.meta.correlation.correlation_id,
+			]);
+			assert.equal(rows.rowCount, 1, c.path);
+			assert.deepEqual([rows.rows[0].node, rows.rows[0].kind, rows.rows[0].status_code, rows.rows[0].retryable], [c.node, 'db', 503, true]);
+			assert.ok(rows.rows[0].details.error_context.collection, 'error_context names the collection');
+		}
+	} finally {
+		await arango.up();
+	}
+});
+
+test('A3.8: the published cron workflow runs the expired-lock sweep within a minute', { timeout: 90_000 }, async () => {
+	arango.requests.length = 0;
+	const deadline = Date.now() + 75_000;
+	while (Date.now() < deadline && !arango.queries().some((q) => /ignoreErrors: true/.test(q.query))) {
+		await new Promise((r) => setTimeout(r, 1000));
+	}
+	const sweep = arango.queries().find((q) => /ignoreErrors: true/.test(q.query));
+	assert.ok(sweep, 'no Unlock Expired query within 75 s');
+	assert.deepEqual(sweep.bindVars, { batch_size: 500 });
 });
