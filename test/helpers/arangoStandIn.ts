@@ -5,9 +5,9 @@
  * a phrase of its AQL; a test can queue other rows or an ArangoDB error for the next matching query,
  * and take the server down (connections refused) and up again on the same port.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { realResponses } from './arangoHttp';
+import { SwitchableServer } from './switchableServer';
 
 export interface StandInRequest {
 	method: string;
@@ -37,17 +37,14 @@ export const OK_ROWS: [RegExp, unknown[]][] = [
 	[/./, [{ outcome: 'OK', atom_rev: '_r2', new_locked_until: 1_700_000_300_000, proposal_rev: '_r2', archived_at: 1_700_000_000_000, structure_edges_removed: ['structure_links/e1'] }]],
 ];
 
-export class ArangoStandIn {
+export class ArangoStandIn extends SwitchableServer {
 	readonly requests: StandInRequest[] = [];
 	private queued: { pattern: RegExp; reply: Reply }[] = [];
-	private server: Server | undefined;
 	private trx = 1000;
-	port = 0;
 
-	constructor(private readonly rttMs = 0) {}
-
-	get url(): string {
-		return `http://127.0.0.1:${this.port}`;
+	/** @param rttMs latency added to every answer (ms) */
+	constructor(private readonly rttMs = 0) {
+		super();
 	}
 
 	/** The next query matching `pattern` gets `reply` instead of its OK row. */
@@ -62,26 +59,6 @@ export class ArangoStandIn {
 			.map((r) => ({ query: String(r.body?.query), bindVars: (r.body?.bindVars ?? {}) as Record<string, unknown>, trxId: r.trxId }));
 	}
 
-	async up(): Promise<void> {
-		const server = createServer((req, res) => this.handle(req, res));
-		server.keepAliveTimeout = 1000;
-		await new Promise<void>((resolve, reject) => {
-			server.once('error', reject);
-			server.listen(this.port, '127.0.0.1', () => resolve());
-		});
-		this.server = server;
-		this.port = (server.address() as AddressInfo).port;
-	}
-
-	/** Stops listening and drops every connection: requests are refused until `up()`. */
-	async down(): Promise<void> {
-		const server = this.server;
-		this.server = undefined;
-		if (!server) return;
-		server.closeAllConnections();
-		await new Promise<void>((resolve) => server.close(() => resolve()));
-	}
-
 	private send(res: ServerResponse, status: number, body: unknown): void {
 		const write = () => {
 			res.writeHead(status, { 'content-type': 'application/json', server: 'ArangoDB' });
@@ -91,35 +68,31 @@ export class ArangoStandIn {
 		else write();
 	}
 
-	private handle(req: IncomingMessage, res: ServerResponse): void {
-		let raw = '';
-		req.on('data', (chunk) => (raw += chunk));
-		req.on('end', () => {
-			const path = req.url ?? '';
-			const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : null;
-			const trxId = req.headers['x-arango-trx-id'] as string | undefined;
-			this.requests.push({ method: req.method ?? '', path, trxId, body });
-			const real = realResponses();
-			if (path.endsWith('/_api/cursor')) {
-				const query = String(body?.query ?? '');
-				const i = this.queued.findIndex((q) => q.pattern.test(query));
-				const reply: Reply = i >= 0 ? this.queued.splice(i, 1)[0].reply : { rows: OK_ROWS.find(([p]) => p.test(query))![1] };
-				if ('error' in reply) {
-					const [code, errorNum, errorMessage] = reply.error;
-					return this.send(res, code, { ...real.RestCursorDeleteQueryFail_single.body, code, errorNum, errorMessage });
-				}
-				const template = real.RestCursorCreateCursorForLimitReturnSingle_single.body as { extra: { stats: Record<string, number> } };
-				const stats = { ...template.extra.stats, writesExecuted: reply.stats?.writesExecuted ?? 0, writesIgnored: reply.stats?.writesIgnored ?? 0 };
-				return this.send(res, 201, { ...template, result: reply.rows, count: undefined, extra: { ...template.extra, stats } });
+	protected handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
+		const path = req.url ?? '';
+		const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : null;
+		const trxId = req.headers['x-arango-trx-id'] as string | undefined;
+		this.requests.push({ method: req.method ?? '', path, trxId, body });
+		const real = realResponses();
+		if (path.endsWith('/_api/cursor')) {
+			const query = String(body?.query ?? '');
+			const i = this.queued.findIndex((q) => q.pattern.test(query));
+			const reply: Reply = i >= 0 ? this.queued.splice(i, 1)[0].reply : { rows: OK_ROWS.find(([p]) => p.test(query))![1] };
+			if ('error' in reply) {
+				const [code, errorNum, errorMessage] = reply.error;
+				return this.send(res, code, { ...real.RestCursorDeleteQueryFail_single.body, code, errorNum, errorMessage });
 			}
-			if (path.endsWith('/_api/transaction/begin')) {
-				return this.send(res, 201, { ...real.RestTransactionBeginSingle_single.body, result: { id: String(++this.trx), status: 'running' } });
-			}
-			if (path.includes('/_api/transaction/')) {
-				const status = req.method === 'PUT' ? 'committed' : 'aborted';
-				return this.send(res, 200, { ...real.RestTransactionBeginAbort_single.body, result: { id: path.split('/').pop(), status } });
-			}
-			this.send(res, 404, { ...real.RestCursorCreateCursorUnknownCollection_single.body, errorMessage: `unknown path ${path}` });
-		});
+			const template = real.RestCursorCreateCursorForLimitReturnSingle_single.body as { extra: { stats: Record<string, number> } };
+			const stats = { ...template.extra.stats, writesExecuted: reply.stats?.writesExecuted ?? 0, writesIgnored: reply.stats?.writesIgnored ?? 0 };
+			return this.send(res, 201, { ...template, result: reply.rows, count: undefined, extra: { ...template.extra, stats } });
+		}
+		if (path.endsWith('/_api/transaction/begin')) {
+			return this.send(res, 201, { ...real.RestTransactionBeginSingle_single.body, result: { id: String(++this.trx), status: 'running' } });
+		}
+		if (path.includes('/_api/transaction/')) {
+			const status = req.method === 'PUT' ? 'committed' : 'aborted';
+			return this.send(res, 200, { ...real.RestTransactionBeginAbort_single.body, result: { id: path.split('/').pop(), status } });
+		}
+		this.send(res, 404, { ...real.RestCursorCreateCursorUnknownCollection_single.body, errorMessage: `unknown path ${path}` });
 	}
 }

@@ -20,7 +20,7 @@ export function fromBody(key: string): string {
 	return `={{ ($json.body || $json).${key} }}`;
 }
 
-type FieldInit = Omit<INodeProperties, 'displayOptions' | 'default' | 'type'> & Partial<Pick<INodeProperties, 'default' | 'type'>>;
+export type FieldInit = Omit<INodeProperties, 'displayOptions' | 'default' | 'type'> & Partial<Pick<INodeProperties, 'default' | 'type'>>;
 
 /** Declares the fields of one operation; string fields default to `fromBody(snake_case name)`. */
 export function fieldsOf(ref: OperationRef, fields: FieldInit[]): INodeProperties[] {
@@ -44,4 +44,21 @@ export function readFields(fn: IExecuteFunctions, itemIndex: number, fields: INo
 		input[snakeOf(field.name)] = value === '' ? undefined : value;
 	}
 	return input;
+}
+
+/** The atom key field (`atom_id`): a key, or atoms/<key>. */
+export const ATOM_ID_FIELD: FieldInit = { displayName: 'Atom ID', name: 'atomId', required: true, description: 'Key of the atom (or atoms/&lt;key&gt;)' };
+
+/**
+ * An expected-revision field: the body key `bodyKey`, else the webhook's If-Match header (seed 000:
+ * "the expected revision comes from If-Match").
+ */
+export function expectedRevField(displayName: string, name: string, bodyKey: string, subject: string): FieldInit {
+	return {
+		displayName,
+		name,
+		required: true,
+		default: `={{ ($json.body || $json).${bodyKey} || ($json.headers || {})["if-match"] }}`,
+		description: `The _rev of the ${subject} the caller last read (body ${bodyKey} or the If-Match header); a different current _rev answers 409 REV_CONFLICT`,
+	};
 }

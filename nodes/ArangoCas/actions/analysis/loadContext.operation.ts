@@ -72,7 +72,7 @@ export const loadContext: Operation = {
 	description: 'Fetch the atom, the active prompt of the role and (fixer) the open issues, and build the LLM payload (§3.1)',
 	fields: fieldsOf(ref, [
 		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the atom to analyse' },
-		{ displayName: 'Agent Role Key', name: 'agentRoleKey', required: true, description: 'prompts.role_key of the agent, e.g. tech_lead or fixer' },
+		{ displayName: 'Agent Role Key', name: 'agentRoleKey', required: true, description: 'The prompts.role_key of the agent, e.g. tech_lead or fixer' },
 	]),
 	async execute(db, raw, run) {
 		const input = parseInput(LoadContextInput, raw, 'prompts');

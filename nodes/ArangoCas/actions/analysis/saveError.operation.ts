@@ -100,7 +100,7 @@ export const saveError: Operation = {
 	description: 'Record a failed model call as an ai_error artifact (§3.1 5b: TIMEOUT, MODEL_ERROR, INVALID_JSON, NETWORK_ERROR)',
 	fields: fieldsOf(ref, [
 		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the analysed atom' },
-		{ displayName: 'Prompt ID', name: 'promptId', description: 'prompts/&lt;key&gt; of the prompt used (empty: no created_with edge)' },
+		{ displayName: 'Prompt ID', name: 'promptId', description: 'The prompts/&lt;key&gt; ID of the prompt used (empty: no created_with edge)' },
 		{ displayName: 'Model', name: 'model', description: 'The model that was called' },
 		{ displayName: 'Temperature', name: 'temperature', description: 'The temperature of the call' },
 		{ displayName: 'Request ID', name: 'requestId', description: 'Tracking id of the analysis run' },

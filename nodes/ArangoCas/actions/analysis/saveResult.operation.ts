@@ -95,7 +95,7 @@ export const saveResult: Operation = {
 	description: 'Store the issues the model found as artifacts linked to the atom and the prompt (§3.1 5a)',
 	fields: fieldsOf(ref, [
 		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the analysed atom' },
-		{ displayName: 'Prompt ID', name: 'promptId', required: true, description: 'prompts/&lt;key&gt; of the prompt used' },
+		{ displayName: 'Prompt ID', name: 'promptId', required: true, description: 'The prompts/&lt;key&gt; ID of the prompt used' },
 		{ displayName: 'Model', name: 'model', description: 'The model that answered (artifacts.source_model)' },
 		{ displayName: 'Request ID', name: 'requestId', description: 'Tracking id of the analysis run (the execution id of Load Context)' },
 		{

@@ -14,7 +14,7 @@
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
-import { fieldsOf } from '../fields';
+import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../fields';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -70,15 +70,9 @@ export const archive: Operation = {
 	action: 'Archive an atom',
 	description: 'Archive an atom and remove it from the document structure (§3.7, baseline protection, CAS on _rev)',
 	fields: fieldsOf(ref, [
-		{ displayName: 'Atom ID', name: 'atomId', required: true, description: 'Key of the atom (or atoms/&lt;key&gt;)' },
+		ATOM_ID_FIELD,
 		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who archives (must hold the lock if the atom is locked)' },
-		{
-			displayName: 'Expected Revision',
-			name: 'expectedRev',
-			required: true,
-			default: '={{ ($json.body || $json).expected_rev || ($json.headers || {})["if-match"] }}',
-			description: 'The _rev the caller last read (body expected_rev or the If-Match header)',
-		},
+		expectedRevField('Expected Revision', 'expectedRev', 'expected_rev', 'atom'),
 		{ displayName: 'Reason', name: 'reason', description: 'Why the atom is archived (stored in archive_reason)' },
 	]),
 	async execute(db, raw) {

@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
-import { fieldsOf } from '../fields';
+import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../fields';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -52,15 +52,9 @@ export const lock: Operation = {
 	action: 'Lock an atom',
 	description: 'Take the edit lock of an atom for a lease (§3.6.1, CAS on _rev, no lock stealing)',
 	fields: fieldsOf(ref, [
-		{ displayName: 'Atom ID', name: 'atomId', required: true, description: 'Key of the atom (or atoms/&lt;key&gt;)' },
+		ATOM_ID_FIELD,
 		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who takes the lock (stored in locked_by)' },
-		{
-			displayName: 'Expected Revision',
-			name: 'expectedRev',
-			required: true,
-			default: '={{ ($json.body || $json).expected_rev || ($json.headers || {})["if-match"] }}',
-			description: 'The _rev the caller last read (body expected_rev or the If-Match header); a different current _rev answers 409',
-		},
+		expectedRevField('Expected Revision', 'expectedRev', 'expected_rev', 'atom'),
 		{
 			displayName: 'Lease (Minutes)',
 			name: 'leaseMinutes',

@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
-import { fieldsOf } from '../fields';
+import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../fields';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -44,15 +44,9 @@ export const unlock: Operation = {
 	action: 'Unlock an atom',
 	description: 'Release the lock of an atom, owner only (§3.6.2, CAS on _rev)',
 	fields: fieldsOf(ref, [
-		{ displayName: 'Atom ID', name: 'atomId', required: true, description: 'Key of the atom (or atoms/&lt;key&gt;)' },
+		ATOM_ID_FIELD,
 		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who releases the lock: must be its holder while it is unexpired' },
-		{
-			displayName: 'Expected Revision',
-			name: 'expectedRev',
-			required: true,
-			default: '={{ ($json.body || $json).expected_rev || ($json.headers || {})["if-match"] }}',
-			description: 'The _rev the caller last read (body expected_rev or the If-Match header)',
-		},
+		expectedRevField('Expected Revision', 'expectedRev', 'expected_rev', 'atom'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(UnlockInput, raw, 'atoms');

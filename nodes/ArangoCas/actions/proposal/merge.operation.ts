@@ -25,7 +25,7 @@ import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
-import { fieldsOf } from '../fields';
+import { expectedRevField, fieldsOf } from '../fields';
 import { inStreamTransaction } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -132,13 +132,7 @@ export const mergeProposal: Operation = {
 		{ displayName: 'Current Active ID', name: 'currentActiveId', required: true, description: 'Key of the atom it replaces' },
 		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who merges (must hold the lock if the current atom is locked)' },
 		{ displayName: 'Structure Edge ID', name: 'structureEdgeId', required: true, description: 'The structure_links/&lt;key&gt; edge that places the current atom in the document' },
-		{
-			displayName: 'Expected Edge Revision',
-			name: 'expectedEdgeRev',
-			required: true,
-			default: '={{ ($json.body || $json).expected_edge_rev || ($json.headers || {})["if-match"] }}',
-			description: 'The _rev of the structure edge the caller last read (body expected_edge_rev or the If-Match header)',
-		},
+		expectedRevField('Expected Edge Revision', 'expectedEdgeRev', 'expected_edge_rev', 'structure edge'),
 		{
 			displayName: 'Allow Outdated',
 			name: 'allowOutdated',

@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev } from '../inputs';
-import { fieldsOf } from '../fields';
+import { expectedRevField, fieldsOf } from '../fields';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -37,13 +37,7 @@ export const rejectProposal: Operation = {
 	description: 'Reject a proposal (§3.5, CAS on _rev)',
 	fields: fieldsOf(ref, [
 		{ displayName: 'Proposal ID', name: 'proposalId', required: true, description: 'Key of the proposal atom' },
-		{
-			displayName: 'Expected Proposal Revision',
-			name: 'expectedProposalRev',
-			required: true,
-			default: '={{ ($json.body || $json).expected_proposal_rev || ($json.headers || {})["if-match"] }}',
-			description: 'The _rev the caller last read (body expected_proposal_rev or the If-Match header)',
-		},
+		expectedRevField('Expected Proposal Revision', 'expectedProposalRev', 'expected_proposal_rev', 'proposal'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(RejectProposalInput, raw, 'atoms');
