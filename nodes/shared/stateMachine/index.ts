@@ -1,0 +1,7 @@
+/** State machines as data (seed 004): schema, criteria, validation, engine, export, PostgreSQL store. */
+export * from './schema';
+export { evaluate, select, type EntityMeta } from './criteria';
+export { validateDefinition, findUnguardedCycle } from './validate';
+export { cascade, fireManual, availableTransitions, selectWorkflow, MAX_CASCADE_DEPTH, MAX_STATE_VISITS, type EngineResult, type EngineOptions } from './engine';
+export { exportDefinition } from './exportFormat';
+export { importWorkflows, exportWorkflows, loadWorkflows, parseImport, type ModelRef } from './store';

@@ -1,0 +1,92 @@
+/**
+ * WorkflowDefinitions in PostgreSQL (ops.workflow_definitions, db/migrations/002), with seed 004's
+ * import modes, each one transaction (a failed validation writes nothing):
+ *  - MERGE (default): incoming workflows overwrite same-named ones; others are kept;
+ *  - REPLACE: every existing workflow of the model is discarded; only the incoming set remains;
+ *  - ACTIVATE: incoming workflows replace same-named ones; every other workflow of the model is set inactive.
+ * Every imported workflow is stored `active: true`, whatever its body says (seed 004).
+ */
+import type { Pool } from 'pg';
+import { ContractError } from '../errors';
+import { withTransaction } from '../postgres/pool';
+import { exportDefinition } from './exportFormat';
+import { ImportRequest, WorkflowDefinition, type WorkflowDefinitionInput } from './schema';
+import { validateDefinition } from './validate';
+
+export interface ModelRef {
+	model: string;
+	modelVersion: number;
+}
+
+/** Parses an import body. @throws ContractError 400 VALIDATION_FAILED naming the field */
+export function parseImport(body: unknown): ImportRequest {
+	const parsed = ImportRequest.safeParse(body);
+	if (parsed.success) return parsed.data;
+	const issue = parsed.error.issues[0];
+	const field = issue.path.join('.') || '(body)';
+	throw new ContractError(`invalid workflow import: ${field} ${issue.message}`, 400, 'validation', false, { code: 'VALIDATION_FAILED', field });
+}
+
+/**
+ * Validates and stores the workflows of an import body for `ref`.
+ * @returns the names stored, in order
+ * @throws ContractError 400 VALIDATION_FAILED (schema, missing states, unguarded automated cycle)
+ */
+export async function importWorkflows(pool: Pool, ref: ModelRef, body: unknown): Promise<string[]> {
+	const request = parseImport(body);
+	const names = request.workflows.map((w) => w.name);
+	if (new Set(names).size !== names.length) {
+		throw new ContractError('invalid workflow import: two workflows share a name', 400, 'validation', false, { code: 'VALIDATION_FAILED', names });
+	}
+	for (const workflow of request.workflows) validateDefinition(workflow);
+	await withTransaction(pool, async (client) => {
+		await client.query('SELECT pg_advisory_xact_lock(hashtext($1 || $2::text))', [ref.model, ref.modelVersion]);
+		if (request.importMode === 'REPLACE') {
+			await client.query('DELETE FROM ops.workflow_definitions WHERE model = $1 AND model_version = $2', [ref.model, ref.modelVersion]);
+		}
+		if (request.importMode === 'ACTIVATE') {
+			await client.query('UPDATE ops.workflow_definitions SET active = false WHERE model = $1 AND model_version = $2 AND NOT (name = ANY($3))', [
+				ref.model,
+				ref.modelVersion,
+				names,
+			]);
+		}
+		const { rows } = await client.query<{ next: number }>(
+			'SELECT coalesce(max(position), 0) + 1 AS next FROM ops.workflow_definitions WHERE model = $1 AND model_version = $2',
+			[ref.model, ref.modelVersion],
+		);
+		let position = rows[0].next;
+		for (const workflow of request.workflows) {
+			const stored = { ...workflow, active: true };
+			await client.query(
+				`INSERT INTO ops.workflow_definitions (model, model_version, name, position, active, definition)
+				 VALUES ($1, $2, $3, $4, true, $5)
+				 ON CONFLICT (model, model_version, name)
+				 DO UPDATE SET definition = EXCLUDED.definition, active = true, imported_at = now()`,
+				[ref.model, ref.modelVersion, workflow.name, position++, JSON.stringify(stored)],
+			);
+		}
+	});
+	return names;
+}
+
+/** The stored workflows of `ref`, in import order (`active` as stored). */
+export async function loadWorkflows(pool: Pool, ref: ModelRef): Promise<WorkflowDefinition[]> {
+	const { rows } = await pool.query<{ definition: WorkflowDefinitionInput; active: boolean }>(
+		'SELECT definition, active FROM ops.workflow_definitions WHERE model = $1 AND model_version = $2 ORDER BY position',
+		[ref.model, ref.modelVersion],
+	);
+	return rows.map((r) => WorkflowDefinition.parse({ ...r.definition, active: r.active }));
+}
+
+/**
+ * The export body of seed 004: `{ entityName, modelVersion, workflows }` with the omission rules.
+ * @throws ContractError 404 WORKFLOW_NOT_FOUND when nothing was imported for the model
+ */
+export async function exportWorkflows(pool: Pool, ref: ModelRef): Promise<Record<string, unknown>> {
+	const workflows = await loadWorkflows(pool, ref);
+	if (workflows.length === 0) {
+		throw new ContractError(`no workflows imported for ${ref.model} v${ref.modelVersion}`, 404, 'not_found', false, { code: 'WORKFLOW_NOT_FOUND', ...ref });
+	}
+	return { entityName: ref.model, modelVersion: ref.modelVersion, workflows: workflows.map(exportDefinition) };
+}

@@ -1,0 +1,64 @@
+/** WorkflowDefinition import/export in real PostgreSQL (seed 004 MERGE / REPLACE / ACTIVATE, 404 export). */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { ContractError } from '../../nodes/shared/errors';
+import { exportWorkflows, importWorkflows, loadWorkflows } from '../../nodes/shared/stateMachine';
+import { setupDatabase, type TestDatabase } from '../helpers/db';
+
+let db: TestDatabase;
+before(async () => {
+	db = await setupDatabase();
+});
+after(async () => {
+	await db?.drop();
+});
+
+const wf = (name: string, extra: Record<string, unknown> = {}) => ({ version: '1', name, initialState: 'A', active: false, states: { A: { transitions: [{ name: 'GO', next: 'B', manual: true }] }, B: {} }, ...extra });
+const state = async (model: string) => (await loadWorkflows(db.pool, { model, modelVersion: 1 })).map((w) => `${w.name}:${w.active}`);
+
+test('MERGE overwrites by name and keeps the others; every import is stored active', async () => {
+	const ref = { model: 'merge-model', modelVersion: 1 };
+	await importWorkflows(db.pool, ref, { workflows: [wf('a'), wf('b')] });
+	await importWorkflows(db.pool, ref, { importMode: 'MERGE', workflows: [wf('b', { desc: 'v2' }), wf('c')] });
+	assert.deepEqual(await state('merge-model'), ['a:true', 'b:true', 'c:true']);
+	const b = (await loadWorkflows(db.pool, ref)).find((w) => w.name === 'b')!;
+	assert.equal(b.desc, 'v2');
+});
+
+test('REPLACE discards every existing workflow of the model', async () => {
+	const ref = { model: 'replace-model', modelVersion: 1 };
+	await importWorkflows(db.pool, ref, { workflows: [wf('a'), wf('b')] });
+	await importWorkflows(db.pool, ref, { importMode: 'REPLACE', workflows: [wf('c')] });
+	assert.deepEqual(await state('replace-model'), ['c:true']);
+});
+
+test('ACTIVATE replaces same-named ones and deactivates the rest', async () => {
+	const ref = { model: 'activate-model', modelVersion: 1 };
+	await importWorkflows(db.pool, ref, { workflows: [wf('a'), wf('b')] });
+	await importWorkflows(db.pool, ref, { importMode: 'ACTIVATE', workflows: [wf('b')] });
+	assert.deepEqual(await state('activate-model'), ['a:false', 'b:true']);
+});
+
+test('an invalid import (unguarded cycle) is refused with 400 and writes nothing', async () => {
+	const ref = { model: 'invalid-model', modelVersion: 1 };
+	await importWorkflows(db.pool, ref, { workflows: [wf('keep')] });
+	const cyclic = { name: 'loop', initialState: 'A', states: { A: { transitions: [{ name: 'AA', next: 'A' }] } } };
+	await assert.rejects(importWorkflows(db.pool, ref, { importMode: 'REPLACE', workflows: [cyclic] }), (e: ContractError) => {
+		assert.equal(e.statusCode, 400);
+		assert.match(e.message, /infinite loop detected: A -> A/);
+		return true;
+	});
+	assert.deepEqual(await state('invalid-model'), ['keep:true']);
+});
+
+test('export: 404 WORKFLOW_NOT_FOUND for an unknown model; the shipped pipeline definition round-trips with omissions', async () => {
+	await assert.rejects(exportWorkflows(db.pool, { model: 'nothing', modelVersion: 1 }), (e: ContractError) => e.statusCode === 404 && e.details.code === 'WORKFLOW_NOT_FOUND');
+	const body = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'db', 'workflows', 'pipeline_runs.workflow.json'), 'utf8'));
+	const ref = { model: 'pipeline_runs', modelVersion: 1 };
+	await importWorkflows(db.pool, ref, body);
+	const exported = (await exportWorkflows(db.pool, ref)) as { entityName: string; workflows: Record<string, unknown>[] };
+	assert.equal(exported.entityName, 'pipeline_runs');
+	assert.deepEqual(exported.workflows, body.workflows, 'the shipped file is already in export form');
+});
