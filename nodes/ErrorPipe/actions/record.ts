@@ -9,6 +9,7 @@
  */
 import type { Pool } from 'pg';
 import type { ErrorEnvelope } from '../../shared/contracts/envelope';
+import { nextRunAtSql, RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../shared/postgres/backoff';
 
 export interface RecordResult {
 	/** `ops.errors.id`, or null when the row could not be written. */
@@ -19,9 +20,7 @@ export interface RecordResult {
 	write_failures: Array<{ table: string; message: string; sqlstate: string | null }>;
 }
 
-/** Base and cap (seconds) of the retry backoff: min(cap, base · 2^(attempts-1)), ±20 % jitter. */
-export const RETRY_BASE_SECONDS = 10;
-export const RETRY_CAP_SECONDS = 3600;
+export { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS };
 
 const INSERT_ERROR = `
 INSERT INTO ops.errors
@@ -37,7 +36,7 @@ WITH job AS (
                   WHEN j.attempts >= j.max_attempts THEN 'dead'
                   ELSE 'queued' END,
     next_run_at = CASE WHEN $2::boolean AND j.attempts < j.max_attempts
-      THEN now() + make_interval(secs => least($5::float8, $4::float8 * power(2, greatest(j.attempts, 1) - 1)) * (0.8 + random() * 0.4))
+      THEN ${nextRunAtSql('j.attempts', '$4', '$5')}
       ELSE j.next_run_at END,
     locked_by = NULL, locked_at = NULL,
     last_error = $3::jsonb,

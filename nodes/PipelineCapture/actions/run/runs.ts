@@ -1,0 +1,161 @@
+/**
+ * The pipeline_runs operations (seed 001 steps 0–4, seed 004 state machine), as functions over a pg Pool.
+ * Each state change is one statement; errors are ContractErrors (404 unknown run, 409 illegal
+ * transition / lost capture, 422 invalid input, 503 database unreachable).
+ */
+import type { Pool } from 'pg';
+import { ContractError, fromPgError } from '../../../shared/errors';
+import type { WorkflowDefinition } from '../../../shared/stateMachine';
+import { evaluate } from '../../../shared/stateMachine';
+import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../transport/definition';
+import { CAPTURE, completeStepSql, CREATE_RUN, FAIL_RUN, GET_RUN, LOST_WAITING, RELEASE_STUCK, RESULT_COLUMNS } from './sql';
+
+const RUNS = { table: 'maas.pipeline_runs' };
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A run row as the operations return it. */
+export type RunRow = Record<string, unknown> & { id: string; status: string };
+
+function runId(value: unknown): string {
+	if (typeof value !== 'string' || !UUID.test(value)) {
+		throw new ContractError('invalid input: run_id must be a UUID', 422, 'validation', false, { code: 'VALIDATION', field: 'run_id' }, { operation: 'validate', ...RUNS });
+	}
+	return value;
+}
+
+async function query<T extends Record<string, unknown>>(pool: Pool, sql: string, params: unknown[], operation: string): Promise<T[]> {
+	try {
+		return (await pool.query<T>(sql, params)).rows;
+	} catch (error) {
+		throw fromPgError(error, { operation, ...RUNS });
+	}
+}
+
+function notFound(id: string): ContractError {
+	return new ContractError(`pipeline run ${id} does not exist`, 404, 'not_found', false, { code: 'NOT_FOUND', run_id: id }, { operation: 'update', ...RUNS });
+}
+
+/** Create Run (step 0): `{ request_id, status: "processing", raw_log_id }`. */
+export async function createRun(pool: Pool, input: { user_id: unknown; query: unknown; correlation_id?: string | null }) {
+	const userId = typeof input.user_id === 'string' || typeof input.user_id === 'number' ? String(input.user_id).trim() : '';
+	const text = typeof input.query === 'string' ? input.query.trim() : '';
+	if (!userId) throw new ContractError('invalid input: user_id is required', 422, 'validation', false, { code: 'VALIDATION', field: 'user_id' }, { operation: 'validate', ...RUNS });
+	if (!text) throw new ContractError('invalid input: query is required', 422, 'validation', false, { code: 'VALIDATION', field: 'query' }, { operation: 'validate', ...RUNS });
+	const [row] = await query<{ id: string; raw_log_id: string }>(pool, CREATE_RUN, [userId, text, input.correlation_id ?? null], 'insert');
+	return { request_id: row.id, status: 'processing', raw_log_id: Number(row.raw_log_id) };
+}
+
+export interface CaptureResult {
+	captured: boolean;
+	run: RunRow;
+	transition: Edge;
+}
+
+/**
+ * Capture: moves the run along `transition` (a CAPTURE_* of the definition) when it is in that
+ * transition's source state. `captured: false` (the run as it is now) when another worker was first.
+ * @throws 404 unknown run; 409 ILLEGAL_TRANSITION (not in the definition, legal ones listed) or
+ *         CRITERION_NOT_MET
+ */
+export async function capture(pool: Pool, definition: WorkflowDefinition, input: { run_id: unknown; transition: string; worker: string }): Promise<CaptureResult> {
+	const id = runId(input.run_id);
+	const edge = edgeNamed(definition, input.transition);
+	const declared = definition.states[edge.from].transitions.find((t) => t.name === edge.name)!;
+	if (declared.criterion) {
+		const [current] = await query<RunRow>(pool, 'SELECT * FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
+		if (!current) throw notFound(id);
+		if (current.status === edge.from && !evaluate(declared.criterion, current, { state: current.status, previousTransition: (current.previous_transition as string) ?? null })) {
+			throw new ContractError(`transition ${edge.name} is not allowed for run ${id}: its criterion does not match`, 409, 'conflict', false, { code: 'CRITERION_NOT_MET', run_id: id, transition: edge.name }, { operation: 'update', ...RUNS });
+		}
+	}
+	const rows = await query<RunRow & { captured: boolean }>(pool, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker], 'update');
+	if (rows.length === 0) throw notFound(id);
+	const { captured, ...run } = rows[0];
+	return { captured, run: run as RunRow, transition: edge };
+}
+
+/**
+ * Complete Step: stores the step's result (analysis_result / final_context_payload / final_answer, by
+ * the target state) and moves the run on, in one statement, only for the holder of the capture token.
+ * @throws 404; 409 ILLEGAL_TRANSITION (listing the transitions legal from the run's current state) when
+ *         the run is no longer where this worker captured it (released, failed, or completed)
+ */
+export async function completeStep(
+	pool: Pool,
+	definition: WorkflowDefinition,
+	input: { run_id: unknown; transition: string; capture_token: unknown; result: unknown; draft_context?: unknown },
+): Promise<RunRow> {
+	const id = runId(input.run_id);
+	const edge = edgeNamed(definition, input.transition);
+	const column = RESULT_COLUMNS[edge.to as keyof typeof RESULT_COLUMNS];
+	if (!column) {
+		throw new ContractError(`transition ${edge.name} is not a step completion (${edge.to} has no result column)`, 409, 'conflict', false, {
+			code: 'ILLEGAL_TRANSITION',
+			transition: edge.name,
+			legal: edgesOf(definition).filter((e) => e.to in RESULT_COLUMNS).map((e) => e.name),
+		}, { operation: 'update', ...RUNS });
+	}
+	if (typeof input.capture_token !== 'string' || !UUID.test(input.capture_token)) {
+		throw new ContractError('invalid input: capture_token must be the UUID Capture returned', 422, 'validation', false, { code: 'VALIDATION', field: 'capture_token' }, { operation: 'validate', ...RUNS });
+	}
+	const value = column === 'analysis_result' ? JSON.stringify(input.result ?? null) : input.result === null || input.result === undefined ? null : typeof input.result === 'string' ? input.result : JSON.stringify(input.result);
+	const draft = input.draft_context === undefined || input.draft_context === null ? null : String(input.draft_context);
+	const rows = await query<RunRow & { moved: boolean }>(pool, completeStepSql(column), [id, edge.from, edge.to, edge.name, input.capture_token, value, draft], 'update');
+	if (rows.length === 0) throw notFound(id);
+	const { moved, ...run } = rows[0];
+	if (!moved) {
+		const legal = edgesOf(definition).filter((e) => e.from === run.status).map((e) => e.name);
+		throw new ContractError(
+			`run ${id} is ${String(run.status)}, not ${edge.from} under this capture: ${edge.name} refused (legal now: ${legal.join(', ') || 'none'})`,
+			409,
+			'conflict',
+			false,
+			{ code: 'ILLEGAL_TRANSITION', run_id: id, status: run.status, transition: edge.name, legal },
+			{ operation: 'update', ...RUNS },
+		);
+	}
+	return run as RunRow;
+}
+
+/**
+ * Fail: FAILED with `error` (an object) from any non-terminal state.
+ * @throws 404; 409 ALREADY_TERMINAL when the run is COMPLETED or FAILED already
+ */
+export async function failRun(pool: Pool, definition: WorkflowDefinition, input: { run_id: unknown; error: unknown }): Promise<RunRow> {
+	const id = runId(input.run_id);
+	const error = input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error) ? input.error : { message: String(input.error ?? 'failed') };
+	const rows = await query<RunRow & { moved: boolean }>(pool, FAIL_RUN, [id, JSON.stringify(error), nonTerminalStates(definition)], 'update');
+	if (rows.length === 0) throw notFound(id);
+	const { moved, ...run } = rows[0];
+	if (!moved) {
+		throw new ContractError(`run ${id} is already ${String(run.status)}`, 409, 'conflict', false, { code: 'ALREADY_TERMINAL', run_id: id, status: run.status }, { operation: 'update', ...RUNS });
+	}
+	return run as RunRow;
+}
+
+/**
+ * Get Status (seed 001 step 4, polling): `{ request_id, status: "processing" }`,
+ * `{ request_id, status: "completed", answer }` or `{ request_id, status: "failed", error }`.
+ * @throws 404 unknown run
+ */
+export async function getStatus(pool: Pool, input: { run_id: unknown }) {
+	const id = runId(input.run_id);
+	const [row] = await query<{ status: string; final_answer: string | null; error: Record<string, unknown> | null }>(pool, GET_RUN, [id], 'select');
+	if (!row) throw new ContractError(`pipeline run ${id} does not exist`, 404, 'not_found', false, { code: 'NOT_FOUND', run_id: id }, { operation: 'select', ...RUNS });
+	if (row.status === 'COMPLETED') return { request_id: id, status: 'completed', answer: row.final_answer };
+	if (row.status === 'FAILED') return { request_id: id, status: 'failed', error: typeof row.error?.message === 'string' ? row.error.message : row.error };
+	return { request_id: id, status: 'processing' };
+}
+
+/**
+ * Sweep: releases runs stuck in an in-progress state (the target of a CAPTURE_*) for longer than
+ * `stuck_after_seconds` back to their waiting state (RELEASE; the trigger notifies again), and re-emits
+ * runs waiting longer than `lost_after_seconds` (their notification may have been lost).
+ * @returns `{ released: [{ id, status }], waiting: [{ id, status }] }`, each at most `limit` rows
+ */
+export async function sweep(pool: Pool, definition: WorkflowDefinition, input: { stuck_after_seconds: number; lost_after_seconds: number; limit: number }) {
+	const captures = edgesOf(definition).filter((e) => e.name.startsWith('CAPTURE_'));
+	const released = await query<{ id: string; status: string }>(pool, RELEASE_STUCK, [captures.map((c) => c.to), captures.map((c) => c.from), input.stuck_after_seconds, input.limit], 'update');
+	const waiting = await query<{ id: string; status: string }>(pool, LOST_WAITING, [captures.map((c) => c.from), input.lost_after_seconds, input.limit], 'select');
+	return { released, waiting };
+}

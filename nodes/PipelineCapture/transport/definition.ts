@@ -1,0 +1,78 @@
+/**
+ * The pipeline_runs state machine (seed 001 statuses, seed 004 format): the definition imported into
+ * ops.workflow_definitions for model `pipeline_runs` v1 when there is one (so users can edit it), else
+ * the one shipped in db/workflows/pipeline_runs.workflow.json. Cached per pool for 30 s.
+ *
+ * Conventions the operations rely on (validated by `stepsOf`):
+ *  - `CAPTURE_*` transitions take a waiting run into an in-progress state (one worker wins);
+ *  - from an in-progress state, one `*_DONE` transition stores the step's result and moves on, and
+ *    `RELEASE` returns the run to its waiting state (Sweep);
+ *  - `FAIL` is available from every non-terminal state; terminal states have no transitions.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Pool } from 'pg';
+import { ContractError } from '../../shared/errors';
+import { loadWorkflows, parseImport, validateDefinition, type WorkflowDefinition } from '../../shared/stateMachine';
+
+export const PIPELINE_MODEL = { model: 'pipeline_runs', modelVersion: 1 };
+const FILE = 'pipeline_runs.workflow.json';
+const CACHE_MS = 30_000;
+
+/** The definition shipped with the package (works from the sources and from dist/). */
+export function shippedDefinition(): WorkflowDefinition {
+	const candidates = [path.join(__dirname, '..', '..', '..', 'db', 'workflows', FILE), path.join(__dirname, '..', '..', '..', '..', 'db', 'workflows', FILE)];
+	const file = candidates.find((f) => existsSync(f));
+	if (!file) throw new Error(`shipped state machine ${FILE} not found (looked in ${candidates.join(', ')})`);
+	const [definition] = parseImport(JSON.parse(readFileSync(file, 'utf8'))).workflows;
+	validateDefinition(definition);
+	return definition;
+}
+
+const cache = new WeakMap<Pool, { at: number; definition: WorkflowDefinition }>();
+
+/** The active pipeline definition for this database. */
+export async function pipelineDefinition(pool: Pool): Promise<WorkflowDefinition> {
+	const hit = cache.get(pool);
+	if (hit && Date.now() - hit.at < CACHE_MS) return hit.definition;
+	const stored = (await loadWorkflows(pool, PIPELINE_MODEL)).find((w) => w.active);
+	const definition = stored ?? shippedDefinition();
+	cache.set(pool, { at: Date.now(), definition });
+	return definition;
+}
+
+export interface Edge {
+	name: string;
+	from: string;
+	to: string;
+}
+
+/** Every manual transition as an edge. */
+export function edgesOf(definition: WorkflowDefinition): Edge[] {
+	return Object.entries(definition.states).flatMap(([from, s]) => s.transitions.filter((t) => t.manual && !t.disabled).map((t) => ({ name: t.name, from, to: t.next })));
+}
+
+/** The states a run can still leave (they have transitions). */
+export function nonTerminalStates(definition: WorkflowDefinition): string[] {
+	return Object.entries(definition.states).filter(([, s]) => s.transitions.length > 0).map(([name]) => name);
+}
+
+/**
+ * The one edge named `transition` (leaving `from` when given).
+ * @throws ContractError 409 ILLEGAL_TRANSITION listing the legal transitions
+ */
+export function edgeNamed(definition: WorkflowDefinition, transition: string, from?: string): Edge {
+	const all = edgesOf(definition);
+	const matches = all.filter((e) => e.name === transition && (from === undefined || e.from === from));
+	if (matches.length === 1) return matches[0];
+	const legal = [...new Set(all.filter((e) => from === undefined || e.from === from).map((e) => e.name))];
+	throw new ContractError(
+		matches.length === 0
+			? `transition ${transition}${from ? ` from ${from}` : ''} is not in the ${definition.name} state machine (legal: ${legal.join(', ')})`
+			: `transition ${transition} leaves several states (${matches.map((m) => m.from).join(', ')}): give the source state`,
+		409,
+		'conflict',
+		false,
+		{ code: 'ILLEGAL_TRANSITION', transition, from: from ?? null, legal },
+	);
+}
