@@ -2,34 +2,19 @@ import {
 	NodeConnectionTypes,
 	type IExecuteFunctions,
 	type INodeExecutionData,
-	type INodeProperties,
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 import { ERRORPIPE_CONTRACT_VERSION } from '../shared/contracts/ctx';
 import { isUuid, newCorrelationId, success } from '../shared/envelope';
 import { isRecord } from '../shared/json';
+import { resourceProperties } from '../shared/node/resources';
 import { runItems } from '../shared/node/runItems';
-import { readFields } from './actions/fields';
+import { readFields } from '../shared/node/fields';
 import { findOperation, RESOURCES } from './actions';
 import { arangoDbApiTest } from './transport/credentialTest';
 import { getDatabase, type ArangoCredential } from './transport/database';
 
-/** The Operation dropdown of each resource. */
-function operationProperties(): INodeProperties[] {
-	return RESOURCES.map((resource) => {
-		const first = resource.operations[0].value;
-		return {
-			displayName: 'Operation',
-			name: 'operation',
-			type: 'options',
-			noDataExpression: true,
-			displayOptions: { show: { resource: [resource.value] } },
-			options: resource.operations.map((op) => ({ name: op.name, value: op.value, action: op.action, description: op.description })),
-			default: first,
-		};
-	});
-}
 
 /** Header value of a Webhook item (`headers` lower-cased by n8n). */
 function header(json: Record<string, unknown>, name: string): unknown {
@@ -62,16 +47,7 @@ export class ArangoCas implements INodeType {
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [{ name: 'arangoDbApi', required: true, testedBy: 'arangoDbApiTest' }],
 		properties: [
-			{
-				displayName: 'Resource',
-				name: 'resource',
-				type: 'options',
-				noDataExpression: true,
-				options: RESOURCES.map((r) => ({ name: r.name, value: r.value })),
-				default: 'atom',
-			},
-			...operationProperties(),
-			...RESOURCES.flatMap((r) => r.operations.flatMap((op) => op.fields)),
+			...resourceProperties(RESOURCES),
 			{
 				displayName: 'Options',
 				name: 'options',

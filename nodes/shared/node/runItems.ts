@@ -20,8 +20,11 @@ export interface ItemState {
 }
 
 export interface ItemResult {
-	json: IDataObject;
-	/** Index of the main output to send the item to (default 0). */
+	/** The output item's json (one output item for this input item). */
+	json?: IDataObject;
+	/** Several output items for this input item (e.g. claimed jobs); each paired to it. May be empty. */
+	many?: IDataObject[];
+	/** Index of the main output to send the item(s) to (default 0). */
 	output?: number;
 }
 
@@ -79,7 +82,7 @@ export async function runItems(
 		const state: ItemState = {};
 		try {
 			const result = await handler(items[itemIndex], itemIndex, state);
-			outputs[result.output ?? 0].push({ json: result.json, pairedItem: { item: itemIndex } });
+			for (const json of result.many ?? [result.json ?? {}]) outputs[result.output ?? 0].push({ json, pairedItem: { item: itemIndex } });
 		} catch (thrown) {
 			const error = asContractError(thrown);
 			if (fn.continueOnFail()) {

@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
-import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../fields';
+import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 

@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, UserId } from '../inputs';
-import { fieldsOf } from '../fields';
+import { fieldsOf } from '../../../shared/node/fields';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 

@@ -25,7 +25,7 @@ import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
-import { expectedRevField, fieldsOf } from '../fields';
+import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { inStreamTransaction } from '../../transport/query';
 import type { Operation } from '../types';
 

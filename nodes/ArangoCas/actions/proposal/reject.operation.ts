@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev } from '../inputs';
-import { expectedRevField, fieldsOf } from '../fields';
+import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 

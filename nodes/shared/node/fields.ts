@@ -1,5 +1,5 @@
 /**
- * Field builders of the ArangoCAS node. Every input field defaults to the same-named key of the
+ * Field builders of the contract nodes (ArangoCAS, PipelineCapture). Every input field defaults to the same-named key of the
  * incoming item's webhook body (`$json.body.<snake_case>`) or of the item itself, so a Webhook node
  * carrying the seed's input body can be wired in without editing a field.
  */

@@ -1,0 +1,91 @@
+import {
+	NodeConnectionTypes,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+	type INodeType,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
+import { ERRORPIPE_CONTRACT_VERSION } from '../shared/contracts/ctx';
+import { isUuid, newCorrelationId, success } from '../shared/envelope';
+import { isRecord } from '../shared/json';
+import { readFields } from '../shared/node/fields';
+import { resourceProperties } from '../shared/node/resources';
+import { runItems } from '../shared/node/runItems';
+import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
+import { getPool, type PostgresCredential } from '../shared/postgres/pool';
+import { findPipelineOperation, PIPELINE_RESOURCES } from './actions';
+import { pipelineDefinition } from './transport/definition';
+
+
+/**
+ * Pipeline Capture — exactly-once capture of work in PostgreSQL: the pipeline_runs state machine of
+ * seed 001 (declared in the seed-004 WorkflowDefinition format, db/workflows/pipeline_runs.workflow.json)
+ * and the ops.jobs queue.
+ *
+ * Output 0 "Done": a SuccessEnvelope per result. Output 1 "Not Captured": a Capture that another worker
+ * won (not an error). Failures (404, 409 ILLEGAL_TRANSITION with the legal transitions, 422, 503) go to
+ * the error output as `{ error: { message, kind, status_code, retryable, details, ctx, error_context } }`
+ * for the Error Pipe (WF99).
+ */
+export class PipelineCapture implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Pipeline Capture',
+		name: 'pipelineCapture',
+		icon: 'file:pipelineCapture.svg',
+		group: ['transform'],
+		version: 1,
+		usableAsTool: true,
+		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
+		description: 'Exactly-once pipeline runs (seed 001 state machine) and job queue in PostgreSQL',
+		defaults: { name: 'Pipeline Capture' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main, NodeConnectionTypes.Main],
+		outputNames: ['Done', 'Not Captured'],
+		credentials: [{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' }],
+		properties: [
+			...resourceProperties(PIPELINE_RESOURCES),
+			{
+				displayName: 'Options',
+				name: 'options',
+				type: 'collection',
+				placeholder: 'Add option',
+				default: {},
+				options: [
+					{ displayName: 'Worker Name', name: 'worker', type: 'string', default: '', description: 'Name recorded in locked_by / captured_by (default: n8n-&lt;execution ID&gt;)' },
+					{ displayName: 'Workflow Label', name: 'workflow', type: 'string', default: 'MaaS', description: 'Value of meta.source and ctx.workflow' },
+				],
+			},
+		],
+	};
+
+	methods = { credentialTest: { postgresContractsApiTest } };
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
+		const pool = getPool(credential);
+		const nodeName = this.getNode().name;
+		const executionId = String(this.getExecutionId() ?? 'manual');
+		return runItems(
+			this,
+			async (item, itemIndex, state) => {
+				const resource = this.getNodeParameter('resource', itemIndex) as string;
+				const operationValue = this.getNodeParameter('operation', itemIndex) as string;
+				const options = this.getNodeParameter('options', itemIndex, {}) as { worker?: string; workflow?: string };
+				const workflow = options.workflow || 'MaaS';
+				const headers = isRecord(item.json.headers) ? item.json.headers : {};
+				const incoming = headers['x-correlation-id'] ?? item.json.correlation_id;
+				const correlationId = isUuid(incoming) ? incoming : newCorrelationId();
+				state.ctx = { correlation_id: correlationId, workflow, node: nodeName, operation: `${resource}.${operationValue}`, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
+				const operation = findPipelineOperation(resource, operationValue);
+				const result = await operation.execute(
+					{ pool, definition: () => pipelineDefinition(pool), worker: options.worker || `n8n-${executionId}` },
+					readFields(this, itemIndex, operation.fields),
+				);
+				const envelope = (data: Record<string, unknown>) =>
+					success(data, { source: workflow, status_code: result.statusCode ?? 200, correlation: { correlation_id: correlationId, workflow, node: nodeName } }) as unknown as INodeExecutionData['json'];
+				return result.many ? { many: result.many.map(envelope), output: result.output } : { json: envelope(result.data ?? {}), output: result.output };
+			},
+			2,
+		);
+	}
+}

@@ -1,0 +1,23 @@
+/** Resources and their operations (one file per operation under ./run and ./job). */
+import { claimJobsOperation } from './job/claimJobs.operation';
+import { finishJobOperation } from './job/finishJob.operation';
+import { releaseStaleOperation } from './job/releaseStale.operation';
+import { captureOperation } from './run/capture.operation';
+import { completeStepOperation } from './run/completeStep.operation';
+import { createRunOperation } from './run/createRun.operation';
+import { failOperation } from './run/fail.operation';
+import { getStatusOperation } from './run/getStatus.operation';
+import { sweepOperation } from './run/sweep.operation';
+import type { PipelineOperation } from './types';
+
+export const PIPELINE_RESOURCES: { value: string; name: string; operations: PipelineOperation[] }[] = [
+	{ value: 'run', name: 'Pipeline Run', operations: [createRunOperation, captureOperation, completeStepOperation, failOperation, getStatusOperation, sweepOperation] },
+	{ value: 'job', name: 'Job', operations: [claimJobsOperation, finishJobOperation, releaseStaleOperation] },
+];
+
+/** @throws Error for an unknown pair (a corrupted workflow) */
+export function findPipelineOperation(resource: string, operation: string): PipelineOperation {
+	const found = PIPELINE_RESOURCES.find((r) => r.value === resource)?.operations.find((o) => o.value === operation);
+	if (!found) throw new Error(`unknown PipelineCapture operation ${resource}/${operation}`);
+	return found;
+}

@@ -1,0 +1,24 @@
+/**
+ * Job → Claim Jobs: takes up to `batch_size` due jobs of `job_type` for this worker (`FOR UPDATE SKIP
+ * LOCKED`; attempts counted; locked_by/locked_at set; an ops.job_runs row opened each).
+ * Output: one item per claimed job (the ops.jobs row + `run_id`); none when nothing is due.
+ * Errors: 422; 503.
+ */
+import { fieldsOf } from '../../../shared/node/fields';
+import type { PipelineOperation } from '../types';
+import { claimJobs } from './jobs';
+
+export const claimJobsOperation: PipelineOperation = {
+	value: 'claimJobs',
+	name: 'Claim Jobs',
+	action: 'Claim due jobs',
+	description: 'Take a batch of due jobs of one type for this worker (SKIP LOCKED)',
+	fields: fieldsOf({ resource: 'job', operation: 'claimJobs' }, [
+		{ displayName: 'Job Type', name: 'jobType', required: true, default: 'telegram_update', description: 'The ops.jobs.job_type to take' },
+		{ displayName: 'Batch Size', name: 'batchSize', type: 'number', default: 10, description: 'Most jobs taken at once (1–1000)' },
+	]),
+	async execute(ctx, input) {
+		const jobs = await claimJobs(ctx.pool, { job_type: input.job_type, batch_size: input.batch_size, worker: ctx.worker });
+		return { many: jobs, output: 0 };
+	},
+};

@@ -1,0 +1,34 @@
+/**
+ * Job → Finish Job: succeeded; or, on failure, queued again after min(3600, 10·2^(attempts−1)) s ±20 %
+ * while attempts remain (retryable), dead after max_attempts, failed when not retryable. The attempt's
+ * ops.job_runs row is closed with the outcome.
+ * Input: `job_id`, `worker` (default: the item's locked_by), `success`, `retryable`, `error`. Output: `{ id, status, attempts, max_attempts,
+ * next_run_at, run_id }`. Errors: 409 NOT_LOCKED_BY_WORKER (not running under this worker); 422; 503.
+ */
+import { fieldsOf } from '../../../shared/node/fields';
+import type { PipelineOperation } from '../types';
+import { finishJob } from './jobs';
+
+export const finishJobOperation: PipelineOperation = {
+	value: 'finishJob',
+	name: 'Finish Job',
+	action: 'Finish a job',
+	description: 'Mark a claimed job done, or failed with retry, dead letter or final failure',
+	fields: fieldsOf({ resource: 'job', operation: 'finishJob' }, [
+		{ displayName: 'Job ID', name: 'jobId', required: true, default: '={{ $json.id || $json.job_id }}', description: 'The claimed job (ops.jobs.id)' },
+		{ displayName: 'Worker', name: 'worker', default: '={{ $json.locked_by }}', description: 'The worker that claimed the job (its locked_by); empty: this execution' },
+		{ displayName: 'Success', name: 'success', type: 'boolean', default: true, description: 'Whether the job\'s work succeeded' },
+		{ displayName: 'Retryable', name: 'retryable', type: 'boolean', default: true, description: 'Whether a failure may succeed on a later attempt' },
+		{ displayName: 'Error', name: 'error', default: '={{ $json.error }}', description: 'The failure (object with message, or text); ignored on success' },
+	]),
+	async execute(ctx, input) {
+		const job = await finishJob(ctx.pool, {
+			job_id: input.job_id,
+			worker: typeof input.worker === 'string' && input.worker ? input.worker : ctx.worker,
+			success: input.success !== false,
+			retryable: input.retryable !== false,
+			error: input.error,
+		});
+		return { data: job, output: 0 };
+	},
+};

@@ -1,0 +1,39 @@
+/**
+ * Run → Capture (seed 001 "idempotent capture"): moves the run along a CAPTURE_* transition of the
+ * state machine when it is in that transition's source state. Exactly one of concurrent callers wins.
+ * Input: `run_id`, `transition` (CAPTURE_ANALYSIS | CAPTURE_ASSEMBLY | CAPTURE_RESPONSE).
+ * Output 0 "Done": `{ captured: true, run_id, status, capture_token, run }` — pass capture_token to
+ * Complete Step. Output 1 "Not Captured": `{ captured: false, run_id, status }` — another worker was first
+ * (not an error).
+ * Errors: 404 unknown run; 409 ILLEGAL_TRANSITION (legal ones listed); 422; 503.
+ */
+import { fieldsOf } from '../../../shared/node/fields';
+import type { PipelineOperation } from '../types';
+import { capture } from './runs';
+
+export const captureOperation: PipelineOperation = {
+	value: 'capture',
+	name: 'Capture',
+	action: 'Capture a pipeline run',
+	description: 'Take a waiting run for this worker (exactly one worker wins)',
+	fields: fieldsOf({ resource: 'run', operation: 'capture' }, [
+		{ displayName: 'Run ID', name: 'runId', required: true, default: '={{ $json.id || $json.run_id || $json.request_id }}', description: 'The pipeline run (request_id)' },
+		{
+			displayName: 'Transition',
+			name: 'transition',
+			type: 'options',
+			options: [
+				{ name: 'CAPTURE_ANALYSIS (NEW → ANALYZING)', value: 'CAPTURE_ANALYSIS' },
+				{ name: 'CAPTURE_ASSEMBLY (ANALYZED → ASSEMBLING)', value: 'CAPTURE_ASSEMBLY' },
+				{ name: 'CAPTURE_RESPONSE (READY → RESPONDING)', value: 'CAPTURE_RESPONSE' },
+			],
+			default: 'CAPTURE_ANALYSIS',
+			description: 'The capture transition of the state machine to take',
+		},
+	]),
+	async execute(ctx, input) {
+		const result = await capture(ctx.pool, await ctx.definition(), { run_id: input.run_id, transition: String(input.transition), worker: ctx.worker });
+		const base = { captured: result.captured, run_id: result.run.id, status: result.run.status, transition: result.transition.name };
+		return result.captured ? { data: { ...base, capture_token: result.run.capture_token, run: result.run }, output: 0 } : { data: base, output: 1 };
+	},
+};

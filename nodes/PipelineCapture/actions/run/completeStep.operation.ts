@@ -1,0 +1,46 @@
+/**
+ * Run → Complete Step: stores the step's result and moves the run to the next state in one statement,
+ * only for the worker holding the capture token. ANALYSIS_DONE stores `analysis_result` (JSON),
+ * ASSEMBLY_DONE `final_context_payload` (and `draft_context` when given), RESPONSE_DONE `final_answer`.
+ * Input: `run_id`, `transition`, `capture_token`, `result`, `draft_context`.
+ * Output: `{ run_id, status }`. Errors: 404; 409 ILLEGAL_TRANSITION (run released, failed or completed
+ * meanwhile; legal transitions listed); 422; 503.
+ */
+import { fieldsOf } from '../../../shared/node/fields';
+import type { PipelineOperation } from '../types';
+import { completeStep } from './runs';
+
+export const completeStepOperation: PipelineOperation = {
+	value: 'completeStep',
+	name: 'Complete Step',
+	action: 'Complete a pipeline step',
+	description: 'Store the step\'s result and move the run on (holder of the capture only)',
+	fields: fieldsOf({ resource: 'run', operation: 'completeStep' }, [
+		{ displayName: 'Run ID', name: 'runId', required: true, description: 'The captured run' },
+		{
+			displayName: 'Transition',
+			name: 'transition',
+			type: 'options',
+			options: [
+				{ name: 'ANALYSIS_DONE (ANALYZING → ANALYZED, Stores Analysis_result)', value: 'ANALYSIS_DONE' },
+				{ name: 'ASSEMBLY_DONE (ASSEMBLING → READY, Stores Final_context_payload)', value: 'ASSEMBLY_DONE' },
+				{ name: 'RESPONSE_DONE (RESPONDING → COMPLETED, Stores Final_answer)', value: 'RESPONSE_DONE' },
+			],
+			default: 'ANALYSIS_DONE',
+			description: 'The completion transition of the step',
+		},
+		{ displayName: 'Capture Token', name: 'captureToken', required: true, description: 'The capture_token Capture returned' },
+		{ displayName: 'Result', name: 'result', required: true, description: 'The step\'s result: an object for the analysis, text for the others' },
+		{ displayName: 'Draft Context', name: 'draftContext', description: 'The assembler\'s draft (ASSEMBLY_DONE only; kept when empty)' },
+	]),
+	async execute(ctx, input) {
+		const run = await completeStep(ctx.pool, await ctx.definition(), {
+			run_id: input.run_id,
+			transition: String(input.transition),
+			capture_token: input.capture_token,
+			result: input.result,
+			draft_context: input.draft_context,
+		});
+		return { data: { run_id: run.id, status: run.status }, output: 0 };
+	},
+};

@@ -1,0 +1,23 @@
+/**
+ * Run → Create Run (seed 001 step 0, Request Handler): a NEW pipeline run and its raw_logs `user_query`
+ * row in one statement; the trigger notifies 'pipeline_events'.
+ * Input: `user_id`, `query`. Output (201): `{ request_id, status: "processing", raw_log_id }`.
+ * Errors: 422 (field named), 503 database unreachable.
+ */
+import { fieldsOf } from '../../../shared/node/fields';
+import type { PipelineOperation } from '../types';
+import { createRun } from './runs';
+
+export const createRunOperation: PipelineOperation = {
+	value: 'createRun',
+	name: 'Create Run',
+	action: 'Create a pipeline run',
+	description: 'Start a run for a user query (status NEW) and log the query',
+	fields: fieldsOf({ resource: 'run', operation: 'createRun' }, [
+		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who asks' },
+		{ displayName: 'Query', name: 'query', required: true, typeOptions: { rows: 3 }, description: 'The user\'s question' },
+	]),
+	async execute(ctx, input) {
+		return { data: await createRun(ctx.pool, { user_id: input.user_id, query: input.query }), output: 0, statusCode: 201 };
+	},
+};

@@ -1,0 +1,42 @@
+/**
+ * Run → Sweep (the last safety net, on a schedule): releases runs stuck in progress longer than
+ * `stuck_after_seconds` back to their waiting state (RELEASE; the trigger notifies again), and emits
+ * one item per run waiting longer than `lost_after_seconds` (its notification may have been lost), so
+ * the orchestrator captures it.
+ * Output: one item per run `{ id, status, swept: "released" | "waiting" }`; none when all is well.
+ */
+import { z } from 'zod';
+import { ContractError } from '../../../shared/errors';
+import { fieldsOf } from '../../../shared/node/fields';
+import type { PipelineOperation, PipelineResult } from '../types';
+import { sweep } from './runs';
+
+const Input = z.object({
+	stuck_after_seconds: z.coerce.number().int().min(1).max(86_400).default(300),
+	lost_after_seconds: z.coerce.number().int().min(1).max(86_400).default(60),
+	limit: z.coerce.number().int().min(1).max(10_000).default(50),
+});
+
+export const sweepOperation: PipelineOperation = {
+	value: 'sweep',
+	name: 'Sweep',
+	action: 'Sweep stuck and forgotten runs',
+	description: 'Release runs stuck in progress and re-emit runs whose notification was lost',
+	fields: fieldsOf({ resource: 'run', operation: 'sweep' }, [
+		{ displayName: 'Stuck After (Seconds)', name: 'stuckAfterSeconds', type: 'number', default: 300, description: 'A run in ANALYZING / ASSEMBLING / RESPONDING unchanged this long is released' },
+		{ displayName: 'Lost After (Seconds)', name: 'lostAfterSeconds', type: 'number', default: 60, description: 'A run in NEW / ANALYZED / READY unchanged this long is re-emitted' },
+		{ displayName: 'Limit', name: 'limit', type: 'number', typeOptions: { minValue: 1 }, default: 50, description: 'Max number of results to return' },
+	]),
+	async execute(ctx, input): Promise<PipelineResult> {
+		const parsed = Input.safeParse(input);
+		if (!parsed.success) {
+			const field = parsed.error.issues[0].path.join('.');
+			throw new ContractError(`invalid input: ${field} ${parsed.error.issues[0].message}`, 422, 'validation', false, { code: 'VALIDATION', field });
+		}
+		const result = await sweep(ctx.pool, await ctx.definition(), parsed.data);
+		return {
+			many: [...result.released.map((r) => ({ ...r, swept: 'released' })), ...result.waiting.map((r) => ({ ...r, swept: 'waiting' }))],
+			output: 0,
+		};
+	},
+};

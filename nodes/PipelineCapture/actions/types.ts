@@ -1,0 +1,32 @@
+/** The shape every PipelineCapture operation module exports (one file per operation). */
+import type { INodeProperties } from 'n8n-workflow';
+import type { Pool } from 'pg';
+import type { WorkflowDefinition } from '../../shared/stateMachine';
+
+export interface PipelineContext {
+	pool: Pool;
+	/** Loads the pipeline_runs state machine (cached). */
+	definition(): Promise<WorkflowDefinition>;
+	/** Worker name for locks and captures: `<n8n execution id>/<node name>` unless set. */
+	worker: string;
+}
+
+/** `data` of the SuccessEnvelope, and the output: 0 "Done", 1 "Not Captured" (a lost race, nothing claimed). */
+export interface PipelineResult {
+	/** `data` of the one SuccessEnvelope emitted for the input item… */
+	data?: Record<string, unknown>;
+	/** …or the `data` of one envelope per element (Sweep, Claim Jobs); none when empty. */
+	many?: Record<string, unknown>[];
+	output: 0 | 1;
+	statusCode?: 200 | 201;
+}
+
+export interface PipelineOperation {
+	value: string;
+	name: string;
+	action: string;
+	description: string;
+	fields: INodeProperties[];
+	/** @throws ContractError */
+	execute(ctx: PipelineContext, input: Record<string, unknown>): Promise<PipelineResult>;
+}

@@ -1,0 +1,69 @@
+/**
+ * The Pipeline Capture node itself on real PostgreSQL, with a minimal IExecuteFunctions: SuccessEnvelopes
+ * paired to their items, the "Not Captured" output for a lost race, one item per claimed job, and the
+ * error item (409 ILLEGAL_TRANSITION with the legal transitions) in continue mode.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { closeAllPools } from '../../nodes/shared/postgres/pool';
+import { setupDatabase, type TestDatabase } from '../helpers/db';
+// The compiled node (npm test builds first): "PipelineCapture.node" would resolve to the codex .json beside it.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { PipelineCapture } = require('../../dist/nodes/PipelineCapture/PipelineCapture.node.js') as typeof import('../../nodes/PipelineCapture/PipelineCapture.node');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const distPools = require('../../dist/nodes/shared/postgres/pool.js') as typeof import('../../nodes/shared/postgres/pool');
+
+let db: TestDatabase;
+before(async () => {
+	db = await setupDatabase();
+});
+after(async () => {
+	await distPools.closeAllPools();
+	await closeAllPools();
+	await db?.drop();
+});
+
+function run(params: Record<string, unknown>[], items: INodeExecutionData[] = params.map(() => ({ json: {} })), executionId = '42') {
+	const context = {
+		getInputData: () => items,
+		getNode: () => ({ name: 'Pipeline Capture', type: 'n8n-nodes-contracts.pipelineCapture', typeVersion: 1, position: [0, 0], parameters: {}, id: '1' }),
+		getCredentials: async () => db.credential,
+		getExecutionId: () => executionId,
+		getNodeParameter: (name: string, i: number, fallback?: unknown) => (name in params[i] ? params[i][name] : fallback),
+		continueOnFail: () => true,
+	} as unknown as IExecuteFunctions;
+	return new PipelineCapture().execute.call(context);
+}
+
+test('Create Run → Capture by two items: one on "Done" with the capture token, one on "Not Captured"', async () => {
+	const [created] = await run([{ resource: 'run', operation: 'createRun', userId: 'u1', query: 'hello' }]);
+	const envelope = SuccessEnvelope.parse(created[0].json);
+	assert.equal(envelope.status_code, 201);
+	const id = envelope.data.request_id as string;
+	const [done, notCaptured] = await run([
+		{ resource: 'run', operation: 'capture', runId: id, transition: 'CAPTURE_ANALYSIS' },
+		{ resource: 'run', operation: 'capture', runId: id, transition: 'CAPTURE_ANALYSIS' },
+	]);
+	assert.equal(done.length, 1);
+	assert.equal(notCaptured.length, 1);
+	const won = SuccessEnvelope.parse(done[0].json).data;
+	assert.deepEqual([won.captured, won.status, typeof won.capture_token], [true, 'ANALYZING', 'string']);
+	assert.deepEqual(notCaptured[0].pairedItem, { item: 1 });
+	assert.equal(SuccessEnvelope.parse(notCaptured[0].json).data.captured, false);
+	const [illegal] = await run([{ resource: 'run', operation: 'completeStep', runId: id, transition: 'RESPONSE_DONE', captureToken: won.capture_token, result: 'x' }]);
+	const error = illegal[0].json.error as Record<string, any>;
+	assert.deepEqual([error.status_code, error.details.code], [409, 'ILLEGAL_TRANSITION']);
+	assert.deepEqual(error.error_context.table, 'maas.pipeline_runs');
+});
+
+test('Claim Jobs emits one item per job, Finish Job (same execution) closes it', async () => {
+	await db.pool.query("INSERT INTO ops.jobs (job_type) SELECT 'node-test' FROM generate_series(1, 3)");
+	const [claimed] = await run([{ resource: 'job', operation: 'claimJobs', jobType: 'node-test', batchSize: 10 }], undefined, '77');
+	assert.equal(claimed.length, 3);
+	const jobs = claimed.map((i) => SuccessEnvelope.parse(i.json).data);
+	assert.ok(jobs.every((j) => j.locked_by === 'n8n-77'));
+	const [finished] = await run(jobs.map((j) => ({ resource: 'job', operation: 'finishJob', jobId: j.id, worker: j.locked_by, success: true })), undefined, '78');
+	assert.deepEqual(finished.map((i) => SuccessEnvelope.parse(i.json).data.status), ['succeeded', 'succeeded', 'succeeded']);
+});
