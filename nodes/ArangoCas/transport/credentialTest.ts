@@ -12,7 +12,7 @@ export async function arangoDbApiTest(
 ): Promise<INodeCredentialTestResult> {
 	const db = new Database({ ...databaseConfig(credential.data as unknown as ArangoCredential), timeout: 10_000 });
 	try {
-		const version = await db.version();
+		const version = await db.version(false);
 		return { status: 'OK', message: `Connected: ArangoDB ${version.version}` };
 	} catch (error) {
 		return { status: 'Error', message: (error as Error).message };
