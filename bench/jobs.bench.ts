@@ -58,7 +58,7 @@ async function main() {
 
 		// 2. captures/s
 		const def = shippedDefinition();
-		await db.pool.query("INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'bench', 'q' FROM generate_series(1, $1)", [RUNS]);
+		await db.pool.query("INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'bench-' || g, 'q' FROM generate_series(1, $1) g", [RUNS]);
 		const steps: Record<string, [string, string, unknown]> = {
 			NEW: ['CAPTURE_ANALYSIS', 'ANALYSIS_DONE', {}],
 			ANALYZED: ['CAPTURE_ASSEMBLY', 'ASSEMBLY_DONE', 'payload'],
@@ -70,7 +70,7 @@ async function main() {
 			Array.from({ length: 8 }, async (_, w) => {
 				for (;;) {
 					const { rows } = await db.pool.query<{ id: string; status: string }>(
-						"SELECT id, status FROM maas.pipeline_runs WHERE user_id = 'bench' AND status IN ('NEW', 'ANALYZED', 'READY') ORDER BY random() LIMIT 20",
+						"SELECT id, status FROM maas.pipeline_runs WHERE user_id LIKE 'bench-%' AND status IN ('NEW', 'ANALYZED', 'READY') ORDER BY random() LIMIT 20",
 					);
 					if (rows.length === 0) return;
 					for (const r of rows) {

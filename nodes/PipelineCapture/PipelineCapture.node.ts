@@ -1,5 +1,6 @@
 import {
 	NodeConnectionTypes,
+	type IDataObject,
 	type IExecuteFunctions,
 	type INodeExecutionData,
 	type INodeType,
@@ -15,6 +16,7 @@ import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { findPipelineOperation, PIPELINE_RESOURCES } from './actions';
 import { pipelineDefinition } from './transport/definition';
+import type { LlmCredential } from './transport/llm';
 
 
 /**
@@ -36,12 +38,15 @@ export class PipelineCapture implements INodeType {
 		version: 1,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
-		description: 'Exactly-once pipeline runs (seed 001 state machine) and job queue in PostgreSQL',
+		description: 'Exactly-once pipeline runs (seed 001 state machine), model calls with retries, and the job queue in PostgreSQL',
 		defaults: { name: 'Pipeline Capture' },
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main, NodeConnectionTypes.Main],
 		outputNames: ['Done', 'Not Captured'],
-		credentials: [{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' }],
+		credentials: [
+			{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' },
+			{ name: 'contractsLlmApi', required: true, displayOptions: { show: { resource: ['model'] } } },
+		],
 		properties: [
 			...resourceProperties(PIPELINE_RESOURCES),
 			{
@@ -78,7 +83,27 @@ export class PipelineCapture implements INodeType {
 				state.ctx = { correlation_id: correlationId, workflow, node: nodeName, operation: `${resource}.${operationValue}`, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
 				const operation = findPipelineOperation(resource, operationValue);
 				const result = await operation.execute(
-					{ pool, definition: () => pipelineDefinition(pool), worker: options.worker || `n8n-${executionId}` },
+					{
+						pool,
+						definition: () => pipelineDefinition(pool),
+						worker: options.worker || `n8n-${executionId}`,
+						llm: async () => ({
+							credential: (await this.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
+							send: async ({ url, body, headers, timeoutMs }) => {
+								const res = (await this.helpers.httpRequest({
+									method: 'POST',
+									url,
+									body: body as IDataObject,
+									headers,
+									json: true,
+									timeout: timeoutMs,
+									returnFullResponse: true,
+									ignoreHttpStatusErrors: true,
+								})) as { statusCode: number; body: unknown; headers: Record<string, string> };
+								return { status: res.statusCode, body: res.body, headers: res.headers };
+							},
+						}),
+					},
 					readFields(this, itemIndex, operation.fields),
 				);
 				const envelope = (data: Record<string, unknown>) =>

@@ -29,7 +29,7 @@ async function until(what: string, check: () => boolean, ms = 15_000) {
 }
 
 async function newRuns(n: number): Promise<string[]> {
-	const { rows } = await db.pool.query<{ id: string }>(`INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'listen', 'q' FROM generate_series(1, $1) RETURNING id`, [n]);
+	const { rows } = await db.pool.query<{ id: string }>(`INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'listen-' || gen_random_uuid(), 'q' FROM generate_series(1, $1) RETURNING id`, [n]);
 	return rows.map((r) => r.id);
 }
 
@@ -95,7 +95,7 @@ test('server restart (connections dropped, then refused): reconnects with backof
 
 test('nothing left behind, nothing run twice: every run captured exactly once', async () => {
 	await Promise.all(pending);
-	const { rows } = await db.pool.query<{ id: string; status: string }>("SELECT id, status FROM maas.pipeline_runs WHERE user_id = 'listen'");
+	const { rows } = await db.pool.query<{ id: string; status: string }>("SELECT id, status FROM maas.pipeline_runs WHERE user_id LIKE 'listen-%'");
 	assert.equal(rows.length, 11);
 	assert.ok(rows.every((r) => r.status === 'ANALYZING'), JSON.stringify(rows));
 	assert.equal(captures.size, 11);

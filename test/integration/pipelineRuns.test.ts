@@ -110,7 +110,7 @@ test('Sweep: a run stuck in progress goes back to waiting (its old worker can no
 test('20 concurrent workers over 2,000 runs: every step of every run captured exactly once, every run completed once', { timeout: 300_000 }, async () => {
 	const ids: string[] = [];
 	const { rows } = await db.pool.query<{ id: string }>(
-		`WITH runs AS (INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'load', 'q' || g FROM generate_series(1, 2000) g RETURNING id) SELECT id FROM runs`,
+		`WITH runs AS (INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'load-' || g, 'q' || g FROM generate_series(1, 2000) g RETURNING id) SELECT id FROM runs`,
 	);
 	ids.push(...rows.map((r) => r.id));
 	const wins = new Map<string, number>();
@@ -119,11 +119,11 @@ test('20 concurrent workers over 2,000 runs: every step of every run captured ex
 	const worker = async (w: number) => {
 		for (;;) {
 			const { rows: batch } = await db.pool.query<{ id: string; status: string }>(
-				"SELECT id, status FROM maas.pipeline_runs WHERE user_id = 'load' AND status = ANY($1) ORDER BY random() LIMIT 25",
+				"SELECT id, status FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' AND status = ANY($1) ORDER BY random() LIMIT 25",
 				[waitingStates],
 			);
 			if (batch.length === 0) {
-				const { rows: left } = await db.pool.query("SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE user_id = 'load' AND status NOT IN ('COMPLETED', 'FAILED')");
+				const { rows: left } = await db.pool.query("SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' AND status NOT IN ('COMPLETED', 'FAILED')");
 				if (left[0].n === 0) return;
 				continue;
 			}
@@ -140,7 +140,7 @@ test('20 concurrent workers over 2,000 runs: every step of every run captured ex
 	await Promise.all(Array.from({ length: 20 }, (_, w) => worker(w)));
 	assert.equal(wins.size, 6000, 'every run × 3 steps was captured');
 	assert.ok([...wins.values()].every((n) => n === 1), 'and never twice');
-	const { rows: final } = await db.pool.query("SELECT status, count(*)::int AS n FROM maas.pipeline_runs WHERE user_id = 'load' GROUP BY status");
+	const { rows: final } = await db.pool.query("SELECT status, count(*)::int AS n FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' GROUP BY status");
 	assert.deepEqual(final, [{ status: 'COMPLETED', n: 2000 }]);
 	assert.equal(ids.length, 2000);
 });

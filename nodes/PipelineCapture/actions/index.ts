@@ -2,16 +2,20 @@
 import { claimJobsOperation } from './job/claimJobs.operation';
 import { finishJobOperation } from './job/finishJob.operation';
 import { releaseStaleOperation } from './job/releaseStale.operation';
+import { generateOperation } from './model/generate.operation';
+import { archiveOperation } from './run/archive.operation';
 import { captureOperation } from './run/capture.operation';
 import { completeStepOperation } from './run/completeStep.operation';
 import { createRunOperation } from './run/createRun.operation';
 import { failOperation } from './run/fail.operation';
 import { getStatusOperation } from './run/getStatus.operation';
+import { loadStepContextOperation } from './run/loadStepContext.operation';
 import { sweepOperation } from './run/sweep.operation';
 import type { PipelineOperation } from './types';
 
 export const PIPELINE_RESOURCES: { value: string; name: string; operations: PipelineOperation[] }[] = [
-	{ value: 'run', name: 'Pipeline Run', operations: [createRunOperation, captureOperation, completeStepOperation, failOperation, getStatusOperation, sweepOperation] },
+	{ value: 'run', name: 'Pipeline Run', operations: [createRunOperation, captureOperation, loadStepContextOperation, completeStepOperation, failOperation, getStatusOperation, archiveOperation, sweepOperation] },
+	{ value: 'model', name: 'Model', operations: [generateOperation] },
 	{ value: 'job', name: 'Job', operations: [claimJobsOperation, finishJobOperation, releaseStaleOperation] },
 ];
 

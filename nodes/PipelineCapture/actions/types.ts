@@ -2,13 +2,16 @@
 import type { INodeProperties } from 'n8n-workflow';
 import type { Pool } from 'pg';
 import type { WorkflowDefinition } from '../../shared/stateMachine';
+import type { LlmCredential, Sender } from '../transport/llm';
 
 export interface PipelineContext {
 	pool: Pool;
 	/** Loads the pipeline_runs state machine (cached). */
 	definition(): Promise<WorkflowDefinition>;
-	/** Worker name for locks and captures: `<n8n execution id>/<node name>` unless set. */
+	/** Worker name for locks and captures: `n8n-<execution id>` unless set. */
 	worker: string;
+	/** The Contracts LLM API credential and an HTTP sender (Model resource only). */
+	llm(): Promise<{ credential: LlmCredential; send: Sender }>;
 }
 
 /** `data` of the SuccessEnvelope, and the output: 0 "Done", 1 "Not Captured" (a lost race, nothing claimed). */

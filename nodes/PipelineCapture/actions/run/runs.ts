@@ -8,7 +8,21 @@ import { ContractError, fromPgError } from '../../../shared/errors';
 import type { WorkflowDefinition } from '../../../shared/stateMachine';
 import { evaluate } from '../../../shared/stateMachine';
 import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../transport/definition';
-import { CAPTURE, completeStepSql, CREATE_RUN, FAIL_RUN, GET_RUN, LOST_WAITING, RELEASE_STUCK, RESULT_COLUMNS } from './sql';
+import {
+	ARCHIVE_RUN,
+	CAPTURE,
+	completeStepSql,
+	CONTEXT_ANALYSIS,
+	CONTEXT_ARCHIVE,
+	CONTEXT_ASSEMBLY,
+	CONTEXT_RESPONSE,
+	CREATE_RUN,
+	FAIL_RUN,
+	GET_RUN,
+	LOST_WAITING,
+	RELEASE_STUCK,
+	RESULT_COLUMNS,
+} from './sql';
 
 const RUNS = { table: 'maas.pipeline_runs' };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -47,6 +61,8 @@ export async function createRun(pool: Pool, input: { user_id: unknown; query: un
 
 export interface CaptureResult {
 	captured: boolean;
+	/** Why a capture lost: another worker took it (TAKEN), or an older run of the user is not archived yet (BLOCKED). */
+	reason: 'TAKEN' | 'BLOCKED' | null;
 	run: RunRow;
 	transition: Edge;
 }
@@ -68,10 +84,13 @@ export async function capture(pool: Pool, definition: WorkflowDefinition, input:
 			throw new ContractError(`transition ${edge.name} is not allowed for run ${id}: its criterion does not match`, 409, 'conflict', false, { code: 'CRITERION_NOT_MET', run_id: id, transition: edge.name }, { operation: 'update', ...RUNS });
 		}
 	}
-	const rows = await query<RunRow & { captured: boolean }>(pool, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker], 'update');
+	// The first step of a run waits for the user's previous run to be archived (seed 001 blocking rule).
+	const blocking = edge.from === definition.initialState;
+	const rows = await query<RunRow & { captured: boolean }>(pool, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update');
 	if (rows.length === 0) throw notFound(id);
 	const { captured, ...run } = rows[0];
-	return { captured, run: run as RunRow, transition: edge };
+	const reason = captured ? null : run.status === edge.from ? 'BLOCKED' : 'TAKEN';
+	return { captured, reason, run: run as RunRow, transition: edge };
 }
 
 /**
@@ -158,4 +177,72 @@ export async function sweep(pool: Pool, definition: WorkflowDefinition, input: {
 	const released = await query<{ id: string; status: string }>(pool, RELEASE_STUCK, [captures.map((c) => c.to), captures.map((c) => c.from), input.stuck_after_seconds, input.limit], 'update');
 	const waiting = await query<{ id: string; status: string }>(pool, LOST_WAITING, [captures.map((c) => c.from), input.lost_after_seconds, input.limit], 'select');
 	return { released, waiting };
+}
+
+/** Seed 001 step 2.2: the assembled context must fit 8000 tokens (estimated as characters / 4). */
+export const TOKEN_LIMIT = 8000;
+const CHARS_PER_TOKEN = 4;
+
+/**
+ * The draft of seed 001 step 2.1: element 1 the query, element 2 the history (last 10 raw_logs, the
+ * analysis, the LSM summaries), element 3 the Mentor prompt, element 4 the Assembler prompt, concatenated.
+ * Over `tokenLimit`, element 2 is cut from its oldest end first, then the whole draft.
+ */
+export function buildDraft(parts: { query: string; history: string; mentor: string; assembler: string }, tokenLimit = TOKEN_LIMIT) {
+	const frame = (history: string) =>
+		`## Element 1: query\n${parts.query}\n\n## Element 2: history\n${history}\n\n## Element 3: role\n${parts.mentor}\n\n## Element 4: assembler\n${parts.assembler}`;
+	const maxChars = tokenLimit * CHARS_PER_TOKEN;
+	let draft = frame(parts.history);
+	let truncated = false;
+	if (draft.length > maxChars) {
+		truncated = true;
+		const room = Math.max(0, maxChars - frame('').length);
+		draft = frame(room > 0 ? parts.history.slice(parts.history.length - room) : '');
+		if (draft.length > maxChars) draft = draft.slice(0, maxChars);
+	}
+	return { draft_context: draft, tokens: Math.ceil(draft.length / CHARS_PER_TOKEN), truncated };
+}
+
+export type Step = 'analysis' | 'assembly' | 'response' | 'archive';
+
+/**
+ * Load Step Context: what the step's model call needs (seed 001 steps 1–3 and the Archivist).
+ * analysis → `{ user_query, prompt, lsm }` (lsm may be empty: the Analyzer continues without context);
+ * assembly → `{ draft_context, tokens, truncated, assembler_prompt }`; response → `{ final_context_payload,
+ * prompt }`; archive → `{ user_query, final_answer, prompt }`. Missing prompts are null.
+ * @throws 404 unknown run; 422
+ */
+export async function loadStepContext(pool: Pool, input: { run_id: unknown; step: Step }): Promise<Record<string, unknown>> {
+	const id = runId(input.run_id);
+	const sql = { analysis: CONTEXT_ANALYSIS, assembly: CONTEXT_ASSEMBLY, response: CONTEXT_RESPONSE, archive: CONTEXT_ARCHIVE }[input.step];
+	if (!sql) throw new ContractError(`invalid input: step must be analysis, assembly, response or archive`, 422, 'validation', false, { code: 'VALIDATION', field: 'step' }, { operation: 'validate', ...RUNS });
+	const [row] = await query<Record<string, unknown>>(pool, sql, [id], 'select');
+	if (!row) throw new ContractError(`pipeline run ${id} does not exist`, 404, 'not_found', false, { code: 'NOT_FOUND', run_id: id }, { operation: 'select', ...RUNS });
+	if (input.step !== 'assembly') return { run_id: id, step: input.step, ...row };
+	const history = [
+		...(row.history as { message_type: string; content: string }[]).reverse().map((h) => `[${h.message_type}] ${h.content}`),
+		...(row.analysis_result ? [`[analysis] ${JSON.stringify(row.analysis_result)}`] : []),
+		...(row.lsm as { summary: string; tags: string[] }[]).map((l) => `[memory ${l.tags.join(',')}] ${l.summary}`),
+	].join('\n');
+	const draft = buildDraft({ query: String(row.user_query), history, mentor: String(row.mentor_prompt ?? ''), assembler: String(row.assembler_prompt ?? '') });
+	return { run_id: id, step: input.step, user_id: row.user_id, user_query: row.user_query, assembler_prompt: row.assembler_prompt ?? null, ...draft };
+}
+
+/**
+ * Archive (Archivist signal 2): stores the summary in lsm_storage and marks the run archived, once.
+ * @returns `{ run_id, lsm_id, next_run_id }` — the user's next NEW run (held back by the blocking rule), or null
+ * @throws 404; 409 NOT_ARCHIVABLE when the run is not COMPLETED or already archived
+ */
+export async function archiveRun(pool: Pool, input: { run_id: unknown; summary: unknown; tags?: unknown }) {
+	const id = runId(input.run_id);
+	const summary = typeof input.summary === 'string' ? input.summary.trim() : '';
+	if (!summary) throw new ContractError('invalid input: summary is required', 422, 'validation', false, { code: 'VALIDATION', field: 'summary' }, { operation: 'validate', ...RUNS });
+	const tags = Array.isArray(input.tags) ? input.tags.map(String) : typeof input.tags === 'string' && input.tags ? input.tags.split(',').map((t) => t.trim()) : [];
+	const [row] = await query<{ lsm_id: string; id: string; next_run_id: string | null }>(pool, ARCHIVE_RUN, [id, summary, tags], 'insert');
+	if (!row) {
+		const [current] = await query<{ status: string; archived_at: string | null }>(pool, 'SELECT status, archived_at FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
+		if (!current) throw notFound(id);
+		throw new ContractError(`run ${id} cannot be archived (${current.status}${current.archived_at ? ', already archived' : ''})`, 409, 'conflict', false, { code: 'NOT_ARCHIVABLE', run_id: id, status: current.status }, { operation: 'insert', table: 'maas.lsm_storage' });
+	}
+	return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id };
 }

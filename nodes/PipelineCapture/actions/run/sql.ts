@@ -20,13 +20,19 @@ SELECT run.id, run.status, run.created_at, (SELECT id FROM log) AS raw_log_id FR
 /**
  * Capture ($2 → $3 by transition $4): the winner gets `captured = true` and a fresh capture token; a
  * loser gets `captured = false` and the run as it is now; no row: the run does not exist.
+ * With $6 true (the analysis capture) the run is also refused while an older run of the same user is
+ * neither archived nor failed (seed 001 blocking rule: Archivist signal 2 first).
  */
 export const CAPTURE = `
 WITH moved AS (
-  UPDATE maas.pipeline_runs
+  UPDATE maas.pipeline_runs r
   SET status = $3, previous_transition = $4, captured_by = $5, capture_token = gen_random_uuid(), updated_at = now()
-  WHERE id = $1 AND status = $2
-  RETURNING *
+  WHERE r.id = $1 AND r.status = $2
+    AND (NOT $6::boolean OR NOT EXISTS (
+      SELECT 1 FROM maas.pipeline_runs p
+      WHERE p.user_id = r.user_id AND p.created_at < r.created_at AND p.id <> r.id
+        AND p.status <> 'FAILED' AND p.archived_at IS NULL))
+  RETURNING r.*
 )
 SELECT true AS captured, moved.* FROM moved
 UNION ALL
@@ -45,6 +51,14 @@ export const RESULT_COLUMNS = {
  */
 export function completeStepSql(column: (typeof RESULT_COLUMNS)[keyof typeof RESULT_COLUMNS]): string {
 	const value = column === 'analysis_result' ? '$6::jsonb' : '$6::text';
+	// The final answer is also logged (Archivist signal 1: raw_logs 'assistant_response'), in the same statement.
+	const log =
+		column === 'final_answer'
+			? `, logged AS (
+  INSERT INTO maas.raw_logs (user_id, run_id, message_type, content)
+  SELECT user_id, id, 'assistant_response', final_answer FROM moved
+)`
+			: '';
 	return `
 WITH moved AS (
   UPDATE maas.pipeline_runs
@@ -52,7 +66,7 @@ WITH moved AS (
       capture_token = NULL, updated_at = now()
   WHERE id = $1 AND status = $2 AND capture_token = $5
   RETURNING *
-)
+)${log}
 SELECT true AS moved, moved.* FROM moved
 UNION ALL
 SELECT false AS moved, r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`;
@@ -94,3 +108,58 @@ SELECT id, status FROM maas.pipeline_runs
 WHERE status = ANY($1::text[]) AND updated_at < now() - make_interval(secs => $2::float8)
 ORDER BY updated_at
 LIMIT $3`;
+
+/** Load Step Context, analysis: the query, the Analyzer prompt, the user's last 20 LSM rows (may be none). */
+export const CONTEXT_ANALYSIS = `
+SELECT r.id, r.user_id, r.user_query,
+  (SELECT prompt_template FROM maas.system_prompts WHERE role_name = 'Analyzer' AND is_active) AS prompt,
+  coalesce((SELECT json_agg(l) FROM (
+    SELECT id, time_bucket_start, time_bucket_end, tags, summary FROM maas.lsm_storage
+    WHERE user_id = r.user_id OR user_id IS NULL ORDER BY time_bucket_start DESC LIMIT 20) l), '[]'::json) AS lsm
+FROM maas.pipeline_runs r WHERE r.id = $1`;
+
+/** Load Step Context, assembly: the four elements of the draft (seed 001 step 2.1). */
+export const CONTEXT_ASSEMBLY = `
+SELECT r.id, r.user_id, r.user_query, r.analysis_result,
+  coalesce((SELECT json_agg(h) FROM (
+    SELECT message_type, content, created_at FROM maas.raw_logs
+    WHERE user_id = r.user_id AND (run_id IS DISTINCT FROM r.id) ORDER BY created_at DESC LIMIT 10) h), '[]'::json) AS history,
+  coalesce((SELECT json_agg(l) FROM (
+    SELECT time_bucket_start, time_bucket_end, tags, summary FROM maas.lsm_storage
+    WHERE user_id = r.user_id OR user_id IS NULL ORDER BY time_bucket_start DESC LIMIT 20) l), '[]'::json) AS lsm,
+  (SELECT prompt_template FROM maas.system_prompts WHERE role_name = 'Mentor' AND is_active) AS mentor_prompt,
+  (SELECT prompt_template FROM maas.system_prompts WHERE role_name = 'Assembler' AND is_active) AS assembler_prompt
+FROM maas.pipeline_runs r WHERE r.id = $1`;
+
+/** Load Step Context, response: the payload the Assembler prepared. */
+export const CONTEXT_RESPONSE = `
+SELECT r.id, r.user_id, r.user_query, r.final_context_payload,
+  (SELECT prompt_template FROM maas.system_prompts WHERE role_name = 'Mentor' AND is_active) AS prompt
+FROM maas.pipeline_runs r WHERE r.id = $1`;
+
+/** Load Step Context, archive: the exchange to summarise (Archivist signal 2). */
+export const CONTEXT_ARCHIVE = `
+SELECT r.id, r.user_id, r.user_query, r.final_answer, r.status, r.archived_at,
+  (SELECT prompt_template FROM maas.system_prompts WHERE role_name = 'Archivist' AND is_active) AS prompt
+FROM maas.pipeline_runs r WHERE r.id = $1`;
+
+/**
+ * Archive (Archivist signal 2): the summary into lsm_storage (time bucket = the run's lifetime, the run's
+ * raw_logs ids) and the run marked archived, in one statement, once; then the user's next waiting run,
+ * which the blocking rule held back.
+ */
+export const ARCHIVE_RUN = `
+WITH run AS (
+  UPDATE maas.pipeline_runs SET archived_at = now()
+  WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL
+  RETURNING id, user_id, created_at, updated_at
+), lsm AS (
+  INSERT INTO maas.lsm_storage (user_id, run_id, time_bucket_start, time_bucket_end, tags, summary, raw_log_ids)
+  SELECT run.user_id, run.id, run.created_at, greatest(run.updated_at, run.created_at), $3::text[], $2,
+         coalesce((SELECT array_agg(id ORDER BY id) FROM maas.raw_logs WHERE run_id = run.id), '{}')
+  FROM run
+  RETURNING id
+)
+SELECT (SELECT id FROM lsm) AS lsm_id, run.id,
+  (SELECT n.id FROM maas.pipeline_runs n WHERE n.user_id = run.user_id AND n.status = 'NEW' ORDER BY n.created_at LIMIT 1) AS next_run_id
+FROM run`;

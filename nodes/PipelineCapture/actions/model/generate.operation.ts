@@ -1,0 +1,53 @@
+/**
+ * Model → Generate: one call to the model of the Contracts LLM API credential (OpenAI- or
+ * Ollama-compatible) with the retry policy of seed 001: timeouts and 502/503/504 retried with exponential
+ * backoff, 429 after the rate-limit wait (60 s by default), at most `max_retries` times.
+ * Output: `{ text, json (when JSON was asked for), model, attempts }`.
+ * Errors: 504 upstream retryable (retries spent), 429 rate_limit retryable, 502 fatal model answer,
+ * 422 INVALID_JSON (JSON asked, prose answered).
+ */
+import { fieldsOf } from '../../../shared/node/fields';
+import { DEFAULT_RETRY, generate } from '../../transport/llm';
+import type { PipelineOperation } from '../types';
+
+export const generateOperation: PipelineOperation = {
+	value: 'generate',
+	name: 'Generate',
+	action: 'Generate a model answer',
+	description: 'Call the model with retries (timeouts, rate limits) and optional JSON parsing',
+	fields: fieldsOf({ resource: 'model', operation: 'generate' }, [
+		{ displayName: 'System Prompt', name: 'system', typeOptions: { rows: 3 }, default: '={{ $json.data.prompt || "" }}', description: 'The role\'s instructions (system message)' },
+		{ displayName: 'Input', name: 'input', required: true, typeOptions: { rows: 3 }, default: '={{ $json.data.user_query }}', description: 'The content to answer (user message)' },
+		{ displayName: 'Model', name: 'model', default: '', description: 'Model name; empty: the credential\'s default' },
+		{ displayName: 'Expect JSON', name: 'expectJson', type: 'boolean', default: false, description: 'Whether to ask for a JSON answer and parse it (prose answers fail with INVALID_JSON)' },
+		{ displayName: 'Temperature', name: 'temperature', type: 'number', default: 0.7, description: 'Sampling temperature' },
+		{ displayName: 'Max Tokens', name: 'maxTokens', type: 'number', default: 2000, description: 'Most tokens the model may answer' },
+		{ displayName: 'Timeout (Ms)', name: 'timeoutMs', type: 'number', default: 30000, description: 'Per-attempt timeout in milliseconds' },
+		{ displayName: 'Max Retries', name: 'maxRetries', type: 'number', default: 3, description: 'Retries after a timeout, a 502/503/504 or a 429' },
+		{ displayName: 'Backoff Base (Ms)', name: 'backoffBaseMs', type: 'number', default: 1000, description: 'First retry delay; doubles each retry' },
+		{ displayName: 'Rate Limit Wait (Ms)', name: 'rateLimitWaitMs', type: 'number', default: 60000, description: 'Wait after a 429 without Retry-After' },
+	]),
+	async execute(ctx, input) {
+		const { credential, send } = await ctx.llm();
+		const num = (value: unknown, fallback: number) => (typeof value === 'number' && Number.isFinite(value) ? value : fallback);
+		const result = await generate(
+			credential,
+			{
+				system: String(input.system ?? ''),
+				input: typeof input.input === 'string' ? input.input : JSON.stringify(input.input ?? ''),
+				model: typeof input.model === 'string' ? input.model : undefined,
+				temperature: num(input.temperature, 0.7),
+				maxTokens: num(input.max_tokens, 2000),
+				expectJson: input.expect_json === true,
+			},
+			{
+				timeoutMs: num(input.timeout_ms, DEFAULT_RETRY.timeoutMs),
+				maxRetries: num(input.max_retries, DEFAULT_RETRY.maxRetries),
+				backoffBaseMs: num(input.backoff_base_ms, DEFAULT_RETRY.backoffBaseMs),
+				rateLimitWaitMs: num(input.rate_limit_wait_ms, DEFAULT_RETRY.rateLimitWaitMs),
+			},
+			send,
+		);
+		return { data: { text: result.text, json: result.json as Record<string, unknown> | null, model: result.model, attempts: result.attempts }, output: 0 };
+	},
+};

@@ -1,0 +1,24 @@
+/**
+ * Run → Archive (Archivist signal 2, seed 001): the LLM summary into lsm_storage and the run marked
+ * archived, once, in one statement. Output: `{ run_id, lsm_id, next_run_id }` — the user's next NEW run,
+ * which the blocking rule held back (send it to the Analyzer), or null.
+ * Errors: 404; 409 NOT_ARCHIVABLE (not COMPLETED, or archived already); 422; 503.
+ */
+import { fieldsOf } from '../../../shared/node/fields';
+import type { PipelineOperation } from '../types';
+import { archiveRun } from './runs';
+
+export const archiveOperation: PipelineOperation = {
+	value: 'archive',
+	name: 'Archive',
+	action: 'Archive a completed pipeline run',
+	description: 'Store the run\'s summary in the long-term memory (LSM) and release the user\'s next run',
+	fields: fieldsOf({ resource: 'run', operation: 'archive' }, [
+		{ displayName: 'Run ID', name: 'runId', required: true, description: 'The completed run' },
+		{ displayName: 'Summary', name: 'summary', required: true, typeOptions: { rows: 3 }, description: 'The Archivist\'s summary of the exchange' },
+		{ displayName: 'Tags', name: 'tags', description: 'Comma-separated tags of the summary' },
+	]),
+	async execute(ctx, input) {
+		return { data: await archiveRun(ctx.pool, { run_id: input.run_id, summary: input.summary, tags: input.tags }), output: 0, statusCode: 201 };
+	},
+};
