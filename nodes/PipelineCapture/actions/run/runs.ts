@@ -6,7 +6,7 @@
 import type { Pool } from 'pg';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import type { WorkflowDefinition } from '../../../shared/stateMachine';
-import { evaluate } from '../../../shared/stateMachine';
+import { cascade, evaluate } from '../../../shared/stateMachine';
 import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../transport/definition';
 import {
 	ARCHIVE_RUN,
@@ -133,7 +133,7 @@ export async function completeStep(
 			{ operation: 'update', ...RUNS },
 		);
 	}
-	return run as RunRow;
+	return runCascade(pool, definition, run as RunRow);
 }
 
 /**
@@ -245,4 +245,27 @@ export async function archiveRun(pool: Pool, input: { run_id: unknown; summary: 
 		throw new ContractError(`run ${id} cannot be archived (${current.status}${current.archived_at ? ', already archived' : ''})`, 409, 'conflict', false, { code: 'NOT_ARCHIVABLE', run_id: id, status: current.status }, { operation: 'insert', table: 'maas.lsm_storage' });
 	}
 	return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id };
+}
+
+const APPLY_CASCADE = `
+UPDATE maas.pipeline_runs
+SET status = $3, previous_transition = $4, error = coalesce($5::jsonb, error), capture_token = NULL, updated_at = now()
+WHERE id = $1 AND status = $2
+RETURNING *`;
+
+/**
+ * After a manual transition, the automated cascade of the state machine (seed 004 engine): the first
+ * automated transition whose criterion matches the run fires, and so on. The end state is written with a
+ * CAS on the state the run was in; a cascade stopped by the visit or depth limit ends the run FAILED with
+ * the reason in `error` (`code: CASCADE_LIMIT`). A definition without automated transitions (the shipped
+ * one) changes nothing here.
+ */
+export async function runCascade(pool: Pool, definition: WorkflowDefinition, run: RunRow): Promise<RunRow> {
+	const result = await cascade(definition, run.status, run, { previousTransition: (run.previous_transition as string) ?? null });
+	if (result.ok && result.fired.length === 0) return run;
+	const to = result.ok ? result.state : 'FAILED';
+	const last = result.ok ? result.fired[result.fired.length - 1] : 'CASCADE_LIMIT';
+	const error = result.ok ? null : JSON.stringify({ message: result.reason, code: 'CASCADE_LIMIT', fired: result.fired });
+	const [moved] = await query<RunRow>(pool, APPLY_CASCADE, [run.id, run.status, to, last, error], 'update');
+	return moved ?? run;
 }

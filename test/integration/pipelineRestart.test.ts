@@ -1,0 +1,92 @@
+/**
+ * A real PostgreSQL restart under the Pipeline Trigger's LISTEN: an embedded PostgreSQL (real server
+ * binaries) is stopped (fast shutdown: the listener's connection is cut) and started again on the same
+ * port and data. The listener reconnects with backoff, catches up, and a consumer capturing what it
+ * receives runs every run exactly once: none left behind, none twice.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Pool } from 'pg';
+import { capture } from '../../nodes/PipelineCapture/actions/run/runs';
+import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
+import { PipelineListener, type PipelineEvent } from '../../nodes/PipelineCapture/transport/listener';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { startEmbedded, createDatabase } = require('../../scripts/lib/postgres');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { migrate } = require('../../scripts/lib/migrate');
+
+let server: { url: string; restart(): Promise<void>; stop(): Promise<void> };
+let pool: Pool;
+let listener: PipelineListener;
+const def = shippedDefinition();
+const events: PipelineEvent[] = [];
+const captures = new Map<string, number>();
+const pending: Promise<unknown>[] = [];
+
+before(async () => {
+	server = await startEmbedded(() => undefined);
+	const db = await createDatabase(server.url);
+	await migrate(db.url);
+	pool = new Pool({ connectionString: db.url, max: 5 });
+	pool.on('error', () => undefined);
+	const u = new URL(db.url);
+	listener = new PipelineListener(
+		{ host: u.hostname, port: Number(u.port), database: u.pathname.slice(1), user: u.username, password: decodeURIComponent(u.password) },
+		{
+			initialBackoffMs: 100,
+			maxBackoffMs: 1000,
+			statuses: ['NEW'],
+			onEvents: (batch) => {
+				events.push(...batch);
+				for (const e of batch) {
+					pending.push(
+						capture(pool, def, { run_id: e.id, transition: 'CAPTURE_ANALYSIS', worker: 'consumer' })
+							.then((c) => {
+								if (c.captured) captures.set(e.id, (captures.get(e.id) ?? 0) + 1);
+							})
+							.catch(() => undefined),
+					);
+				}
+			},
+			onError: () => undefined,
+		},
+	);
+	await listener.start();
+});
+
+after(async () => {
+	await listener?.stop();
+	await pool?.end();
+	await server?.stop();
+});
+
+async function newRuns(n: number): Promise<string[]> {
+	for (let attempt = 0; ; attempt++) {
+		try {
+			const { rows } = await pool.query<{ id: string }>(
+				"INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'restart-' || gen_random_uuid(), 'q' FROM generate_series(1, $1) RETURNING id",
+				[n],
+			);
+			return rows.map((r) => r.id);
+		} catch (error) {
+			if (attempt > 50) throw error;
+			await new Promise((r) => setTimeout(r, 100)); // the pool's old connections died with the server
+		}
+	}
+}
+
+test('PostgreSQL restarted once: the listener reconnects, catches up, and every run is captured exactly once', { timeout: 120_000 }, async () => {
+	const before = await newRuns(3);
+	const connections = listener.connections;
+	await server.restart();
+	const afterRestart = await newRuns(3);
+	const deadline = Date.now() + 30_000;
+	while (!(listener.connections > connections && [...before, ...afterRestart].every((id) => captures.has(id)))) {
+		if (Date.now() > deadline) assert.fail(`not all runs captured: ${captures.size}/6, connections ${listener.connections}`);
+		await new Promise((r) => setTimeout(r, 100));
+	}
+	await Promise.all(pending);
+	const { rows } = await pool.query("SELECT status, count(*)::int AS n FROM maas.pipeline_runs GROUP BY status");
+	assert.deepEqual(rows, [{ status: 'ANALYZING', n: 6 }]);
+	assert.ok([...captures.values()].every((n) => n === 1), 'none captured twice');
+});
