@@ -67,3 +67,28 @@ test('Claim Jobs emits one item per job, Finish Job (same execution) closes it',
 	const [finished] = await run(jobs.map((j) => ({ resource: 'job', operation: 'finishJob', jobId: j.id, worker: j.locked_by, success: true })), undefined, '78');
 	assert.deepEqual(finished.map((i) => SuccessEnvelope.parse(i.json).data.status), ['succeeded', 'succeeded', 'succeeded']);
 });
+
+test('State Machine: an import with an unguarded cycle is refused (400, named); a valid one is used by the next Capture; export omits defaults', async () => {
+	const cyclic = { workflows: [{ name: 'pipeline-runs', initialState: 'NEW', states: { NEW: { transitions: [{ name: 'SPIN', next: 'NEW' }] } } }] };
+	const [refused] = await run([{ resource: 'stateMachine', operation: 'import', body: cyclic, model: 'pipeline_runs', modelVersion: 1 }]);
+	const error = refused[0].json.error as Record<string, any>;
+	assert.equal(error.status_code, 400);
+	assert.match(error.message, /infinite loop detected: NEW -> NEW/);
+	// The shipped machine with CAPTURE_ANALYSIS disabled: Capture must now refuse it as illegal.
+	// eslint-disable-next-line @typescript-eslint/no-require-imports
+	const { shippedDefinition } = require('../../dist/nodes/PipelineCapture/transport/definition.js') as typeof import('../../nodes/PipelineCapture/transport/definition');
+	const edited = structuredClone(shippedDefinition()) as unknown as { states: Record<string, { transitions: { name: string; disabled?: boolean }[] }> };
+	edited.states.NEW.transitions[0].disabled = true;
+	const [imported] = await run([{ resource: 'stateMachine', operation: 'import', body: { importMode: 'REPLACE', workflows: [edited] }, model: 'pipeline_runs', modelVersion: 1 }]);
+	assert.deepEqual(SuccessEnvelope.parse(imported[0].json).data.workflows, ['pipeline-runs']);
+	const [created] = await run([{ resource: 'run', operation: 'createRun', userId: 'sm-user', query: 'q' }]);
+	const id = SuccessEnvelope.parse(created[0].json).data.request_id;
+	const [failed] = await run([{ resource: 'run', operation: 'capture', runId: id, transition: 'CAPTURE_ANALYSIS' }]);
+	const illegal = failed[0].json.error as Record<string, any>;
+	assert.deepEqual([illegal.status_code, illegal.details.code], [409, 'ILLEGAL_TRANSITION']);
+	const [exported] = await run([{ resource: 'stateMachine', operation: 'export', model: 'pipeline_runs', modelVersion: 1 }]);
+	const body = SuccessEnvelope.parse(exported[0].json).data as { workflows: { states: Record<string, unknown> }[] };
+	assert.deepEqual(body.workflows[0].states.COMPLETED, {});
+	assert.deepEqual((body.workflows[0].states.NEW as { transitions: unknown[] }).transitions[0], { name: 'CAPTURE_ANALYSIS', next: 'ANALYZING', manual: true, disabled: true });
+	await run([{ resource: 'stateMachine', operation: 'import', body: { importMode: 'REPLACE', workflows: [shippedDefinition()] }, model: 'pipeline_runs', modelVersion: 1 }]);
+});

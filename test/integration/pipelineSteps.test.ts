@@ -1,7 +1,7 @@
 /** Step context, the Archivist and the blocking rule of seed 001 on real PostgreSQL. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { archiveRun, buildDraft, capture, completeStep, createRun, loadStepContext } from '../../nodes/PipelineCapture/actions/run/runs';
+import { archiveRun, buildDraft, capture, completeStep, createRun, loadStepContext, sweep } from '../../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
@@ -82,4 +82,16 @@ test('buildDraft: over 8000 tokens the history is cut from its oldest end, the r
 	assert.ok(result.draft_context.includes('line 1999'), 'the newest history is kept');
 	assert.ok(!result.draft_context.includes('line 0 '), 'the oldest is cut');
 	assert.ok(result.draft_context.startsWith('## Element 1: query\nQ') && result.draft_context.endsWith('## Element 4: assembler\nA'));
+});
+
+test('Sweep re-emits a completed run whose Archivist failed (its user is blocked until it is archived)', async () => {
+	const { request_id } = await createRun(db.pool, { user_id: 'sweep-arch', query: 'q' });
+	await runThrough(request_id);
+	await db.pool.query("UPDATE maas.pipeline_runs SET updated_at = now() - interval '5 minutes' WHERE id = $1", [request_id]);
+	const before = await sweep(db.pool, def, { stuck_after_seconds: 300, lost_after_seconds: 60, limit: 100 });
+	assert.ok(before.waiting.some((w) => w.id === request_id && w.status === 'COMPLETED'));
+	await archiveRun(db.pool, { run_id: request_id, summary: 'done' });
+	await db.pool.query("UPDATE maas.pipeline_runs SET updated_at = now() - interval '5 minutes' WHERE id = $1", [request_id]);
+	const after = await sweep(db.pool, def, { stuck_after_seconds: 300, lost_after_seconds: 60, limit: 100 });
+	assert.ok(!after.waiting.some((w) => w.id === request_id));
 });

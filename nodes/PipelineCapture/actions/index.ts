@@ -11,11 +11,14 @@ import { failOperation } from './run/fail.operation';
 import { getStatusOperation } from './run/getStatus.operation';
 import { loadStepContextOperation } from './run/loadStepContext.operation';
 import { sweepOperation } from './run/sweep.operation';
+import { exportOperation } from './stateMachine/export.operation';
+import { importOperation } from './stateMachine/import.operation';
 import type { PipelineOperation } from './types';
 
 export const PIPELINE_RESOURCES: { value: string; name: string; operations: PipelineOperation[] }[] = [
 	{ value: 'run', name: 'Pipeline Run', operations: [createRunOperation, captureOperation, loadStepContextOperation, completeStepOperation, failOperation, getStatusOperation, archiveOperation, sweepOperation] },
 	{ value: 'model', name: 'Model', operations: [generateOperation] },
+	{ value: 'stateMachine', name: 'State Machine', operations: [importOperation, exportOperation] },
 	{ value: 'job', name: 'Job', operations: [claimJobsOperation, finishJobOperation, releaseStaleOperation] },
 ];
 

@@ -41,6 +41,11 @@ export async function pipelineDefinition(pool: Pool): Promise<WorkflowDefinition
 	return definition;
 }
 
+/** Drops the cached definition of a database (after an import, so the next operation uses it). */
+export function forgetDefinition(pool: Pool): void {
+	cache.delete(pool);
+}
+
 export interface Edge {
 	name: string;
 	from: string;

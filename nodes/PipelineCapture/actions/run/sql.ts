@@ -102,10 +102,14 @@ SET status = stuck.waiting, previous_transition = 'RELEASE', capture_token = NUL
 FROM stuck WHERE r.id = stuck.id
 RETURNING r.id, r.status`;
 
-/** Sweep, part 2: runs waiting ($1 states) longer than $2 s: their notification may have been lost. */
+/**
+ * Sweep, part 2: runs waiting ($1 states) longer than $2 s — their notification may have been lost — and
+ * completed runs still not archived (the Archivist failed: the user's next run waits for it).
+ */
 export const LOST_WAITING = `
 SELECT id, status FROM maas.pipeline_runs
-WHERE status = ANY($1::text[]) AND updated_at < now() - make_interval(secs => $2::float8)
+WHERE (status = ANY($1::text[]) OR (status = 'COMPLETED' AND archived_at IS NULL))
+  AND updated_at < now() - make_interval(secs => $2::float8)
 ORDER BY updated_at
 LIMIT $3`;
 

@@ -1,0 +1,24 @@
+/**
+ * State Machine → Export (seed 004 export): `{ entityName, modelVersion, workflows }` with the omission
+ * rules (no `disabled: false`, empty `processors`, null criteria, empty `desc`; a state without
+ * transitions is `{}`). Errors: 404 WORKFLOW_NOT_FOUND when nothing was imported for the model; 503.
+ */
+import { fieldsOf } from '../../../shared/node/fields';
+import { exportWorkflows } from '../../../shared/stateMachine';
+import { PIPELINE_MODEL } from '../../transport/definition';
+import type { PipelineOperation } from '../types';
+
+export const exportOperation: PipelineOperation = {
+	value: 'export',
+	name: 'Export',
+	action: 'Export state machine definitions',
+	description: 'Read the stored WorkflowDefinitions of a model (seed 004 export format)',
+	fields: fieldsOf({ resource: 'stateMachine', operation: 'export' }, [
+		{ displayName: 'Model', name: 'model', default: 'pipeline_runs', description: 'Entity model the definitions belong to' },
+		{ displayName: 'Model Version', name: 'modelVersion', type: 'number', default: 1, description: 'Version of the model' },
+	]),
+	async execute(ctx, input) {
+		const ref = { model: String(input.model || PIPELINE_MODEL.model), modelVersion: Number(input.model_version) || PIPELINE_MODEL.modelVersion };
+		return { data: await exportWorkflows(ctx.pool, ref), output: 0 };
+	},
+};
