@@ -8,8 +8,9 @@ const { migrate } = require('./lib/migrate');
 
 const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 migrate(url, { log: (m) => console.log(m) })
-	.then(({ applied, skipped }) => {
-		console.log(`migrations: ${applied.length} applied, ${skipped.length} already applied`);
+	.then(({ applied, skipped, missing }) => {
+		console.log(`migrations: ${applied.length} applied, ${skipped.length} already applied, ${missing.length} not applicable here`);
+		for (const m of missing) console.log(`  NOT APPLIED ${m.file}: ${m.reason}`);
 	})
 	.catch((error) => {
 		console.error(error.message);

@@ -4,6 +4,9 @@
  * each applied file (name and SHA-256) in public.contracts_migrations. Idempotent: applied files are
  * skipped; a recorded file whose content changed is an error (write a new migration instead).
  * A session-level advisory lock serialises concurrent runs.
+ * A file whose first line is `-- requires-extension: <name>` is applied only where the server offers
+ * that extension (pg_available_extensions); otherwise it is reported in `missing`, with the reason, and
+ * not recorded, so a later run applies it once the extension is installed.
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -13,7 +16,13 @@ const { Client } = require('pg');
 const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'db', 'migrations');
 const LOCK_KEY = 727274001; // arbitrary, fixed: the advisory lock of this migrator
 
-/** @returns {Promise<{applied: string[], skipped: string[]}>} */
+/** The extension a migration needs (its first line `-- requires-extension: <name>`), or null. */
+function requiredExtension(sql) {
+	const match = /^-- requires-extension: ([a-z0-9_]+)\s*$/m.exec(sql.split('\n', 1)[0]);
+	return match ? match[1] : null;
+}
+
+/** @returns {Promise<{applied: string[], skipped: string[], missing: {file: string, extension: string, reason: string}[]}>} */
 async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {}) {
 	const files = fs
 		.readdirSync(dir)
@@ -23,6 +32,7 @@ async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {
 	await client.connect();
 	const applied = [];
 	const skipped = [];
+	const missing = [];
 	try {
 		await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
 		await client.query(`CREATE TABLE IF NOT EXISTS public.contracts_migrations (
@@ -38,6 +48,16 @@ async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {
 				}
 				skipped.push(file);
 				continue;
+			}
+			const extension = requiredExtension(sql);
+			if (extension) {
+				const available = await client.query('SELECT 1 FROM pg_available_extensions WHERE name = $1', [extension]);
+				if (available.rowCount === 0) {
+					const reason = `PostgreSQL extension "${extension}" is not available on this server; ${file} was not applied (install it and run db:migrate again)`;
+					missing.push({ file, extension, reason });
+					log(`skipped ${file}: ${reason}`);
+					continue;
+				}
 			}
 			await client.query('BEGIN');
 			try {
@@ -56,7 +76,7 @@ async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {
 		await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
 		await client.end();
 	}
-	return { applied, skipped };
+	return { applied, skipped, missing };
 }
 
 module.exports = { migrate, MIGRATIONS_DIR };

@@ -32,7 +32,9 @@ before(
 			path.join(WORKFLOWS, 'WF99_global_err_handler.json'),
 			path.join(WORKFLOWS, 'WF10_telegram_ingest.json'),
 			path.join(__dirname, 'workflows', 'test_wf99_caller.json'),
-		], ['test/wf99', 'telegram']);
+			path.join(WORKFLOWS, 'WF00c_context_loader.json'),
+			path.join(__dirname, 'workflows', 'test_wf00c_caller.json'),
+		], ['test/wf99', 'telegram', 'test/wf00c']);
 	},
 	{ timeout: 30 * 60_000 },
 );
@@ -166,4 +168,21 @@ test('database stopped → 5xx (Telegram retries); back up → the same update i
 	assert.equal(retry.status, 200, JSON.stringify(retry.body));
 	assert.equal(retry.body.duplicate, false);
 	assert.deepEqual(await countFor([update.update_id]), { raw: 1, keys: 1, jobs: 1 });
+});
+
+test('WF00c as a sub-workflow: an allowed member gets the ctx; a blocked user gets a 403 ErrorEnvelope recorded in ops.errors', async () => {
+	const tenant = bot.tenantId;
+	await db.pool.query("INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) VALUES ($1, 501, 'user'), ($1, 502, 'blocked') ON CONFLICT DO NOTHING", [tenant]);
+	await db.pool.query('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, -5001) ON CONFLICT DO NOTHING', [tenant]);
+	await db.pool.query("INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, -5001, 501, 'member') ON CONFLICT DO NOTHING", [tenant]);
+	const reqOf = (tg_user_id: number) => ({ req: { tenant_id: tenant, tg_user_id, chat_id: -5001, channel: 'group', trace_id: null, correlation_id: null } });
+	const allowed = await post('test/wf00c', reqOf(501));
+	assert.equal(allowed.status, 200, JSON.stringify(allowed.body));
+	assert.deepEqual([allowed.body.data.ctx.role, allowed.body.data.ctx.is_allowed, allowed.body.data.ctx.visibility], ['user', true, 'group']);
+	const blocked = await post('test/wf00c', reqOf(502));
+	assert.equal(blocked.status, 403, JSON.stringify(blocked.body));
+	const envelope = ErrorEnvelope.parse(blocked.body);
+	assert.equal(envelope.error.kind, 'auth');
+	const rows = await db.pool.query('SELECT node FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+	assert.deepEqual(rows.rows, [{ node: 'Context Loader' }]);
 });

@@ -99,3 +99,13 @@ test('database down: the envelope still comes back, with the failed writes named
 		await down.end();
 	}
 });
+
+test('a job claimed by a worker: its open run is closed with the outcome, no second run row', async () => {
+	const jobId = await newJob(1);
+	await db.pool.query("INSERT INTO ops.job_runs (job_id, attempt, status, worker) VALUES ($1, 1, 'running', 'worker-1')", [jobId]);
+	const { item } = fixtureA(jobId);
+	const { result } = await record(item);
+	assert.deepEqual(result.write_failures, []);
+	const { rows: runs } = await db.pool.query('SELECT status, worker, finished_at IS NOT NULL AS closed FROM ops.job_runs WHERE job_id = $1', [jobId]);
+	assert.deepEqual(runs, [{ status: 'failed', worker: 'worker-1', closed: true }]);
+});

@@ -53,6 +53,25 @@ test('Finish Job: retry with backoff 10 s ±20 %, then dead after max_attempts; 
 	assert.equal((await finishJob(db.pool, { job_id: other, worker: 'w1', success: false, retryable: false, error: { message: 'bad payload' } })).status, 'failed');
 });
 
+test('Claim Jobs over several types (WF90): only the listed types are taken', async () => {
+	const [a] = await enqueue('multi-a', 1);
+	const [b] = await enqueue('multi-b', 1);
+	await enqueue('multi-c', 1);
+	const jobs = await claimJobs(db.pool, { job_type: 'multi-a, multi-b', batch_size: 10, worker: 'w1' });
+	assert.deepEqual(jobs.map((j) => Number(j.id)).sort((x, y) => x - y), [a, b]);
+	await assert.rejects(claimJobs(db.pool, { job_type: ' , ', batch_size: 1, worker: 'w1' }), (e: ContractError) => e.statusCode === 422);
+});
+
+test('Finish Job with accept_finished: a job the Error Pipe already re-queued comes back as it is, not 409', async () => {
+	const [id] = await enqueue('accept', 1);
+	await claimJobs(db.pool, { job_type: 'accept', batch_size: 1, worker: 'w1' });
+	await db.pool.query("UPDATE ops.jobs SET status = 'queued', locked_by = NULL, locked_at = NULL WHERE id = $1", [id]);
+	await assert.rejects(finishJob(db.pool, { job_id: id, worker: 'w1', success: true }), (e: ContractError) => e.statusCode === 409);
+	const current = await finishJob(db.pool, { job_id: id, worker: 'w1', success: true, accept_finished: true });
+	assert.deepEqual([current.status, current.already_finished], ['queued', true]);
+	await assert.rejects(finishJob(db.pool, { job_id: 987654321, worker: 'w1', success: true, accept_finished: true }), (e: ContractError) => e.statusCode === 404);
+});
+
 test('Release Stale: a job locked too long goes back to the queue and its run is closed as retry', async () => {
 	const [id] = await enqueue('stale', 1);
 	await claimJobs(db.pool, { job_type: 'stale', batch_size: 1, worker: 'dead-worker' });

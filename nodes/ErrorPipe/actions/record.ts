@@ -3,7 +3,8 @@
  *  1. always: one `ops.errors` row (details jsonb an object, contract version from ctx.contracts.errorpipe);
  *  2. only when ctx.job_id is set: in one statement, the job becomes `queued` again with an exponential
  *     backoff (retryable error, attempts left), `dead` (retryable, no attempts left) or `failed`
- *     (not retryable), and an `ops.job_runs` row is written.
+ *     (not retryable); the attempt's open `ops.job_runs` row (opened by Claim Jobs) is closed with that
+ *     outcome, or a run row is written when none is open.
  * A failure of either write is returned, not thrown: the envelope must reach the caller even when the
  * database is down.
  */
@@ -44,14 +45,22 @@ WITH job AS (
     finished_at = CASE WHEN $2::boolean AND j.attempts < j.max_attempts THEN NULL ELSE now() END
   WHERE j.id = $1
   RETURNING j.id, j.status, j.attempts, j.next_run_at
-), run AS (
+), open_run AS (
+  -- the attempt a worker claimed (Claim Jobs opened it): closed with the outcome
+  UPDATE ops.job_runs r SET status = CASE job.status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
+         error = $3::jsonb, finished_at = now()
+  FROM job
+  WHERE r.id = (SELECT max(id) FROM ops.job_runs WHERE job_id = job.id AND status = 'running')
+  RETURNING r.id
+), new_run AS (
+  -- no open attempt (the job was not claimed through Claim Jobs): a run row of its own
   INSERT INTO ops.job_runs (job_id, attempt, status, correlation_id, error, started_at, finished_at)
   SELECT id, greatest(attempts, 1), CASE status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
          $6::uuid, $3::jsonb, now(), now()
-  FROM job
+  FROM job WHERE NOT EXISTS (SELECT 1 FROM open_run)
   RETURNING id
 )
-SELECT job.status, job.next_run_at, (SELECT count(*) FROM run) AS runs FROM job`;
+SELECT job.status, job.next_run_at, (SELECT count(*) FROM open_run) + (SELECT count(*) FROM new_run) AS runs FROM job`;
 
 function failureOf(table: string, error: unknown) {
 	const e = (error ?? {}) as { message?: unknown; code?: unknown };

@@ -4,7 +4,8 @@ import type { INodeProperties } from 'n8n-workflow';
 export interface ResourceSpec {
 	value: string;
 	name: string;
-	operations: { value: string; name: string; action: string; description: string; fields: INodeProperties[] }[];
+	/** `fields`: the operation's own fields (none when the node has shared fields only). */
+	operations: { value: string; name: string; action: string; description: string; fields?: INodeProperties[] }[];
 }
 
 /** Resource dropdown, one Operation dropdown per resource, then every operation's fields. */
@@ -32,6 +33,6 @@ export function resourceProperties(resources: ResourceSpec[]): INodeProperties[]
 			default: defaultResource,
 		},
 		...dropdowns,
-		...resources.flatMap((r) => r.operations.flatMap((op) => op.fields)),
+		...resources.flatMap((r) => r.operations.flatMap((op) => op.fields ?? [])),
 	];
 }

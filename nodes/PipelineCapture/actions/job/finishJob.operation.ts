@@ -3,7 +3,8 @@
  * while attempts remain (retryable), dead after max_attempts, failed when not retryable. The attempt's
  * ops.job_runs row is closed with the outcome.
  * Input: `job_id`, `worker` (default: the item's locked_by), `success`, `retryable`, `error`. Output: `{ id, status, attempts, max_attempts,
- * next_run_at, run_id }`. Errors: 409 NOT_LOCKED_BY_WORKER (not running under this worker); 422; 503.
+ * next_run_at, run_id, already_finished? }`. Errors: 409 NOT_LOCKED_BY_WORKER (not running under this worker, unless
+ * Accept Already Finished); 404 JOB_NOT_FOUND; 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
@@ -20,6 +21,7 @@ export const finishJobOperation: PipelineOperation = {
 		{ displayName: 'Success', name: 'success', type: 'boolean', default: true, description: 'Whether the job\'s work succeeded' },
 		{ displayName: 'Retryable', name: 'retryable', type: 'boolean', default: true, description: 'Whether a failure may succeed on a later attempt' },
 		{ displayName: 'Error', name: 'error', default: '={{ $json.error }}', description: 'The failure (object with message, or text); ignored on success' },
+		{ displayName: 'Accept Already Finished', name: 'acceptFinished', type: 'boolean', default: false, description: 'Whether a job that is no longer running under this worker (the Error Pipe already retried or failed it) is returned as it is (already_finished: true) instead of a 409' },
 	]),
 	async execute(ctx, input) {
 		const job = await finishJob(ctx.pool, {
@@ -28,6 +30,7 @@ export const finishJobOperation: PipelineOperation = {
 			success: input.success !== false,
 			retryable: input.retryable !== false,
 			error: input.error,
+			accept_finished: input.accept_finished === true,
 		});
 		return { data: job, output: 0 };
 	},

@@ -19,7 +19,7 @@ const JOBS = { table: 'ops.jobs' };
 export const CLAIM_JOBS = `
 WITH next AS (
   SELECT id FROM ops.jobs
-  WHERE status = 'queued' AND job_type = $1 AND next_run_at <= now()
+  WHERE status = 'queued' AND job_type = ANY($1::text[]) AND next_run_at <= now()
   ORDER BY priority DESC, next_run_at, id
   LIMIT $2
   FOR UPDATE SKIP LOCKED
@@ -107,21 +107,41 @@ async function run<T extends Record<string, unknown>>(pool: Pool, sql: string, p
 	}
 }
 
-/** Claim Jobs: the claimed jobs (each with `run_id`, its ops.job_runs row), possibly none. */
+/** Job types from "a" or "a, b, c" (one claim serves several queues, e.g. WF90's worker types). */
+function jobTypes(value: unknown): string[] {
+	const types = text(value, 'job_type')
+		.split(',')
+		.map((t) => t.trim())
+		.filter(Boolean);
+	if (types.length === 0) {
+		throw new ContractError('invalid input: job_type names no type', 422, 'validation', false, { code: 'VALIDATION', field: 'job_type' }, { operation: 'validate', ...JOBS });
+	}
+	return types;
+}
+
+/** Claim Jobs: the claimed jobs (each with `run_id`, its ops.job_runs row), possibly none. `job_type`: one type or a comma-separated list. */
 export async function claimJobs(pool: Pool, input: { job_type: unknown; batch_size: unknown; worker: unknown }) {
-	return run<Record<string, unknown>>(pool, CLAIM_JOBS, [text(input.job_type, 'job_type'), positiveInt(input.batch_size, 'batch_size', 1000), text(input.worker, 'worker')], 'update');
+	return run<Record<string, unknown>>(pool, CLAIM_JOBS, [jobTypes(input.job_type), positiveInt(input.batch_size, 'batch_size', 1000), text(input.worker, 'worker')], 'update');
 }
 
 /**
  * Finish Job: `{ id, status, attempts, max_attempts, next_run_at, run_id }`.
+ * With `accept_finished`, a job no longer running under this worker (e.g. the Error Pipe already
+ * re-queued it from the failed sub-workflow) is returned as it is, with `already_finished: true`.
  * @throws 422 invalid input; 409 NOT_LOCKED_BY_WORKER when the job is not running under this worker
- *         (finished already, released as stale, or never claimed by it)
+ *         (finished already, released as stale, or never claimed by it) and accept_finished is off;
+ *         404 JOB_NOT_FOUND
  */
-export async function finishJob(pool: Pool, input: { job_id: unknown; worker: unknown; success: boolean; retryable?: boolean; error?: unknown }) {
+export async function finishJob(pool: Pool, input: { job_id: unknown; worker: unknown; success: boolean; retryable?: boolean; error?: unknown; accept_finished?: boolean }) {
 	const jobId = positiveInt(input.job_id, 'job_id', Number.MAX_SAFE_INTEGER);
 	const worker = text(input.worker, 'worker');
 	const error = input.success ? null : input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error) ? input.error : { message: String(input.error ?? 'failed') };
 	const rows = await run<Record<string, unknown>>(pool, FINISH_JOB, [jobId, worker, input.success, input.retryable ?? true, JSON.stringify(error), RETRY_BASE_SECONDS, RETRY_CAP_SECONDS], 'update');
+	if (rows.length === 0 && input.accept_finished) {
+		const current = await run<Record<string, unknown>>(pool, 'SELECT id, status, attempts, max_attempts, next_run_at, NULL::bigint AS run_id, true AS already_finished FROM ops.jobs WHERE id = $1', [jobId], 'select');
+		if (current.length === 0) throw new ContractError(`job ${jobId} not found`, 404, 'not_found', false, { code: 'JOB_NOT_FOUND', job_id: jobId }, { operation: 'select', ...JOBS });
+		return current[0];
+	}
 	if (rows.length === 0) {
 		throw new ContractError(`job ${jobId} is not running under worker ${worker}`, 409, 'conflict', false, { code: 'NOT_LOCKED_BY_WORKER', job_id: jobId, worker }, { operation: 'update', ...JOBS });
 	}

@@ -1,0 +1,78 @@
+import {
+	NodeConnectionTypes,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+	type INodeType,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
+import { success } from '../shared/envelope';
+import { runItems } from '../shared/node/runItems';
+import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
+import { getPool, type PostgresCredential } from '../shared/postgres/pool';
+import { loadContext } from './actions/load.operation';
+
+/**
+ * Context Loader — WF00c of seed 003 in one node: the ACL and chat policy of a request, as the
+ * normalised `ctx` every workflow passes on (SuccessEnvelope with `data.ctx`). A refused or failed item
+ * (403 / 404 / 422 / 5xx) goes to the error output with the ctx known so far, for WF99.
+ */
+export class ContextLoader implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Context Loader',
+		name: 'contextLoader',
+		icon: 'file:contextLoader.svg',
+		group: ['transform'],
+		version: 1,
+		usableAsTool: true,
+		description: 'Builds the ACL ctx of a Telegram request: role, membership, visibility, chat policy (WF00c)',
+		defaults: { name: 'Context Loader' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		credentials: [{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' }],
+		properties: [
+			{
+				displayName: 'Request',
+				name: 'req',
+				type: 'json',
+				default: '={{ $json.req }}',
+				required: true,
+				description: 'The req of seed 003 WF00c: { tenant_id, tg_user_id, chat_id, channel, trace_id, correlation_id }',
+			},
+			{
+				displayName: 'Options',
+				name: 'options',
+				type: 'collection',
+				placeholder: 'Add option',
+				default: {},
+				options: [{ displayName: 'Workflow Label', name: 'workflow', type: 'string', default: 'WF00c', description: 'Value of meta.source' }],
+			},
+		],
+	};
+
+	methods = { credentialTest: { postgresContractsApiTest } };
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
+		const pool = getPool(credential);
+		const nodeName = this.getNode().name;
+		return runItems(this, async (_item, itemIndex, state) => {
+			const raw = this.getNodeParameter('req', itemIndex, {}) as unknown;
+			const options = this.getNodeParameter('options', itemIndex, {}) as { workflow?: string };
+			const workflow = options.workflow || 'WF00c';
+			const data = await loadContext(pool, typeof raw === 'string' ? JSON.parse(raw) : raw, state);
+			const ctx = data.ctx as Record<string, unknown>;
+			const envelope = success(data, {
+				source: workflow,
+				correlation: {
+					correlation_id: String(ctx.correlation_id),
+					trace_id: (ctx.trace_id as string | null) ?? null,
+					tenant_id: String(ctx.tenant_id),
+					chat_id: (ctx.chat_id as number | null) ?? null,
+					workflow,
+					node: nodeName,
+				},
+			});
+			return { json: envelope as unknown as INodeExecutionData['json'] };
+		});
+	}
+}

@@ -1,0 +1,90 @@
+/**
+ * Context Loader — WF00c of seed 003: validates `req`, applies the ACL of §0.2 and returns the normalised
+ * `ctx` of §0.4 plus `chat_policy`, in one round trip to PostgreSQL.
+ *
+ * Input `req`: `{ tenant_id (uuid), tg_user_id (bigint), chat_id (bigint|null), channel ("group"|"dm"),
+ * trace_id (string|null), correlation_id (uuid|null) }`.
+ * Output: `{ ctx }` with `tenant_id, tg_user_id, chat_id, channel, visibility, dm_owner_user_id, role,
+ * is_allowed: true, trace_id, correlation_id` (kept, or generated once), `contracts.errorpipe = 1` and
+ * `chat_policy` (defaults when no row).
+ * ACL: the user must be in core.tenant_users of an enabled tenant and not blocked (else 403); a group chat
+ * must be registered and enabled for the tenant (else 404) and the user a current member of it
+ * (tg.chat_memberships_current; tenant admins excepted) (else 403); `dm` makes the user the owner
+ * (`dm_owner_user_id`): dm data is visible to its owner and to admins only.
+ * Errors: 422 validation (field named), 403 auth, 404 not_found, 503 db retryable, 500 db.
+ */
+import type { Pool } from 'pg';
+import { z } from 'zod';
+import { AclCtx, ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
+import { BigIntLike, parseRequest } from '../../shared/contracts/request';
+import { newCorrelationId } from '../../shared/envelope';
+import { ContractError, fromPgError } from '../../shared/errors';
+import type { ItemState } from '../../shared/node/runItems';
+import { DEFAULT_CHAT_POLICY, LOAD_CONTEXT } from './sql';
+
+export const ContextRequest = z
+	.object({
+		tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+		tg_user_id: BigIntLike,
+		chat_id: BigIntLike.nullish().transform((v) => v ?? null),
+		channel: z.enum(['group', 'dm'], { errorMap: () => ({ message: 'must be "group" or "dm"' }) }),
+		trace_id: z.string().nullish().transform((v) => (v ? v : null)),
+		correlation_id: z.string().uuid('must be a UUID').nullish().transform((v) => v ?? null),
+	})
+	.superRefine((req, ctx) => {
+		if (req.channel === 'group' && req.chat_id === null) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['chat_id'], message: 'is required for a group' });
+	});
+
+const WHERE = (table: string) => ({ operation: 'select', table });
+
+/** Loads the ctx of one request. `state.ctx` carries what is known, so a failure keeps its context. */
+export async function loadContext(pool: Pool, raw: unknown, state: ItemState): Promise<Record<string, unknown>> {
+	const incoming = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
+	const knownCorrelation = typeof incoming.correlation_id === 'string' && z.string().uuid().safeParse(incoming.correlation_id).success ? incoming.correlation_id : null;
+	const correlationId = knownCorrelation ?? newCorrelationId();
+	state.ctx = {
+		correlation_id: correlationId,
+		trace_id: typeof incoming.trace_id === 'string' ? incoming.trace_id : null,
+		tenant_id: typeof incoming.tenant_id === 'string' && z.string().uuid().safeParse(incoming.tenant_id).success ? incoming.tenant_id : null,
+		workflow: 'WF00c',
+		contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
+	};
+	const req = parseRequest(ContextRequest, raw, { table: 'core.tenant_users' });
+	let row: Record<string, unknown>;
+	try {
+		row = (await pool.query(LOAD_CONTEXT, [req.tenant_id, req.tg_user_id, req.chat_id])).rows[0];
+	} catch (error) {
+		throw fromPgError(error, WHERE('core.tenant_users'));
+	}
+	const role = row.role as string | null;
+	if (!row.tenant_exists || !row.tenant_enabled || role === null) {
+		throw new ContractError('user is not allowed in this tenant', 403, 'auth', false, { code: 'NOT_ALLOWED', tenant_id: req.tenant_id, tg_user_id: req.tg_user_id }, WHERE('core.tenant_users'));
+	}
+	if (role === 'blocked') {
+		throw new ContractError('user is blocked', 403, 'auth', false, { code: 'BLOCKED', tenant_id: req.tenant_id, tg_user_id: req.tg_user_id }, WHERE('core.tenant_users'));
+	}
+	if (req.channel === 'group') {
+		if (!row.chat_registered || !row.chat_enabled) {
+			throw new ContractError('chat is not registered or disabled for the tenant', 404, 'not_found', false, { code: 'CHAT_NOT_REGISTERED', chat_id: req.chat_id }, WHERE('core.tenant_chats'));
+		}
+		if (!row.is_member && role !== 'admin') {
+			throw new ContractError('user is not a current member of the chat', 403, 'auth', false, { code: 'NOT_A_MEMBER', chat_id: req.chat_id }, WHERE('tg.chat_memberships_current'));
+		}
+	}
+	const ctx = AclCtx.parse({
+		tenant_id: req.tenant_id,
+		tg_user_id: req.tg_user_id,
+		chat_id: req.chat_id,
+		channel: req.channel,
+		visibility: req.channel,
+		dm_owner_user_id: req.channel === 'dm' ? req.tg_user_id : null,
+		role,
+		is_allowed: true,
+		trace_id: req.trace_id,
+		correlation_id: correlationId,
+		contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
+		chat_policy: (row.chat_policy as Record<string, unknown> | null) ?? { ...DEFAULT_CHAT_POLICY },
+	});
+	state.ctx = ctx;
+	return { ctx };
+}

@@ -1,0 +1,18 @@
+/** Resources and their operations (one file per operation under ./update, ./url, ./document). */
+import { chunkOperation } from './document/chunk.operation';
+import type { KnowledgeOperation } from './types';
+import { processOperation } from './update/process.operation';
+import { normalizeOperation } from './url/normalize.operation';
+
+export const KNOWLEDGE_RESOURCES: { value: string; name: string; operations: KnowledgeOperation[] }[] = [
+	{ value: 'update', name: 'Telegram Update', operations: [processOperation] },
+	{ value: 'url', name: 'URL', operations: [normalizeOperation] },
+	{ value: 'document', name: 'Document', operations: [chunkOperation] },
+];
+
+/** @throws Error for an unknown pair (a corrupted workflow) */
+export function findKnowledgeOperation(resource: string, operation: string): KnowledgeOperation {
+	const found = KNOWLEDGE_RESOURCES.find((r) => r.value === resource)?.operations.find((o) => o.value === operation);
+	if (!found) throw new Error(`unknown KnowledgeBot operation ${resource}/${operation}`);
+	return found;
+}

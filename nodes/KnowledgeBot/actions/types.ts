@@ -1,0 +1,26 @@
+/** The shape every Knowledge Bot operation module exports (one file per operation). */
+import type { Pool } from 'pg';
+import type { ItemState } from '../../shared/node/runItems';
+
+export interface KnowledgeContext {
+	pool: Pool;
+	/** The item's ctx so far; an operation adds what it learns (tenant_id, chat_id…) before DB work. */
+	state: ItemState;
+	/** correlation_id of the item (kept from req/ctx, else generated once). */
+	correlationId: string;
+}
+
+export interface KnowledgeOperation {
+	value: string;
+	name: string;
+	action: string;
+	description: string;
+	/** The seed-003 workflow this operation is the core of (meta.source, ctx.workflow). */
+	workflow: string;
+	/**
+	 * @param req the workflow's `req` (seed 003 §1), validated by the operation's zod schema
+	 * @returns `data` of the SuccessEnvelope
+	 * @throws ContractError (422 validation naming `req.<field>`, 404/409 as documented, 503/500 db)
+	 */
+	execute(ctx: KnowledgeContext, req: unknown): Promise<Record<string, unknown>>;
+}

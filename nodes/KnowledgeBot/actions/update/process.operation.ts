@@ -1,0 +1,121 @@
+/**
+ * Update → Process: WF20 of seed 003 (Update Processor). Stores the facts of one raw Telegram update in
+ * tg.* and enqueues the content jobs, in one transaction, idempotently (a replay changes no row):
+ *  - tg.users, tg.chats upserted (updated only when a value differs);
+ *  - tg.messages (unique tenant/chat/message_id) and tg.message_versions (unique message_fk/version_no;
+ *    version 0 as sent, edit_date for an edit), tg.files / tg.file_instances / tg.message_attachments;
+ *  - tg.chat_member_events and tg.chat_memberships_current (moves forward in time only);
+ *  - ops.jobs `url_normalize` per URL (WF30) and `file_download` per attachment (WF32), each once
+ *    (dedup key), when the chat policy allows URL fetch / file download.
+ * Input `req`: `{ tenant_id (uuid), update (Telegram Update), trace_id?, raw_update_id? }`.
+ * Output: `{ update_type, chat_id, message_id, message_fk, message_version_id,
+ *   created_jobs: { url_jobs: [job ids], file_jobs: [job ids] }, member_events }` (nulls when the update
+ *   has no message).
+ * Errors: 422 `req.update.<field>` for a message Telegram would never send; 503/500 db (rolled back).
+ */
+import type { PoolClient } from 'pg';
+import { z, ZodError } from 'zod';
+import { DbId, parseRequest } from '../../../shared/contracts/request';
+import { ContractError, fromPgError } from '../../../shared/errors';
+import type { KnowledgeOperation } from '../types';
+import { parseUpdate, type ParsedUpdate } from './parseUpdate';
+import * as SQL from './sql';
+
+export const ProcessUpdateRequest = z.object({
+	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	update: z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough(),
+	trace_id: z.string().nullish(),
+	raw_update_id: DbId.nullish(),
+});
+
+const TABLES = { table: 'tg.messages' };
+
+async function one(client: PoolClient, sql: string, params: unknown[]) {
+	return (await client.query(sql, params)).rows[0] as Record<string, unknown> | undefined;
+}
+
+async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate, req: z.infer<typeof ProcessUpdateRequest>, correlationId: string) {
+	const chat = parsed.chat!;
+	if (parsed.users.length > 0) await client.query(SQL.UPSERT_USERS, [tenantId, JSON.stringify(parsed.users)]);
+	await client.query(SQL.UPSERT_CHAT, [tenantId, chat.id, chat.type, chat.title ?? null, chat.username ?? null]);
+	const data: Record<string, unknown> = { chat_id: chat.id, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [] }, member_events: 0 };
+	const message = parsed.message;
+	if (message) {
+		const dm = chat.type === 'private';
+		const visibility = dm ? 'dm' : 'group';
+		const dmOwner = dm ? (message.from_user_id ?? chat.id) : null;
+		const key = [tenantId, chat.id, message.message_id];
+		await client.query(SQL.INSERT_MESSAGE, [...key, message.from_user_id, message.date, visibility, dmOwner]);
+		const messageFk = Number((await one(client, SQL.FIND_MESSAGE, key))!.id);
+		await client.query(SQL.INSERT_VERSION, [messageFk, message.version_no, message.text, message.caption, message.normalized_text, JSON.stringify(message.payload), req.raw_update_id ?? null]);
+		const versionId = Number((await one(client, SQL.FIND_VERSION, [messageFk, message.version_no]))!.id);
+		if (message.attachments.length > 0) {
+			const attachments = JSON.stringify(message.attachments);
+			await client.query(SQL.UPSERT_FILES, [tenantId, attachments]);
+			await client.query(SQL.INSERT_ATTACHMENTS, [tenantId, versionId, attachments]);
+		}
+		const policy = (await one(client, SQL.CHAT_POLICY, [tenantId, chat.id]))!;
+		const jobCtx = { chat_id: chat.id, visibility, dm_owner_user_id: dmOwner, message_version_id: versionId };
+		const wanted = [
+			...(policy.allow_url_fetch ? message.urls : []).map((url) => ({
+				job_type: 'url_normalize',
+				dedup_key: `url_normalize:${versionId}:${url}`,
+				payload: { tenant_id: tenantId, url, ctx: jobCtx, trace_id: req.trace_id ?? null },
+			})),
+			...(policy.allow_file_download ? message.attachments : []).map((a) => ({
+				job_type: 'file_download',
+				dedup_key: `file_download:${versionId}:${a.file_unique_id}`,
+				payload: { tenant_id: tenantId, file_id: a.file_id, file_unique_id: a.file_unique_id, file_name: a.file_name, mime_type: a.mime_type, file_size: a.file_size, ctx: jobCtx, trace_id: req.trace_id ?? null },
+			})),
+		];
+		const jobs = wanted.length ? (await client.query(SQL.ENQUEUE_JOBS, [tenantId, correlationId, JSON.stringify(wanted)])).rows : [];
+		const idsOf = (type: string) => wanted.filter((w) => w.job_type === type).map((w) => Number(jobs.find((j) => j.dedup_key === w.dedup_key)!.id));
+		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf('url_normalize'), file_jobs: idsOf('file_download') } });
+	}
+	if (parsed.members.length > 0) {
+		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members)]);
+		data.member_events = recorded!.events;
+	}
+	return data;
+}
+
+export const processOperation: KnowledgeOperation = {
+	value: 'process',
+	name: 'Process',
+	action: 'Process a Telegram update',
+	description: 'Store the users, chat, message version, attachments and member changes of a raw update; enqueue URL and file jobs (WF20)',
+	workflow: 'WF20',
+	async execute({ pool, state, correlationId }, raw) {
+		const req = parseRequest(ProcessUpdateRequest, raw, TABLES);
+		Object.assign(state.ctx!, { tenant_id: req.tenant_id, trace_id: req.trace_id ?? null });
+		let parsed: ParsedUpdate;
+		try {
+			parsed = parseUpdate(req.update);
+		} catch (error) {
+			if (!(error instanceof ZodError)) throw error;
+			const issue = error.issues[0];
+			const field = ['req', 'update', Object.keys(req.update).find((k) => k !== 'update_id'), ...issue.path].join('.');
+			throw new ContractError(`invalid update: ${field} ${issue.message}`, 422, 'validation', false, { code: 'VALIDATION', field }, { operation: 'validate', ...TABLES });
+		}
+		if (parsed.chat) Object.assign(state.ctx!, { chat_id: parsed.chat.id, message_id: parsed.message?.message_id ?? null });
+		if (!parsed.chat) {
+			return { update_type: parsed.update_type, chat_id: null, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [] }, member_events: 0 };
+		}
+		let client: PoolClient | undefined;
+		let broken = false;
+		try {
+			client = await pool.connect();
+			await client.query('BEGIN');
+			const data = await store(client, req.tenant_id, parsed, req, correlationId);
+			await client.query('COMMIT');
+			return { update_type: parsed.update_type, ...data };
+		} catch (error) {
+			await client?.query('ROLLBACK').catch(() => {
+				broken = true;
+			});
+			throw fromPgError(error, { operation: 'upsert', ...TABLES });
+		} finally {
+			client?.release(broken);
+		}
+	},
+};

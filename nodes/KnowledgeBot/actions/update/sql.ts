@@ -1,0 +1,107 @@
+/**
+ * The statements of Update → Process (WF20), run in one transaction. Each is keyed so that a replayed
+ * update changes nothing: conflicting inserts do nothing, upserts update only when a value differs.
+ */
+
+/** $1 tenant_id, $2 users as a JSON array of Telegram User objects. */
+export const UPSERT_USERS = `
+INSERT INTO tg.users AS t (tenant_id, tg_user_id, is_bot, username, first_name, last_name, language_code)
+SELECT $1, u.id, coalesce(u.is_bot, false), u.username, u.first_name, u.last_name, u.language_code
+FROM jsonb_to_recordset($2::jsonb) AS u(id bigint, is_bot boolean, username text, first_name text, last_name text, language_code text)
+ON CONFLICT (tenant_id, tg_user_id) DO UPDATE SET
+  is_bot = EXCLUDED.is_bot, username = EXCLUDED.username, first_name = EXCLUDED.first_name,
+  last_name = EXCLUDED.last_name, language_code = EXCLUDED.language_code, updated_at = now()
+WHERE (t.is_bot, t.username, t.first_name, t.last_name, t.language_code)
+  IS DISTINCT FROM (EXCLUDED.is_bot, EXCLUDED.username, EXCLUDED.first_name, EXCLUDED.last_name, EXCLUDED.language_code)`;
+
+/** $1 tenant_id, $2 chat_id, $3 chat_type, $4 title, $5 username. */
+export const UPSERT_CHAT = `
+INSERT INTO tg.chats AS c (tenant_id, chat_id, chat_type, title, username) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (tenant_id, chat_id) DO UPDATE SET
+  chat_type = EXCLUDED.chat_type, title = EXCLUDED.title, username = EXCLUDED.username, updated_at = now()
+WHERE (c.chat_type, c.title, c.username) IS DISTINCT FROM (EXCLUDED.chat_type, EXCLUDED.title, EXCLUDED.username)`;
+
+/** $1 tenant_id, $2 chat_id, $3 message_id, $4 from_user_id, $5 sent_at (Unix s), $6 visibility, $7 dm_owner_user_id. */
+export const INSERT_MESSAGE = `
+INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, visibility, dm_owner_user_id)
+VALUES ($1, $2, $3, $4, to_timestamp($5), $6, $7)
+ON CONFLICT (tenant_id, chat_id, message_id) DO NOTHING`;
+
+export const FIND_MESSAGE = 'SELECT id FROM tg.messages WHERE tenant_id = $1 AND chat_id = $2 AND message_id = $3';
+
+/** $1 message_fk, $2 version_no, $3 text, $4 caption, $5 normalized_text, $6 payload, $7 raw_update_id. */
+export const INSERT_VERSION = `
+INSERT INTO tg.message_versions (message_fk, version_no, text, caption, normalized_text, payload, raw_update_id)
+VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)
+ON CONFLICT (message_fk, version_no) DO NOTHING`;
+
+export const FIND_VERSION = 'SELECT id FROM tg.message_versions WHERE message_fk = $1 AND version_no = $2';
+
+/** Files of the attachments: $1 tenant_id, $2 attachments as a JSON array (kind, file_id, file_unique_id, file_name, mime_type, file_size). */
+export const UPSERT_FILES = `
+WITH a AS (
+  SELECT * FROM jsonb_to_recordset($2::jsonb)
+    AS a(kind text, file_id text, file_unique_id text, file_name text, mime_type text, file_size bigint)
+), files AS (
+  INSERT INTO tg.files (tenant_id, file_unique_id, file_name, mime_type, file_size)
+  SELECT DISTINCT ON (file_unique_id) $1::uuid, file_unique_id, file_name, mime_type, file_size FROM a
+  ON CONFLICT (tenant_id, file_unique_id) DO NOTHING
+  RETURNING file_unique_id
+), instances AS (
+  INSERT INTO tg.file_instances (tenant_id, file_unique_id, file_id)
+  SELECT DISTINCT $1::uuid, file_unique_id, file_id FROM a
+  ON CONFLICT (tenant_id, file_unique_id, file_id) DO NOTHING
+  RETURNING id
+)
+SELECT (SELECT count(*) FROM files) AS files, (SELECT count(*) FROM instances) AS instances`;
+
+/** $1 tenant_id, $2 message_version_id, $3 attachments: after UPSERT_FILES (a CTE cannot see its siblings' rows). */
+export const INSERT_ATTACHMENTS = `
+INSERT INTO tg.message_attachments (message_version_id, kind, tenant_id, file_unique_id, file_id)
+SELECT $2, a.kind, $1, a.file_unique_id, a.file_id
+FROM jsonb_to_recordset($3::jsonb) AS a(kind text, file_id text, file_unique_id text)
+ON CONFLICT (message_version_id, kind, file_unique_id) DO NOTHING`;
+
+/** $1 tenant_id. The chat's policy or the defaults of core.chat_policies. */
+export const CHAT_POLICY = `
+SELECT coalesce(p.allow_url_fetch, true) AS allow_url_fetch, coalesce(p.allow_file_download, true) AS allow_file_download
+FROM (SELECT 1) one LEFT JOIN core.chat_policies p ON p.tenant_id = $1 AND p.chat_id = $2`;
+
+/**
+ * Enqueues jobs once each: $1 tenant_id, $2 correlation_id, $3 JSON array of { job_type, dedup_key, payload }.
+ * Returns the job id for every dedup key, created now or before.
+ */
+export const ENQUEUE_JOBS = `
+WITH wanted AS (
+  SELECT * FROM jsonb_to_recordset($3::jsonb) AS w(job_type text, dedup_key text, payload jsonb)
+), created AS (
+  INSERT INTO ops.jobs (tenant_id, job_type, payload, correlation_id, dedup_key)
+  SELECT $1, job_type, payload, $2, dedup_key FROM wanted
+  ON CONFLICT (dedup_key) DO NOTHING
+  RETURNING id, dedup_key, job_type
+)
+SELECT id, dedup_key, job_type, true AS created FROM created
+UNION ALL
+SELECT j.id, j.dedup_key, j.job_type, false FROM ops.jobs j JOIN wanted w ON w.dedup_key = j.dedup_key
+WHERE NOT EXISTS (SELECT 1 FROM created c WHERE c.dedup_key = w.dedup_key)`;
+
+/**
+ * Member changes: $1 tenant_id, $2 chat_id, $3 raw_update_id, $4 JSON array of { tg_user_id, old_status,
+ * new_status, date }. An event (user, time, new status) is recorded once; the current membership moves only forward in time.
+ */
+export const RECORD_MEMBERS = `
+WITH m AS (
+  SELECT * FROM jsonb_to_recordset($4::jsonb) AS m(tg_user_id bigint, old_status text, new_status text, date bigint)
+), events AS (
+  INSERT INTO tg.chat_member_events (tenant_id, chat_id, tg_user_id, old_status, new_status, event_date, raw_update_id)
+  SELECT $1, $2, tg_user_id, old_status, new_status, to_timestamp(date), $3 FROM m
+  ON CONFLICT (tenant_id, chat_id, tg_user_id, event_date, new_status) DO NOTHING
+  RETURNING id
+), current AS (
+  INSERT INTO tg.chat_memberships_current AS c (tenant_id, chat_id, tg_user_id, status, updated_at)
+  SELECT $1, $2, tg_user_id, new_status, to_timestamp(date) FROM m
+  ON CONFLICT (tenant_id, chat_id, tg_user_id) DO UPDATE SET status = EXCLUDED.status, updated_at = EXCLUDED.updated_at
+  WHERE c.updated_at <= EXCLUDED.updated_at AND c.status IS DISTINCT FROM EXCLUDED.status
+  RETURNING tg_user_id
+)
+SELECT (SELECT count(*) FROM events)::int AS events, (SELECT count(*) FROM current)::int AS memberships`;

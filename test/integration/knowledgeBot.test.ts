@@ -1,0 +1,202 @@
+/**
+ * Knowledge Bot operations on real PostgreSQL: Process (WF20), Normalize (WF30), Chunk (WF40).
+ * Replays are no-ops (every table compared row by row), failures roll back, errors name the field.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
+import type { KnowledgeOperation } from '../../nodes/KnowledgeBot/actions/types';
+import { processOperation } from '../../nodes/KnowledgeBot/actions/update/process.operation';
+import { normalizeOperation } from '../../nodes/KnowledgeBot/actions/url/normalize.operation';
+import { ContractError } from '../../nodes/shared/errors';
+import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
+import { documentMessage, editedMessage, memberJoined, mixedUpdates, photoWithCaption, textWithUrls } from '../helpers/updates';
+
+let db: TestDatabase;
+let tenant: string;
+
+before(async () => {
+	db = await setupDatabase();
+	tenant = (await seedBot(db.pool)).tenantId;
+});
+after(async () => db.drop());
+
+const CORRELATION = '0b8f9d2e-6a43-4c55-9a51-3f1c2d4e5f60';
+
+async function run(op: KnowledgeOperation, req: unknown) {
+	const state = { ctx: { correlation_id: CORRELATION } as Record<string, unknown> };
+	return { data: await op.execute({ pool: db.pool, state, correlationId: CORRELATION }, req), ctx: state.ctx };
+}
+
+async function failure(op: KnowledgeOperation, req: unknown): Promise<ContractError> {
+	try {
+		await run(op, req);
+	} catch (error) {
+		assert.ok(error instanceof ContractError, String(error));
+		return error;
+	}
+	assert.fail('expected a ContractError');
+}
+
+const TABLES = ['tg.users', 'tg.chats', 'tg.messages', 'tg.message_versions', 'tg.message_attachments', 'tg.files', 'tg.file_instances',
+	'tg.chat_member_events', 'tg.chat_memberships_current', 'content.urls', 'content.documents', 'kg.chunks', 'ops.jobs'];
+
+/** Every row of every table the knowledge bot writes, as text, in a stable order. */
+async function snapshot(): Promise<Record<string, string[]>> {
+	const out: Record<string, string[]> = {};
+	for (const table of TABLES) {
+		const { rows } = await db.pool.query(`SELECT t::text AS r FROM ${table} t ORDER BY 1`);
+		out[table] = rows.map((r) => r.r);
+	}
+	return out;
+}
+
+test('a message with URLs: user, chat, message, version 0 and one url_normalize job per canonical-distinct URL', async () => {
+	const update = textWithUrls();
+	const { data, ctx } = await run(processOperation, { tenant_id: tenant, update });
+	const message = (update as { message: { message_id: number; chat: { id: number } } }).message;
+	assert.equal(data.message_id, message.message_id);
+	assert.equal(ctx.chat_id, message.chat.id);
+	const jobs = await db.pool.query("SELECT id, payload FROM ops.jobs WHERE job_type = 'url_normalize' AND id = ANY($1) ORDER BY id", [(data.created_jobs as { url_jobs: number[] }).url_jobs]);
+	assert.deepEqual(jobs.rows.map((r) => r.payload.url), ['https://example.org/a?utm_source=x', 'https://n8n.io']);
+	assert.deepEqual(jobs.rows[0].payload.ctx, { chat_id: message.chat.id, visibility: 'group', dm_owner_user_id: null, message_version_id: data.message_version_id });
+	const version = await db.pool.query('SELECT v.version_no, v.normalized_text, m.visibility FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE v.id = $1', [data.message_version_id]);
+	assert.deepEqual(version.rows[0], { version_no: '0', normalized_text: '👋 see https://example.org/a?utm_source=x and https://n8n.io', visibility: 'group' });
+});
+
+test('an edit adds a version (version_no = edit_date) to the same message; replaying it adds nothing', async () => {
+	const original = { update_id: 1, message: { ...editedMessage().edited_message, edit_date: undefined, text: 'see the doc' } };
+	const first = await run(processOperation, { tenant_id: tenant, update: original });
+	const edit = editedMessage();
+	const second = await run(processOperation, { tenant_id: tenant, update: edit });
+	const again = await run(processOperation, { tenant_id: tenant, update: edit });
+	assert.equal(second.data.message_fk, first.data.message_fk);
+	assert.notEqual(second.data.message_version_id, first.data.message_version_id);
+	assert.deepEqual(again.data, second.data);
+	const versions = await db.pool.query('SELECT version_no::int, text FROM tg.message_versions WHERE message_fk = $1 ORDER BY version_no', [first.data.message_fk]);
+	assert.deepEqual(versions.rows, [{ version_no: 0, text: 'see the doc' }, { version_no: edit.edited_message.edit_date, text: 'see the docs' }]);
+});
+
+test('a DM photo: visibility dm owned by the sender, the largest size as the attachment, a file_download job', async () => {
+	const update = photoWithCaption();
+	const { data } = await run(processOperation, { tenant_id: tenant, update });
+	const message = await db.pool.query('SELECT visibility, dm_owner_user_id::bigint AS owner FROM tg.messages WHERE id = $1', [data.message_fk]);
+	assert.deepEqual(message.rows[0], { visibility: 'dm', owner: String(update.message.from.id) });
+	const attachments = await db.pool.query('SELECT kind, file_unique_id FROM tg.message_attachments WHERE message_version_id = $1', [data.message_version_id]);
+	assert.deepEqual(attachments.rows, [{ kind: 'photo', file_unique_id: 'AQADs2' }]);
+	const fileJobs = (data.created_jobs as { file_jobs: number[] }).file_jobs;
+	const job = await db.pool.query('SELECT job_type, payload FROM ops.jobs WHERE id = $1', [fileJobs[0]]);
+	assert.equal(job.rows[0].job_type, 'file_download');
+	assert.deepEqual(job.rows[0].payload.ctx.visibility, 'dm');
+	assert.equal(job.rows[0].payload.ctx.dm_owner_user_id, update.message.from.id);
+});
+
+test('member changes: an event once, and the current membership never moves back in time', async () => {
+	const joined = memberJoined(undefined, 424242, 1_763_900_000);
+	const left = { ...memberJoined(undefined, 424242, 1_763_900_100) };
+	left.chat_member = { ...left.chat_member, old_chat_member: left.chat_member.new_chat_member, new_chat_member: { ...left.chat_member.new_chat_member, status: 'left' } };
+	await run(processOperation, { tenant_id: tenant, update: joined });
+	await run(processOperation, { tenant_id: tenant, update: left });
+	const late = await run(processOperation, { tenant_id: tenant, update: joined }); // the older update arrives again
+	assert.equal(late.data.member_events, 0);
+	const current = await db.pool.query('SELECT status, is_member FROM tg.chat_memberships_current WHERE tg_user_id = 424242');
+	assert.deepEqual(current.rows, [{ status: 'left', is_member: false }]);
+	const events = await db.pool.query('SELECT new_status FROM tg.chat_member_events WHERE tg_user_id = 424242 ORDER BY event_date');
+	assert.deepEqual(events.rows.map((r) => r.new_status), ['member', 'left']);
+});
+
+test('the chat policy gates content jobs: URL fetch and file download off → no jobs, the facts still stored', async () => {
+	const update = documentMessage(undefined, 88_001);
+	await db.pool.query('INSERT INTO core.chat_policies (tenant_id, chat_id, allow_url_fetch, allow_file_download) VALUES ($1, $2, false, false)', [tenant, update.message.chat.id]);
+	try {
+		const { data } = await run(processOperation, { tenant_id: tenant, update: { ...update, message: { ...update.message, caption: 'x https://a.example', caption_entities: [{ type: 'url', offset: 2, length: 17 }] } } });
+		assert.deepEqual(data.created_jobs, { url_jobs: [], file_jobs: [] });
+		assert.ok(Number(data.message_version_id) > 0);
+	} finally {
+		await db.pool.query('DELETE FROM core.chat_policies WHERE tenant_id = $1', [tenant]);
+	}
+});
+
+test('bad input names the field (422) and writes nothing', async () => {
+	const before = await snapshot();
+	const noTenant = await failure(processOperation, { update: textWithUrls() });
+	assert.deepEqual([noTenant.statusCode, noTenant.details.field], [422, 'req.tenant_id']);
+	const noChat = await failure(processOperation, { tenant_id: tenant, update: { update_id: 5, message: { message_id: 1, date: 1 } } });
+	assert.deepEqual([noChat.statusCode, noChat.details.field], [422, 'req.update.message.chat']);
+	assert.deepEqual(await snapshot(), before);
+});
+
+test('a failure in the middle of an update rolls all of it back', async () => {
+	await db.pool.query(`CREATE FUNCTION pg_temp_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$`.replace('pg_temp_fail', 'public.fail_attachments'));
+	await db.pool.query('CREATE TRIGGER fail_attachments BEFORE INSERT ON tg.message_attachments FOR EACH ROW EXECUTE FUNCTION public.fail_attachments()');
+	const before = await snapshot();
+	try {
+		const error = await failure(processOperation, { tenant_id: tenant, update: documentMessage(undefined, 88_002) });
+		assert.deepEqual([error.statusCode, error.kind, error.where.table], [500, 'db', 'tg.messages']);
+		assert.deepEqual(await snapshot(), before);
+	} finally {
+		await db.pool.query('DROP TRIGGER fail_attachments ON tg.message_attachments; DROP FUNCTION public.fail_attachments()');
+	}
+});
+
+test('200 mixed updates processed twice: the second pass changes no row of any table', async () => {
+	const updates = mixedUpdates(200);
+	for (const update of updates) await run(processOperation, { tenant_id: tenant, update });
+	const first = await snapshot();
+	for (const update of updates) await run(processOperation, { tenant_id: tenant, update });
+	assert.deepEqual(await snapshot(), first);
+	assert.ok(first['tg.message_versions'].length > 150);
+	assert.ok(first['tg.chat_member_events'].length >= 25);
+});
+
+test('Normalize: variants of one URL share a row and a fetch job per chat; bad URLs are 422 on req.url', async () => {
+	const ctx = { chat_id: -100777, visibility: 'group', dm_owner_user_id: null, message_version_id: null };
+	const a = await run(normalizeOperation, { tenant_id: tenant, url: 'HTTPS://Docs.Example.com:443/guide/../start?b=2&a=1&utm_source=tg#intro', ctx });
+	const b = await run(normalizeOperation, { tenant_id: tenant, url: 'https://docs.example.com/start?a=1&b=2&fbclid=xyz', ctx });
+	assert.equal(a.data.normalized_url, 'https://docs.example.com/start?a=1&b=2');
+	assert.deepEqual([b.data.url_id, b.data.fetch_job_id], [a.data.url_id, a.data.fetch_job_id]);
+	const other = await run(normalizeOperation, { tenant_id: tenant, url: 'docs.example.com/start?a=1&b=2', ctx: { ...ctx, chat_id: 42, visibility: 'dm', dm_owner_user_id: 42 } });
+	assert.notEqual(other.data.normalized_url, a.data.normalized_url); // http, not https: another URL
+	const scheme = await failure(normalizeOperation, { tenant_id: tenant, url: 'ftp://example.com/x', ctx });
+	assert.deepEqual([scheme.statusCode, scheme.details.code, scheme.details.field], [422, 'UNSUPPORTED_SCHEME', 'req.url']);
+	const owner = await failure(normalizeOperation, { tenant_id: tenant, url: 'https://example.com', ctx: { ...ctx, visibility: 'dm' } });
+	assert.equal(owner.details.field, 'req.ctx.dm_owner_user_id');
+});
+
+async function insertDocument(chatId: number, text: string | null, status: string) {
+	const { rows } = await db.pool.query(
+		`INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status) VALUES ($1, 'url', $2, $3, 'group', $4, $5) RETURNING id`,
+		[tenant, `url:${Math.random()}`, chatId, text, status],
+	);
+	return Number(rows[0].id);
+}
+
+test('Chunk: chunks with overlap, idempotent, shrinking text removes the tail; 404 and 409 for missing or unready documents', async () => {
+	const words = Array.from({ length: 700 }, (_, i) => `w${i}${i % 12 === 11 ? '.' : ''}`).join(' ');
+	const id = await insertDocument(-100888, words, 'done');
+	const first = await run(chunkOperation, { tenant_id: tenant, document_id: id });
+	const chunks = (await db.pool.query('SELECT chunk_no, text, char_start, char_end FROM kg.chunks WHERE document_id = $1 ORDER BY chunk_no', [id])).rows;
+	assert.equal(first.data.chunks_created, chunks.length);
+	assert.ok(chunks.length >= 4);
+	for (const [i, c] of chunks.entries()) {
+		assert.ok(c.text.length <= 1200);
+		assert.equal(words.slice(c.char_start, c.char_end), c.text);
+		if (i > 0) assert.ok(c.char_start < chunks[i - 1].char_end, 'consecutive chunks overlap');
+	}
+	assert.equal(chunks.at(-1).char_end, words.length);
+	const again = await run(chunkOperation, { tenant_id: tenant, document_id: id });
+	assert.deepEqual([again.data.chunks_created, again.data.chunks_updated, again.data.chunks_removed], [0, 0, 0]);
+	assert.equal(first.data.embed_job_id, null); // no active embedding model yet
+	await db.pool.query("UPDATE content.documents SET text = 'short text now' WHERE id = $1", [id]);
+	await db.pool.query("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'text-embedding-004', 1536)");
+	const shrunk = await run(chunkOperation, { tenant_id: tenant, document_id: id });
+	assert.deepEqual([shrunk.data.chunks_total, shrunk.data.chunks_updated, shrunk.data.chunks_removed], [1, 1, chunks.length - 1]);
+	const embed = await db.pool.query('SELECT job_type, payload FROM ops.jobs WHERE id = $1', [shrunk.data.embed_job_id]);
+	assert.deepEqual([embed.rows[0].job_type, embed.rows[0].payload.document_id], ['document_embed', id]);
+	const missing = await failure(chunkOperation, { tenant_id: tenant, document_id: 99_999_999 });
+	assert.deepEqual([missing.statusCode, missing.details.code], [404, 'DOCUMENT_NOT_FOUND']);
+	const pending = await failure(chunkOperation, { tenant_id: tenant, document_id: await insertDocument(-100888, null, 'pending') });
+	assert.deepEqual([pending.statusCode, pending.details.code], [409, 'DOCUMENT_NOT_READY']);
+	const overlap = await failure(chunkOperation, { tenant_id: tenant, document_id: id, chunking: { max_chars: 200, overlap: 150 } });
+	assert.equal(overlap.details.field, 'req.chunking.overlap');
+});
