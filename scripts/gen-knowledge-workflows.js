@@ -1,0 +1,201 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * Writes the knowledge-bot workflows of seed 003 into workflows-json/ (WF20, WF30, WF40 worker
+ * sub-workflows and the WF90 job runner). Node ids are derived from the workflow and node names, so
+ * re-running gives the same files. Edit here, run `node scripts/gen-knowledge-workflows.js`, commit both.
+ * (The workflows stay editable on the canvas; this script only keeps the shipped copies consistent.)
+ */
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const OUT = path.join(__dirname, '..', 'workflows-json');
+const PG = { postgresContractsApi: { id: 'pgContracts01', name: 'Contracts PostgreSQL' } };
+const WF99 = { id: 'WF99ErrorPipe', name: 'WF99 — Global ERR Handler' };
+
+function uuidOf(...parts) {
+	const h = crypto.createHash('sha1').update(parts.join('/')).digest('hex');
+	return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+function workflowBuilder(id, name) {
+	const nodes = [];
+	const connections = {};
+	const add = (node) => {
+		nodes.push({ id: uuidOf(id, node.name), ...node });
+		return node.name;
+	};
+	const connect = (from, to, output = 0) => {
+		const main = (connections[from] ??= { main: [] }).main;
+		while (main.length <= output) main.push([]);
+		main[output].push({ node: to, type: 'main', index: 0 });
+	};
+	const set = (name, position, assignments, { include = true, notes, executeOnce } = {}) =>
+		add({
+			name,
+			type: 'n8n-nodes-base.set',
+			typeVersion: 3.4,
+			position,
+			parameters: {
+				mode: 'manual',
+				includeOtherFields: include,
+				assignments: { assignments: assignments.map(([field, type, value]) => ({ id: uuidOf(id, name, field), name: field, type, value })) },
+				options: { dotNotation: true },
+			},
+			...(executeOnce ? { executeOnce: true } : {}),
+			...(notes ? { notes } : {}),
+		});
+	/**
+	 * Seed 002 §2.3: "ERR — Source <node>" → "Prepare DB Error" → WF99 for the error output (index
+	 * `errorOutput`) of `source`; several sources share one Prepare DB Error / Call WF99.
+	 */
+	const errorBranch = (source, x, defaultTable, errorOutput = 1) => {
+		const err = set(`ERR — Source ${source}`, [x, 200], [
+			['_err.node', 'string', source],
+			['_err.operation', 'string', '={{ $json.error.error_context.operation }}'],
+			['_err.table', 'string', `={{ $json.error.error_context.table || "${defaultTable}" }}`],
+			['_ctx', 'object', '={{ $json.error.ctx }}'],
+		], { notes: 'Seed 002 §2.3: stamps the error source and glues _ctx.' });
+		connect(source, err, errorOutput);
+		if (nodes.some((n) => n.name === 'Prepare DB Error')) {
+			connect(err, 'Prepare DB Error');
+			return;
+		}
+		const prepare = set('Prepare DB Error', [x + 240, 200], [
+			['error_context.node', 'string', '={{ $json._err.node }}'],
+			['error_context.operation', 'string', '={{ $json._err.operation }}'],
+			['error_context.table', 'string', '={{ $json._err.table }}'],
+			['error_context.correlation_id', 'string', '={{ $json._ctx.correlation_id }}'],
+			['error_context.error_message', 'string', '={{ $json.error.message }}'],
+			['error_context.status_code', 'number', '={{ $json.error.status_code }}'],
+			['ctx', 'object', '={{ $json._ctx }}'],
+		], { notes: 'Seed 002 §2.3: error_context.* and ctx (with job_id: WF99 retries or fails the job).' });
+		const call = add({
+			name: 'Call WF99',
+			type: 'n8n-nodes-base.executeWorkflow',
+			typeVersion: 1.2,
+			position: [x + 480, 200],
+			parameters: { source: 'database', workflowId: { __rl: true, mode: 'id', value: WF99.id, cachedResultName: WF99.name }, mode: 'each', options: { waitForSubWorkflow: true } },
+			notes: 'WF99: ErrorEnvelope + ops.errors row (+ job retry); the envelope is this workflow\'s answer.',
+		});
+		connect(err, prepare);
+		connect(prepare, call);
+	};
+	const write = (file) => {
+		const json = { id, name, nodes, connections, settings: { executionOrder: 'v1' }, pinData: {}, active: false, tags: [] };
+		fs.writeFileSync(path.join(OUT, file), `${JSON.stringify(json, null, 2)}\n`);
+	};
+	return { add, connect, set, errorBranch, write };
+}
+
+/** A worker sub-workflow: Execute Workflow Trigger (passthrough `{ req, ctx }`) → Knowledge Bot → envelope, errors → WF99. */
+function worker({ id, file, name, resource, operation, nodeName, input, table }) {
+	const wf = workflowBuilder(id, name);
+	const trigger = wf.add({
+		name: 'When Called by Another Workflow',
+		type: 'n8n-nodes-base.executeWorkflowTrigger',
+		typeVersion: 1.1,
+		position: [0, 0],
+		parameters: { inputSource: 'passthrough' },
+		notes: `Input: { req: ${input}, ctx } (seed 003 ${id.slice(0, 4)}; ctx passes through: correlation_id, job_id).`,
+	});
+	const step = wf.add({
+		name: nodeName,
+		type: 'n8n-nodes-contracts.knowledgeBot',
+		typeVersion: 1,
+		position: [260, 0],
+		parameters: { resource, operation, req: '={{ $json.req }}', ctx: '={{ $json.ctx || {} }}', options: {} },
+		onError: 'continueErrorOutput',
+		credentials: PG,
+		notes: 'SuccessEnvelope with the seed\'s data; failures to the error output with ctx.',
+	});
+	wf.connect(trigger, step);
+	wf.errorBranch(step, 520, table);
+	wf.write(file);
+}
+
+worker({ id: 'WF20UpdateProc', file: 'WF20_update_processor.json', name: 'WF20 — Update Processor', resource: 'update', operation: 'process', nodeName: 'Process Update', input: '{ tenant_id, update, trace_id, raw_update_id }', table: 'tg.messages' });
+worker({ id: 'WF30UrlNormalizer', file: 'WF30_url_normalizer.json', name: 'WF30 — URL Normalizer', resource: 'url', operation: 'normalize', nodeName: 'Normalize URL', input: '{ tenant_id, url, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'content.urls' });
+worker({ id: 'WF40Chunker', file: 'WF40_chunker.json', name: 'WF40 — Chunker', resource: 'document', operation: 'chunk', nodeName: 'Chunk Document', input: '{ tenant_id, document_id, chunking: { max_chars, overlap } }', table: 'kg.chunks' });
+
+/** job_type → the worker sub-workflow that runs it (WF90). */
+const WORKERS = { telegram_update: 'WF20UpdateProc', url_normalize: 'WF30UrlNormalizer', document_chunk: 'WF40Chunker' };
+
+(function jobRunner() {
+	const wf = workflowBuilder('WF90JobRunner', 'WF90 — Job Runner');
+	const schedule = wf.add({
+		name: 'Every 10 Seconds',
+		type: 'n8n-nodes-base.scheduleTrigger',
+		typeVersion: 1.2,
+		position: [0, 0],
+		parameters: { rule: { interval: [{ field: 'seconds', secondsInterval: 10 }] } },
+	});
+	const manual = wf.add({ name: 'Run Now', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 200], parameters: {} });
+	const settings = wf.set('Runner Settings', [240, 100], [
+		['req.limit', 'number', 50],
+		['req.worker_id', 'string', '={{ "wf90-" + $execution.id }}'],
+		['req.job_types', 'string', Object.keys(WORKERS).join(', ')],
+	], { include: false, notes: 'Seed 003 WF90 input: { limit, worker_id } (+ the job types this runner serves).' });
+	const claim = wf.add({
+		name: 'Claim Jobs',
+		type: 'n8n-nodes-contracts.pipelineCapture',
+		typeVersion: 1,
+		position: [480, 100],
+		parameters: { resource: 'job', operation: 'claimJobs', jobType: '={{ $json.req.job_types }}', batchSize: '={{ $json.req.limit }}', options: { worker: '={{ $json.req.worker_id }}', workflow: 'WF90' } },
+		onError: 'continueErrorOutput',
+		credentials: PG,
+		notes: 'FOR UPDATE SKIP LOCKED: each due job to exactly one runner; attempts counted; a job_runs row opened.',
+	});
+	const request = wf.set('Job Request', [720, 0], [
+		['req', 'object', '={{ $json.data.payload }}'],
+		['ctx', 'object', '={{ { job_id: Number($json.data.id), correlation_id: $json.data.correlation_id || $json.data.payload.correlation_id, tenant_id: $json.data.tenant_id, trace_id: $json.data.payload.trace_id || null, workflow: "WF90" } }}'],
+		['job', 'object', '={{ { id: Number($json.data.id), job_type: $json.data.job_type, locked_by: $json.data.locked_by, worker: ' + JSON.stringify(WORKERS) + '[$json.data.job_type] || "" } }}'],
+	], { include: false, notes: 'The job payload is the worker\'s req; ctx.job_id lets WF99 retry or fail the job on an error.' });
+	const run = wf.add({
+		name: 'Run Worker',
+		type: 'n8n-nodes-base.executeWorkflow',
+		typeVersion: 1.2,
+		position: [960, 0],
+		parameters: { source: 'database', workflowId: { __rl: true, mode: 'id', value: '={{ $json.job.worker }}' }, mode: 'each', options: { waitForSubWorkflow: true } },
+		onError: 'continueRegularOutput',
+		notes: 'WF20 / WF30 / WF40 by job_type; answers a SuccessEnvelope or (via WF99) an ErrorEnvelope.',
+	});
+	const finish = wf.add({
+		name: 'Finish Job',
+		type: 'n8n-nodes-contracts.pipelineCapture',
+		typeVersion: 1,
+		position: [1200, 0],
+		parameters: {
+			resource: 'job',
+			operation: 'finishJob',
+			jobId: "={{ $('Job Request').item.json.job.id }}",
+			worker: "={{ $('Job Request').item.json.job.locked_by }}",
+			success: '={{ $json.ok === true }}',
+			retryable: '={{ $json.error ? $json.error.retryable !== false : true }}',
+			error: '={{ $json.error || { message: "worker answered no envelope" } }}',
+			acceptFinished: true,
+			options: { workflow: 'WF90' },
+		},
+		onError: 'continueErrorOutput',
+		credentials: PG,
+		notes: 'Succeeded; or failed with retry/dead letter. A job WF99 already retried is returned as it is.',
+	});
+	const summary = wf.set('Run Summary', [1440, 0], [
+		['data.picked', 'number', '={{ $input.all().length }}'],
+		['data.succeeded', 'number', '={{ $input.all().filter(i => i.json.data && i.json.data.status === "succeeded").length }}'],
+		['data.failed', 'number', '={{ $input.all().filter(i => !(i.json.data && i.json.data.status === "succeeded")).length }}'],
+		['ok', 'boolean', '={{ true }}'],
+	], { include: false, executeOnce: true, notes: 'Seed 003 WF90 output: { picked, succeeded, failed }.' });
+	wf.connect(schedule, settings);
+	wf.connect(manual, settings);
+	wf.connect(settings, claim);
+	wf.connect(claim, request);
+	wf.connect(request, run);
+	wf.connect(run, finish);
+	wf.connect(finish, summary);
+	// Pipeline Capture's error output is its third (after Done and Not Captured)
+	wf.errorBranch(claim, 720, 'ops.jobs', 2);
+	wf.errorBranch(finish, 1440, 'ops.jobs', 2);
+	wf.write('WF90_job_runner.json');
+})();

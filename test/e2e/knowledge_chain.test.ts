@@ -1,0 +1,122 @@
+/**
+ * The knowledge-bot chain in a real n8n 2.4.8: Telegram updates posted to WF10 are queued, WF90 (its
+ * Schedule trigger, every 10 s) claims them and runs WF20, whose URL jobs it then runs through WF30;
+ * document_chunk jobs run WF40. Every row is checked in PostgreSQL. A database failure injected in WF20
+ * ends in ops.errors naming the node, and the job is failed, never lost.
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
+import { startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
+import { documentMessage, textWithUrls } from '../helpers/updates';
+
+let db: TestDatabase;
+let n8n: RunningN8n;
+let bot: Awaited<ReturnType<typeof seedBot>>;
+
+before(
+	async () => {
+		db = await setupDatabase();
+		bot = await seedBot(db.pool, 'kb_bot', 'kb-Secret_123');
+		n8n = await startN8n(db.url, ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF40_chunker.json', 'WF90_job_runner.json'].map((f) => path.join(WORKFLOWS, f)), ['telegram']);
+	},
+	{ timeout: 30 * 60_000 },
+);
+
+after(async () => {
+	await n8n?.stop();
+	await db?.drop();
+});
+
+async function deliver(update: unknown) {
+	const res = await fetch(`${n8n.url}/webhook/telegram?bot=${bot.botKey}`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': bot.secret },
+		body: JSON.stringify(update),
+	});
+	assert.equal(res.status, 200, await res.text());
+}
+
+/** Polls `query` until `done(rows)` or the deadline (WF90 runs every 10 s). */
+async function waitFor<T extends Record<string, unknown>>(query: string, params: unknown[], done: (rows: T[]) => boolean, what: string, timeoutMs = 60_000): Promise<T[]> {
+	const deadline = Date.now() + timeoutMs;
+	let rows: T[] = [];
+	while (Date.now() < deadline) {
+		rows = (await db.pool.query(query, params)).rows as T[];
+		if (done(rows)) return rows;
+		await new Promise((r) => setTimeout(r, 1000));
+	}
+	assert.fail(`${what}: not reached in ${timeoutMs} ms; last rows ${JSON.stringify(rows).slice(0, 2000)}\n${n8n.logs().slice(-3000)}`);
+}
+
+test('WF10 → WF90 → WF20 → WF30: a message with URLs and a document becomes tg rows, canonical URLs and fetch/download jobs', { timeout: 180_000 }, async () => {
+	const text = textWithUrls();
+	const doc = documentMessage();
+	await deliver(text);
+	await deliver(doc);
+	await deliver(text); // Telegram re-sends: stored once
+	const jobs = await waitFor<{ job_type: string; status: string; n: number }>(
+		"SELECT job_type, status, count(*)::int AS n FROM ops.jobs WHERE tenant_id = $1 GROUP BY 1, 2 ORDER BY 1, 2",
+		[bot.tenantId],
+		(rows) => rows.some((r) => r.job_type === 'url_fetch') && rows.filter((r) => ['telegram_update', 'url_normalize'].includes(r.job_type)).every((r) => r.status === 'succeeded'),
+		'the update and URL jobs succeed',
+	);
+	assert.deepEqual(jobs, [
+		{ job_type: 'file_download', status: 'queued', n: 1 }, // WF32 is not in this runner yet
+		{ job_type: 'telegram_update', status: 'succeeded', n: 2 },
+		{ job_type: 'url_fetch', status: 'queued', n: 2 },
+		{ job_type: 'url_normalize', status: 'succeeded', n: 2 },
+	]);
+	const urls = await db.pool.query('SELECT normalized_url FROM content.urls WHERE tenant_id = $1 ORDER BY 1', [bot.tenantId]);
+	assert.deepEqual(urls.rows.map((r) => r.normalized_url), ['https://example.org/a', 'https://n8n.io/']);
+	const facts = await db.pool.query(`SELECT (SELECT count(*) FROM tg.messages WHERE tenant_id = $1)::int AS messages,
+		(SELECT count(*) FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE m.tenant_id = $1)::int AS versions,
+		(SELECT count(*) FROM tg.message_attachments WHERE tenant_id = $1)::int AS attachments,
+		(SELECT count(*) FROM tg.files WHERE tenant_id = $1)::int AS files,
+		(SELECT count(*) FROM tg.users WHERE tenant_id = $1)::int AS users,
+		(SELECT count(*) FROM ops.job_runs r JOIN ops.jobs j ON j.id = r.job_id WHERE j.tenant_id = $1 AND r.status = 'running')::int AS open_runs`, [bot.tenantId]);
+	assert.deepEqual(facts.rows[0], { messages: 2, versions: 2, attachments: 1, files: 1, users: 1, open_runs: 0 });
+	const download = await db.pool.query("SELECT payload FROM ops.jobs WHERE tenant_id = $1 AND job_type = 'file_download'", [bot.tenantId]);
+	assert.equal(download.rows[0].payload.file_unique_id, doc.message.document.file_unique_id);
+});
+
+test('WF90 → WF40: a document_chunk job chunks an extracted document once', { timeout: 120_000 }, async () => {
+	const text = Array.from({ length: 600 }, (_, i) => `sentence ${i} about retrieval.`).join(' ');
+	const { rows } = await db.pool.query(
+		`INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status) VALUES ($1, 'url', 'url:e2e', -100, 'group', $2, 'done') RETURNING id`,
+		[bot.tenantId, text],
+	);
+	const documentId = Number(rows[0].id);
+	await db.pool.query("INSERT INTO ops.jobs (tenant_id, job_type, payload, dedup_key) VALUES ($1, 'document_chunk', jsonb_build_object('tenant_id', $3::text, 'document_id', $2::bigint), 'e2e-chunk')", [bot.tenantId, documentId, bot.tenantId]);
+	await waitFor("SELECT status FROM ops.jobs WHERE dedup_key = 'e2e-chunk'", [], (r) => r[0]?.status === 'succeeded', 'the chunk job succeeds');
+	const chunks = await db.pool.query('SELECT count(*)::int AS n, max(char_end)::int AS end FROM kg.chunks WHERE document_id = $1', [documentId]);
+	assert.ok(chunks.rows[0].n >= Math.ceil(text.length / 1200));
+	assert.equal(chunks.rows[0].end, text.length);
+});
+
+test('a database failure in WF20: ops.errors names the node, the job is failed with its error, nothing half-written', { timeout: 120_000 }, async () => {
+	await db.pool.query(`CREATE FUNCTION public.e2e_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`);
+	await db.pool.query('CREATE TRIGGER e2e_fail BEFORE INSERT ON tg.message_versions FOR EACH ROW EXECUTE FUNCTION public.e2e_fail()');
+	try {
+		const update = documentMessage(undefined, 99_001);
+		await deliver(update);
+		const [job] = await waitFor<{ id: string; status: string; last_error: Record<string, unknown>; correlation_id: string }>(
+			"SELECT id, status, last_error, correlation_id FROM ops.jobs WHERE job_type = 'telegram_update' AND payload->'update'->'message'->>'message_id' = '99001'",
+			[],
+			(r) => r.length === 1 && r[0].status !== 'queued' && r[0].status !== 'running',
+			'the failing job is finished',
+		);
+		assert.equal(job.status, 'failed'); // a raised exception is not retryable (500)
+		const errors = await db.pool.query('SELECT node, workflow, status_code, job_id, details FROM ops.errors WHERE job_id = $1', [job.id]);
+		assert.equal(errors.rows.length, 1);
+		assert.deepEqual([errors.rows[0].node, errors.rows[0].status_code], ['Process Update', 500]);
+		assert.equal(errors.rows[0].details.error_context.table, 'tg.messages');
+		const runs = await db.pool.query('SELECT status FROM ops.job_runs WHERE job_id = $1', [job.id]);
+		assert.deepEqual(runs.rows, [{ status: 'failed' }]);
+		const messages = await db.pool.query('SELECT count(*)::int AS n FROM tg.messages WHERE message_id = 99001');
+		assert.equal(messages.rows[0].n, 0, 'the message row was rolled back with the version');
+	} finally {
+		await db.pool.query('DROP TRIGGER e2e_fail ON tg.message_versions; DROP FUNCTION public.e2e_fail()');
+	}
+});
