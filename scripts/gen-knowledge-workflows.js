@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * Writes the knowledge-bot workflows of seed 003 into workflows-json/ (WF20, WF30, WF40 worker
+ * Writes the knowledge-bot workflows of seed 003 into workflows-json/ (WF20, WF30, WF31, WF33, WF40 worker
  * sub-workflows and the WF90 job runner). Node ids are derived from the workflow and node names, so
  * re-running gives the same files. Edit here, run `node scripts/gen-knowledge-workflows.js`, commit both.
  * (The workflows stay editable on the canvas; this script only keeps the shipped copies consistent.)
@@ -117,10 +117,18 @@ function worker({ id, file, name, resource, operation, nodeName, input, table })
 
 worker({ id: 'WF20UpdateProc', file: 'WF20_update_processor.json', name: 'WF20 — Update Processor', resource: 'update', operation: 'process', nodeName: 'Process Update', input: '{ tenant_id, update, trace_id, raw_update_id }', table: 'tg.messages' });
 worker({ id: 'WF30UrlNormalizer', file: 'WF30_url_normalizer.json', name: 'WF30 — URL Normalizer', resource: 'url', operation: 'normalize', nodeName: 'Normalize URL', input: '{ tenant_id, url, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'content.urls' });
+worker({ id: 'WF31UrlFetcher', file: 'WF31_url_fetcher.json', name: 'WF31 — URL Fetcher', resource: 'url', operation: 'fetch', nodeName: 'Fetch URL', input: '{ tenant_id, url_id, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'content.url_fetches' });
+worker({ id: 'WF33Extractor', file: 'WF33_document_extractor.json', name: 'WF33 — Document Extractor', resource: 'document', operation: 'extract', nodeName: 'Extract Text', input: '{ tenant_id, document_id }', table: 'content.documents' });
 worker({ id: 'WF40Chunker', file: 'WF40_chunker.json', name: 'WF40 — Chunker', resource: 'document', operation: 'chunk', nodeName: 'Chunk Document', input: '{ tenant_id, document_id, chunking: { max_chars, overlap } }', table: 'kg.chunks' });
 
 /** job_type → the worker sub-workflow that runs it (WF90). */
-const WORKERS = { telegram_update: 'WF20UpdateProc', url_normalize: 'WF30UrlNormalizer', document_chunk: 'WF40Chunker' };
+const WORKERS = {
+	telegram_update: 'WF20UpdateProc',
+	url_normalize: 'WF30UrlNormalizer',
+	url_fetch: 'WF31UrlFetcher',
+	document_extract: 'WF33Extractor',
+	document_chunk: 'WF40Chunker',
+};
 
 (function jobRunner() {
 	const wf = workflowBuilder('WF90JobRunner', 'WF90 — Job Runner');
@@ -159,7 +167,7 @@ const WORKERS = { telegram_update: 'WF20UpdateProc', url_normalize: 'WF30UrlNorm
 		position: [960, 0],
 		parameters: { source: 'database', workflowId: { __rl: true, mode: 'id', value: '={{ $json.job.worker }}' }, mode: 'each', options: { waitForSubWorkflow: true } },
 		onError: 'continueRegularOutput',
-		notes: 'WF20 / WF30 / WF40 by job_type; answers a SuccessEnvelope or (via WF99) an ErrorEnvelope.',
+		notes: 'WF20 / WF30 / WF31 / WF33 / WF40 by job_type; answers a SuccessEnvelope or (via WF99) an ErrorEnvelope.',
 	});
 	const finish = wf.add({
 		name: 'Finish Job',

@@ -13,10 +13,12 @@ import { runItems } from '../shared/node/runItems';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { findKnowledgeOperation, KNOWLEDGE_RESOURCES } from './actions';
+import { httpGet } from './transport/http';
 
 /**
  * Knowledge Bot — the worker steps of the Telegram knowledge bot (seed 003 §1), each the core of one
- * workflow: Telegram Update → Process (WF20), URL → Normalize (WF30), Document → Chunk (WF40).
+ * workflow: Telegram Update → Process (WF20), URL → Normalize (WF30) and Fetch (WF31), Document →
+ * Extract (WF33) and Chunk (WF40).
  *
  * Input: an item with `req` (the workflow's input of seed 003) and optionally `ctx` (travelling
  * context: correlation_id, job_id… kept on errors). Output: a SuccessEnvelope per item, `data` as the
@@ -32,7 +34,7 @@ export class KnowledgeBot implements INodeType {
 		version: 1,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
-		description: 'Telegram knowledge bot steps: process updates, normalize URLs, chunk documents (seed 003)',
+		description: 'Telegram knowledge bot steps: process updates, normalize and fetch URLs, extract and chunk documents (seed 003)',
 		defaults: { name: 'Knowledge Bot' },
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
@@ -82,7 +84,7 @@ export class KnowledgeBot implements INodeType {
 			const fromReq = isRecord(req) ? req.correlation_id : undefined;
 			const correlationId = isUuid(travelling.correlation_id) ? travelling.correlation_id : isUuid(fromReq) ? fromReq : newCorrelationId();
 			state.ctx = { ...travelling, correlation_id: correlationId, workflow, node: nodeName, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
-			const data = await operation.execute({ pool, state, correlationId }, req);
+			const data = await operation.execute({ pool, state, correlationId, http: httpGet }, req);
 			const ctx = state.ctx;
 			const envelope = success(data, {
 				source: workflow,

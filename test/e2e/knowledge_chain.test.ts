@@ -1,31 +1,48 @@
 /**
  * The knowledge-bot chain in a real n8n 2.4.8: Telegram updates posted to WF10 are queued, WF90 (its
- * Schedule trigger, every 10 s) claims them and runs WF20, whose URL jobs it then runs through WF30;
- * document_chunk jobs run WF40. Every row is checked in PostgreSQL. A database failure injected in WF20
- * ends in ops.errors naming the node, and the job is failed, never lost.
+ * Schedule trigger, every 10 s) claims them and runs WF20, then the jobs each step enqueues: WF30
+ * (normalize) → WF31 (fetch from a page server on 127.0.0.1) → WF33 (extract HTML and PDF) → WF40
+ * (chunks). Every row is checked in PostgreSQL. A database failure injected in WF20 ends in ops.errors
+ * naming the node, and the job is failed, never lost.
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
-import { documentMessage, textWithUrls } from '../helpers/updates';
+import { pdfWithText } from '../helpers/documents';
+import { documentMessage, newUpdateId } from '../helpers/updates';
 
 let db: TestDatabase;
 let n8n: RunningN8n;
 let bot: Awaited<ReturnType<typeof seedBot>>;
+let pageServer: http.Server;
+let base: string;
+
+const ARTICLE = `<html><head><title>Retrieval notes</title></head><body><h1>Chunking</h1>${Array.from({ length: 120 }, (_, i) => `<p>Paragraph ${i} explains overlap and recall in retrieval.</p>`).join('')}</body></html>`;
 
 before(
 	async () => {
 		db = await setupDatabase();
 		bot = await seedBot(db.pool, 'kb_bot', 'kb-Secret_123');
-		n8n = await startN8n(db.url, ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF40_chunker.json', 'WF90_job_runner.json'].map((f) => path.join(WORKFLOWS, f)), ['telegram']);
+		pageServer = http.createServer((req, res) => {
+			if (req.url?.startsWith('/article')) res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE);
+			else if (req.url === '/paper.pdf') res.writeHead(200, { 'content-type': 'application/pdf' }).end(pdfWithText('Dense passage retrieval'));
+			else res.writeHead(404).end();
+		});
+		await new Promise<void>((r) => pageServer.listen(0, '127.0.0.1', r));
+		base = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
+		n8n = await startN8n(db.url, ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF90_job_runner.json'].map((f) => path.join(WORKFLOWS, f)), ['telegram']);
 	},
 	{ timeout: 30 * 60_000 },
 );
 
 after(async () => {
 	await n8n?.stop();
+	pageServer?.closeAllConnections();
+	await new Promise((r) => pageServer?.close(r));
 	await db?.drop();
 });
 
@@ -50,33 +67,67 @@ async function waitFor<T extends Record<string, unknown>>(query: string, params:
 	assert.fail(`${what}: not reached in ${timeoutMs} ms; last rows ${JSON.stringify(rows).slice(0, 2000)}\n${n8n.logs().slice(-3000)}`);
 }
 
-test('WF10 → WF90 → WF20 → WF30: a message with URLs and a document becomes tg rows, canonical URLs and fetch/download jobs', { timeout: 180_000 }, async () => {
-	const text = textWithUrls();
+/** A group message linking the article (with tracking noise) and the PDF, as Telegram sends it. */
+function messageWithLinks() {
+	const article = `${base}/article?utm_source=tg#top`;
+	const text = `read ${article} and ${base}/paper.pdf`;
+	return {
+		update_id: newUpdateId(),
+		message: {
+			message_id: 5100,
+			from: { id: 111222333, is_bot: false, first_name: 'Alice' },
+			chat: { id: -1001234567890, title: 'Research group', type: 'supergroup' },
+			date: 1_763_800_000,
+			text,
+			entities: [
+				{ type: 'url', offset: text.indexOf(article), length: article.length },
+				{ type: 'url', offset: text.indexOf(`${base}/paper.pdf`), length: `${base}/paper.pdf`.length },
+			],
+		},
+	};
+}
+
+test('WF10 → WF90 → WF20 → WF30 → WF31 → WF33 → WF40: a message with two links and a document becomes tg rows, fetched documents and chunks', { timeout: 300_000 }, async () => {
+	const message = messageWithLinks();
 	const doc = documentMessage();
-	await deliver(text);
+	await deliver(message);
 	await deliver(doc);
-	await deliver(text); // Telegram re-sends: stored once
+	await deliver(message); // Telegram re-sends: stored once
 	const jobs = await waitFor<{ job_type: string; status: string; n: number }>(
 		"SELECT job_type, status, count(*)::int AS n FROM ops.jobs WHERE tenant_id = $1 GROUP BY 1, 2 ORDER BY 1, 2",
 		[bot.tenantId],
-		(rows) => rows.some((r) => r.job_type === 'url_fetch') && rows.filter((r) => ['telegram_update', 'url_normalize'].includes(r.job_type)).every((r) => r.status === 'succeeded'),
-		'the update and URL jobs succeed',
+		(rows) => rows.some((r) => r.job_type === 'document_chunk') && rows.filter((r) => r.job_type !== 'file_download').every((r) => r.status === 'succeeded') && rows.filter((r) => r.job_type === 'document_chunk').reduce((n, r) => n + r.n, 0) === 2,
+		'every job of the chain succeeds',
+		200_000,
 	);
 	assert.deepEqual(jobs, [
+		{ job_type: 'document_chunk', status: 'succeeded', n: 2 },
+		{ job_type: 'document_extract', status: 'succeeded', n: 2 },
 		{ job_type: 'file_download', status: 'queued', n: 1 }, // WF32 is not in this runner yet
 		{ job_type: 'telegram_update', status: 'succeeded', n: 2 },
-		{ job_type: 'url_fetch', status: 'queued', n: 2 },
+		{ job_type: 'url_fetch', status: 'succeeded', n: 2 },
 		{ job_type: 'url_normalize', status: 'succeeded', n: 2 },
 	]);
 	const urls = await db.pool.query('SELECT normalized_url FROM content.urls WHERE tenant_id = $1 ORDER BY 1', [bot.tenantId]);
-	assert.deepEqual(urls.rows.map((r) => r.normalized_url), ['https://example.org/a', 'https://n8n.io/']);
+	assert.deepEqual(urls.rows.map((r) => r.normalized_url), [`${base}/article`, `${base}/paper.pdf`]);
+	const docs = await db.pool.query(
+		`SELECT d.title, d.status, d.visibility, d.chat_id::bigint AS chat, d.token_count > 0 AS counted, left(d.text, 30) AS head,
+		        (SELECT count(*) FROM kg.chunks c WHERE c.document_id = d.id)::int AS chunks
+		 FROM content.documents d WHERE d.tenant_id = $1 ORDER BY d.id`, [bot.tenantId]);
+	assert.deepEqual(docs.rows.map((r) => [r.title, r.status, r.visibility, r.chat, r.counted, r.head]), [
+		['Retrieval notes', 'done', 'group', String(message.message.chat.id), true, 'Chunking\n\nParagraph 0 explains'],
+		[null, 'done', 'group', String(message.message.chat.id), true, 'Dense passage retrieval'],
+	]);
+	assert.ok(docs.rows[0].chunks >= Math.floor(ARTICLE.length / 2 / 1200), `article chunks: ${docs.rows[0].chunks}`);
+	assert.equal(docs.rows[1].chunks, 1);
 	const facts = await db.pool.query(`SELECT (SELECT count(*) FROM tg.messages WHERE tenant_id = $1)::int AS messages,
 		(SELECT count(*) FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE m.tenant_id = $1)::int AS versions,
 		(SELECT count(*) FROM tg.message_attachments WHERE tenant_id = $1)::int AS attachments,
 		(SELECT count(*) FROM tg.files WHERE tenant_id = $1)::int AS files,
-		(SELECT count(*) FROM tg.users WHERE tenant_id = $1)::int AS users,
-		(SELECT count(*) FROM ops.job_runs r JOIN ops.jobs j ON j.id = r.job_id WHERE j.tenant_id = $1 AND r.status = 'running')::int AS open_runs`, [bot.tenantId]);
-	assert.deepEqual(facts.rows[0], { messages: 2, versions: 2, attachments: 1, files: 1, users: 1, open_runs: 0 });
+		(SELECT count(*) FROM content.url_fetches f JOIN content.urls u ON u.id = f.url_id WHERE u.tenant_id = $1 AND f.status = 'done')::int AS fetches,
+		(SELECT count(*) FROM ops.job_runs r JOIN ops.jobs j ON j.id = r.job_id WHERE j.tenant_id = $1 AND r.status = 'running')::int AS open_runs,
+		(SELECT count(*) FROM ops.errors WHERE tenant_id = $1)::int AS errors`, [bot.tenantId]);
+	assert.deepEqual(facts.rows[0], { messages: 2, versions: 2, attachments: 1, files: 1, fetches: 2, open_runs: 0, errors: 0 });
 	const download = await db.pool.query("SELECT payload FROM ops.jobs WHERE tenant_id = $1 AND job_type = 'file_download'", [bot.tenantId]);
 	assert.equal(download.rows[0].payload.file_unique_id, doc.message.document.file_unique_id);
 });

@@ -5,11 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
-import type { KnowledgeOperation } from '../../nodes/KnowledgeBot/actions/types';
 import { processOperation } from '../../nodes/KnowledgeBot/actions/update/process.operation';
 import { normalizeOperation } from '../../nodes/KnowledgeBot/actions/url/normalize.operation';
-import { ContractError } from '../../nodes/shared/errors';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
+import { knowledgeRunner } from '../helpers/knowledgeOps';
 import { documentMessage, editedMessage, memberJoined, mixedUpdates, photoWithCaption, textWithUrls } from '../helpers/updates';
 
 let db: TestDatabase;
@@ -23,20 +22,7 @@ after(async () => db.drop());
 
 const CORRELATION = '0b8f9d2e-6a43-4c55-9a51-3f1c2d4e5f60';
 
-async function run(op: KnowledgeOperation, req: unknown) {
-	const state = { ctx: { correlation_id: CORRELATION } as Record<string, unknown> };
-	return { data: await op.execute({ pool: db.pool, state, correlationId: CORRELATION }, req), ctx: state.ctx };
-}
-
-async function failure(op: KnowledgeOperation, req: unknown): Promise<ContractError> {
-	try {
-		await run(op, req);
-	} catch (error) {
-		assert.ok(error instanceof ContractError, String(error));
-		return error;
-	}
-	assert.fail('expected a ContractError');
-}
+const { run, failure } = knowledgeRunner(() => db.pool, CORRELATION);
 
 const TABLES = ['tg.users', 'tg.chats', 'tg.messages', 'tg.message_versions', 'tg.message_attachments', 'tg.files', 'tg.file_instances',
 	'tg.chat_member_events', 'tg.chat_memberships_current', 'content.urls', 'content.documents', 'kg.chunks', 'ops.jobs'];

@@ -1,13 +1,15 @@
 /** Resources and their operations (one file per operation under ./update, ./url, ./document). */
 import { chunkOperation } from './document/chunk.operation';
+import { extractOperation } from './document/extract.operation';
 import type { KnowledgeOperation } from './types';
 import { processOperation } from './update/process.operation';
+import { fetchOperation } from './url/fetch.operation';
 import { normalizeOperation } from './url/normalize.operation';
 
 export const KNOWLEDGE_RESOURCES: { value: string; name: string; operations: KnowledgeOperation[] }[] = [
 	{ value: 'update', name: 'Telegram Update', operations: [processOperation] },
-	{ value: 'url', name: 'URL', operations: [normalizeOperation] },
-	{ value: 'document', name: 'Document', operations: [chunkOperation] },
+	{ value: 'url', name: 'URL', operations: [normalizeOperation, fetchOperation] },
+	{ value: 'document', name: 'Document', operations: [extractOperation, chunkOperation] },
 ];
 
 /** @throws Error for an unknown pair (a corrupted workflow) */

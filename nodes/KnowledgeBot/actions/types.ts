@@ -1,6 +1,7 @@
 /** The shape every Knowledge Bot operation module exports (one file per operation). */
 import type { Pool } from 'pg';
 import type { ItemState } from '../../shared/node/runItems';
+import type { HttpGet } from '../transport/http';
 
 export interface KnowledgeContext {
 	pool: Pool;
@@ -8,6 +9,8 @@ export interface KnowledgeContext {
 	state: ItemState;
 	/** correlation_id of the item (kept from req/ctx, else generated once). */
 	correlationId: string;
+	/** GET with time and size limits (URL → Fetch). */
+	http: HttpGet;
 }
 
 export interface KnowledgeOperation {
