@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * Writes the knowledge-bot workflows of seed 003 into workflows-json/ (WF20, WF30, WF31, WF33, WF40 worker
+ * Writes the knowledge-bot workflows of seed 003 into workflows-json/ (WF20, WF30, WF31, WF32, WF33, WF40 worker
  * sub-workflows and the WF90 job runner). Node ids are derived from the workflow and node names, so
  * re-running gives the same files. Edit here, run `node scripts/gen-knowledge-workflows.js`, commit both.
  * (The workflows stay editable on the canvas; this script only keeps the shipped copies consistent.)
@@ -12,6 +12,7 @@ const path = require('node:path');
 
 const OUT = path.join(__dirname, '..', 'workflows-json');
 const PG = { postgresContractsApi: { id: 'pgContracts01', name: 'Contracts PostgreSQL' } };
+const TELEGRAM = { contractsTelegramApi: { id: 'tgContracts01', name: 'Contracts Telegram Bot' } };
 const WF99 = { id: 'WF99ErrorPipe', name: 'WF99 — Global ERR Handler' };
 
 function uuidOf(...parts) {
@@ -90,7 +91,7 @@ function workflowBuilder(id, name) {
 }
 
 /** A worker sub-workflow: Execute Workflow Trigger (passthrough `{ req, ctx }`) → Knowledge Bot → envelope, errors → WF99. */
-function worker({ id, file, name, resource, operation, nodeName, input, table }) {
+function worker({ id, file, name, resource, operation, nodeName, input, table, credentials = PG }) {
 	const wf = workflowBuilder(id, name);
 	const trigger = wf.add({
 		name: 'When Called by Another Workflow',
@@ -107,7 +108,7 @@ function worker({ id, file, name, resource, operation, nodeName, input, table })
 		position: [260, 0],
 		parameters: { resource, operation, req: '={{ $json.req }}', ctx: '={{ $json.ctx || {} }}', options: {} },
 		onError: 'continueErrorOutput',
-		credentials: PG,
+		credentials,
 		notes: 'SuccessEnvelope with the seed\'s data; failures to the error output with ctx.',
 	});
 	wf.connect(trigger, step);
@@ -118,6 +119,7 @@ function worker({ id, file, name, resource, operation, nodeName, input, table })
 worker({ id: 'WF20UpdateProc', file: 'WF20_update_processor.json', name: 'WF20 — Update Processor', resource: 'update', operation: 'process', nodeName: 'Process Update', input: '{ tenant_id, update, trace_id, raw_update_id }', table: 'tg.messages' });
 worker({ id: 'WF30UrlNormalizer', file: 'WF30_url_normalizer.json', name: 'WF30 — URL Normalizer', resource: 'url', operation: 'normalize', nodeName: 'Normalize URL', input: '{ tenant_id, url, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'content.urls' });
 worker({ id: 'WF31UrlFetcher', file: 'WF31_url_fetcher.json', name: 'WF31 — URL Fetcher', resource: 'url', operation: 'fetch', nodeName: 'Fetch URL', input: '{ tenant_id, url_id, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'content.url_fetches' });
+worker({ id: 'WF32FileDownloader', file: 'WF32_file_downloader.json', name: 'WF32 — Telegram File Downloader', resource: 'file', operation: 'download', nodeName: 'Download File', input: '{ tenant_id, file_id, file_unique_id, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'tg.file_instances', credentials: { ...PG, ...TELEGRAM } });
 worker({ id: 'WF33Extractor', file: 'WF33_document_extractor.json', name: 'WF33 — Document Extractor', resource: 'document', operation: 'extract', nodeName: 'Extract Text', input: '{ tenant_id, document_id }', table: 'content.documents' });
 worker({ id: 'WF40Chunker', file: 'WF40_chunker.json', name: 'WF40 — Chunker', resource: 'document', operation: 'chunk', nodeName: 'Chunk Document', input: '{ tenant_id, document_id, chunking: { max_chars, overlap } }', table: 'kg.chunks' });
 
@@ -126,6 +128,7 @@ const WORKERS = {
 	telegram_update: 'WF20UpdateProc',
 	url_normalize: 'WF30UrlNormalizer',
 	url_fetch: 'WF31UrlFetcher',
+	file_download: 'WF32FileDownloader',
 	document_extract: 'WF33Extractor',
 	document_chunk: 'WF40Chunker',
 };
@@ -167,7 +170,7 @@ const WORKERS = {
 		position: [960, 0],
 		parameters: { source: 'database', workflowId: { __rl: true, mode: 'id', value: '={{ $json.job.worker }}' }, mode: 'each', options: { waitForSubWorkflow: true } },
 		onError: 'continueRegularOutput',
-		notes: 'WF20 / WF30 / WF31 / WF33 / WF40 by job_type; answers a SuccessEnvelope or (via WF99) an ErrorEnvelope.',
+		notes: 'WF20 / WF30 / WF31 / WF32 / WF33 / WF40 by job_type; answers a SuccessEnvelope or (via WF99) an ErrorEnvelope.',
 	});
 	const finish = wf.add({
 		name: 'Finish Job',

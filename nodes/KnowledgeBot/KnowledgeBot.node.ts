@@ -14,10 +14,12 @@ import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { findKnowledgeOperation, KNOWLEDGE_RESOURCES } from './actions';
 import { httpGet } from './transport/http';
+import type { TelegramCredential } from './transport/telegramFiles';
 
 /**
  * Knowledge Bot — the worker steps of the Telegram knowledge bot (seed 003 §1), each the core of one
- * workflow: Telegram Update → Process (WF20), URL → Normalize (WF30) and Fetch (WF31), Document →
+ * workflow: Telegram Update → Process (WF20), URL → Normalize (WF30) and Fetch (WF31), Telegram File →
+ * Download (WF32, with the Contracts Telegram Bot API credential), Document →
  * Extract (WF33) and Chunk (WF40).
  *
  * Input: an item with `req` (the workflow's input of seed 003) and optionally `ctx` (travelling
@@ -34,11 +36,14 @@ export class KnowledgeBot implements INodeType {
 		version: 1,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
-		description: 'Telegram knowledge bot steps: process updates, normalize and fetch URLs, extract and chunk documents (seed 003)',
+		description: 'Telegram knowledge bot steps: process updates, fetch URLs and files, extract and chunk documents (seed 003)',
 		defaults: { name: 'Knowledge Bot' },
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
-		credentials: [{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' }],
+		credentials: [
+			{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' },
+			{ name: 'contractsTelegramApi', required: true, displayOptions: { show: { resource: ['file'] } } },
+		],
 		properties: [
 			...resourceProperties(KNOWLEDGE_RESOURCES),
 			{
@@ -84,7 +89,7 @@ export class KnowledgeBot implements INodeType {
 			const fromReq = isRecord(req) ? req.correlation_id : undefined;
 			const correlationId = isUuid(travelling.correlation_id) ? travelling.correlation_id : isUuid(fromReq) ? fromReq : newCorrelationId();
 			state.ctx = { ...travelling, correlation_id: correlationId, workflow, node: nodeName, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
-			const data = await operation.execute({ pool, state, correlationId, http: httpGet }, req);
+			const data = await operation.execute({ pool, state, correlationId, http: httpGet, telegram: async () => (await this.getCredentials('contractsTelegramApi', itemIndex)) as unknown as TelegramCredential }, req);
 			const ctx = state.ctx;
 			const envelope = success(data, {
 				source: workflow,

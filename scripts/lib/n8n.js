@@ -247,4 +247,9 @@ function arangoCredential(url, { database = 'contracts', username = 'root', pass
 	return { id, name, type: 'arangoDbApi', data: { url, database, authMode: 'basic', username, password, timeoutMs: 30000 } };
 }
 
-module.exports = { ensureN8n, packPackage, createInstance, postgresCredential, arangoCredential, N8N_VERSION, ROOT };
+/** The Contracts Telegram Bot API credential of the shipped knowledge workflows (WF32), for a Bot API at `baseUrl`. */
+function telegramCredential(baseUrl, accessToken, { id = 'tgContracts01', name = 'Contracts Telegram Bot' } = {}) {
+	return { id, name, type: 'contractsTelegramApi', data: { accessToken, baseUrl } };
+}
+
+module.exports = { ensureN8n, packPackage, createInstance, postgresCredential, arangoCredential, telegramCredential, N8N_VERSION, ROOT };

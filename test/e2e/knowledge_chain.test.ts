@@ -1,8 +1,8 @@
 /**
  * The knowledge-bot chain in a real n8n 2.4.8: Telegram updates posted to WF10 are queued, WF90 (its
  * Schedule trigger, every 10 s) claims them and runs WF20, then the jobs each step enqueues: WF30
- * (normalize) → WF31 (fetch from a page server on 127.0.0.1) → WF33 (extract HTML and PDF) → WF40
- * (chunks). Every row is checked in PostgreSQL. A database failure injected in WF20 ends in ops.errors
+ * (normalize) → WF31 (fetch from a page server on 127.0.0.1) and WF32 (getFile + download from a Bot API
+ * stand-in) → WF33 (extract HTML and PDF) → WF40 (chunks). Every row is checked in PostgreSQL. A database failure injected in WF20 ends in ops.errors
  * naming the node, and the job is failed, never lost.
  */
 import assert from 'node:assert/strict';
@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
+import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
 import { startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
 import { pdfWithText } from '../helpers/documents';
 import { documentMessage, newUpdateId } from '../helpers/updates';
@@ -19,6 +20,9 @@ let db: TestDatabase;
 let n8n: RunningN8n;
 let bot: Awaited<ReturnType<typeof seedBot>>;
 let pageServer: http.Server;
+let botApi: BotApiStandIn;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const harness = require('../../scripts/lib/n8n');
 let base: string;
 
 const ARTICLE = `<html><head><title>Retrieval notes</title></head><body><h1>Chunking</h1>${Array.from({ length: 120 }, (_, i) => `<p>Paragraph ${i} explains overlap and recall in retrieval.</p>`).join('')}</body></html>`;
@@ -34,13 +38,16 @@ before(
 		});
 		await new Promise<void>((r) => pageServer.listen(0, '127.0.0.1', r));
 		base = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
-		n8n = await startN8n(db.url, ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF90_job_runner.json'].map((f) => path.join(WORKFLOWS, f)), ['telegram']);
+		botApi = await startBotApi();
+		const workflows = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF32_file_downloader.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF90_job_runner.json'];
+		n8n = await startN8n(db.url, workflows.map((f) => path.join(WORKFLOWS, f)), ['telegram'], [harness.telegramCredential(botApi.baseUrl, botApi.token)]);
 	},
 	{ timeout: 30 * 60_000 },
 );
 
 after(async () => {
 	await n8n?.stop();
+	await botApi?.close();
 	pageServer?.closeAllConnections();
 	await new Promise((r) => pageServer?.close(r));
 	await db?.drop();
@@ -87,23 +94,24 @@ function messageWithLinks() {
 	};
 }
 
-test('WF10 → WF90 → WF20 → WF30 → WF31 → WF33 → WF40: a message with two links and a document becomes tg rows, fetched documents and chunks', { timeout: 300_000 }, async () => {
+test('WF10 → WF90 → WF20 → WF30 → WF31 / WF32 → WF33 → WF40: a message with two links and a document becomes tg rows, fetched documents and chunks', { timeout: 300_000 }, async () => {
 	const message = messageWithLinks();
 	const doc = documentMessage();
+	botApi.files.set(doc.message.document.file_id, { path: 'documents/file_7.pdf', body: pdfWithText('Meeting notes on vector indexes'), type: 'application/octet-stream' });
 	await deliver(message);
 	await deliver(doc);
 	await deliver(message); // Telegram re-sends: stored once
 	const jobs = await waitFor<{ job_type: string; status: string; n: number }>(
 		"SELECT job_type, status, count(*)::int AS n FROM ops.jobs WHERE tenant_id = $1 GROUP BY 1, 2 ORDER BY 1, 2",
 		[bot.tenantId],
-		(rows) => rows.some((r) => r.job_type === 'document_chunk') && rows.filter((r) => r.job_type !== 'file_download').every((r) => r.status === 'succeeded') && rows.filter((r) => r.job_type === 'document_chunk').reduce((n, r) => n + r.n, 0) === 2,
+		(rows) => rows.every((r) => r.status === 'succeeded') && rows.filter((r) => r.job_type === 'document_chunk').reduce((n, r) => n + r.n, 0) === 3,
 		'every job of the chain succeeds',
 		200_000,
 	);
 	assert.deepEqual(jobs, [
-		{ job_type: 'document_chunk', status: 'succeeded', n: 2 },
-		{ job_type: 'document_extract', status: 'succeeded', n: 2 },
-		{ job_type: 'file_download', status: 'queued', n: 1 }, // WF32 is not in this runner yet
+		{ job_type: 'document_chunk', status: 'succeeded', n: 3 },
+		{ job_type: 'document_extract', status: 'succeeded', n: 3 },
+		{ job_type: 'file_download', status: 'succeeded', n: 1 },
 		{ job_type: 'telegram_update', status: 'succeeded', n: 2 },
 		{ job_type: 'url_fetch', status: 'succeeded', n: 2 },
 		{ job_type: 'url_normalize', status: 'succeeded', n: 2 },
@@ -113,13 +121,15 @@ test('WF10 → WF90 → WF20 → WF30 → WF31 → WF33 → WF40: a message with
 	const docs = await db.pool.query(
 		`SELECT d.title, d.status, d.visibility, d.chat_id::bigint AS chat, d.token_count > 0 AS counted, left(d.text, 30) AS head,
 		        (SELECT count(*) FROM kg.chunks c WHERE c.document_id = d.id)::int AS chunks
-		 FROM content.documents d WHERE d.tenant_id = $1 ORDER BY d.id`, [bot.tenantId]);
+		 FROM content.documents d WHERE d.tenant_id = $1 ORDER BY d.doc_type DESC, d.url_id`, [bot.tenantId]);
 	assert.deepEqual(docs.rows.map((r) => [r.title, r.status, r.visibility, r.chat, r.counted, r.head]), [
 		['Retrieval notes', 'done', 'group', String(message.message.chat.id), true, 'Chunking\n\nParagraph 0 explains'],
 		[null, 'done', 'group', String(message.message.chat.id), true, 'Dense passage retrieval'],
+		[null, 'done', 'group', String(doc.message.chat.id), true, 'Meeting notes on vector indexe'],
 	]);
 	assert.ok(docs.rows[0].chunks >= Math.floor(ARTICLE.length / 2 / 1200), `article chunks: ${docs.rows[0].chunks}`);
-	assert.equal(docs.rows[1].chunks, 1);
+	assert.deepEqual([docs.rows[1].chunks, docs.rows[2].chunks], [1, 1]);
+	assert.ok(botApi.requests.includes('/file/bot<token>/documents/file_7.pdf'));
 	const facts = await db.pool.query(`SELECT (SELECT count(*) FROM tg.messages WHERE tenant_id = $1)::int AS messages,
 		(SELECT count(*) FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE m.tenant_id = $1)::int AS versions,
 		(SELECT count(*) FROM tg.message_attachments WHERE tenant_id = $1)::int AS attachments,
@@ -128,8 +138,8 @@ test('WF10 → WF90 → WF20 → WF30 → WF31 → WF33 → WF40: a message with
 		(SELECT count(*) FROM ops.job_runs r JOIN ops.jobs j ON j.id = r.job_id WHERE j.tenant_id = $1 AND r.status = 'running')::int AS open_runs,
 		(SELECT count(*) FROM ops.errors WHERE tenant_id = $1)::int AS errors`, [bot.tenantId]);
 	assert.deepEqual(facts.rows[0], { messages: 2, versions: 2, attachments: 1, files: 1, fetches: 2, open_runs: 0, errors: 0 });
-	const download = await db.pool.query("SELECT payload FROM ops.jobs WHERE tenant_id = $1 AND job_type = 'file_download'", [bot.tenantId]);
-	assert.equal(download.rows[0].payload.file_unique_id, doc.message.document.file_unique_id);
+	const instance = await db.pool.query('SELECT tg_file_path FROM tg.file_instances WHERE file_id = $1', [doc.message.document.file_id]);
+	assert.equal(instance.rows[0].tg_file_path, 'documents/file_7.pdf');
 });
 
 test('WF90 → WF40: a document_chunk job chunks an extracted document once', { timeout: 120_000 }, async () => {

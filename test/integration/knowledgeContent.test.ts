@@ -1,20 +1,24 @@
 /**
- * URL → Fetch (WF31) and Document → Extract (WF33) on real PostgreSQL against a real HTTP server on
- * 127.0.0.1 serving HTML, PDF, DOCX, errors, a slow page and a too-large body.
+ * URL → Fetch (WF31), File → Download (WF32) and Document → Extract (WF33) on real PostgreSQL against
+ * real HTTP servers on 127.0.0.1: a page server (HTML, PDF, DOCX, errors, a slow page, a too-large body)
+ * and a stand-in of the Bot API's getFile and file download.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { extractOperation } from '../../nodes/KnowledgeBot/actions/document/extract.operation';
+import { downloadOperation } from '../../nodes/KnowledgeBot/actions/file/download.operation';
 import { fetchOperation } from '../../nodes/KnowledgeBot/actions/url/fetch.operation';
 import { normalizeOperation } from '../../nodes/KnowledgeBot/actions/url/normalize.operation';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
+import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
 import { docxWithParagraphs, pdfWithText } from '../helpers/documents';
 import { knowledgeRunner } from '../helpers/knowledgeOps';
 
 let db: TestDatabase;
 let tenant: string;
+let botApi: BotApiStandIn;
 let server: http.Server;
 let base: string;
 let version = 1;
@@ -32,6 +36,7 @@ const pages: Record<string, { type: string; body: () => Buffer | Promise<Buffer>
 before(async () => {
 	db = await setupDatabase();
 	tenant = (await seedBot(db.pool)).tenantId;
+	botApi = await startBotApi();
 	server = http.createServer(async (req, res) => {
 		const page = pages[req.url ?? ''];
 		if (!page) {
@@ -46,6 +51,7 @@ before(async () => {
 	base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 after(async () => {
+	await botApi.close();
 	server.closeAllConnections();
 	await new Promise((r) => server.close(r));
 	await db.drop();
@@ -54,7 +60,7 @@ after(async () => {
 const CORRELATION = '1c2d3e4f-5a6b-4c7d-8e9f-a0b1c2d3e4f5';
 const GROUP: Record<string, unknown> = { chat_id: -100555, visibility: 'group', dm_owner_user_id: null, message_version_id: null };
 
-const runner = knowledgeRunner(() => db.pool, CORRELATION);
+const runner = knowledgeRunner(() => db.pool, CORRELATION, () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }));
 const run = async (op: Parameters<typeof runner.run>[0], req: unknown) => (await runner.run(op, req)).data;
 const failure = runner.failure;
 async function urlId(pathname: string, ctx = GROUP) {
@@ -131,4 +137,49 @@ test('Extract: 404 for another tenant\'s document, 409 before anything was downl
 	const { rows } = await db.pool.query("INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility) VALUES ($1, 'file', 'file:none', -1, 'group') RETURNING id", [tenant]);
 	const empty = await failure(extractOperation, { tenant_id: tenant, document_id: rows[0].id });
 	assert.deepEqual([empty.statusCode, empty.details.code], [409, 'NO_BODY']);
+});
+
+/** A document sent to the group, as WF20 enqueues its file_download job, with the file on the Bot API stand-in. */
+async function sentFile(uniqueId: string, body: Buffer, extra: Record<string, unknown> = {}) {
+	const fileId = `BQAC-${uniqueId}`;
+	botApi.files.set(fileId, { path: `documents/${uniqueId}.pdf`, body, type: 'application/octet-stream' });
+	await db.pool.query('INSERT INTO tg.files (tenant_id, file_unique_id, file_name, mime_type, file_size) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING', [tenant, uniqueId, 'report.pdf', 'application/pdf', body.length]);
+	await db.pool.query('INSERT INTO tg.file_instances (tenant_id, file_unique_id, file_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [tenant, uniqueId, fileId]);
+	return { tenant_id: tenant, file_id: fileId, file_unique_id: uniqueId, file_name: 'report.pdf', mime_type: 'application/pdf', file_size: body.length, ctx: GROUP, ...extra };
+}
+
+test('File → Download: getFile then the file, path recorded, a pending document extracted as PDF; a replay reuses the job', async () => {
+	const req = await sentFile('AgADpdf1', pdfWithText('Quarterly report'));
+	const first = await run(downloadOperation, req);
+	assert.equal(first.status, 'pending');
+	assert.deepEqual(botApi.requests.slice(-2), ['/bot<token>/getFile', '/file/bot<token>/documents/AgADpdf1.pdf']);
+	const instance = await db.pool.query('SELECT tg_file_path FROM tg.file_instances WHERE file_id = $1', [req.file_id]);
+	assert.equal(instance.rows[0].tg_file_path, 'documents/AgADpdf1.pdf');
+	const again = await run(downloadOperation, req);
+	assert.deepEqual([again.document_id, again.extract_job_id], [first.document_id, first.extract_job_id]);
+	const extracted = await run(extractOperation, { tenant_id: tenant, document_id: first.document_id });
+	assert.deepEqual([extracted.status, extracted.kind], ['done', 'pdf']);
+	const doc = await db.pool.query('SELECT doc_type, source_key, text, mime_type FROM content.documents WHERE id = $1', [first.document_id]);
+	assert.deepEqual(doc.rows[0], { doc_type: 'file', source_key: 'file:AgADpdf1', text: 'Quarterly report', mime_type: 'application/pdf' });
+});
+
+test('File → Download: over 20 MB the Bot API is not called and the document records why; Bot API errors map to 502', async () => {
+	const before = botApi.requests.length;
+	const big = await run(downloadOperation, { ...(await sentFile('AgADbig', Buffer.from('x'))), file_size: 25 * 1024 * 1024 });
+	assert.equal(big.status, 'error');
+	assert.equal(botApi.requests.length, before, 'no Bot API call for a file a bot cannot download');
+	const doc = await db.pool.query('SELECT status, error FROM content.documents WHERE id = $1', [big.document_id]);
+	assert.equal(doc.rows[0].status, 'error');
+	assert.match(doc.rows[0].error, /over the Bot API download limit/);
+	const expired = await failure(downloadOperation, { tenant_id: tenant, file_id: 'gone', file_unique_id: 'AgADgone', ctx: GROUP });
+	assert.deepEqual([expired.statusCode, expired.retryable, expired.details.description], [502, false, 'Bad Request: invalid file_id']);
+	assert.doesNotMatch(expired.message, new RegExp(botApi.token), 'the token never appears in an error');
+	const req = await sentFile('AgADretry', pdfWithText('Later'));
+	botApi.failNext(502);
+	const down = await failure(downloadOperation, req);
+	assert.deepEqual([down.statusCode, down.retryable], [502, true]);
+	botApi.failNext(429);
+	const limited = await failure(downloadOperation, req);
+	assert.deepEqual([limited.kind, limited.retryable], ['rate_limit', true]);
+	assert.equal((await run(downloadOperation, req)).status, 'pending');
 });

@@ -1,6 +1,7 @@
 /** Resources and their operations (one file per operation under ./update, ./url, ./document). */
 import { chunkOperation } from './document/chunk.operation';
 import { extractOperation } from './document/extract.operation';
+import { downloadOperation } from './file/download.operation';
 import type { KnowledgeOperation } from './types';
 import { processOperation } from './update/process.operation';
 import { fetchOperation } from './url/fetch.operation';
@@ -9,6 +10,7 @@ import { normalizeOperation } from './url/normalize.operation';
 export const KNOWLEDGE_RESOURCES: { value: string; name: string; operations: KnowledgeOperation[] }[] = [
 	{ value: 'update', name: 'Telegram Update', operations: [processOperation] },
 	{ value: 'url', name: 'URL', operations: [normalizeOperation, fetchOperation] },
+	{ value: 'file', name: 'Telegram File', operations: [downloadOperation] },
 	{ value: 'document', name: 'Document', operations: [extractOperation, chunkOperation] },
 ];
 

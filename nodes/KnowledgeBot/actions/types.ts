@@ -2,6 +2,7 @@
 import type { Pool } from 'pg';
 import type { ItemState } from '../../shared/node/runItems';
 import type { HttpGet } from '../transport/http';
+import type { TelegramCredential } from '../transport/telegramFiles';
 
 export interface KnowledgeContext {
 	pool: Pool;
@@ -9,8 +10,10 @@ export interface KnowledgeContext {
 	state: ItemState;
 	/** correlation_id of the item (kept from req/ctx, else generated once). */
 	correlationId: string;
-	/** GET with time and size limits (URL → Fetch). */
+	/** GET with time and size limits (URL → Fetch, File → Download). */
 	http: HttpGet;
+	/** n8n's Telegram API credential of the node (File → Download only). */
+	telegram: () => Promise<TelegramCredential>;
 }
 
 export interface KnowledgeOperation {

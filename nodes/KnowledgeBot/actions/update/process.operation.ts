@@ -17,6 +17,7 @@ import type { PoolClient } from 'pg';
 import { z, ZodError } from 'zod';
 import { DbId, parseRequest } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
+import { inTransaction } from '../../../shared/postgres/transaction';
 import type { KnowledgeOperation } from '../types';
 import { parseUpdate, type ParsedUpdate } from './parseUpdate';
 import * as SQL from './sql';
@@ -101,21 +102,11 @@ export const processOperation: KnowledgeOperation = {
 		if (!parsed.chat) {
 			return { update_type: parsed.update_type, chat_id: null, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [] }, member_events: 0 };
 		}
-		let client: PoolClient | undefined;
-		let broken = false;
 		try {
-			client = await pool.connect();
-			await client.query('BEGIN');
-			const data = await store(client, req.tenant_id, parsed, req, correlationId);
-			await client.query('COMMIT');
+			const data = await inTransaction(pool, (client) => store(client, req.tenant_id, parsed, req, correlationId));
 			return { update_type: parsed.update_type, ...data };
 		} catch (error) {
-			await client?.query('ROLLBACK').catch(() => {
-				broken = true;
-			});
 			throw fromPgError(error, { operation: 'upsert', ...TABLES });
-		} finally {
-			client?.release(broken);
 		}
 	},
 };

@@ -12,13 +12,14 @@
  * Errors: 422 `req.<field>`; 404 URL_NOT_FOUND; 502 upstream retryable for 5xx/429, a network failure
  *   or a timeout (the failed attempt is still recorded); 413 TOO_LARGE (recorded); 503/500 db.
  */
-import crypto from 'node:crypto';
 import type { Pool } from 'pg';
 import { z } from 'zod';
 import { DbId, parseRequest } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
+import { inTransaction } from '../../../shared/postgres/transaction';
 import { TooLargeError } from '../../transport/http';
 import { enqueueOnce, SourceCtx } from '../shared';
+import { storeBody, type StoredBody } from '../storeBody';
 import type { KnowledgeOperation } from '../types';
 
 export const FetchUrlRequest = z.object({
@@ -35,32 +36,8 @@ const WHERE = { table: 'content.url_fetches' };
 /** $1 url_id, $2 status, $3 http_status, $4 content_type, $5 final_url, $6 error. */
 const RECORD_FAILURE = `INSERT INTO content.url_fetches (url_id, status, http_status, content_type, final_url, error) VALUES ($1, 'error', $2, $3, $4, $5) RETURNING id`;
 
-/**
- * One statement: blob (by sha256), fetch row, document (pending when its blob changed).
- * $1 tenant_id, $2 url_id, $3 sha256, $4 bytes, $5 mime, $6 http_status, $7 final_url, $8 chat_id,
- * $9 visibility, $10 dm_owner_user_id, $11 message_version_id.
- */
-const RECORD_BODY = `
-WITH new_blob AS (
-  INSERT INTO content.blob_objects (sha256, size_bytes, mime_type, bytes) VALUES ($3, octet_length($4::bytea), $5, $4)
-  ON CONFLICT (sha256) DO NOTHING RETURNING id
-), blob AS (
-  SELECT id FROM new_blob UNION ALL SELECT id FROM content.blob_objects WHERE sha256 = $3 AND NOT EXISTS (SELECT 1 FROM new_blob)
-), attempt AS (
-  INSERT INTO content.url_fetches (url_id, status, http_status, content_type, final_url, blob_object_id)
-  SELECT $2, 'done', $6, $5, $7, blob.id FROM blob RETURNING id, blob_object_id
-), doc AS (
-  INSERT INTO content.documents AS d (tenant_id, doc_type, source_key, url_id, chat_id, visibility, dm_owner_user_id, message_version_id, blob_object_id, mime_type)
-  SELECT $1, 'url', 'url:' || $2::text, $2, $8, $9, $10, $11, blob.id, $5 FROM blob
-  ON CONFLICT (tenant_id, doc_type, source_key, chat_id) DO UPDATE SET
-    blob_object_id = EXCLUDED.blob_object_id, mime_type = EXCLUDED.mime_type, status = 'pending', error = NULL, updated_at = now()
-    WHERE d.blob_object_id IS DISTINCT FROM EXCLUDED.blob_object_id
-  RETURNING id, status
-)
-SELECT attempt.id AS url_fetch_id, attempt.blob_object_id,
-       coalesce((SELECT id FROM doc), (SELECT id FROM content.documents WHERE tenant_id = $1 AND doc_type = 'url' AND source_key = 'url:' || $2::text AND chat_id = $8)) AS document_id,
-       coalesce((SELECT status FROM doc), (SELECT status FROM content.documents WHERE tenant_id = $1 AND doc_type = 'url' AND source_key = 'url:' || $2::text AND chat_id = $8)) AS status
-FROM attempt`;
+/** $1 url_id, $2 http_status, $3 content_type, $4 final_url, $5 blob_object_id: in storeBody's transaction. */
+const RECORD_DONE = `INSERT INTO content.url_fetches (url_id, status, http_status, content_type, final_url, blob_object_id) VALUES ($1, 'done', $2, $3, $4, $5) RETURNING id`;
 
 async function recordFailure(pool: Pool, urlId: number, values: { http_status?: number; content_type?: string; final_url?: string; error: string }): Promise<number> {
 	try {
@@ -108,26 +85,29 @@ export const fetchOperation: KnowledgeOperation = {
 			}
 			return { url_fetch_id: urlFetchId, document_id: null, status: 'error', http_status: res.status, extract_job_id: null };
 		}
-		const sha256 = crypto.createHash('sha256').update(res.body).digest('hex');
 		const mime = contentType ? contentType.split(';')[0].trim().toLowerCase() : null;
-		let row: Record<string, unknown>;
+		let stored: StoredBody;
+		let urlFetchId: number;
 		try {
-			const c = req.ctx;
-			row = (await pool.query(RECORD_BODY, [req.tenant_id, req.url_id, sha256, res.body, mime, res.status, res.url, c.chat_id, c.visibility, c.dm_owner_user_id, c.message_version_id])).rows[0];
+			[stored, urlFetchId] = await inTransaction(pool, async (client) => {
+				const body = await storeBody(client, { tenant_id: req.tenant_id, doc_type: 'url', source_key: `url:${req.url_id}`, url_id: req.url_id, ctx: req.ctx }, res.body, mime);
+				const attempt = await client.query(RECORD_DONE, [req.url_id, res.status, mime, res.url, body.blob_object_id]);
+				return [body, Number(attempt.rows[0].id)] as const;
+			});
 		} catch (error) {
 			throw fromPgError(error, { operation: 'insert', ...WHERE });
 		}
-		const documentId = Number(row.document_id);
+		const documentId = stored.document_id;
 		let extractJobId: number | null = null;
-		if (row.status === 'pending') {
+		if (stored.status === 'pending') {
 			extractJobId = await enqueueOnce(pool, {
 				tenant_id: req.tenant_id,
 				job_type: 'document_extract',
-				dedup_key: `document_extract:${documentId}:${sha256}`,
+				dedup_key: `document_extract:${documentId}:${stored.sha256}`,
 				payload: { tenant_id: req.tenant_id, document_id: documentId, trace_id: req.trace_id ?? null },
 				correlation_id: correlationId,
 			});
 		}
-		return { url_fetch_id: Number(row.url_fetch_id), document_id: documentId, status: row.status, http_status: res.status, extract_job_id: extractJobId };
+		return { url_fetch_id: urlFetchId, document_id: documentId, status: stored.status, http_status: res.status, extract_job_id: extractJobId };
 	},
 };

@@ -1,0 +1,49 @@
+/**
+ * The two Bot API calls of a file download (WF32): `getFile` (file_id → file_path, valid ≥ 1 hour) and
+ * the download from `<baseUrl>/file/bot<token>/<file_path>`. The Bot API serves files up to 20 MB.
+ * Credentials: the Contracts Telegram Bot API credential (`contractsTelegramApi`: accessToken, baseUrl).
+ */
+import type { HttpGet, HttpResponse } from './http';
+
+/** Bot API getFile limit: larger files cannot be downloaded by a bot (bytes). */
+export const BOT_API_MAX_FILE_BYTES = 20 * 1024 * 1024;
+
+export interface TelegramCredential {
+	accessToken: string;
+	baseUrl?: string;
+}
+
+export class BotApiError extends Error {
+	constructor(message: string, readonly status: number, readonly description: string | null) {
+		super(message);
+	}
+}
+
+function base(credential: TelegramCredential): string {
+	return (credential.baseUrl || 'https://api.telegram.org').replace(/\/+$/, '');
+}
+
+/**
+ * @returns `{ file_path, file_size }`
+ * @throws BotApiError (HTTP status and Telegram's description, e.g. 400 "Bad Request: file is too big")
+ */
+export async function getFile(http: HttpGet, credential: TelegramCredential, fileId: string, timeoutMs: number): Promise<{ file_path: string; file_size: number | null }> {
+	const res = await http(`${base(credential)}/bot${credential.accessToken}/getFile?file_id=${encodeURIComponent(fileId)}`, { timeoutMs, maxBytes: 64 * 1024 });
+	let json: { ok?: boolean; result?: { file_path?: string; file_size?: number }; description?: string } = {};
+	try {
+		json = JSON.parse(res.body.toString('utf8'));
+	} catch {
+		// not JSON: reported below with the HTTP status
+	}
+	if (res.status !== 200 || !json.ok || !json.result?.file_path) {
+		throw new BotApiError(`getFile failed: HTTP ${res.status}${json.description ? ` ${json.description}` : ''}`, res.status, json.description ?? null);
+	}
+	return { file_path: json.result.file_path, file_size: json.result.file_size ?? null };
+}
+
+/** @throws BotApiError for a non-200 answer; TooLargeError past `maxBytes` */
+export async function downloadFile(http: HttpGet, credential: TelegramCredential, filePath: string, timeoutMs: number, maxBytes: number): Promise<HttpResponse> {
+	const res = await http(`${base(credential)}/file/bot${credential.accessToken}/${filePath}`, { timeoutMs, maxBytes });
+	if (res.status !== 200) throw new BotApiError(`file download failed: HTTP ${res.status}`, res.status, null);
+	return res;
+}
