@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * Writes the knowledge-bot workflows of seed 003 into workflows-json/ (WF20, WF30, WF31, WF32, WF33, WF40 worker
+ * Writes the knowledge-bot workflows of seed 003 into workflows-json/ (WF20, WF30, WF31, WF32, WF33, WF40, WF41, WF50, WF51 worker
  * sub-workflows and the WF90 job runner). Node ids are derived from the workflow and node names, so
  * re-running gives the same files. Edit here, run `node scripts/gen-knowledge-workflows.js`, commit both.
  * (The workflows stay editable on the canvas; this script only keeps the shipped copies consistent.)
@@ -13,6 +13,7 @@ const path = require('node:path');
 const OUT = path.join(__dirname, '..', 'workflows-json');
 const PG = { postgresContractsApi: { id: 'pgContracts01', name: 'Contracts PostgreSQL' } };
 const TELEGRAM = { contractsTelegramApi: { id: 'tgContracts01', name: 'Contracts Telegram Bot' } };
+const EMBEDDINGS = { contractsEmbeddingsApi: { id: 'embContracts01', name: 'Contracts Embeddings' } };
 const WF99 = { id: 'WF99ErrorPipe', name: 'WF99 — Global ERR Handler' };
 
 function uuidOf(...parts) {
@@ -123,6 +124,12 @@ worker({ id: 'WF32FileDownloader', file: 'WF32_file_downloader.json', name: 'WF3
 worker({ id: 'WF33Extractor', file: 'WF33_document_extractor.json', name: 'WF33 — Document Extractor', resource: 'document', operation: 'extract', nodeName: 'Extract Text', input: '{ tenant_id, document_id }', table: 'content.documents' });
 worker({ id: 'WF40Chunker', file: 'WF40_chunker.json', name: 'WF40 — Chunker', resource: 'document', operation: 'chunk', nodeName: 'Chunk Document', input: '{ tenant_id, document_id, chunking: { max_chars, overlap } }', table: 'kg.chunks' });
 
+worker({ id: 'WF41Embedder', file: 'WF41_embedder.json', name: 'WF41 — Embedder', resource: 'document', operation: 'embed', nodeName: 'Embed Chunks', input: '{ tenant_id, document_id, model_id }', table: 'kg.chunk_embeddings_1536', credentials: { ...PG, ...EMBEDDINGS } });
+
+const LLM = { contractsLlmApi: { id: 'llmContracts01', name: 'Contracts LLM' } };
+worker({ id: 'WF50QaSession', file: 'WF50_qa_session_upserter.json', name: 'WF50 — QA Session Upserter', resource: 'qa', operation: 'upsertSession', nodeName: 'Upsert Session', input: '{ tenant_id, tg_user_id, channel, chat_id, meta }', table: 'audit.qa_sessions' });
+worker({ id: 'WF51Answerer', file: 'WF51_answerer.json', name: 'WF51 — Answerer', resource: 'qa', operation: 'answer', nodeName: 'Answer Question', input: '{ tenant_id, tg_user_id, channel, chat_id, question, question_message_version_id, trace_id }', table: 'audit.qa_turns', credentials: { ...PG, ...EMBEDDINGS, ...LLM, ...TELEGRAM } });
+
 /** job_type → the worker sub-workflow that runs it (WF90). */
 const WORKERS = {
 	telegram_update: 'WF20UpdateProc',
@@ -131,6 +138,8 @@ const WORKERS = {
 	file_download: 'WF32FileDownloader',
 	document_extract: 'WF33Extractor',
 	document_chunk: 'WF40Chunker',
+	document_embed: 'WF41Embedder',
+	qa_answer: 'WF51Answerer',
 };
 
 (function jobRunner() {
@@ -170,7 +179,7 @@ const WORKERS = {
 		position: [960, 0],
 		parameters: { source: 'database', workflowId: { __rl: true, mode: 'id', value: '={{ $json.job.worker }}' }, mode: 'each', options: { waitForSubWorkflow: true } },
 		onError: 'continueRegularOutput',
-		notes: 'WF20 / WF30 / WF31 / WF32 / WF33 / WF40 by job_type; answers a SuccessEnvelope or (via WF99) an ErrorEnvelope.',
+		notes: 'WF20 / WF30 / WF31 / WF32 / WF33 / WF40 / WF41 / WF51 by job_type; answers a SuccessEnvelope or (via WF99) an ErrorEnvelope.',
 	});
 	const finish = wf.add({
 		name: 'Finish Job',

@@ -254,9 +254,15 @@ CREATE TABLE audit.qa_turns (
   question                     text NOT NULL,
   question_message_version_id  bigint,
   answer_text                  text,
+  model                        text,
+  -- the bot's reply in Telegram (null until sendMessage succeeded: a retry only re-sends)
+  telegram_message_id          bigint,
   correlation_id               uuid,
   created_at                   timestamptz NOT NULL DEFAULT now()
 );
+-- one answer per question message: a retried job finds its turn instead of answering twice
+CREATE UNIQUE INDEX qa_turns_question_uidx ON audit.qa_turns (session_id, question_message_version_id)
+  WHERE question_message_version_id IS NOT NULL;
 
 CREATE TABLE audit.qa_citations (
   turn_id     bigint NOT NULL REFERENCES audit.qa_turns(id) ON DELETE CASCADE,

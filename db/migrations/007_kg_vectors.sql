@@ -10,6 +10,8 @@ CREATE TABLE kg.chunk_embeddings_1536 (
   model_id    integer NOT NULL REFERENCES kg.embedding_models(id),
   tenant_id   uuid NOT NULL,
   embedding   vector(1536) NOT NULL,
+  -- kg.chunks.text_sha256 the vector was computed from: a changed chunk is embedded again
+  chunk_sha256  text NOT NULL,
   created_at  timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (chunk_id, model_id)
 );

@@ -13,14 +13,16 @@ import { runItems } from '../shared/node/runItems';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { findKnowledgeOperation, KNOWLEDGE_RESOURCES } from './actions';
-import { httpGet } from './transport/http';
-import type { TelegramCredential } from './transport/telegramFiles';
+import { embedTexts, type EmbeddingsCredential } from './transport/embeddings';
+import { fetchSender, httpGet, httpPostJson } from './transport/http';
+import type { LlmCredential } from '../shared/llm/generate';
+import type { TelegramCredential } from './transport/botApi';
 
 /**
  * Knowledge Bot — the worker steps of the Telegram knowledge bot (seed 003 §1), each the core of one
  * workflow: Telegram Update → Process (WF20), URL → Normalize (WF30) and Fetch (WF31), Telegram File →
  * Download (WF32, with the Contracts Telegram Bot API credential), Document →
- * Extract (WF33) and Chunk (WF40).
+ * Extract (WF33), Chunk (WF40) and Embed (WF41, pgvector, with the Contracts Embeddings API credential).
  *
  * Input: an item with `req` (the workflow's input of seed 003) and optionally `ctx` (travelling
  * context: correlation_id, job_id… kept on errors). Output: a SuccessEnvelope per item, `data` as the
@@ -42,7 +44,9 @@ export class KnowledgeBot implements INodeType {
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [
 			{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' },
-			{ name: 'contractsTelegramApi', required: true, displayOptions: { show: { resource: ['file'] } } },
+			{ name: 'contractsTelegramApi', required: true, displayOptions: { show: { operation: ['download', 'answer'] } } },
+			{ name: 'contractsEmbeddingsApi', required: true, displayOptions: { show: { operation: ['embed', 'answer'] } } },
+			{ name: 'contractsLlmApi', required: true, displayOptions: { show: { operation: ['answer'] } } },
 		],
 		properties: [
 			...resourceProperties(KNOWLEDGE_RESOURCES),
@@ -89,7 +93,19 @@ export class KnowledgeBot implements INodeType {
 			const fromReq = isRecord(req) ? req.correlation_id : undefined;
 			const correlationId = isUuid(travelling.correlation_id) ? travelling.correlation_id : isUuid(fromReq) ? fromReq : newCorrelationId();
 			state.ctx = { ...travelling, correlation_id: correlationId, workflow, node: nodeName, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
-			const data = await operation.execute({ pool, state, correlationId, http: httpGet, telegram: async () => (await this.getCredentials('contractsTelegramApi', itemIndex)) as unknown as TelegramCredential }, req);
+			const data = await operation.execute(
+				{
+					pool,
+					state,
+					correlationId,
+					http: httpGet,
+					telegram: async () => (await this.getCredentials('contractsTelegramApi', itemIndex)) as unknown as TelegramCredential,
+					embed: async (model, texts, task) => embedTexts(httpPostJson, (await this.getCredentials('contractsEmbeddingsApi', itemIndex)) as unknown as EmbeddingsCredential, model, texts, task),
+					postJson: httpPostJson,
+					llm: async () => ({ credential: (await this.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential, send: fetchSender }),
+				},
+				req,
+			);
 			const ctx = state.ctx;
 			const envelope = success(data, {
 				source: workflow,

@@ -16,7 +16,7 @@ import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { findPipelineOperation, PIPELINE_RESOURCES } from './actions';
 import { pipelineDefinition } from './transport/definition';
-import type { LlmCredential } from './transport/llm';
+import type { LlmCredential } from '../shared/llm/generate';
 
 
 /**

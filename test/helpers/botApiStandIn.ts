@@ -1,8 +1,9 @@
 /**
  * A stand-in of the Telegram Bot API's file endpoints on 127.0.0.1: `GET /bot<token>/getFile?file_id=`
  * and `GET /file/bot<token>/<file_path>`, serving the files given to it; every request is logged.
+ * and `POST /bot<token>/sendMessage` (messages kept in `sent`, ids from 1000 on).
  * Unknown file ids answer 400 "Bad Request: invalid file_id" as Telegram does; `failNext(status)`
- * makes the next getFile answer that status.
+ * makes the next getFile or sendMessage answer that status.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +13,7 @@ export interface BotApiStandIn {
 	token: string;
 	requests: string[];
 	files: Map<string, { path: string; body: Buffer; type: string }>;
+	sent: { chat_id: number; text: string; reply_parameters?: { message_id: number } }[];
 	failNext(status: number): void;
 	close(): Promise<void>;
 }
@@ -19,17 +21,26 @@ export interface BotApiStandIn {
 export async function startBotApi(token = '123456:TEST-token'): Promise<BotApiStandIn> {
 	const files = new Map<string, { path: string; body: Buffer; type: string }>();
 	const requests: string[] = [];
+	const sent: BotApiStandIn['sent'] = [];
 	let failure: number | null = null;
-	const server = http.createServer((req, res) => {
+	const server = http.createServer(async (req, res) => {
+		let raw = '';
+		for await (const chunk of req) raw += chunk;
 		const url = new URL(req.url ?? '/', 'http://x');
 		requests.push(url.pathname.replace(token, '<token>'));
 		const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+		const api = url.pathname === `/bot${token}/getFile` || url.pathname === `/bot${token}/sendMessage`;
+		if (api && failure !== null) {
+			const status = failure;
+			failure = null;
+			return json(status, { ok: false, error_code: status, description: status === 429 ? 'Too Many Requests: retry after 1' : 'Bad Gateway' });
+		}
+		if (url.pathname === `/bot${token}/sendMessage` && req.method === 'POST') {
+			const message = JSON.parse(raw);
+			sent.push(message);
+			return json(200, { ok: true, result: { message_id: 999 + sent.length, chat: { id: message.chat_id }, date: 1_763_900_000, text: message.text } });
+		}
 		if (url.pathname === `/bot${token}/getFile`) {
-			if (failure !== null) {
-				const status = failure;
-				failure = null;
-				return json(status, { ok: false, error_code: status, description: status === 429 ? 'Too Many Requests: retry after 1' : 'Bad Gateway' });
-			}
 			const file = files.get(url.searchParams.get('file_id') ?? '');
 			if (!file) return json(400, { ok: false, error_code: 400, description: 'Bad Request: invalid file_id' });
 			return json(200, { ok: true, result: { file_id: url.searchParams.get('file_id'), file_unique_id: 'x', file_size: file.body.length, file_path: file.path } });
@@ -47,6 +58,7 @@ export async function startBotApi(token = '123456:TEST-token'): Promise<BotApiSt
 		token,
 		requests,
 		files,
+		sent,
 		failNext: (status) => {
 			failure = status;
 		},

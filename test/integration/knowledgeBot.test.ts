@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
+import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
 import { processOperation } from '../../nodes/KnowledgeBot/actions/update/process.operation';
 import { normalizeOperation } from '../../nodes/KnowledgeBot/actions/url/normalize.operation';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
@@ -13,10 +14,12 @@ import { documentMessage, editedMessage, memberJoined, mixedUpdates, photoWithCa
 
 let db: TestDatabase;
 let tenant: string;
+let botId: string;
 
 before(async () => {
 	db = await setupDatabase();
-	tenant = (await seedBot(db.pool)).tenantId;
+	({ tenantId: tenant, botId } = await seedBot(db.pool));
+	await db.pool.query("UPDATE core.bots SET username = 'KB_helper_bot' WHERE bot_id = $1", [botId]);
 });
 after(async () => db.drop());
 
@@ -96,7 +99,7 @@ test('the chat policy gates content jobs: URL fetch and file download off → no
 	await db.pool.query('INSERT INTO core.chat_policies (tenant_id, chat_id, allow_url_fetch, allow_file_download) VALUES ($1, $2, false, false)', [tenant, update.message.chat.id]);
 	try {
 		const { data } = await run(processOperation, { tenant_id: tenant, update: { ...update, message: { ...update.message, caption: 'x https://a.example', caption_entities: [{ type: 'url', offset: 2, length: 17 }] } } });
-		assert.deepEqual(data.created_jobs, { url_jobs: [], file_jobs: [] });
+		assert.deepEqual(data.created_jobs, { url_jobs: [], file_jobs: [], qa_jobs: [] });
 		assert.ok(Number(data.message_version_id) > 0);
 	} finally {
 		await db.pool.query('DELETE FROM core.chat_policies WHERE tenant_id = $1', [tenant]);
@@ -185,4 +188,43 @@ test('Chunk: chunks with overlap, idempotent, shrinking text removes the tail; 4
 	assert.deepEqual([pending.statusCode, pending.details.code], [409, 'DOCUMENT_NOT_READY']);
 	const overlap = await failure(chunkOperation, { tenant_id: tenant, document_id: id, chunking: { max_chars: 200, overlap: 150 } });
 	assert.equal(overlap.details.field, 'req.chunking.overlap');
+});
+
+test('Embed on a server without pgvector: 500 PGVECTOR_MISSING saying migration 007 was not applied', async (t) => {
+	const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM pg_available_extensions WHERE name = 'vector'");
+	if (rows[0].n > 0) {
+		t.skip('this server has pgvector: the missing-table path cannot happen (the vector SQL is tested on PGlite)');
+		return;
+	}
+	const id = await insertDocument(-100999, 'some text', 'done');
+	const model = await db.pool.query("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'no-vector-here', 1536) RETURNING id");
+	const error = await failure(embedOperation, { tenant_id: tenant, document_id: id, model_id: model.rows[0].id });
+	assert.deepEqual([error.statusCode, error.details.code, error.retryable], [500, 'PGVECTOR_MISSING', false]);
+	assert.match(error.message, /007_kg_vectors\.sql was not applied/);
+});
+
+test('questions to the bot become qa_answer jobs: a DM text (not a /command), a group text mentioning @bot (not an edit)', async () => {
+	const alice = { id: 111222333, is_bot: false, first_name: 'Alice' };
+	const group = { id: -1001234567890, title: 'Research group', type: 'supergroup' };
+	const dm = (id: number, text: string) => ({ update_id: id, message: { message_id: id, from: alice, chat: { id: alice.id, type: 'private', first_name: 'Alice' }, date: 1_763_900_000, text } });
+	const inGroup = (id: number, text: string, edited = false) => {
+		const mention = text.indexOf('@');
+		const message = { message_id: id, from: alice, chat: group, date: 1_763_900_000, text, ...(mention >= 0 ? { entities: [{ type: 'mention', offset: mention, length: text.slice(mention).split(' ')[0].length }] } : {}) };
+		return edited ? { update_id: id, edited_message: { ...message, edit_date: 1_763_900_100 } } : { update_id: id, message };
+	};
+	const qaJobs = async (data: Record<string, unknown>) => {
+		const ids = (data.created_jobs as { qa_jobs: number[] }).qa_jobs;
+		return (await db.pool.query('SELECT payload FROM ops.jobs WHERE id = ANY($1) ORDER BY id', [ids])).rows.map((r) => r.payload);
+	};
+	const asked = (await run(processOperation, { tenant_id: tenant, bot_id: botId, update: dm(61_001, 'What did we decide about pricing?') })).data;
+	const [job] = await qaJobs(asked);
+	assert.deepEqual([job.question, job.channel, job.chat_id, job.tg_user_id, job.question_message_version_id], ['What did we decide about pricing?', 'dm', alice.id, alice.id, asked.message_version_id]);
+	assert.deepEqual(await qaJobs((await run(processOperation, { tenant_id: tenant, bot_id: botId, update: dm(61_002, '/start') })).data), []);
+	const mentioned = (await run(processOperation, { tenant_id: tenant, bot_id: botId, update: inGroup(61_003, '@kb_helper_bot where is the runbook?') })).data;
+	assert.deepEqual((await qaJobs(mentioned)).map((p) => [p.question, p.channel]), [['where is the runbook?', 'group']]);
+	assert.deepEqual(await qaJobs((await run(processOperation, { tenant_id: tenant, update: inGroup(61_004, '@kb_helper_bot where?') })).data), [], 'without bot_id no mention is recognised');
+	assert.deepEqual(await qaJobs((await run(processOperation, { tenant_id: tenant, bot_id: botId, update: inGroup(61_005, '@someone_else where?') })).data), []);
+	assert.deepEqual(await qaJobs((await run(processOperation, { tenant_id: tenant, bot_id: botId, update: inGroup(61_003, '@kb_helper_bot where is it now?', true) })).data), [], 'an edit asks nothing new');
+	const again = (await run(processOperation, { tenant_id: tenant, bot_id: botId, update: dm(61_001, 'What did we decide about pricing?') })).data;
+	assert.deepEqual(again.created_jobs, asked.created_jobs, 'a replay enqueues nothing new');
 });

@@ -60,7 +60,7 @@ after(async () => {
 const CORRELATION = '1c2d3e4f-5a6b-4c7d-8e9f-a0b1c2d3e4f5';
 const GROUP: Record<string, unknown> = { chat_id: -100555, visibility: 'group', dm_owner_user_id: null, message_version_id: null };
 
-const runner = knowledgeRunner(() => db.pool, CORRELATION, () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }));
+const runner = knowledgeRunner(() => db.pool, CORRELATION, { telegram: () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }) });
 const run = async (op: Parameters<typeof runner.run>[0], req: unknown) => (await runner.run(op, req)).data;
 const failure = runner.failure;
 async function urlId(pathname: string, ctx = GROUP) {

@@ -1,7 +1,7 @@
 /** The model call's retry policy (seed 001 Final Responder) against a stand-in model server on 127.0.0.1. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { generate, type RetryPolicy, type Sender } from '../../nodes/PipelineCapture/transport/llm';
+import { generate, type RetryPolicy, type Sender } from '../../nodes/shared/llm/generate';
 import { ContractError } from '../../nodes/shared/errors';
 import { ModelStandIn } from '../helpers/modelStandIn';
 

@@ -1,7 +1,10 @@
 /** Resources and their operations (one file per operation under ./update, ./url, ./document). */
 import { chunkOperation } from './document/chunk.operation';
+import { embedOperation } from './document/embed.operation';
 import { extractOperation } from './document/extract.operation';
 import { downloadOperation } from './file/download.operation';
+import { answerOperation } from './qa/answer.operation';
+import { upsertSessionOperation } from './qa/upsertSession.operation';
 import type { KnowledgeOperation } from './types';
 import { processOperation } from './update/process.operation';
 import { fetchOperation } from './url/fetch.operation';
@@ -11,7 +14,8 @@ export const KNOWLEDGE_RESOURCES: { value: string; name: string; operations: Kno
 	{ value: 'update', name: 'Telegram Update', operations: [processOperation] },
 	{ value: 'url', name: 'URL', operations: [normalizeOperation, fetchOperation] },
 	{ value: 'file', name: 'Telegram File', operations: [downloadOperation] },
-	{ value: 'document', name: 'Document', operations: [extractOperation, chunkOperation] },
+	{ value: 'document', name: 'Document', operations: [extractOperation, chunkOperation, embedOperation] },
+	{ value: 'qa', name: 'Q&A', operations: [answerOperation, upsertSessionOperation] },
 ];
 
 /** @throws Error for an unknown pair (a corrupted workflow) */

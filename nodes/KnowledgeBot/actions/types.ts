@@ -1,8 +1,10 @@
 /** The shape every Knowledge Bot operation module exports (one file per operation). */
 import type { Pool } from 'pg';
 import type { ItemState } from '../../shared/node/runItems';
-import type { HttpGet } from '../transport/http';
-import type { TelegramCredential } from '../transport/telegramFiles';
+import type { EmbeddingModel } from '../transport/embeddings';
+import type { HttpGet, HttpPostJson } from '../transport/http';
+import type { LlmCredential, Sender } from '../../shared/llm/generate';
+import type { TelegramCredential } from '../transport/botApi';
 
 export interface KnowledgeContext {
 	pool: Pool;
@@ -12,8 +14,14 @@ export interface KnowledgeContext {
 	correlationId: string;
 	/** GET with time and size limits (URL → Fetch, File → Download). */
 	http: HttpGet;
-	/** n8n's Telegram API credential of the node (File → Download only). */
+	/** The Contracts Telegram Bot API credential of the node (File → Download only). */
 	telegram: () => Promise<TelegramCredential>;
+	/** JSON POST with a time limit (Bot API sendMessage). */
+	postJson: HttpPostJson;
+	/** The Contracts LLM API credential and a sender (Answer only). */
+	llm: () => Promise<{ credential: LlmCredential; send: Sender }>;
+	/** Vectors for texts through the Contracts Embeddings API credential (Embed, Answer). @throws EmbeddingsError */
+	embed: (model: EmbeddingModel, texts: string[], task: 'RETRIEVAL_DOCUMENT' | 'RETRIEVAL_QUERY') => Promise<number[][]>;
 }
 
 export interface KnowledgeOperation {

@@ -1,8 +1,11 @@
 /**
- * GET with a time limit and a size limit, for URL fetches (WF31) and Telegram file downloads (WF32).
+ * The HTTP of the Knowledge Bot: GET with a time limit and a size limit (URL fetches WF31, Telegram
+ * file downloads WF32), a JSON POST (embeddings, sendMessage) and the model call's sender (WF51).
+ * GET:
  * The body is read as a stream and abandoned as soon as it passes `maxBytes`, so a huge page never
  * fills memory. Redirects are followed (up to fetch's default of 20).
  */
+import type { Sender } from '../../shared/llm/generate';
 
 export interface HttpResponse {
 	status: number;
@@ -48,4 +51,38 @@ export const httpGet: HttpGet = async (url, { timeoutMs, maxBytes }) => {
 		}
 	}
 	return { status: res.status, headers, body: Buffer.concat(chunks), url: res.url || url };
+};
+
+/** A JSON POST's answer: status and parsed body (null when the body is not JSON). */
+export type HttpPostJson = (url: string, body: unknown, options: { headers?: Record<string, string>; timeoutMs: number }) => Promise<{ status: number; body: unknown }>;
+
+/** @throws TimeoutError/AbortError (time limit, in ms); TypeError (network) */
+export const httpPostJson: HttpPostJson = async (url, body, { headers = {}, timeoutMs }) => {
+	const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+	const text = await res.text();
+	try {
+		return { status: res.status, body: JSON.parse(text) as unknown };
+	} catch {
+		return { status: res.status, body: null };
+	}
+};
+
+/**
+ * The model call's sender (shared/llm/generate.ts) over fetch: status, parsed body and headers; throws
+ * only when no answer came (timeout, refused, reset), which the retry policy handles.
+ */
+export const fetchSender: Sender = async ({ url, body, headers, timeoutMs }) => {
+	const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+	const text = await res.text();
+	const answerHeaders: Record<string, string> = {};
+	res.headers.forEach((value, name) => {
+		answerHeaders[name] = value;
+	});
+	let parsed: unknown = null;
+	try {
+		parsed = JSON.parse(text);
+	} catch {
+		// a non-JSON body: generate() reports the missing text
+	}
+	return { status: res.status, body: parsed, headers: answerHeaders };
 };

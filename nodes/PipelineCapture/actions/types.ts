@@ -2,7 +2,7 @@
 import type { INodeProperties } from 'n8n-workflow';
 import type { Pool } from 'pg';
 import type { WorkflowDefinition } from '../../shared/stateMachine';
-import type { LlmCredential, Sender } from '../transport/llm';
+import type { LlmCredential, Sender } from '../../shared/llm/generate';
 
 export interface PipelineContext {
 	pool: Pool;

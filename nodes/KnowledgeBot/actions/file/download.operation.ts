@@ -18,7 +18,7 @@ import { parseRequest } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
 import { TooLargeError } from '../../transport/http';
-import { BOT_API_MAX_FILE_BYTES, BotApiError, downloadFile, getFile } from '../../transport/telegramFiles';
+import { BOT_API_MAX_FILE_BYTES, BotApiError, downloadFile, getFile } from '../../transport/botApi';
 import { enqueueOnce, SourceCtx } from '../shared';
 import { storeBody, type StoredBody } from '../storeBody';
 import type { KnowledgeOperation } from '../types';

@@ -95,6 +95,8 @@ export interface ParsedUpdate {
 		attachments: Attachment[];
 		/** URLs of `url` and `text_link` entities, in order, without repeats */
 		urls: string[];
+		/** A question for the bot (WF51): a DM's text that is not a /command, or a group text mentioning the bot */
+		question: string | null;
 	} | null;
 	members: MemberChange[];
 }
@@ -138,9 +140,26 @@ function statusOf(status: string): string {
 }
 
 /**
+ * The question a message asks the bot, or null: in a private chat its text (not a /command); elsewhere
+ * a text with a `mention` entity of `@<botUsername>` (case-insensitive), without the mention.
+ */
+export function questionOf(message: z.infer<typeof Message>, botUsername: string | null): string | null {
+	const text = message.text?.trim();
+	if (!text) return null;
+	if (message.chat.type === 'private') return text.startsWith('/') ? null : text;
+	if (!botUsername) return null;
+	const handle = `@${botUsername.toLowerCase()}`;
+	const mention = (message.entities ?? []).find((e) => e.type === 'mention' && message.text!.slice(e.offset, e.offset + e.length).toLowerCase() === handle);
+	if (!mention) return null;
+	const rest = `${message.text!.slice(0, mention.offset)}${message.text!.slice(mention.offset + mention.length)}`.replace(/\s+/g, ' ').trim();
+	return rest || null;
+}
+
+/**
+ * @param botUsername the receiving bot's username (core.bots.username), to recognise mentions
  * @throws z.ZodError when a known field (message, chat_member…) lacks what Telegram always sends
  */
-export function parseUpdate(update: Record<string, unknown>): ParsedUpdate {
+export function parseUpdate(update: Record<string, unknown>, botUsername: string | null = null): ParsedUpdate {
 	const updateType = Object.keys(update).find((k) => k !== 'update_id') ?? 'unknown';
 	const result: ParsedUpdate = { update_type: updateType, chat: null, users: [], message: null, members: [] };
 	const addUser = (user: TgUser | undefined) => {
@@ -165,6 +184,7 @@ export function parseUpdate(update: Record<string, unknown>): ParsedUpdate {
 			payload: message as Record<string, unknown>,
 			attachments: attachmentsOf(message as Record<string, unknown>),
 			urls: [...new Set(urls)],
+			question: edited ? null : questionOf(message, botUsername),
 		};
 		for (const user of message.new_chat_members ?? []) {
 			addUser(user);

@@ -6,10 +6,12 @@
  *    version 0 as sent, edit_date for an edit), tg.files / tg.file_instances / tg.message_attachments;
  *  - tg.chat_member_events and tg.chat_memberships_current (moves forward in time only);
  *  - ops.jobs `url_normalize` per URL (WF30) and `file_download` per attachment (WF32), each once
- *    (dedup key), when the chat policy allows URL fetch / file download.
- * Input `req`: `{ tenant_id (uuid), update (Telegram Update), trace_id?, raw_update_id? }`.
+ *    (dedup key), when the chat policy allows URL fetch / file download; `qa_answer` (WF51) for a question
+ *    to the bot — a DM's text that is not a /command, or a group text mentioning `@<bot username>`.
+ * Input `req`: `{ tenant_id (uuid), update (Telegram Update), trace_id?, raw_update_id?, bot_id? }`
+ *   (WF10's job payload; bot_id finds the bot's username for mentions).
  * Output: `{ update_type, chat_id, message_id, message_fk, message_version_id,
- *   created_jobs: { url_jobs: [job ids], file_jobs: [job ids] }, member_events }` (nulls when the update
+ *   created_jobs: { url_jobs, file_jobs, qa_jobs: [job ids] }, member_events }` (nulls when the update
  *   has no message).
  * Errors: 422 `req.update.<field>` for a message Telegram would never send; 503/500 db (rolled back).
  */
@@ -27,6 +29,8 @@ export const ProcessUpdateRequest = z.object({
 	update: z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough(),
 	trace_id: z.string().nullish(),
 	raw_update_id: DbId.nullish(),
+	/** the receiving bot (WF10's job payload): its username recognises mentions */
+	bot_id: z.string().uuid('must be a UUID').nullish(),
 });
 
 const TABLES = { table: 'tg.messages' };
@@ -39,7 +43,7 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 	const chat = parsed.chat!;
 	if (parsed.users.length > 0) await client.query(SQL.UPSERT_USERS, [tenantId, JSON.stringify(parsed.users)]);
 	await client.query(SQL.UPSERT_CHAT, [tenantId, chat.id, chat.type, chat.title ?? null, chat.username ?? null]);
-	const data: Record<string, unknown> = { chat_id: chat.id, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [] }, member_events: 0 };
+	const data: Record<string, unknown> = { chat_id: chat.id, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [], qa_jobs: [] }, member_events: 0 };
 	const message = parsed.message;
 	if (message) {
 		const dm = chat.type === 'private';
@@ -57,7 +61,15 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 		}
 		const policy = (await one(client, SQL.CHAT_POLICY, [tenantId, chat.id]))!;
 		const jobCtx = { chat_id: chat.id, visibility, dm_owner_user_id: dmOwner, message_version_id: versionId };
+		const question = message.question
+			? [{
+					job_type: 'qa_answer',
+					dedup_key: `qa_answer:${versionId}`,
+					payload: { tenant_id: tenantId, tg_user_id: message.from_user_id, channel: visibility, chat_id: chat.id, question: message.question, question_message_version_id: versionId, trace_id: req.trace_id ?? null },
+				}]
+			: [];
 		const wanted = [
+			...(message.from_user_id === null ? [] : question),
 			...(policy.allow_url_fetch ? message.urls : []).map((url) => ({
 				job_type: 'url_normalize',
 				dedup_key: `url_normalize:${versionId}:${url}`,
@@ -71,7 +83,7 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 		];
 		const jobs = wanted.length ? (await client.query(SQL.ENQUEUE_JOBS, [tenantId, correlationId, JSON.stringify(wanted)])).rows : [];
 		const idsOf = (type: string) => wanted.filter((w) => w.job_type === type).map((w) => Number(jobs.find((j) => j.dedup_key === w.dedup_key)!.id));
-		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf('url_normalize'), file_jobs: idsOf('file_download') } });
+		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf('url_normalize'), file_jobs: idsOf('file_download'), qa_jobs: idsOf('qa_answer') } });
 	}
 	if (parsed.members.length > 0) {
 		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members)]);
@@ -89,9 +101,17 @@ export const processOperation: KnowledgeOperation = {
 	async execute({ pool, state, correlationId }, raw) {
 		const req = parseRequest(ProcessUpdateRequest, raw, TABLES);
 		Object.assign(state.ctx!, { tenant_id: req.tenant_id, trace_id: req.trace_id ?? null });
+		let botUsername: string | null = null;
+		if (req.bot_id) {
+			try {
+				botUsername = (await pool.query('SELECT username FROM core.bots WHERE bot_id = $1 AND tenant_id = $2', [req.bot_id, req.tenant_id])).rows[0]?.username ?? null;
+			} catch (error) {
+				throw fromPgError(error, { operation: 'select', table: 'core.bots' });
+			}
+		}
 		let parsed: ParsedUpdate;
 		try {
-			parsed = parseUpdate(req.update);
+			parsed = parseUpdate(req.update, botUsername);
 		} catch (error) {
 			if (!(error instanceof ZodError)) throw error;
 			const issue = error.issues[0];
@@ -100,7 +120,7 @@ export const processOperation: KnowledgeOperation = {
 		}
 		if (parsed.chat) Object.assign(state.ctx!, { chat_id: parsed.chat.id, message_id: parsed.message?.message_id ?? null });
 		if (!parsed.chat) {
-			return { update_type: parsed.update_type, chat_id: null, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [] }, member_events: 0 };
+			return { update_type: parsed.update_type, chat_id: null, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [], qa_jobs: [] }, member_events: 0 };
 		}
 		try {
 			const data = await inTransaction(pool, (client) => store(client, req.tenant_id, parsed, req, correlationId));

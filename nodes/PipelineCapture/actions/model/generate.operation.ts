@@ -7,7 +7,7 @@
  * 422 INVALID_JSON (JSON asked, prose answered).
  */
 import { fieldsOf } from '../../../shared/node/fields';
-import { DEFAULT_RETRY, generate } from '../../transport/llm';
+import { DEFAULT_RETRY, generate } from '../../../shared/llm/generate';
 import type { PipelineOperation } from '../types';
 
 export const generateOperation: PipelineOperation = {

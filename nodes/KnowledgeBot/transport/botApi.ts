@@ -1,9 +1,10 @@
 /**
- * The two Bot API calls of a file download (WF32): `getFile` (file_id → file_path, valid ≥ 1 hour) and
- * the download from `<baseUrl>/file/bot<token>/<file_path>`. The Bot API serves files up to 20 MB.
+ * The Bot API calls of the knowledge bot: a file download (WF32) — `getFile` (file_id → file_path, valid
+ * ≥ 1 hour) and the download from `<baseUrl>/file/bot<token>/<file_path>`, up to 20 MB — and the
+ * answer's `sendMessage` (WF51).
  * Credentials: the Contracts Telegram Bot API credential (`contractsTelegramApi`: accessToken, baseUrl).
  */
-import type { HttpGet, HttpResponse } from './http';
+import type { HttpGet, HttpPostJson, HttpResponse } from './http';
 
 /** Bot API getFile limit: larger files cannot be downloaded by a bot (bytes). */
 export const BOT_API_MAX_FILE_BYTES = 20 * 1024 * 1024;
@@ -46,4 +47,27 @@ export async function downloadFile(http: HttpGet, credential: TelegramCredential
 	const res = await http(`${base(credential)}/file/bot${credential.accessToken}/${filePath}`, { timeoutMs, maxBytes });
 	if (res.status !== 200) throw new BotApiError(`file download failed: HTTP ${res.status}`, res.status, null);
 	return res;
+}
+
+/** Telegram's limit on a message's text (characters after entity parsing). */
+export const MAX_MESSAGE_CHARS = 4096;
+
+/**
+ * sendMessage (plain text, no parse mode), as a reply when `replyTo` is given; text cut to 4096 characters.
+ * @returns the sent message's message_id
+ * @throws BotApiError (status and Telegram's description)
+ */
+export async function sendMessage(post: HttpPostJson, credential: TelegramCredential, chatId: number, text: string, replyTo: number | null, timeoutMs: number): Promise<number> {
+	const body = {
+		chat_id: chatId,
+		text: text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS - 1)}…` : text,
+		...(replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}),
+		link_preview_options: { is_disabled: true },
+	};
+	const res = await post(`${base(credential)}/bot${credential.accessToken}/sendMessage`, body, { timeoutMs });
+	const json = (res.body ?? {}) as { ok?: boolean; result?: { message_id?: number }; description?: string };
+	if (res.status !== 200 || !json.ok || typeof json.result?.message_id !== 'number') {
+		throw new BotApiError(`sendMessage failed: HTTP ${res.status}${json.description ? ` ${json.description}` : ''}`, res.status, json.description ?? null);
+	}
+	return json.result.message_id;
 }

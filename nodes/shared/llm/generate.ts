@@ -5,7 +5,7 @@
  * times; any other answer ≥ 400 is fatal at once. OpenAI-compatible (`/v1/chat/completions`) or
  * Ollama-compatible (`/api/generate`) requests.
  */
-import { ContractError } from '../../shared/errors';
+import { ContractError } from '../errors';
 
 export interface LlmCredential {
 	api: 'openai' | 'ollama';

@@ -1,0 +1,41 @@
+import type { ICredentialTestRequest, ICredentialType, INodeProperties } from 'n8n-workflow';
+
+/**
+ * The embeddings endpoint of the knowledge bot (seed 003 WF41/WF51): Gemini-compatible
+ * (`POST /v1beta/models/<model>:batchEmbedContents`, key in `x-goog-api-key`) or OpenAI-compatible
+ * (`POST /v1/embeddings`, Bearer key). Which model and how many dimensions come from `kg.embedding_models`.
+ * The credential test lists the models.
+ */
+export class ContractsEmbeddingsApi implements ICredentialType {
+	name = 'contractsEmbeddingsApi';
+
+	displayName = 'Contracts Embeddings API';
+
+	icon = 'file:contractsLlm.svg' as const;
+
+	documentationUrl = 'https://github.com/n8n-nodes-contracts/n8n-nodes-contracts#knowledge-bot-seed-003';
+
+	properties: INodeProperties[] = [
+		{
+			displayName: 'API Style',
+			name: 'api',
+			type: 'options',
+			options: [
+				{ name: 'Gemini-Compatible (:batchEmbedContents)', value: 'gemini' },
+				{ name: 'OpenAI-Compatible (/v1/embeddings)', value: 'openai' },
+			],
+			default: 'gemini',
+		},
+		{ displayName: 'Base URL', name: 'baseUrl', type: 'string', default: 'https://generativelanguage.googleapis.com', description: 'Server URL without the API path' },
+		{ displayName: 'API Key', name: 'apiKey', type: 'string', typeOptions: { password: true }, default: '', description: 'Gemini: sent as x-goog-api-key; OpenAI-compatible: as Authorization: Bearer' },
+	];
+
+	test: ICredentialTestRequest = {
+		request: {
+			baseURL: '={{ $credentials.baseUrl.replace(/\\/+$/, "") }}',
+			url: '={{ $credentials.api === "gemini" ? "/v1beta/models" : "/v1/models" }}',
+			qs: { key: '={{ $credentials.api === "gemini" ? $credentials.apiKey : "" }}' },
+			headers: { Authorization: '={{ $credentials.api === "openai" && $credentials.apiKey ? "Bearer " + $credentials.apiKey : "" }}' },
+		},
+	};
+}

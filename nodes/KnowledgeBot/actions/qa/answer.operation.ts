@@ -1,0 +1,173 @@
+/**
+ * Q&A → Answer: WF51 of seed 003. Answers a question from the sources the asker may see, with citations:
+ *  1. ACL: the ctx of Context Loader (WF00c) — 403/404 as there;
+ *  2. the session (WF50);
+ *  3. the question embedded (first active 1,536-dimension model, task RETRIEVAL_QUERY) and the `k` nearest
+ *     visible chunks (retrieve.ts: own DMs, chats the user is a member of, all for admins, this tenant);
+ *  4. the model (Contracts LLM API credential, seed-001 retry policy) answers from the numbered sources
+ *     only, citing [n]; with no source found, a fixed "nothing found" answer and no model call;
+ *  5. audit.qa_turns and audit.qa_citations (rank, chunk, score, snippet, source_ref) in one statement;
+ *  6. the answer sent as a reply with Telegram's sendMessage (Contracts Telegram Bot API credential), the
+ *     sent message id stored on the turn.
+ * Idempotent per question message: a retried job finds its turn (unique session/question_message_version_id)
+ * and only sends what was not sent — the model is not asked twice.
+ * Input `req`: `{ tenant_id, tg_user_id, channel, chat_id, question, question_message_version_id, trace_id }`
+ *   (+ k 1–20, default 5; send_reply, default true).
+ * Output: `{ session_id, turn_id, answer_text, citations: [{ rank, chunk_id, score, snippet, source_ref }],
+ *   telegram_message_id }`.
+ * Errors: 422 `req.<field>`; 403/404 ACL; 404 NO_EMBEDDING_MODEL; 502 embeddings/model/Bot API
+ *   (retryable as their classes); 500 PGVECTOR_MISSING; 503/500 db.
+ */
+import type { Pool } from 'pg';
+import { z } from 'zod';
+import { loadContext } from '../../../ContextLoader/actions/load.operation';
+import type { AclCtx } from '../../../shared/contracts/ctx';
+import { BigIntLike, DbId, parseRequest } from '../../../shared/contracts/request';
+import { ContractError, fromPgError } from '../../../shared/errors';
+import { DEFAULT_RETRY, generate } from '../../../shared/llm/generate';
+import { BotApiError, sendMessage } from '../../transport/botApi';
+import { embeddingsFailure } from '../document/embed.operation';
+import type { KnowledgeOperation } from '../types';
+import { retrieveChunks, type RetrievedChunk } from './retrieve';
+import { upsertSession } from './session';
+
+export const AnswerRequest = z.object({
+	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	tg_user_id: BigIntLike,
+	channel: z.enum(['group', 'dm'], { errorMap: () => ({ message: 'must be "group" or "dm"' }) }),
+	chat_id: BigIntLike.nullish().transform((v) => v ?? null),
+	question: z.string({ required_error: 'is required' }).trim().min(1, 'must not be empty').max(4000, 'is longer than 4000 characters'),
+	question_message_version_id: DbId.nullish().transform((v) => v ?? null),
+	trace_id: z.string().nullish(),
+	correlation_id: z.string().uuid().nullish(),
+	k: z.number().int().min(1).max(20).default(5),
+	send_reply: z.boolean().default(true),
+});
+
+export const NOTHING_FOUND = 'I found nothing about this in the sources available to you.';
+
+export const ANSWER_SYSTEM_PROMPT = [
+	'You answer questions for members of a Telegram group using only the numbered sources given.',
+	'Cite every statement with the number of its source in brackets, like [1] or [2][3].',
+	'If the sources do not contain the answer, say that you do not know. Answer in the language of the question.',
+].join(' ');
+
+const WHERE = { table: 'audit.qa_turns' };
+
+const ACTIVE_MODEL = "SELECT id, name, dims FROM kg.embedding_models WHERE is_active AND dims = 1536 ORDER BY id LIMIT 1";
+
+const FIND_TURN = `
+SELECT t.id, t.answer_text, t.telegram_message_id,
+       coalesce((SELECT jsonb_agg(jsonb_build_object('rank', c.rank, 'chunk_id', c.chunk_id, 'score', c.score, 'snippet', c.snippet, 'source_ref', c.source_ref) ORDER BY c.rank)
+                 FROM audit.qa_citations c WHERE c.turn_id = t.id), '[]'::jsonb) AS citations
+FROM audit.qa_turns t WHERE t.session_id = $1 AND t.question_message_version_id = $2`;
+
+/** The turn and its citations in one statement. $1 session, $2 question, $3 version, $4 answer, $5 model, $6 correlation, $7 citations JSON. */
+const INSERT_TURN = `
+WITH turn AS (
+  INSERT INTO audit.qa_turns (session_id, question, question_message_version_id, answer_text, model, correlation_id)
+  VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
+), cites AS (
+  INSERT INTO audit.qa_citations (turn_id, rank, chunk_id, score, snippet, source_ref)
+  SELECT turn.id, c.rank, c.chunk_id, c.score, c.snippet, c.source_ref
+  FROM turn, jsonb_to_recordset($7::jsonb) AS c(rank int, chunk_id bigint, score float8, snippet text, source_ref jsonb)
+  RETURNING rank
+)
+SELECT turn.id, (SELECT count(*) FROM cites)::int AS citations FROM turn`;
+
+const REPLY_TARGET = 'SELECT m.message_id FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE v.id = $1';
+
+interface Citation {
+	rank: number;
+	chunk_id: number;
+	score: number;
+	snippet: string;
+	source_ref: Record<string, unknown>;
+}
+
+function citationsOf(chunks: RetrievedChunk[]): Citation[] {
+	return chunks.map((c, i) => ({
+		rank: i + 1,
+		chunk_id: c.chunk_id,
+		score: Math.round(c.score * 10_000) / 10_000,
+		snippet: c.text.length > 300 ? `${c.text.slice(0, 299)}…` : c.text,
+		source_ref: { document_id: c.document_id, chunk_no: c.chunk_no, doc_type: c.doc_type, title: c.title, url: c.url, file_unique_id: c.file_unique_id, chat_id: c.chat_id, message_version_id: c.message_version_id },
+	}));
+}
+
+/** The message sent to Telegram: the answer, then one line per source. */
+export function replyText(answer: string, citations: Citation[]): string {
+	if (citations.length === 0) return answer;
+	const lines = citations.map((c) => `[${c.rank}] ${(c.source_ref.title as string | null) || (c.source_ref.url as string | null) || `document ${String(c.source_ref.document_id)}`}${c.source_ref.url && c.source_ref.title ? ` — ${String(c.source_ref.url)}` : ''}`);
+	return `${answer}\n\nSources:\n${lines.join('\n')}`;
+}
+
+async function query(pool: Pool, sql: string, params: unknown[], where: { operation: string; table: string }) {
+	try {
+		return (await pool.query(sql, params)).rows;
+	} catch (error) {
+		throw fromPgError(error, where);
+	}
+}
+
+export const answerOperation: KnowledgeOperation = {
+	value: 'answer',
+	name: 'Answer',
+	action: 'Answer a question with citations',
+	description: 'Answer from the sources the asker may see, cite them, record the turn and reply in Telegram (WF51)',
+	workflow: 'WF51',
+	async execute({ pool, state, correlationId, embed, llm, telegram, postJson }, raw) {
+		const req = parseRequest(AnswerRequest, raw, WHERE);
+		const { ctx } = (await loadContext(pool, { tenant_id: req.tenant_id, tg_user_id: req.tg_user_id, chat_id: req.chat_id, channel: req.channel, trace_id: req.trace_id ?? null, correlation_id: req.correlation_id ?? correlationId }, state)) as { ctx: AclCtx };
+		Object.assign(state.ctx!, { workflow: 'WF51' });
+		const { session_id: sessionId } = await upsertSession(pool, { tenant_id: req.tenant_id, tg_user_id: req.tg_user_id, channel: req.channel, chat_id: req.chat_id, meta: { last_question_at: new Date().toISOString() } });
+		const existing = req.question_message_version_id === null ? [] : await query(pool, FIND_TURN, [sessionId, req.question_message_version_id], { operation: 'select', ...WHERE });
+		let turnId: number;
+		let answer: string;
+		let citations: Citation[];
+		let sentId: number | null = null;
+		if (existing.length > 0) {
+			turnId = Number(existing[0].id);
+			answer = String(existing[0].answer_text);
+			citations = existing[0].citations as Citation[];
+			sentId = existing[0].telegram_message_id === null ? null : Number(existing[0].telegram_message_id);
+		} else {
+			const models = await query(pool, ACTIVE_MODEL, [], { operation: 'select', table: 'kg.embedding_models' });
+			if (models.length === 0) throw new ContractError('no active embedding model of 1536 dimensions in kg.embedding_models', 404, 'not_found', false, { code: 'NO_EMBEDDING_MODEL' }, { operation: 'select', table: 'kg.embedding_models' });
+			const model = { id: Number(models[0].id), name: String(models[0].name), dims: Number(models[0].dims) };
+			let vector: number[];
+			try {
+				[vector] = await embed(model, [req.question], 'RETRIEVAL_QUERY');
+			} catch (error) {
+				throw embeddingsFailure(error);
+			}
+			const chunks = await retrieveChunks(pool, ctx, vector, { model_id: model.id, k: req.k });
+			citations = citationsOf(chunks);
+			let modelName: string | null = null;
+			if (chunks.length === 0) {
+				answer = NOTHING_FOUND;
+			} else {
+				const { credential, send } = await llm();
+				const sources = citations.map((c) => `[${c.rank}] ${(c.source_ref.title as string | null) ?? ''} ${(c.source_ref.url as string | null) ?? ''}\n${chunks[c.rank - 1].text}`).join('\n\n');
+				const result = await generate(credential, { system: ANSWER_SYSTEM_PROMPT, input: `Sources:\n${sources}\n\nQuestion: ${req.question}`, expectJson: false, temperature: 0.2 }, DEFAULT_RETRY, send);
+				answer = result.text.trim();
+				modelName = result.model;
+			}
+			const inserted = await query(pool, INSERT_TURN, [sessionId, req.question, req.question_message_version_id, answer, modelName, ctx.correlation_id, JSON.stringify(citations)], { operation: 'insert', ...WHERE });
+			turnId = Number(inserted[0].id);
+		}
+		if (req.send_reply && sentId === null) {
+			const target = req.question_message_version_id === null ? [] : await query(pool, REPLY_TARGET, [req.question_message_version_id], { operation: 'select', table: 'tg.messages' });
+			const chatId = req.chat_id ?? req.tg_user_id;
+			try {
+				sentId = await sendMessage(postJson, await telegram(), chatId, replyText(answer, citations), target.length ? Number(target[0].message_id) : null, 15_000);
+			} catch (error) {
+				const status = error instanceof BotApiError ? error.status : null;
+				const retryable = status === null || status >= 500 || status === 429;
+				throw new ContractError(`reply not sent: ${error instanceof Error ? error.message : String(error)}`, 502, status === 429 ? 'rate_limit' : 'upstream', retryable, { code: 'REPLY_FAILED', http_status: status, turn_id: turnId }, { operation: 'send', table: 'audit.qa_turns' });
+			}
+			await query(pool, 'UPDATE audit.qa_turns SET telegram_message_id = $2 WHERE id = $1', [turnId, sentId], { operation: 'update', ...WHERE });
+		}
+		return { session_id: sessionId, turn_id: turnId, answer_text: answer, citations, telegram_message_id: sentId };
+	},
+};

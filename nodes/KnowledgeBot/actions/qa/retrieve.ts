@@ -1,0 +1,48 @@
+/**
+ * Retrieval for WF51: the `k` chunks nearest to a question vector that the asking user may see (seed 003
+ * §0.2, SEARCH_CHUNKS), given the ctx Context Loader (WF00c) built. Refuses a ctx that is not allowed.
+ */
+import type { Pool } from 'pg';
+import type { AclCtx } from '../../../shared/contracts/ctx';
+import { ContractError } from '../../../shared/errors';
+import { vectorLiteral } from '../../transport/embeddings';
+import { EMBEDDINGS_TABLE, SEARCH_CHUNKS, vectorError } from '../vectorSql';
+
+export interface RetrievedChunk {
+	chunk_id: number;
+	document_id: number;
+	chunk_no: number;
+	text: string;
+	title: string | null;
+	doc_type: 'url' | 'file';
+	chat_id: number;
+	visibility: 'group' | 'dm';
+	message_version_id: number | null;
+	file_unique_id: string | null;
+	url: string | null;
+	/** cosine similarity, 1 = same direction */
+	score: number;
+}
+
+/**
+ * @param k most chunks returned (1–100)
+ * @throws ContractError 403 NOT_ALLOWED for a ctx without is_allowed or a blocked role; 500 PGVECTOR_MISSING; 503/500 db
+ */
+export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' | 'tg_user_id' | 'role' | 'is_allowed'>, vector: number[], options: { model_id: number; k: number }): Promise<RetrievedChunk[]> {
+	if (!ctx.is_allowed || ctx.role === 'blocked') {
+		throw new ContractError('the ctx does not allow reading', 403, 'auth', false, { code: 'NOT_ALLOWED' }, { operation: 'select', table: EMBEDDINGS_TABLE });
+	}
+	try {
+		const { rows } = await pool.query(SEARCH_CHUNKS, [ctx.tenant_id, options.model_id, vectorLiteral(vector), Number(ctx.tg_user_id), ctx.role === 'admin', options.k]);
+		return rows.map((r) => ({
+			...r,
+			chunk_id: Number(r.chunk_id),
+			document_id: Number(r.document_id),
+			chat_id: Number(r.chat_id),
+			message_version_id: r.message_version_id === null ? null : Number(r.message_version_id),
+			score: Number(r.score),
+		})) as RetrievedChunk[];
+	} catch (error) {
+		throw vectorError(error, { operation: 'select', table: EMBEDDINGS_TABLE });
+	}
+}

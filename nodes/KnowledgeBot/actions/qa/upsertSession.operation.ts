@@ -1,0 +1,30 @@
+/**
+ * Q&A → Upsert Session: WF50 of seed 003. Opens or touches the session of a user in a chat.
+ * Input `req`: `{ tenant_id, tg_user_id, channel "group"|"dm", chat_id (null for dm: the user's id), meta {} }`.
+ * Output: `{ session_id, created }`. Errors: 422 `req.<field>`; 503/500 db.
+ */
+import { z } from 'zod';
+import { BigIntLike, parseRequest } from '../../../shared/contracts/request';
+import type { KnowledgeOperation } from '../types';
+import { upsertSession } from './session';
+
+export const SessionRequest = z.object({
+	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	tg_user_id: BigIntLike,
+	channel: z.enum(['group', 'dm'], { errorMap: () => ({ message: 'must be "group" or "dm"' }) }),
+	chat_id: BigIntLike.nullish().transform((v) => v ?? null),
+	meta: z.record(z.unknown()).default({}),
+});
+
+export const upsertSessionOperation: KnowledgeOperation = {
+	value: 'upsertSession',
+	name: 'Upsert Session',
+	action: 'Open or touch a Q&A session',
+	description: 'Open or update the question-answer session of a user in a chat (WF50)',
+	workflow: 'WF50',
+	async execute({ pool, state }, raw) {
+		const req = parseRequest(SessionRequest, raw, { table: 'audit.qa_sessions' });
+		Object.assign(state.ctx!, { tenant_id: req.tenant_id, chat_id: req.chat_id });
+		return upsertSession(pool, req);
+	},
+};

@@ -1,0 +1,138 @@
+/**
+ * Q&A → Answer (WF51) and Upsert Session (WF50) on PGlite with pgvector, against stand-ins of the
+ * embeddings endpoint, the model and the Bot API (real HTTP servers on 127.0.0.1): ACL first, citations
+ * only from visible sources, the turn and citations recorded, the reply sent once, retries idempotent.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
+import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
+import { answerOperation, NOTHING_FOUND } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
+import { upsertSessionOperation } from '../../nodes/KnowledgeBot/actions/qa/upsertSession.operation';
+import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
+import { startEmbeddings, type EmbeddingStandIn } from '../helpers/embeddingStandIn';
+import { knowledgeRunner } from '../helpers/knowledgeOps';
+import { ModelStandIn } from '../helpers/modelStandIn';
+import { vectorDatabase } from '../helpers/pglite';
+
+let vdb: Awaited<ReturnType<typeof vectorDatabase>>;
+let embeddings: EmbeddingStandIn;
+let botApi: BotApiStandIn;
+const model = new ModelStandIn();
+const { run, failure } = knowledgeRunner(() => vdb.pool, '3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7', {
+	embeddings: () => ({ api: 'gemini', baseUrl: embeddings.baseUrl }),
+	telegram: () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }),
+	llm: () => ({ api: 'openai', baseUrl: model.url, model: 'stand-in' }),
+});
+const TENANT = '00000000-0000-4000-8000-0000000000aa';
+const GROUP = -1001;
+let versionId: number;
+
+before(async () => {
+	vdb = await vectorDatabase();
+	embeddings = await startEmbeddings();
+	botApi = await startBotApi();
+	await model.up();
+	const q = (sql: string, params: unknown[] = []) => vdb.db.query(sql, params);
+	await q("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'T')", [TENANT]);
+	await q("INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) VALUES ($1, 1, 'admin'), ($1, 2, 'user'), ($1, 3, 'user'), ($1, 4, 'blocked'), ($1, 5, 'user')", [TENANT]);
+	await q('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2)', [TENANT, GROUP]);
+	await q("INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, $2, 2, 'member'), ($1, $2, 3, 'member')", [TENANT, GROUP]);
+	await q("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'gemini-embedding-001', 1536)");
+	const docs: [string, number, 'group' | 'dm', number | null][] = [
+		['The deployment runbook: restart the worker pool after every schema migration.', GROUP, 'group', null],
+		['Private note of user 3: the deployment password rotates every Monday.', 3, 'dm', 3],
+	];
+	for (const [i, [text, chat, visibility, owner]] of docs.entries()) {
+		const { rows } = await q("INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, dm_owner_user_id, text, status, title) VALUES ($1, 'url', $2, $3, $4, $5, $6, 'done', $7) RETURNING id", [TENANT, `url:${i}`, chat, visibility, owner, text, `Doc ${i}`]);
+		const id = Number((rows[0] as { id: number }).id);
+		await run(chunkOperation, { tenant_id: TENANT, document_id: id });
+		await run(embedOperation, { tenant_id: TENANT, document_id: id, model_id: 1 });
+	}
+	const message = await q("INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, visibility) VALUES ($1, $2, 77, 2, now(), 'group') RETURNING id", [TENANT, GROUP]);
+	const version = await q("INSERT INTO tg.message_versions (message_fk, version_no, text, payload) VALUES ($1, 0, 'how do we deploy?', '{}') RETURNING id", [(message.rows[0] as { id: number }).id]);
+	versionId = Number((version.rows[0] as { id: number }).id);
+});
+after(async () => {
+	await model.down();
+	await botApi.close();
+	await embeddings.close();
+	await vdb.close();
+});
+
+const ask = (user: number, question: string, extra: Record<string, unknown> = {}) => ({ tenant_id: TENANT, tg_user_id: user, channel: 'group', chat_id: GROUP, question, question_message_version_id: null, ...extra });
+
+test('a member asks in the group: the model answers from the visible source only, cited; turn, citations and the reply recorded', async () => {
+	model.respond = () => ({ text: 'Restart the worker pool after each migration [1].' });
+	const before = model.requests.length;
+	const { data } = await run(answerOperation, ask(2, 'How do we handle deployment after a migration?', { question_message_version_id: versionId }));
+	assert.equal(data.answer_text, 'Restart the worker pool after each migration [1].');
+	const citations = data.citations as { rank: number; snippet: string; source_ref: { title: string } }[];
+	assert.deepEqual(citations.map((c) => c.source_ref.title), ['Doc 0'], 'user 3\'s DM note is never a source for user 2');
+	const prompt = JSON.stringify(model.requests.slice(before)[0].body);
+	assert.match(prompt, /restart the worker pool/);
+	assert.doesNotMatch(prompt, /password/);
+	const reply = botApi.sent.at(-1)!;
+	assert.deepEqual([reply.chat_id, reply.reply_parameters?.message_id], [GROUP, 77]);
+	assert.match(reply.text, /Sources:\n\[1\] Doc 0/);
+	const turn = await vdb.db.query<{ answer_text: string; telegram_message_id: number; n: number }>('SELECT t.answer_text, t.telegram_message_id::int AS telegram_message_id, (SELECT count(*)::int FROM audit.qa_citations c WHERE c.turn_id = t.id) AS n FROM audit.qa_turns t WHERE t.id = $1', [data.turn_id]);
+	assert.deepEqual(turn.rows[0], { answer_text: data.answer_text, telegram_message_id: data.telegram_message_id, n: 1 });
+});
+
+test('the same question message again (a retried job): the same turn, no second model call, no second reply', async () => {
+	const [requests, sent] = [model.requests.length, botApi.sent.length];
+	const first = (await run(answerOperation, ask(2, 'How do we handle deployment after a migration?', { question_message_version_id: versionId }))).data;
+	assert.equal(model.requests.length, requests);
+	assert.equal(botApi.sent.length, sent);
+	const turns = await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns WHERE question_message_version_id = $1', [versionId]);
+	assert.equal(turns.rows[0].n, 1);
+	assert.ok(first.turn_id);
+});
+
+test('sendMessage fails: a retryable 502 with the turn kept; the retry only sends', async () => {
+	model.respond = () => ({ text: 'Answer for user 3 [1].' });
+	const message = await vdb.db.query<{ id: number }>("INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, visibility) VALUES ($1, $2, 78, 3, now(), 'group') RETURNING id", [TENANT, GROUP]);
+	const version = await vdb.db.query<{ id: number }>("INSERT INTO tg.message_versions (message_fk, version_no, text, payload) VALUES ($1, 0, 'deploy?', '{}') RETURNING id", [message.rows[0].id]);
+	const req = ask(3, 'deployment steps?', { question_message_version_id: Number(version.rows[0].id) });
+	botApi.failNext(502);
+	const error = await failure(answerOperation, req);
+	assert.deepEqual([error.statusCode, error.retryable, error.details.code], [502, true, 'REPLY_FAILED']);
+	const calls = model.requests.length;
+	const retried = (await run(answerOperation, req)).data;
+	assert.equal(model.requests.length, calls, 'the model is not asked again');
+	assert.equal(retried.turn_id, error.details.turn_id);
+	assert.ok(retried.telegram_message_id);
+});
+
+test('ACL before anything: blocked → 403, non-member in the group → 403 NOT_A_MEMBER; no turn written', async () => {
+	const turns = async () => (await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns')).rows[0].n;
+	const before = await turns();
+	const blocked = await failure(answerOperation, ask(4, 'deployment?'));
+	assert.deepEqual([blocked.statusCode, blocked.details.code], [403, 'BLOCKED']);
+	const outsider = await failure(answerOperation, ask(5, 'deployment?'));
+	assert.deepEqual([outsider.statusCode, outsider.details.code], [403, 'NOT_A_MEMBER']);
+	const empty = await failure(answerOperation, ask(2, '   '));
+	assert.deepEqual([empty.statusCode, empty.details.field], [422, 'req.question']);
+	assert.equal(await turns(), before);
+});
+
+test('nothing visible: the fixed answer, no model call; the admin sees the DM note', async () => {
+	const calls = model.requests.length;
+	const dm = (await run(answerOperation, { tenant_id: TENANT, tg_user_id: 5, channel: 'dm', chat_id: null, question: 'deployment password?' })).data;
+	assert.deepEqual([dm.answer_text, dm.citations], [NOTHING_FOUND, []]);
+	assert.equal(model.requests.length, calls);
+	model.respond = () => ({ text: 'It rotates every Monday [1].' });
+	const admin = (await run(answerOperation, { tenant_id: TENANT, tg_user_id: 1, channel: 'dm', chat_id: null, question: 'deployment password rotates?', send_reply: false })).data;
+	assert.ok((admin.citations as { source_ref: { title: string } }[]).some((c) => c.source_ref.title === 'Doc 1'));
+	assert.equal(admin.telegram_message_id, null);
+});
+
+test('Upsert Session (WF50): one session per user and chat, meta merged', async () => {
+	const a = (await run(upsertSessionOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'group', chat_id: GROUP, meta: { lang: 'en' } })).data;
+	const b = (await run(upsertSessionOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'group', chat_id: GROUP, meta: { topic: 'deploy' } })).data;
+	assert.equal(a.session_id, b.session_id);
+	assert.equal(b.created, false);
+	const { rows } = await vdb.db.query<{ meta: Record<string, unknown> }>('SELECT meta FROM audit.qa_sessions WHERE session_id = $1', [a.session_id]);
+	assert.equal(rows[0].meta.lang, 'en');
+	assert.equal(rows[0].meta.topic, 'deploy');
+});
