@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * Writes the knowledge-bot workflows of seed 003 into workflows-json/ (WF20, WF30, WF31, WF32, WF33, WF40, WF41, WF50, WF51 worker
- * sub-workflows and the WF90 job runner). Node ids are derived from the workflow and node names, so
- * re-running gives the same files. Edit here, run `node scripts/gen-knowledge-workflows.js`, commit both.
+ * Writes the knowledge-bot workflows of seed 003 into workflows-json/: WF11 and WF60 on a Schedule;
+ * the worker sub-workflows WF20, WF30, WF31, WF32, WF33, WF40, WF41, WF50, WF51; the WF90 job runner.
+ * Node ids are derived from the workflow and node names, so re-running gives the same files. Edit here, run `node scripts/gen-knowledge-workflows.js`, commit both.
  * (The workflows stay editable on the canvas; this script only keeps the shipped copies consistent.)
  */
 const crypto = require('node:crypto');
@@ -129,6 +129,39 @@ worker({ id: 'WF41Embedder', file: 'WF41_embedder.json', name: 'WF41 — Embedde
 const LLM = { contractsLlmApi: { id: 'llmContracts01', name: 'Contracts LLM' } };
 worker({ id: 'WF50QaSession', file: 'WF50_qa_session_upserter.json', name: 'WF50 — QA Session Upserter', resource: 'qa', operation: 'upsertSession', nodeName: 'Upsert Session', input: '{ tenant_id, tg_user_id, channel, chat_id, meta }', table: 'audit.qa_sessions' });
 worker({ id: 'WF51Answerer', file: 'WF51_answerer.json', name: 'WF51 — Answerer', resource: 'qa', operation: 'answer', nodeName: 'Answer Question', input: '{ tenant_id, tg_user_id, channel, chat_id, question, question_message_version_id, trace_id }', table: 'audit.qa_turns', credentials: { ...PG, ...EMBEDDINGS, ...LLM, ...TELEGRAM } });
+
+/** A Schedule-triggered workflow: Schedule (+ manual) → "Request" (Set `req`) → Knowledge Bot → envelope, errors → WF99. */
+function scheduled({ id, file, name, rule, ruleNote, resource, operation, nodeName, req, reqNote, table, credentials = PG }) {
+	const wf = workflowBuilder(id, name);
+	const schedule = wf.add({ name: 'Schedule', type: 'n8n-nodes-base.scheduleTrigger', typeVersion: 1.2, position: [0, 0], parameters: { rule }, notes: ruleNote });
+	const manual = wf.add({ name: 'Run Now', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 200], parameters: {} });
+	const request = wf.set('Request', [240, 100], req.map(([field, type, value]) => [`req.${field}`, type, value]), { include: false, notes: reqNote });
+	const step = wf.add({
+		name: nodeName,
+		type: 'n8n-nodes-contracts.knowledgeBot',
+		typeVersion: 1,
+		position: [480, 100],
+		parameters: { resource, operation, req: '={{ $json.req }}', ctx: '={{ { workflow: "' + id.slice(0, 4) + '" } }}', options: {} },
+		onError: 'continueErrorOutput',
+		credentials,
+	});
+	wf.connect(schedule, request);
+	wf.connect(manual, request);
+	wf.connect(request, step);
+	wf.errorBranch(step, 720, table);
+	wf.write(file);
+}
+
+scheduled({
+	id: 'WF11Watchdog', file: 'WF11_transport_watchdog.json', name: 'WF11 — Bot Transport Watchdog', rule: { interval: [{ field: 'minutes', minutesInterval: 5 }] }, ruleNote: 'Every 5 minutes.',
+	resource: 'transport', operation: 'check', nodeName: 'Check Webhook', table: 'ops.webhook_health_snapshots', credentials: { ...PG, ...TELEGRAM },
+	req: [['tenant_id', 'string', ''], ['bot_id', 'string', '']], reqNote: 'Seed 003 WF11 input { tenant_id, bot_id }: empty bot_id = the bot of the credential (found by getMe in core.bots.tg_bot_id).',
+});
+scheduled({
+	id: 'WF60Retention', file: 'WF60_retention.json', name: 'WF60 — Retention & Pruning', rule: { interval: [{ field: 'cronExpression', expression: '17 3 * * *' }] }, ruleNote: 'Daily at 03:17.',
+	resource: 'retention', operation: 'prune', nodeName: 'Prune', table: 'core.chat_policies',
+	req: [['tenant_id', 'string', ''], ['batch_size', 'number', 500], ['max_batches', 'number', 20]], reqNote: 'Seed 003 WF60 input { tenant_id, chat_id } (empty: every tenant and chat) + batching.',
+});
 
 /** job_type → the worker sub-workflow that runs it (WF90). */
 const WORKERS = {

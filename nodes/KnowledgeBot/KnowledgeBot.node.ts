@@ -44,7 +44,7 @@ export class KnowledgeBot implements INodeType {
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [
 			{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' },
-			{ name: 'contractsTelegramApi', required: true, displayOptions: { show: { operation: ['download', 'answer'] } } },
+			{ name: 'contractsTelegramApi', required: true, displayOptions: { show: { operation: ['download', 'answer', 'check'] } } },
 			{ name: 'contractsEmbeddingsApi', required: true, displayOptions: { show: { operation: ['embed', 'answer'] } } },
 			{ name: 'contractsLlmApi', required: true, displayOptions: { show: { operation: ['answer'] } } },
 		],

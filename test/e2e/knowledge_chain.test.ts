@@ -6,38 +6,31 @@
  * naming the node, and the job is failed, never lost.
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
 import { startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
 import { pdfWithText } from '../helpers/documents';
-import { documentMessage, newUpdateId } from '../helpers/updates';
+import { ARTICLE, messageWithLinks, startPageServer } from '../helpers/pageServer';
+import { documentMessage } from '../helpers/updates';
 
 let db: TestDatabase;
 let n8n: RunningN8n;
 let bot: Awaited<ReturnType<typeof seedBot>>;
-let pageServer: http.Server;
+let pages: Awaited<ReturnType<typeof startPageServer>>;
 let botApi: BotApiStandIn;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('../../scripts/lib/n8n');
 let base: string;
 
-const ARTICLE = `<html><head><title>Retrieval notes</title></head><body><h1>Chunking</h1>${Array.from({ length: 120 }, (_, i) => `<p>Paragraph ${i} explains overlap and recall in retrieval.</p>`).join('')}</body></html>`;
 
 before(
 	async () => {
 		db = await setupDatabase();
 		bot = await seedBot(db.pool, 'kb_bot', 'kb-Secret_123');
-		pageServer = http.createServer((req, res) => {
-			if (req.url?.startsWith('/article')) res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE);
-			else if (req.url === '/paper.pdf') res.writeHead(200, { 'content-type': 'application/pdf' }).end(pdfWithText('Dense passage retrieval'));
-			else res.writeHead(404).end();
-		});
-		await new Promise<void>((r) => pageServer.listen(0, '127.0.0.1', r));
-		base = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
+		pages = await startPageServer();
+		base = pages.base;
 		botApi = await startBotApi();
 		const workflows = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF32_file_downloader.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF90_job_runner.json'];
 		n8n = await startN8n(db.url, workflows.map((f) => path.join(WORKFLOWS, f)), ['telegram'], [harness.telegramCredential(botApi.baseUrl, botApi.token)]);
@@ -48,8 +41,7 @@ before(
 after(async () => {
 	await n8n?.stop();
 	await botApi?.close();
-	pageServer?.closeAllConnections();
-	await new Promise((r) => pageServer?.close(r));
+	await pages?.close();
 	await db?.drop();
 });
 
@@ -74,28 +66,8 @@ async function waitFor<T extends Record<string, unknown>>(query: string, params:
 	assert.fail(`${what}: not reached in ${timeoutMs} ms; last rows ${JSON.stringify(rows).slice(0, 2000)}\n${n8n.logs().slice(-3000)}`);
 }
 
-/** A group message linking the article (with tracking noise) and the PDF, as Telegram sends it. */
-function messageWithLinks() {
-	const article = `${base}/article?utm_source=tg#top`;
-	const text = `read ${article} and ${base}/paper.pdf`;
-	return {
-		update_id: newUpdateId(),
-		message: {
-			message_id: 5100,
-			from: { id: 111222333, is_bot: false, first_name: 'Alice' },
-			chat: { id: -1001234567890, title: 'Research group', type: 'supergroup' },
-			date: 1_763_800_000,
-			text,
-			entities: [
-				{ type: 'url', offset: text.indexOf(article), length: article.length },
-				{ type: 'url', offset: text.indexOf(`${base}/paper.pdf`), length: `${base}/paper.pdf`.length },
-			],
-		},
-	};
-}
-
 test('WF10 → WF90 → WF20 → WF30 → WF31 / WF32 → WF33 → WF40: a message with two links and a document becomes tg rows, fetched documents and chunks', { timeout: 300_000 }, async () => {
-	const message = messageWithLinks();
+	const message = messageWithLinks(base);
 	const doc = documentMessage();
 	botApi.files.set(doc.message.document.file_id, { path: 'documents/file_7.pdf', body: pdfWithText('Meeting notes on vector indexes'), type: 'application/octet-stream' });
 	await deliver(message);
@@ -180,4 +152,45 @@ test('a database failure in WF20: ops.errors names the node, the job is failed w
 	} finally {
 		await db.pool.query('DROP TRIGGER e2e_fail ON tg.message_versions; DROP FUNCTION public.e2e_fail()');
 	}
+});
+
+test('a database failure injected in each worker (WF30, WF31, WF32, WF33, WF40): ops.errors names the node and table, the job is failed, no half-written row', { timeout: 180_000 }, async () => {
+	const q = (sql: string, params: unknown[] = []) => db.pool.query(sql, params);
+	const tenant = bot.tenantId;
+	const ctx = { chat_id: -100_777, visibility: 'group', dm_owner_user_id: null, message_version_id: null };
+	const url = await q("INSERT INTO content.urls (tenant_id, normalized_url, original_url, host) VALUES ($1, $2, $2, '127.0.0.1') RETURNING id", [tenant, `${base}/article?fail=1`]);
+	const blob = await q("INSERT INTO content.blob_objects (sha256, size_bytes, mime_type, bytes) VALUES (repeat('b', 64), 4, 'text/plain', 'text') RETURNING id");
+	const pending = await q("INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, blob_object_id, mime_type) VALUES ($1, 'url', 'url:fail-extract', -100777, 'group', $2, 'text/plain') RETURNING id", [tenant, blob.rows[0].id]);
+	const done = await q("INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status) VALUES ($1, 'url', 'url:fail-chunk', -100777, 'group', 'some text to chunk', 'done') RETURNING id", [tenant]);
+	botApi.files.set('BQAC-fail', { path: 'documents/fail.pdf', body: pdfWithText('never stored'), type: 'application/pdf' });
+	await q("INSERT INTO tg.files (tenant_id, file_unique_id) VALUES ($1, 'AgADfail'); INSERT INTO tg.file_instances (tenant_id, file_unique_id, file_id) VALUES ($1, 'AgADfail', 'BQAC-fail')".replaceAll('$1', `'${tenant}'`));
+	const cases = [
+		{ job_type: 'url_normalize', payload: { tenant_id: tenant, url: `${base}/never-stored`, ctx }, node: 'Normalize URL', table: 'content.urls' },
+		{ job_type: 'url_fetch', payload: { tenant_id: tenant, url_id: Number(url.rows[0].id), ctx }, node: 'Fetch URL', table: 'content.url_fetches' },
+		{ job_type: 'file_download', payload: { tenant_id: tenant, file_id: 'BQAC-fail', file_unique_id: 'AgADfail', ctx }, node: 'Download File', table: 'content.documents' },
+		{ job_type: 'document_extract', payload: { tenant_id: tenant, document_id: Number(pending.rows[0].id) }, node: 'Extract Text', table: 'content.documents' },
+		{ job_type: 'document_chunk', payload: { tenant_id: tenant, document_id: Number(done.rows[0].id) }, node: 'Chunk Document', table: 'kg.chunks' },
+	];
+	const before = await q('SELECT (SELECT count(*) FROM content.urls)::int AS urls, (SELECT count(*) FROM content.url_fetches)::int AS fetches, (SELECT count(*) FROM content.blob_objects)::int AS blobs, (SELECT count(*) FROM kg.chunks)::int AS chunks');
+	await q("CREATE FUNCTION public.e2e_fail_all() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure on %', TG_TABLE_NAME; END $$");
+	const triggers = [['content.urls', 'INSERT'], ['content.blob_objects', 'INSERT'], ['content.documents', 'UPDATE'], ['kg.chunks', 'INSERT']];
+	for (const [table, event] of triggers) await q(`CREATE TRIGGER e2e_fail_all BEFORE ${event} ON ${table} FOR EACH ROW EXECUTE FUNCTION public.e2e_fail_all()`);
+	try {
+		const ids: number[] = [];
+		for (const c of cases) ids.push(Number((await q('INSERT INTO ops.jobs (tenant_id, job_type, payload, dedup_key) VALUES ($1, $2, $3::jsonb, $4) RETURNING id', [tenant, c.job_type, JSON.stringify(c.payload), `e2e-fail-${c.job_type}`])).rows[0].id));
+		const jobs = await waitFor<{ id: string; job_type: string; status: string }>('SELECT id, job_type, status FROM ops.jobs WHERE id = ANY($1) ORDER BY id', [ids], (r) => r.every((j) => j.status === 'failed' || j.status === 'dead'), 'every failing job is finished', 90_000);
+		assert.deepEqual(jobs.map((j) => [j.job_type, j.status]), cases.map((c) => [c.job_type, 'failed']));
+		const errors = await q("SELECT job_id, node, status_code, details->'error_context'->>'table' AS tbl, message FROM ops.errors WHERE job_id = ANY($1) ORDER BY job_id", [ids]);
+		assert.deepEqual(errors.rows.map((e) => [Number(e.job_id), e.node, e.status_code, e.tbl]), cases.map((c, i) => [ids[i], c.node, 500, c.table]));
+		for (const e of errors.rows) assert.match(e.message, /injected failure/);
+		const runs = await q("SELECT count(*)::int AS open FROM ops.job_runs WHERE job_id = ANY($1) AND status = 'running'", [ids]);
+		assert.equal(runs.rows[0].open, 0);
+	} finally {
+		for (const [table] of triggers) await q(`DROP TRIGGER e2e_fail_all ON ${table}`);
+		await q('DROP FUNCTION public.e2e_fail_all()');
+	}
+	const after = await q('SELECT (SELECT count(*) FROM content.urls)::int AS urls, (SELECT count(*) FROM content.url_fetches)::int AS fetches, (SELECT count(*) FROM content.blob_objects)::int AS blobs, (SELECT count(*) FROM kg.chunks)::int AS chunks');
+	assert.deepEqual(after.rows[0], before.rows[0], 'nothing half-written');
+	const docs = await q('SELECT status, text FROM content.documents WHERE id = $1', [pending.rows[0].id]);
+	assert.deepEqual(docs.rows[0], { status: 'pending', text: null });
 });

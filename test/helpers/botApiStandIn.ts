@@ -1,7 +1,8 @@
 /**
  * A stand-in of the Telegram Bot API's file endpoints on 127.0.0.1: `GET /bot<token>/getFile?file_id=`
  * and `GET /file/bot<token>/<file_path>`, serving the files given to it; every request is logged.
- * and `POST /bot<token>/sendMessage` (messages kept in `sent`, ids from 1000 on).
+ * `POST /bot<token>/sendMessage` (messages kept in `sent`, ids from 1000 on), `getMe` and
+ * `getWebhookInfo` (answering `me` and `webhookInfo`, which a test sets).
  * Unknown file ids answer 400 "Bad Request: invalid file_id" as Telegram does; `failNext(status)`
  * makes the next getFile or sendMessage answer that status.
  */
@@ -14,6 +15,9 @@ export interface BotApiStandIn {
 	requests: string[];
 	files: Map<string, { path: string; body: Buffer; type: string }>;
 	sent: { chat_id: number; text: string; reply_parameters?: { message_id: number } }[];
+	/** What getMe and getWebhookInfo answer (WF11). */
+	me: { id: number; is_bot: true; username: string };
+	webhookInfo: Record<string, unknown>;
 	failNext(status: number): void;
 	close(): Promise<void>;
 }
@@ -23,18 +27,24 @@ export async function startBotApi(token = '123456:TEST-token'): Promise<BotApiSt
 	const requests: string[] = [];
 	const sent: BotApiStandIn['sent'] = [];
 	let failure: number | null = null;
+	const stand = {
+		me: { id: 5550001, is_bot: true as const, username: 'kb_helper_bot' },
+		webhookInfo: { url: '', pending_update_count: 0 } as Record<string, unknown>,
+	} as BotApiStandIn;
 	const server = http.createServer(async (req, res) => {
 		let raw = '';
 		for await (const chunk of req) raw += chunk;
 		const url = new URL(req.url ?? '/', 'http://x');
 		requests.push(url.pathname.replace(token, '<token>'));
 		const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-		const api = url.pathname === `/bot${token}/getFile` || url.pathname === `/bot${token}/sendMessage`;
+		const api = ['getFile', 'sendMessage', 'getMe', 'getWebhookInfo'].some((m) => url.pathname === `/bot${token}/${m}`);
 		if (api && failure !== null) {
 			const status = failure;
 			failure = null;
 			return json(status, { ok: false, error_code: status, description: status === 429 ? 'Too Many Requests: retry after 1' : 'Bad Gateway' });
 		}
+		if (url.pathname === `/bot${token}/getMe`) return json(200, { ok: true, result: stand.me });
+		if (url.pathname === `/bot${token}/getWebhookInfo`) return json(200, { ok: true, result: stand.webhookInfo });
 		if (url.pathname === `/bot${token}/sendMessage` && req.method === 'POST') {
 			const message = JSON.parse(raw);
 			sent.push(message);
@@ -53,18 +63,18 @@ export async function startBotApi(token = '123456:TEST-token'): Promise<BotApiSt
 		return json(404, { ok: false, error_code: 404, description: 'Not Found' });
 	});
 	await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-	return {
+	return Object.assign(stand, {
 		baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
 		token,
 		requests,
 		files,
 		sent,
-		failNext: (status) => {
+		failNext: (status: number) => {
 			failure = status;
 		},
 		close: async () => {
 			server.closeAllConnections();
 			await new Promise((r) => server.close(r));
 		},
-	};
+	});
 }

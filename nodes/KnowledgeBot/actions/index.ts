@@ -5,6 +5,8 @@ import { extractOperation } from './document/extract.operation';
 import { downloadOperation } from './file/download.operation';
 import { answerOperation } from './qa/answer.operation';
 import { upsertSessionOperation } from './qa/upsertSession.operation';
+import { pruneOperation } from './retention/prune.operation';
+import { checkOperation } from './transport/check.operation';
 import type { KnowledgeOperation } from './types';
 import { processOperation } from './update/process.operation';
 import { fetchOperation } from './url/fetch.operation';
@@ -16,6 +18,8 @@ export const KNOWLEDGE_RESOURCES: { value: string; name: string; operations: Kno
 	{ value: 'file', name: 'Telegram File', operations: [downloadOperation] },
 	{ value: 'document', name: 'Document', operations: [extractOperation, chunkOperation, embedOperation] },
 	{ value: 'qa', name: 'Q&A', operations: [answerOperation, upsertSessionOperation] },
+	{ value: 'retention', name: 'Retention', operations: [pruneOperation] },
+	{ value: 'transport', name: 'Bot Transport', operations: [checkOperation] },
 ];
 
 /** @throws Error for an unknown pair (a corrupted workflow) */

@@ -1,7 +1,7 @@
 /**
  * The Bot API calls of the knowledge bot: a file download (WF32) — `getFile` (file_id → file_path, valid
  * ≥ 1 hour) and the download from `<baseUrl>/file/bot<token>/<file_path>`, up to 20 MB — and the
- * answer's `sendMessage` (WF51).
+ * answer's `sendMessage` (WF51), and `getMe` / `getWebhookInfo` for the transport watchdog (WF11).
  * Credentials: the Contracts Telegram Bot API credential (`contractsTelegramApi`: accessToken, baseUrl).
  */
 import type { HttpGet, HttpPostJson, HttpResponse } from './http';
@@ -70,4 +70,39 @@ export async function sendMessage(post: HttpPostJson, credential: TelegramCreden
 		throw new BotApiError(`sendMessage failed: HTTP ${res.status}${json.description ? ` ${json.description}` : ''}`, res.status, json.description ?? null);
 	}
 	return json.result.message_id;
+}
+
+/** getWebhookInfo's fields the watchdog records (WF11). */
+export interface WebhookInfo {
+	url: string;
+	pending_update_count: number;
+	/** Unix seconds */
+	last_error_date?: number;
+	last_error_message?: string;
+	max_connections?: number;
+	ip_address?: string;
+}
+
+async function call<T>(http: HttpGet, credential: TelegramCredential, method: string, timeoutMs: number): Promise<T> {
+	const res = await http(`${base(credential)}/bot${credential.accessToken}/${method}`, { timeoutMs, maxBytes: 256 * 1024 });
+	let json: { ok?: boolean; result?: T; description?: string } = {};
+	try {
+		json = JSON.parse(res.body.toString('utf8'));
+	} catch {
+		// reported below with the HTTP status
+	}
+	if (res.status !== 200 || !json.ok || json.result === undefined) {
+		throw new BotApiError(`${method} failed: HTTP ${res.status}${json.description ? ` ${json.description}` : ''}`, res.status, json.description ?? null);
+	}
+	return json.result;
+}
+
+/** getMe: the bot's own Telegram id and username. @throws BotApiError */
+export function getMe(http: HttpGet, credential: TelegramCredential, timeoutMs: number): Promise<{ id: number; username?: string }> {
+	return call(http, credential, 'getMe', timeoutMs);
+}
+
+/** getWebhookInfo. @throws BotApiError */
+export function getWebhookInfo(http: HttpGet, credential: TelegramCredential, timeoutMs: number): Promise<WebhookInfo> {
+	return call(http, credential, 'getWebhookInfo', timeoutMs);
 }

@@ -11,6 +11,12 @@ export const BigIntLike = z.union([z.number().int(), z.string().regex(/^-?\d{1,1
 /** A positive database id (bigserial) as a number or numeric string. */
 export const DbId = z.union([z.number().int().positive(), z.string().regex(/^\d{1,19}$/, 'must be a positive integer')]).transform((v) => Number(v));
 
+/** An optional UUID: absent, null or "" (an empty field on the canvas) all mean none. */
+export const OptionalUuid = z.preprocess((v) => (v === '' ? null : v), z.string().uuid('must be a UUID').nullish()).transform((v) => v ?? null);
+
+/** An optional Telegram bigint id: absent, null or "" mean none. */
+export const OptionalBigInt = z.preprocess((v) => (v === '' ? null : v), BigIntLike.nullish()).transform((v) => v ?? null);
+
 /**
  * @throws ContractError 422 `{ code: "VALIDATION", field: "req.<path>" }` naming the first bad field
  */
