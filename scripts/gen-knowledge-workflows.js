@@ -130,24 +130,29 @@ const LLM = { contractsLlmApi: { id: 'llmContracts01', name: 'Contracts LLM' } }
 worker({ id: 'WF50QaSession', file: 'WF50_qa_session_upserter.json', name: 'WF50 — QA Session Upserter', resource: 'qa', operation: 'upsertSession', nodeName: 'Upsert Session', input: '{ tenant_id, tg_user_id, channel, chat_id, meta }', table: 'audit.qa_sessions' });
 worker({ id: 'WF51Answerer', file: 'WF51_answerer.json', name: 'WF51 — Answerer', resource: 'qa', operation: 'answer', nodeName: 'Answer Question', input: '{ tenant_id, tg_user_id, channel, chat_id, question, question_message_version_id, trace_id }', table: 'audit.qa_turns', credentials: { ...PG, ...EMBEDDINGS, ...LLM, ...TELEGRAM } });
 
-/** A Schedule-triggered workflow: Schedule (+ manual) → "Request" (Set `req`) → Knowledge Bot → envelope, errors → WF99. */
+/**
+ * A Schedule-triggered workflow: Schedule (+ manual) → "Request" (Set `req`) → Knowledge Bot → envelope,
+ * errors → WF99; also callable as a sub-workflow with its own `{ req }` (e.g. one chat's retention now).
+ */
 function scheduled({ id, file, name, rule, ruleNote, resource, operation, nodeName, req, reqNote, table, credentials = PG }) {
 	const wf = workflowBuilder(id, name);
 	const schedule = wf.add({ name: 'Schedule', type: 'n8n-nodes-base.scheduleTrigger', typeVersion: 1.2, position: [0, 0], parameters: { rule }, notes: ruleNote });
 	const manual = wf.add({ name: 'Run Now', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 200], parameters: {} });
+	const called = wf.add({ name: 'When Called by Another Workflow', type: 'n8n-nodes-base.executeWorkflowTrigger', typeVersion: 1.1, position: [240, 300], parameters: { inputSource: 'passthrough' }, notes: 'Input: { req, ctx } as the seed\'s input.' });
 	const request = wf.set('Request', [240, 100], req.map(([field, type, value]) => [`req.${field}`, type, value]), { include: false, notes: reqNote });
 	const step = wf.add({
 		name: nodeName,
 		type: 'n8n-nodes-contracts.knowledgeBot',
 		typeVersion: 1,
 		position: [480, 100],
-		parameters: { resource, operation, req: '={{ $json.req }}', ctx: '={{ { workflow: "' + id.slice(0, 4) + '" } }}', options: {} },
+		parameters: { resource, operation, req: '={{ $json.req }}', ctx: '={{ Object.assign({ workflow: "' + id.slice(0, 4) + '" }, $json.ctx || {}) }}', options: {} },
 		onError: 'continueErrorOutput',
 		credentials,
 	});
 	wf.connect(schedule, request);
 	wf.connect(manual, request);
 	wf.connect(request, step);
+	wf.connect(called, step);
 	wf.errorBranch(step, 720, table);
 	wf.write(file);
 }

@@ -42,11 +42,13 @@ export async function loadContext(pool: Pool, raw: unknown, state: ItemState): P
 	const incoming = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
 	const knownCorrelation = typeof incoming.correlation_id === 'string' && z.string().uuid().safeParse(incoming.correlation_id).success ? incoming.correlation_id : null;
 	const correlationId = knownCorrelation ?? newCorrelationId();
+	// keep what the caller's ctx carries (job_id, workflow…): a failure here must still name its job
 	state.ctx = {
+		...state.ctx,
 		correlation_id: correlationId,
 		trace_id: typeof incoming.trace_id === 'string' ? incoming.trace_id : null,
 		tenant_id: typeof incoming.tenant_id === 'string' && z.string().uuid().safeParse(incoming.tenant_id).success ? incoming.tenant_id : null,
-		workflow: 'WF00c',
+		workflow: state.ctx?.workflow ?? 'WF00c',
 		contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
 	};
 	const req = parseRequest(ContextRequest, raw, { table: 'core.tenant_users' });
@@ -85,6 +87,6 @@ export async function loadContext(pool: Pool, raw: unknown, state: ItemState): P
 		contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
 		chat_policy: (row.chat_policy as Record<string, unknown> | null) ?? { ...DEFAULT_CHAT_POLICY },
 	});
-	state.ctx = ctx;
+	state.ctx = { ...state.ctx, ...ctx };
 	return { ctx };
 }

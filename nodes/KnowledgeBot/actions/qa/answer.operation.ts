@@ -119,7 +119,6 @@ export const answerOperation: KnowledgeOperation = {
 	async execute({ pool, state, correlationId, embed, llm, telegram, postJson }, raw) {
 		const req = parseRequest(AnswerRequest, raw, WHERE);
 		const { ctx } = (await loadContext(pool, { tenant_id: req.tenant_id, tg_user_id: req.tg_user_id, chat_id: req.chat_id, channel: req.channel, trace_id: req.trace_id ?? null, correlation_id: req.correlation_id ?? correlationId }, state)) as { ctx: AclCtx };
-		Object.assign(state.ctx!, { workflow: 'WF51' });
 		const { session_id: sessionId } = await upsertSession(pool, { tenant_id: req.tenant_id, tg_user_id: req.tg_user_id, channel: req.channel, chat_id: req.chat_id, meta: { last_question_at: new Date().toISOString() } });
 		const existing = req.question_message_version_id === null ? [] : await query(pool, FIND_TURN, [sessionId, req.question_message_version_id], { operation: 'select', ...WHERE });
 		let turnId: number;
