@@ -5,7 +5,7 @@ import {
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
-import { success } from '../shared/envelope';
+import { correlationOf, success } from '../shared/envelope';
 import { runItems } from '../shared/node/runItems';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
@@ -61,17 +61,7 @@ export class ContextLoader implements INodeType {
 			const workflow = options.workflow || 'WF00c';
 			const data = await loadContext(pool, typeof raw === 'string' ? JSON.parse(raw) : raw, state);
 			const ctx = data.ctx as Record<string, unknown>;
-			const envelope = success(data, {
-				source: workflow,
-				correlation: {
-					correlation_id: String(ctx.correlation_id),
-					trace_id: (ctx.trace_id as string | null) ?? null,
-					tenant_id: String(ctx.tenant_id),
-					chat_id: (ctx.chat_id as number | null) ?? null,
-					workflow,
-					node: nodeName,
-				},
-			});
+			const envelope = success(data, { source: workflow, correlation: correlationOf(ctx, { workflow, node: nodeName }) });
 			return { json: envelope as unknown as INodeExecutionData['json'] };
 		});
 	}

@@ -6,7 +6,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 import { ERRORPIPE_CONTRACT_VERSION } from '../shared/contracts/ctx';
-import { isUuid, newCorrelationId, success } from '../shared/envelope';
+import { correlationOf, isUuid, newCorrelationId, success } from '../shared/envelope';
 import { isRecord } from '../shared/json';
 import { resourceProperties } from '../shared/node/resources';
 import { runItems } from '../shared/node/runItems';
@@ -107,18 +107,7 @@ export class KnowledgeBot implements INodeType {
 				req,
 			);
 			const ctx = state.ctx;
-			const envelope = success(data, {
-				source: workflow,
-				correlation: {
-					correlation_id: correlationId,
-					trace_id: typeof ctx.trace_id === 'string' ? ctx.trace_id : null,
-					tenant_id: typeof ctx.tenant_id === 'string' ? ctx.tenant_id : null,
-					chat_id: typeof ctx.chat_id === 'number' ? ctx.chat_id : null,
-					message_id: typeof ctx.message_id === 'number' ? ctx.message_id : null,
-					workflow,
-					node: nodeName,
-				},
-			});
+			const envelope = success(data, { source: workflow, correlation: correlationOf(ctx, { workflow, node: nodeName }) });
 			return { json: { ...(envelope as unknown as INodeExecutionData['json']), ctx } };
 		});
 	}

@@ -42,6 +42,22 @@ export function correlation(init: CorrelationInit): Correlation {
 }
 
 /**
+ * `meta.correlation` fields from a travelling ctx (seed 003 §0.4): correlation_id, trace_id, tenant_id,
+ * chat_id and message_id where ctx has them with the right type, plus the answering workflow and node.
+ */
+export function correlationOf(ctx: Record<string, unknown>, at: { workflow: string; node: string }): CorrelationInit {
+	return {
+		correlation_id: String(ctx.correlation_id),
+		trace_id: typeof ctx.trace_id === 'string' ? ctx.trace_id : null,
+		tenant_id: typeof ctx.tenant_id === 'string' ? ctx.tenant_id : null,
+		chat_id: typeof ctx.chat_id === 'number' ? ctx.chat_id : null,
+		message_id: typeof ctx.message_id === 'number' ? ctx.message_id : null,
+		workflow: at.workflow,
+		node: at.node,
+	};
+}
+
+/**
  * SuccessEnvelope: `{ ok: true, status_code, data, error: null, meta: { source, ts, correlation } }`.
  * @param source the workflow (e.g. "WF10") or node that answers
  * @throws ZodError when `data` is not JSON-safe object data or the correlation is invalid

@@ -16,7 +16,7 @@
 import type { Pool } from 'pg';
 import { z } from 'zod';
 import { AclCtx, ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
-import { BigIntLike, parseRequest } from '../../shared/contracts/request';
+import { BigIntLike, parseRequest, TenantId } from '../../shared/contracts/request';
 import { newCorrelationId } from '../../shared/envelope';
 import { ContractError, fromPgError } from '../../shared/errors';
 import type { ItemState } from '../../shared/node/runItems';
@@ -24,7 +24,7 @@ import { DEFAULT_CHAT_POLICY, LOAD_CONTEXT } from './sql';
 
 export const ContextRequest = z
 	.object({
-		tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+		tenant_id: TenantId,
 		tg_user_id: BigIntLike,
 		chat_id: BigIntLike.nullish().transform((v) => v ?? null),
 		channel: z.enum(['group', 'dm'], { errorMap: () => ({ message: 'must be "group" or "dm"' }) }),

@@ -8,6 +8,9 @@ import { ContractError, type ErrorContextInit } from '../errors';
 /** A Telegram bigint id (chat_id, tg_user_id) given as a number or a numeric string. */
 export const BigIntLike = z.union([z.number().int(), z.string().regex(/^-?\d{1,19}$/, 'must be an integer')]).transform((v) => Number(v));
 
+/** The tenant of a request (seed 003 §0.1: uuid), required. */
+export const TenantId = z.string({ required_error: 'is required' }).uuid('must be a UUID');
+
 /** A positive database id (bigserial) as a number or numeric string. */
 export const DbId = z.union([z.number().int().positive(), z.string().regex(/^\d{1,19}$/, 'must be a positive integer')]).transform((v) => Number(v));
 

@@ -11,7 +11,7 @@
  */
 import crypto from 'node:crypto';
 import { z } from 'zod';
-import { DbId, parseRequest } from '../../../shared/contracts/request';
+import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { enqueueOnce } from '../shared';
 import type { KnowledgeOperation } from '../types';
@@ -19,7 +19,7 @@ import { chunkText } from './chunkText';
 
 export const ChunkRequest = z
 	.object({
-		tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+		tenant_id: TenantId,
 		document_id: DbId,
 		chunking: z
 			.object({

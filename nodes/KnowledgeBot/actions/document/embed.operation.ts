@@ -11,14 +11,14 @@
  */
 import type { Pool } from 'pg';
 import { z } from 'zod';
-import { DbId, parseRequest } from '../../../shared/contracts/request';
+import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError } from '../../../shared/errors';
 import { EmbeddingsError, vectorLiteral } from '../../transport/embeddings';
 import type { KnowledgeOperation } from '../types';
 import { CHUNKS_TO_EMBED, EMBEDDINGS_TABLE, UPSERT_EMBEDDINGS, VECTOR_DIMS, vectorError } from '../vectorSql';
 
 export const EmbedRequest = z.object({
-	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	tenant_id: TenantId,
 	document_id: DbId,
 	model_id: DbId,
 	trace_id: z.string().nullish(),

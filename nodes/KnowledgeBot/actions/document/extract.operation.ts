@@ -10,14 +10,14 @@
  */
 import crypto from 'node:crypto';
 import { z } from 'zod';
-import { DbId, parseRequest } from '../../../shared/contracts/request';
+import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { enqueueOnce } from '../shared';
 import type { KnowledgeOperation } from '../types';
 import { extractText, tokenCount } from './extractText';
 
 export const ExtractRequest = z.object({
-	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	tenant_id: TenantId,
 	document_id: DbId,
 	trace_id: z.string().nullish(),
 });

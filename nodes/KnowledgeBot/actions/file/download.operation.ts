@@ -14,7 +14,7 @@
  *   answers (file_id expired or unknown) 502 not retryable; 503/500 db.
  */
 import { z } from 'zod';
-import { parseRequest } from '../../../shared/contracts/request';
+import { parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
 import { TooLargeError } from '../../transport/http';
@@ -24,7 +24,7 @@ import { storeBody, type StoredBody } from '../storeBody';
 import type { KnowledgeOperation } from '../types';
 
 export const DownloadFileRequest = z.object({
-	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	tenant_id: TenantId,
 	file_id: z.string({ required_error: 'is required' }).min(1, 'must not be empty'),
 	file_unique_id: z.string({ required_error: 'is required' }).min(1, 'must not be empty'),
 	file_name: z.string().nullish(),

@@ -22,7 +22,7 @@ import type { Pool } from 'pg';
 import { z } from 'zod';
 import { loadContext } from '../../../ContextLoader/actions/load.operation';
 import type { AclCtx } from '../../../shared/contracts/ctx';
-import { BigIntLike, DbId, parseRequest } from '../../../shared/contracts/request';
+import { BigIntLike, DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { DEFAULT_RETRY, generate } from '../../../shared/llm/generate';
 import { BotApiError, sendMessage } from '../../transport/botApi';
@@ -32,7 +32,7 @@ import { retrieveChunks, type RetrievedChunk } from './retrieve';
 import { upsertSession } from './session';
 
 export const AnswerRequest = z.object({
-	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	tenant_id: TenantId,
 	tg_user_id: BigIntLike,
 	channel: z.enum(['group', 'dm'], { errorMap: () => ({ message: 'must be "group" or "dm"' }) }),
 	chat_id: BigIntLike.nullish().transform((v) => v ?? null),

@@ -4,12 +4,12 @@
  * Output: `{ session_id, created }`. Errors: 422 `req.<field>`; 503/500 db.
  */
 import { z } from 'zod';
-import { BigIntLike, parseRequest } from '../../../shared/contracts/request';
+import { BigIntLike, parseRequest, TenantId } from '../../../shared/contracts/request';
 import type { KnowledgeOperation } from '../types';
 import { upsertSession } from './session';
 
 export const SessionRequest = z.object({
-	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	tenant_id: TenantId,
 	tg_user_id: BigIntLike,
 	channel: z.enum(['group', 'dm'], { errorMap: () => ({ message: 'must be "group" or "dm"' }) }),
 	chat_id: BigIntLike.nullish().transform((v) => v ?? null),

@@ -17,15 +17,16 @@
  */
 import type { PoolClient } from 'pg';
 import { z, ZodError } from 'zod';
-import { DbId, parseRequest } from '../../../shared/contracts/request';
+import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
+import { enqueueJobs } from '../shared';
 import type { KnowledgeOperation } from '../types';
 import { parseUpdate, type ParsedUpdate } from './parseUpdate';
 import * as SQL from './sql';
 
 export const ProcessUpdateRequest = z.object({
-	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	tenant_id: TenantId,
 	update: z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough(),
 	trace_id: z.string().nullish(),
 	raw_update_id: DbId.nullish(),
@@ -81,8 +82,8 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 				payload: { tenant_id: tenantId, file_id: a.file_id, file_unique_id: a.file_unique_id, file_name: a.file_name, mime_type: a.mime_type, file_size: a.file_size, ctx: jobCtx, trace_id: req.trace_id ?? null },
 			})),
 		];
-		const jobs = wanted.length ? (await client.query(SQL.ENQUEUE_JOBS, [tenantId, correlationId, JSON.stringify(wanted)])).rows : [];
-		const idsOf = (type: string) => wanted.filter((w) => w.job_type === type).map((w) => Number(jobs.find((j) => j.dedup_key === w.dedup_key)!.id));
+		const ids = await enqueueJobs(client, tenantId, correlationId, wanted);
+		const idsOf = (type: string) => ids.filter((_, i) => wanted[i].job_type === type);
 		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf('url_normalize'), file_jobs: idsOf('file_download'), qa_jobs: idsOf('qa_answer') } });
 	}
 	if (parsed.members.length > 0) {

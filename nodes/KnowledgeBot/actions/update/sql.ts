@@ -68,24 +68,6 @@ SELECT coalesce(p.allow_url_fetch, true) AS allow_url_fetch, coalesce(p.allow_fi
 FROM (SELECT 1) one LEFT JOIN core.chat_policies p ON p.tenant_id = $1 AND p.chat_id = $2`;
 
 /**
- * Enqueues jobs once each: $1 tenant_id, $2 correlation_id, $3 JSON array of { job_type, dedup_key, payload }.
- * Returns the job id for every dedup key, created now or before.
- */
-export const ENQUEUE_JOBS = `
-WITH wanted AS (
-  SELECT * FROM jsonb_to_recordset($3::jsonb) AS w(job_type text, dedup_key text, payload jsonb)
-), created AS (
-  INSERT INTO ops.jobs (tenant_id, job_type, payload, correlation_id, dedup_key)
-  SELECT $1, job_type, payload, $2, dedup_key FROM wanted
-  ON CONFLICT (dedup_key) DO NOTHING
-  RETURNING id, dedup_key, job_type
-)
-SELECT id, dedup_key, job_type, true AS created FROM created
-UNION ALL
-SELECT j.id, j.dedup_key, j.job_type, false FROM ops.jobs j JOIN wanted w ON w.dedup_key = j.dedup_key
-WHERE NOT EXISTS (SELECT 1 FROM created c WHERE c.dedup_key = w.dedup_key)`;
-
-/**
  * Member changes: $1 tenant_id, $2 chat_id, $3 raw_update_id, $4 JSON array of { tg_user_id, old_status,
  * new_status, date }. An event (user, time, new status) is recorded once; the current membership moves only forward in time.
  */

@@ -14,7 +14,7 @@
  */
 import type { Pool } from 'pg';
 import { z } from 'zod';
-import { DbId, parseRequest } from '../../../shared/contracts/request';
+import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
 import { TooLargeError } from '../../transport/http';
@@ -23,7 +23,7 @@ import { storeBody, type StoredBody } from '../storeBody';
 import type { KnowledgeOperation } from '../types';
 
 export const FetchUrlRequest = z.object({
-	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	tenant_id: TenantId,
 	url_id: DbId,
 	ctx: SourceCtx,
 	timeout_ms: z.number().int().min(100).max(120_000).default(15_000),
@@ -57,14 +57,14 @@ export const fetchOperation: KnowledgeOperation = {
 	async execute({ pool, state, correlationId, http }, raw) {
 		const req = parseRequest(FetchUrlRequest, raw, { table: 'content.urls' });
 		Object.assign(state.ctx!, { tenant_id: req.tenant_id, chat_id: req.ctx.chat_id, trace_id: req.trace_id ?? null });
-		let url: string;
+		let rows: { normalized_url: string }[];
 		try {
-			const { rows } = await pool.query('SELECT normalized_url FROM content.urls WHERE tenant_id = $1 AND id = $2', [req.tenant_id, req.url_id]);
-			if (rows.length === 0) throw new ContractError(`url ${req.url_id} not found`, 404, 'not_found', false, { code: 'URL_NOT_FOUND', url_id: req.url_id }, { operation: 'select', table: 'content.urls' });
-			url = rows[0].normalized_url;
+			rows = (await pool.query('SELECT normalized_url FROM content.urls WHERE tenant_id = $1 AND id = $2', [req.tenant_id, req.url_id])).rows;
 		} catch (error) {
 			throw fromPgError(error, { operation: 'select', table: 'content.urls' });
 		}
+		if (rows.length === 0) throw new ContractError(`url ${req.url_id} not found`, 404, 'not_found', false, { code: 'URL_NOT_FOUND', url_id: req.url_id }, { operation: 'select', table: 'content.urls' });
+		const url = rows[0].normalized_url;
 		let res;
 		try {
 			res = await http(url, { timeoutMs: req.timeout_ms, maxBytes: req.max_bytes });

@@ -8,14 +8,14 @@
  * Errors: 422 `req.<field>`, 422 INVALID_URL / UNSUPPORTED_SCHEME (field req.url); 503/500 db.
  */
 import { z } from 'zod';
-import { parseRequest } from '../../../shared/contracts/request';
+import { parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { enqueueOnce, SourceCtx } from '../shared';
 import type { KnowledgeOperation } from '../types';
 import { InvalidUrlError, normalizeUrl } from './normalizeUrl';
 
 export const NormalizeUrlRequest = z.object({
-	tenant_id: z.string({ required_error: 'is required' }).uuid('must be a UUID'),
+	tenant_id: TenantId,
 	url: z.string({ required_error: 'is required' }).min(1, 'must not be empty').max(8192, 'is longer than 8192 characters'),
 	ctx: SourceCtx,
 	trace_id: z.string().nullish(),
