@@ -59,7 +59,8 @@ export class ContextLoader implements INodeType {
 			const raw = this.getNodeParameter('req', itemIndex, {}) as unknown;
 			const options = this.getNodeParameter('options', itemIndex, {}) as { workflow?: string };
 			const workflow = options.workflow || 'WF00c';
-			const data = await loadContext(pool, typeof raw === 'string' ? JSON.parse(raw) : raw, state);
+			// a JSON string is parsed by loadContext (bad JSON is a 422 there, never a thrown SyntaxError)
+			const data = await loadContext(pool, raw, state);
 			const ctx = data.ctx as Record<string, unknown>;
 			const envelope = success(data, { source: workflow, correlation: correlationOf(ctx, { workflow, node: nodeName }) });
 			return { json: envelope as unknown as INodeExecutionData['json'] };

@@ -84,12 +84,13 @@ test('Embed failures: 429 retryable, wrong dimensions not, a 768-dimension model
 
 test('privacy property: every query returns exactly the chunks the user may see — own DMs, chats they are a member of, all for admins, never another tenant', async () => {
 	await vdb.db.query('DELETE FROM kg.chunk_embeddings_1536'); // only this test's corpus
-	// tenant A: admin 1; users 2..6; groups -100 (members 2,3), -200 (members 3,4; 5 left), -300 (nobody); DMs of 2 and 3
+	// tenant A: admin 1; users 2..6; groups -100 (members 2,3; 5 restricted and left), -200 (members 3, 4 restricted; 5 left), -300 (nobody); DMs of 2 and 3
 	const users = [1, 2, 3, 4, 5, 6];
 	await vdb.db.query("INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) SELECT $1, u, CASE WHEN u = 1 THEN 'admin' ELSE 'user' END FROM unnest($2::bigint[]) u", [TENANT_A, users]);
-	const memberships: [number, number, string][] = [[-100, 2, 'member'], [-100, 3, 'administrator'], [-200, 3, 'member'], [-200, 4, 'restricted'], [-200, 5, 'left']];
-	for (const [chat, user, status] of memberships) {
-		await vdb.db.query('INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, $2, $3, $4)', [TENANT_A, chat, user, status]);
+	// [chat, user, status, Telegram's is_member]
+	const memberships: [number, number, string, boolean][] = [[-100, 2, 'member', true], [-100, 3, 'administrator', true], [-100, 5, 'restricted', false], [-200, 3, 'member', true], [-200, 4, 'restricted', true], [-200, 5, 'left', false]];
+	for (const [chat, user, status, isMember] of memberships) {
+		await vdb.db.query('INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status, is_member) VALUES ($1, $2, $3, $4, $5)', [TENANT_A, chat, user, status, isMember]);
 	}
 	await vdb.db.query("INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, -100, 6, 'member')", [TENANT_B]); // membership in the other tenant only
 	const places = [
@@ -114,7 +115,7 @@ test('privacy property: every query returns exactly the chunks the user may see 
 		}
 	}
 	const visible = (user: number, place: (typeof places)[number]) =>
-		place.tenant === TENANT_A && (user === 1 || (place.visibility === 'dm' ? place.owner === user : memberships.some(([c, u, s]) => c === place.chat_id && u === user && s !== 'left')));
+		place.tenant === TENANT_A && (user === 1 || (place.visibility === 'dm' ? place.owner === user : memberships.some(([c, u, , isMember]) => c === place.chat_id && u === user && isMember)));
 	await vdb.db.query('SET enable_indexscan = off'); // exact search: the completeness half of the property
 	for (const user of users) {
 		const ctx = { tenant_id: TENANT_A, tg_user_id: user, role: (user === 1 ? 'admin' : 'user') as 'admin' | 'user', is_allowed: true };

@@ -1,6 +1,8 @@
 /**
  * The Context Loader's one round trip (seed 003 WF00c): tenant, the user's role, the chat's registration,
  * the user's current membership and the chat policy, in one statement (LEFT JOINs: a missing row is null).
+ * $1 tenant_id (uuid), $2 tg_user_id and $3 chat_id as exact decimal strings (cast ::bigint, never a JS
+ * number). Membership is Telegram's own flag (migration 010), so a restricted user who left is not a member.
  */
 export const LOAD_CONTEXT = `
 SELECT
@@ -18,10 +20,10 @@ SELECT
     'retention_days_documents', cp.retention_days_documents) END AS chat_policy
 FROM (SELECT $1::uuid AS tenant_id) q
 LEFT JOIN core.tenants t ON t.tenant_id = q.tenant_id
-LEFT JOIN core.tenant_users tu ON tu.tenant_id = q.tenant_id AND tu.tg_user_id = $2
-LEFT JOIN core.tenant_chats tc ON tc.tenant_id = q.tenant_id AND tc.chat_id = $3
-LEFT JOIN tg.chat_memberships_current m ON m.tenant_id = q.tenant_id AND m.chat_id = $3 AND m.tg_user_id = $2
-LEFT JOIN core.chat_policies cp ON cp.tenant_id = q.tenant_id AND cp.chat_id = $3`;
+LEFT JOIN core.tenant_users tu ON tu.tenant_id = q.tenant_id AND tu.tg_user_id = $2::bigint
+LEFT JOIN core.tenant_chats tc ON tc.tenant_id = q.tenant_id AND tc.chat_id = $3::bigint
+LEFT JOIN tg.chat_memberships_current m ON m.tenant_id = q.tenant_id AND m.chat_id = $3::bigint AND m.tg_user_id = $2::bigint
+LEFT JOIN core.chat_policies cp ON cp.tenant_id = q.tenant_id AND cp.chat_id = $3::bigint`;
 
 /** Chat policy when core.chat_policies has no row (seed 003 WF00c output). */
 export const DEFAULT_CHAT_POLICY = {

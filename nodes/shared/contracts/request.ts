@@ -4,15 +4,21 @@
  */
 import { z } from 'zod';
 import { ContractError, type ErrorContextInit } from '../errors';
+import { Int8Id, SafeDbId } from './ids';
 
-/** A Telegram bigint id (chat_id, tg_user_id) given as a number or a numeric string. */
-export const BigIntLike = z.union([z.number().int(), z.string().regex(/^-?\d{1,19}$/, 'must be an integer')]).transform((v) => Number(v));
+export { Int8Id, PositiveInt8Id, SafeDbId, sqlId, sameId, type ExactId } from './ids';
+
+/**
+ * A Telegram bigint id (chat_id, tg_user_id…), exact (ids.ts): a safe-integer number or a decimal string
+ * within int8; a number beyond 2^53 − 1 (already rounded) is refused. Output: number when safe, else string.
+ */
+export const BigIntLike = Int8Id;
 
 /** The tenant of a request (seed 003 §0.1: uuid), required. */
 export const TenantId = z.string({ required_error: 'is required' }).uuid('must be a UUID');
 
-/** A positive database id (bigserial) as a number or numeric string. */
-export const DbId = z.union([z.number().int().positive(), z.string().regex(/^\d{1,19}$/, 'must be a positive integer')]).transform((v) => Number(v));
+/** A positive database id (bigserial) as an exact number (ids.ts SafeDbId): 1 … 2^53 − 1, else 422. */
+export const DbId = SafeDbId;
 
 /** An optional UUID: absent, null or "" (an empty field on the canvas) all mean none. */
 export const OptionalUuid = z.preprocess((v) => (v === '' ? null : v), z.string().uuid('must be a UUID').nullish()).transform((v) => v ?? null);

@@ -15,6 +15,9 @@
  *   (+ k 1–20, default 5; send_reply, default true).
  * Output: `{ session_id, turn_id, answer_text, citations: [{ rank, chunk_id, score, snippet, source_ref }],
  *   telegram_message_id }`.
+ * Ids are exact (shared/contracts/ids.ts): a number beyond 2^53 − 1 is refused 422, send it as a string.
+ * The reply goes to the chat Context Loader allowed: a group the asker is a member of, or the asker's own dm
+ *   (a dm request naming another chat is refused 403 DM_NOT_OWN_CHAT there, before anything is read or sent).
  * Errors: 422 `req.<field>`; 403/404 ACL; 404 NO_EMBEDDING_MODEL; 502 embeddings/model/Bot API
  *   (retryable as their classes); 500 PGVECTOR_MISSING; 503/500 db.
  */
@@ -119,7 +122,8 @@ export const answerOperation: KnowledgeOperation = {
 	async execute({ pool, state, correlationId, embed, llm, telegram, postJson }, raw) {
 		const req = parseRequest(AnswerRequest, raw, WHERE);
 		const { ctx } = (await loadContext(pool, { tenant_id: req.tenant_id, tg_user_id: req.tg_user_id, chat_id: req.chat_id, channel: req.channel, trace_id: req.trace_id ?? null, correlation_id: req.correlation_id ?? correlationId }, state)) as { ctx: AclCtx };
-		const { session_id: sessionId } = await upsertSession(pool, { tenant_id: req.tenant_id, tg_user_id: req.tg_user_id, channel: req.channel, chat_id: req.chat_id, meta: { last_question_at: new Date().toISOString() } });
+		// from here on the ids are the ctx's: Context Loader checked them (membership; a dm is the asker's own chat)
+		const { session_id: sessionId } = await upsertSession(pool, { tenant_id: req.tenant_id, tg_user_id: ctx.tg_user_id, channel: ctx.channel, chat_id: ctx.chat_id, meta: { last_question_at: new Date().toISOString() } });
 		const existing = req.question_message_version_id === null ? [] : await query(pool, FIND_TURN, [sessionId, req.question_message_version_id], { operation: 'select', ...WHERE });
 		let turnId: number;
 		let answer: string;
@@ -157,7 +161,9 @@ export const answerOperation: KnowledgeOperation = {
 		}
 		if (req.send_reply && sentId === null) {
 			const target = req.question_message_version_id === null ? [] : await query(pool, REPLY_TARGET, [req.question_message_version_id], { operation: 'select', table: 'tg.messages' });
-			const chatId = req.chat_id ?? req.tg_user_id;
+			// a dm without chat_id is the asker's private chat (Telegram: its id is the user's id). An id beyond
+			// 2^53 − 1 stays its exact decimal string: the Bot API takes chat_id as an integer or a string.
+			const chatId = (ctx.chat_id ?? ctx.tg_user_id) as number;
 			try {
 				sentId = await sendMessage(postJson, await telegram(), chatId, replyText(answer, citations), target.length ? Number(target[0].message_id) : null, 15_000);
 			} catch (error) {

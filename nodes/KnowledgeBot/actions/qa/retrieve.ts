@@ -4,6 +4,7 @@
  */
 import type { Pool } from 'pg';
 import type { AclCtx } from '../../../shared/contracts/ctx';
+import { parseExactId } from '../../../shared/contracts/ids';
 import { ContractError } from '../../../shared/errors';
 import { vectorLiteral } from '../../transport/embeddings';
 import { EMBEDDINGS_TABLE, SEARCH_CHUNKS, vectorError } from '../vectorSql';
@@ -26,14 +27,20 @@ export interface RetrievedChunk {
 
 /**
  * @param k most chunks returned (1–100)
- * @throws ContractError 403 NOT_ALLOWED for a ctx without is_allowed or a blocked role; 500 PGVECTOR_MISSING; 503/500 db
+ * @throws ContractError 403 NOT_ALLOWED for a ctx without is_allowed or a blocked role; 422 a tg_user_id that is
+ *   not an exact int8 (ids.ts); 500 PGVECTOR_MISSING; 503/500 db
  */
 export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' | 'tg_user_id' | 'role' | 'is_allowed'>, vector: number[], options: { model_id: number; k: number }): Promise<RetrievedChunk[]> {
 	if (!ctx.is_allowed || ctx.role === 'blocked') {
 		throw new ContractError('the ctx does not allow reading', 403, 'auth', false, { code: 'NOT_ALLOWED' }, { operation: 'select', table: EMBEDDINGS_TABLE });
 	}
+	const user = parseExactId(ctx.tg_user_id);
+	if (!user.ok) {
+		throw new ContractError(`the ctx's tg_user_id ${user.message}`, 422, 'validation', false, { code: 'VALIDATION', field: 'ctx.tg_user_id' }, { operation: 'validate', table: EMBEDDINGS_TABLE });
+	}
 	try {
-		const { rows } = await pool.query(SEARCH_CHUNKS, [ctx.tenant_id, options.model_id, vectorLiteral(vector), Number(ctx.tg_user_id), ctx.role === 'admin', options.k]);
+		// the user id goes to SQL as its exact decimal string ($4::bigint), never through a JS number
+		const { rows } = await pool.query(SEARCH_CHUNKS, [ctx.tenant_id, options.model_id, vectorLiteral(vector), String(user.value), ctx.role === 'admin', options.k]);
 		return rows.map((r) => ({
 			...r,
 			chunk_id: Number(r.chunk_id),

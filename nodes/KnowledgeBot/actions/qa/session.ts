@@ -3,17 +3,21 @@
  * moved and `meta` merged on every question. A DM's chat is the user's own id (Telegram's private chat id).
  */
 import type { Pool } from 'pg';
+import { sqlId, type ExactId } from '../../../shared/contracts/ids';
 import { fromPgError } from '../../../shared/errors';
 
 const UPSERT_SESSION = `
-INSERT INTO audit.qa_sessions AS s (tenant_id, tg_user_id, channel, chat_id, meta) VALUES ($1, $2, $3, $4, $5::jsonb)
+INSERT INTO audit.qa_sessions AS s (tenant_id, tg_user_id, channel, chat_id, meta) VALUES ($1, $2::bigint, $3, $4::bigint, $5::jsonb)
 ON CONFLICT (tenant_id, tg_user_id, chat_id) DO UPDATE SET last_at = now(), channel = EXCLUDED.channel, meta = s.meta || EXCLUDED.meta
 RETURNING session_id, (xmax = 0) AS created`;
 
-/** @throws ContractError 503/500 db */
-export async function upsertSession(pool: Pool, s: { tenant_id: string; tg_user_id: number; channel: 'group' | 'dm'; chat_id: number | null; meta?: Record<string, unknown> }): Promise<{ session_id: string; created: boolean }> {
+/**
+ * Ids are exact (ids.ts) and go to SQL as decimal strings.
+ * @throws ContractError 503/500 db
+ */
+export async function upsertSession(pool: Pool, s: { tenant_id: string; tg_user_id: ExactId; channel: 'group' | 'dm'; chat_id: ExactId | null; meta?: Record<string, unknown> }): Promise<{ session_id: string; created: boolean }> {
 	try {
-		const { rows } = await pool.query(UPSERT_SESSION, [s.tenant_id, s.tg_user_id, s.channel, s.chat_id ?? s.tg_user_id, JSON.stringify(s.meta ?? {})]);
+		const { rows } = await pool.query(UPSERT_SESSION, [s.tenant_id, sqlId(s.tg_user_id), s.channel, sqlId(s.chat_id ?? s.tg_user_id), JSON.stringify(s.meta ?? {})]);
 		return { session_id: rows[0].session_id, created: rows[0].created };
 	} catch (error) {
 		throw fromPgError(error, { operation: 'upsert', table: 'audit.qa_sessions' });

@@ -5,10 +5,11 @@
  * Update types without such facts (callback_query, poll…) parse to `{ message: null, members: [] }`.
  */
 import { z } from 'zod';
+import { TelegramInt } from '../../../shared/contracts/ids';
 
 const User = z
 	.object({
-		id: z.number().int(),
+		id: TelegramInt,
 		is_bot: z.boolean().default(false),
 		username: z.string().optional(),
 		first_name: z.string().optional(),
@@ -18,7 +19,7 @@ const User = z
 	.passthrough();
 const Chat = z
 	.object({
-		id: z.number().int(),
+		id: TelegramInt,
 		type: z.enum(['private', 'group', 'supergroup', 'channel']),
 		title: z.string().optional(),
 		username: z.string().optional(),
@@ -28,9 +29,9 @@ const Entity = z.object({ type: z.string(), offset: z.number().int().nonnegative
 const FileRef = z.object({ file_id: z.string().min(1), file_unique_id: z.string().min(1), file_size: z.number().int().optional(), file_name: z.string().optional(), mime_type: z.string().optional() }).passthrough();
 const Message = z
 	.object({
-		message_id: z.number().int(),
-		date: z.number().int(),
-		edit_date: z.number().int().optional(),
+		message_id: TelegramInt,
+		date: TelegramInt,
+		edit_date: TelegramInt.optional(),
 		chat: Chat,
 		from: User.optional(),
 		text: z.string().optional(),
@@ -41,13 +42,15 @@ const Message = z
 		left_chat_member: User.optional(),
 	})
 	.passthrough();
+/** Telegram's ChatMember: `is_member` is sent for `restricted` only (ChatMemberRestricted). */
+const ChatMember = z.object({ status: z.string(), user: User, is_member: z.boolean().optional() }).passthrough();
 const MemberUpdate = z
 	.object({
 		chat: Chat,
 		from: User,
-		date: z.number().int(),
-		old_chat_member: z.object({ status: z.string(), user: User }).passthrough(),
-		new_chat_member: z.object({ status: z.string(), user: User }).passthrough(),
+		date: TelegramInt,
+		old_chat_member: ChatMember,
+		new_chat_member: ChatMember,
 	})
 	.passthrough();
 
@@ -73,6 +76,11 @@ export interface MemberChange {
 	tg_user_id: number;
 	old_status: string | null;
 	new_status: string;
+	/**
+	 * Telegram's membership after the change (tg.chat_memberships_current.is_member): creator, administrator,
+	 * member → true; left, kicked → false; restricted → its own `is_member` (absent: false, never a guess).
+	 */
+	is_member: boolean;
 	/** Unix seconds */
 	date: number;
 }
@@ -139,6 +147,13 @@ function statusOf(status: string): string {
 	return MEMBER_STATUSES.has(status) ? status : 'member';
 }
 
+/** Telegram's membership of a ChatMember (see MemberChange.is_member). */
+export function isMemberOf(member: { status: string; is_member?: boolean }): boolean {
+	const status = statusOf(member.status);
+	if (status === 'restricted') return member.is_member === true;
+	return status === 'creator' || status === 'administrator' || status === 'member';
+}
+
 /**
  * The question a message asks the bot, or null: in a private chat its text (not a /command); elsewhere
  * a text with a `mention` entity of `@<botUsername>` (case-insensitive), without the mention.
@@ -188,11 +203,11 @@ export function parseUpdate(update: Record<string, unknown>, botUsername: string
 		};
 		for (const user of message.new_chat_members ?? []) {
 			addUser(user);
-			result.members.push({ tg_user_id: user.id, old_status: null, new_status: 'member', date: message.date });
+			result.members.push({ tg_user_id: user.id, old_status: null, new_status: 'member', is_member: true, date: message.date });
 		}
 		if (message.left_chat_member) {
 			addUser(message.left_chat_member);
-			result.members.push({ tg_user_id: message.left_chat_member.id, old_status: null, new_status: 'left', date: message.date });
+			result.members.push({ tg_user_id: message.left_chat_member.id, old_status: null, new_status: 'left', is_member: false, date: message.date });
 		}
 	} else if (updateType === 'chat_member' || updateType === 'my_chat_member') {
 		const change = MemberUpdate.parse(update[updateType]);
@@ -203,6 +218,7 @@ export function parseUpdate(update: Record<string, unknown>, botUsername: string
 			tg_user_id: change.new_chat_member.user.id,
 			old_status: statusOf(change.old_chat_member.status),
 			new_status: statusOf(change.new_chat_member.status),
+			is_member: isMemberOf(change.new_chat_member),
 			date: change.date,
 		});
 	}

@@ -69,21 +69,23 @@ FROM (SELECT 1) one LEFT JOIN core.chat_policies p ON p.tenant_id = $1 AND p.cha
 
 /**
  * Member changes: $1 tenant_id, $2 chat_id, $3 raw_update_id, $4 JSON array of { tg_user_id, old_status,
- * new_status, date }. An event (user, time, new status) is recorded once; the current membership moves only forward in time.
+ * new_status, is_member, date }. An event (user, time, new status) is recorded once; the current membership
+ * (status and Telegram's is_member flag, migration 010: a restricted user who left is not a member) moves
+ * only forward in time.
  */
 export const RECORD_MEMBERS = `
 WITH m AS (
-  SELECT * FROM jsonb_to_recordset($4::jsonb) AS m(tg_user_id bigint, old_status text, new_status text, date bigint)
+  SELECT * FROM jsonb_to_recordset($4::jsonb) AS m(tg_user_id bigint, old_status text, new_status text, is_member boolean, date bigint)
 ), events AS (
   INSERT INTO tg.chat_member_events (tenant_id, chat_id, tg_user_id, old_status, new_status, event_date, raw_update_id)
   SELECT $1, $2, tg_user_id, old_status, new_status, to_timestamp(date), $3 FROM m
   ON CONFLICT (tenant_id, chat_id, tg_user_id, event_date, new_status) DO NOTHING
   RETURNING id
 ), current AS (
-  INSERT INTO tg.chat_memberships_current AS c (tenant_id, chat_id, tg_user_id, status, updated_at)
-  SELECT $1, $2, tg_user_id, new_status, to_timestamp(date) FROM m
-  ON CONFLICT (tenant_id, chat_id, tg_user_id) DO UPDATE SET status = EXCLUDED.status, updated_at = EXCLUDED.updated_at
-  WHERE c.updated_at <= EXCLUDED.updated_at AND c.status IS DISTINCT FROM EXCLUDED.status
+  INSERT INTO tg.chat_memberships_current AS c (tenant_id, chat_id, tg_user_id, status, is_member, updated_at)
+  SELECT $1, $2, tg_user_id, new_status, is_member, to_timestamp(date) FROM m
+  ON CONFLICT (tenant_id, chat_id, tg_user_id) DO UPDATE SET status = EXCLUDED.status, is_member = EXCLUDED.is_member, updated_at = EXCLUDED.updated_at
+  WHERE c.updated_at <= EXCLUDED.updated_at AND (c.status, c.is_member) IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.is_member)
   RETURNING tg_user_id
 )
 SELECT (SELECT count(*) FROM events)::int AS events, (SELECT count(*) FROM current)::int AS memberships`;
