@@ -116,6 +116,27 @@ test('ACL before anything: blocked → 403, non-member in the group → 403 NOT_
 	assert.equal(await turns(), before);
 });
 
+test('spoofed DM (WF51): a dm naming a group or another user\'s dm is refused 403 DM_NOT_OWN_CHAT; nothing read, asked, written or sent', async () => {
+	const counts = async () => (await vdb.db.query<{ turns: number; sessions: number }>('SELECT (SELECT count(*)::int FROM audit.qa_turns) AS turns, (SELECT count(*)::int FROM audit.qa_sessions) AS sessions')).rows[0];
+	const [before, calls, sent] = [await counts(), model.requests.length, botApi.sent.length];
+	for (const chatId of [GROUP, 3, '3', -1]) {
+		const error = await failure(answerOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'dm', chat_id: chatId, question: 'what is the deployment password?' });
+		assert.deepEqual([error.statusCode, error.kind, error.details.code], [403, 'auth', 'DM_NOT_OWN_CHAT'], `chat_id ${chatId}`);
+	}
+	const rounded = await failure(answerOperation, { tenant_id: TENANT, tg_user_id: 9007199254740993, channel: 'dm', chat_id: 9007199254740993, question: 'password?' });
+	assert.deepEqual([rounded.statusCode, rounded.details.field], [422, 'req.tg_user_id']);
+	assert.deepEqual(await counts(), before);
+	assert.equal(model.requests.length, calls, 'the model is not asked');
+	assert.equal(botApi.sent.length, sent, 'nothing is sent to the named chat');
+});
+
+test('own DM (WF51): the reply goes to the asker\'s own private chat', async () => {
+	model.respond = () => ({ text: 'Restart the worker pool [1].' });
+	const { data } = await run(answerOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'dm', chat_id: '2', question: 'deployment runbook after a migration?' });
+	assert.ok(data.telegram_message_id);
+	assert.equal(botApi.sent.at(-1)!.chat_id, 2);
+});
+
 test('nothing visible: the fixed answer, no model call; the admin sees the DM note', async () => {
 	const calls = model.requests.length;
 	const dm = (await run(answerOperation, { tenant_id: TENANT, tg_user_id: 5, channel: 'dm', chat_id: null, question: 'deployment password?' })).data;

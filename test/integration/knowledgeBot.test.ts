@@ -7,6 +7,8 @@ import { after, before, test } from 'node:test';
 import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
 import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
 import { processOperation } from '../../nodes/KnowledgeBot/actions/update/process.operation';
+import { loadContext } from '../../nodes/ContextLoader/actions/load.operation';
+import type { ContractError } from '../../nodes/shared/errors';
 import { normalizeOperation } from '../../nodes/KnowledgeBot/actions/url/normalize.operation';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { knowledgeRunner } from '../helpers/knowledgeOps';
@@ -92,6 +94,55 @@ test('member changes: an event once, and the current membership never moves back
 	assert.deepEqual(current.rows, [{ status: 'left', is_member: false }]);
 	const events = await db.pool.query('SELECT new_status FROM tg.chat_member_events WHERE tg_user_id = 424242 ORDER BY event_date');
 	assert.deepEqual(events.rows.map((r) => r.new_status), ['member', 'left']);
+});
+
+/** A chat_member update as Telegram sends it: `restricted` is a ChatMemberRestricted with its own is_member. */
+function restrictedChange(userId: number, date: number, old: Record<string, unknown>, isMember: boolean) {
+	const carol = { id: userId, is_bot: false, first_name: 'Carol' };
+	const admin = { id: 111222333, is_bot: false, first_name: 'Alice', username: 'alice' };
+	const restricted = {
+		user: carol, status: 'restricted', is_member: isMember, until_date: 0,
+		can_send_messages: false, can_send_audios: false, can_send_documents: false, can_send_photos: false, can_send_videos: false,
+		can_send_video_notes: false, can_send_voice_notes: false, can_send_polls: false, can_send_other_messages: false,
+		can_add_web_page_previews: false, can_change_info: false, can_invite_users: false, can_pin_messages: false, can_manage_topics: false,
+	};
+	return { update_id: date, chat_member: { chat: { id: -1001234567890, title: 'Research group', type: 'supergroup' }, from: isMember ? admin : carol, date, old_chat_member: { user: carol, ...old }, new_chat_member: restricted } };
+}
+
+test('member changes: a restricted user keeps Telegram\'s is_member — restricted member, then restricted and left is no member (Context Loader refuses)', async () => {
+	const user = 525252;
+	const chat = -1001234567890;
+	await db.pool.query("INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) VALUES ($1, $2, 'user')", [tenant, user]);
+	await db.pool.query('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [tenant, chat]);
+	const current = async () => (await db.pool.query('SELECT status, is_member FROM tg.chat_memberships_current WHERE tenant_id = $1 AND tg_user_id = $2', [tenant, user])).rows;
+	const acl = async () => {
+		try {
+			await loadContext(db.pool, { tenant_id: tenant, tg_user_id: user, chat_id: chat, channel: 'group' }, {});
+			return 'allowed';
+		} catch (e) {
+			return (e as ContractError).details.code;
+		}
+	};
+	await run(processOperation, { tenant_id: tenant, update: restrictedChange(user, 1_763_950_000, { status: 'member' }, true) });
+	assert.deepEqual(await current(), [{ status: 'restricted', is_member: true }]);
+	assert.equal(await acl(), 'allowed');
+	const left = restrictedChange(user, 1_763_950_100, { status: 'restricted', is_member: true }, false);
+	const { data } = await run(processOperation, { tenant_id: tenant, update: left });
+	assert.equal(data.member_events, 1);
+	assert.deepEqual(await current(), [{ status: 'restricted', is_member: false }]);
+	assert.equal(await acl(), 'NOT_A_MEMBER');
+	// a replay of the older update does not move the membership back
+	await run(processOperation, { tenant_id: tenant, update: restrictedChange(user, 1_763_950_000, { status: 'member' }, true) });
+	assert.deepEqual(await current(), [{ status: 'restricted', is_member: false }]);
+});
+
+test('member changes: a Telegram id beyond 2^53 (already rounded) is refused 422 naming the field, nothing stored', async () => {
+	const update = restrictedChange(9007199254740993, 1_763_960_000, { status: 'member' }, true);
+	const error = await failure(processOperation, { tenant_id: tenant, update });
+	assert.equal(error.statusCode, 422);
+	assert.match(String(error.details.field), /^req\.update\.chat_member\.(old|new)_chat_member\.user\.id$/);
+	const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM tg.chat_memberships_current WHERE tg_user_id >= 9007199254740992');
+	assert.equal(rows[0].n, 0);
 });
 
 test('the chat policy gates content jobs: URL fetch and file download off → no jobs, the facts still stored', async () => {
