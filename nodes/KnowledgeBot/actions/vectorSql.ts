@@ -28,12 +28,16 @@ RETURNING chunk_id`;
 /**
  * Nearest chunks the asking user may see (seed 003 §0.2), by cosine distance:
  *  - only this tenant's embeddings, chunks and documents;
- *  - `group` documents: the user is a current member of the document's chat (tg.chat_memberships_current);
+ *  - `group` documents: the user is a current member of the document's chat in this tenant
+ *    (tg.chat_memberships_current.is_member: Telegram's flag, migration 010 — a `restricted` user who left
+ *    is not a member, nor is `left` or `kicked`);
  *  - `dm` documents: the user is their owner;
  *  - a tenant admin sees every document of the tenant.
  * The filter runs on the candidates of the HNSW scan, so with very selective filters fewer than `k`
  * rows may come back (raise hnsw.ef_search, or pgvector ≥ 0.8's iterative scans, to widen it).
- * $1 tenant, $2 model, $3 query vector "[…]", $4 tg_user_id, $5 is_admin, $6 k.
+ * The chat a request names plays no part: a dm ctx sees the asker's own dm documents, never the named chat's.
+ * $1 tenant, $2 model, $3 query vector "[…]", $4 tg_user_id as its exact decimal string (`::bigint`, never a
+ * JS number: ids beyond 2^53 − 1 would round to another user), $5 is_admin, $6 k.
  */
 export const SEARCH_CHUNKS = `
 SELECT c.id AS chunk_id, c.document_id, c.chunk_no, c.text, d.title, d.doc_type, d.chat_id, d.visibility,
