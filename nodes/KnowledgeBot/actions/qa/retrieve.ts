@@ -16,13 +16,20 @@ export interface RetrievedChunk {
 	text: string;
 	title: string | null;
 	doc_type: 'url' | 'file';
-	chat_id: number;
+	/** exact: a number when safe, else the decimal string (ids.ts) */
+	chat_id: number | string;
 	visibility: 'group' | 'dm';
 	message_version_id: number | null;
 	file_unique_id: string | null;
 	url: string | null;
 	/** cosine similarity, 1 = same direction */
 	score: number;
+}
+
+/** A bigint column (pg returns it as a decimal string) as an exact id. */
+function exactOf(value: unknown): number | string {
+	const parsed = parseExactId(String(value));
+	return parsed.ok ? parsed.value : String(value);
 }
 
 /**
@@ -45,7 +52,7 @@ export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' |
 			...r,
 			chunk_id: Number(r.chunk_id),
 			document_id: Number(r.document_id),
-			chat_id: Number(r.chat_id),
+			chat_id: exactOf(r.chat_id),
 			message_version_id: r.message_version_id === null ? null : Number(r.message_version_id),
 			score: Number(r.score),
 		})) as RetrievedChunk[];
