@@ -175,11 +175,11 @@ test('property: hostile ids and bodies through Context Loader on PostgreSQL — 
 			// allowed: every id is the exact integer sent, never a rounded neighbour
 			allowed++;
 			const user = exactOf(sent.tg_user_id);
-			assert.ok(user !== null, `allowed a tg_user_id that names no exact integer: ${String(sent.tg_user_id)}`);
+			assert.ok(user !== null, `allowed a tg_user_id that names no exact integer: ${fc.stringify(sent.tg_user_id)}`);
 			assert.equal(String(result.ctx.tg_user_id), user.toString());
 			if (sent.chat_id !== null && sent.chat_id !== undefined) {
 				const chat = exactOf(sent.chat_id);
-				assert.ok(chat !== null, `allowed a chat_id that names no exact integer: ${String(sent.chat_id)}`);
+				assert.ok(chat !== null, `allowed a chat_id that names no exact integer: ${fc.stringify(sent.chat_id)}`);
 				assert.equal(String(result.ctx.chat_id), chat.toString());
 			}
 			if (result.ctx.channel === 'dm' && result.ctx.chat_id !== null) assert.equal(String(result.ctx.chat_id), String(result.ctx.tg_user_id), 'a dm is the own chat');

@@ -40,7 +40,7 @@ test('property: parseExactId never throws, accepts exactly the exact in-range in
 			const parsed = parseExactId(value, positive);
 			const want = intended(value);
 			const inRange = want !== null && want >= (positive ? 1n : INT8_MIN) && want <= INT8_MAX;
-			assert.equal(parsed.ok, inRange, `${typeof value} ${String(value)}`);
+			assert.equal(parsed.ok, inRange, `${typeof value} ${fc.stringify(value)}`);
 			if (parsed.ok) {
 				assert.equal(BigInt(parsed.value), want, 'the same integer, never a rounded neighbour');
 				if (typeof parsed.value === 'number') assert.ok(Number.isSafeInteger(parsed.value));
@@ -64,7 +64,7 @@ test('property: through a request schema every refusal is a 422 naming the field
 				try {
 					result = parseRequest(Schema, raw, { table: 't' });
 				} catch (error) {
-					assert.ok(error instanceof ContractError, `not a ContractError: ${String(error)}`);
+					assert.ok(error instanceof ContractError, `not a ContractError: ${fc.stringify(error)}`);
 					assert.equal(error.statusCode, 422);
 					assert.match(String(error.details.field), /^req\.(tg_user_id|chat_id|document_id|big)$/);
 					const field = String(error.details.field).slice(4) as keyof typeof raw;
