@@ -94,7 +94,7 @@ test('race 2: worker A released as stale, B claims again, A\'s late error arrive
 	assert.deepEqual(await claimJobs(db.pool, { job_type: 'reclaimed', batch_size: 1, worker: 'C' }), []);
 });
 
-test('race 2 under load: 200 jobs, A\'s late errors run concurrently with B\'s Finish Job — every job ran exactly twice and succeeded', { timeout: 120_000 }, async () => {
+test('race 2 under load: 200 jobs, A\'s late errors run concurrently with B\'s Finish Job — every job ran exactly twice and succeeded', { timeout: 120_000 }, async (t) => {
 	const ids = await enqueue('reclaimed-load', 200);
 	const fromA = await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'A' });
 	await db.pool.query("UPDATE ops.jobs SET locked_at = now() - interval '1 hour' WHERE job_type = 'reclaimed-load'");
@@ -126,6 +126,11 @@ test('race 2 under load: 200 jobs, A\'s late errors run concurrently with B\'s F
 		[ids],
 	);
 	assert.deepEqual(errors, [{ outcome: 'stale', n: 200 }]);
+	const { rows: order } = await db.pool.query(
+		'SELECT count(*) FILTER (WHERE e.created_at < j.finished_at)::int AS error_first FROM ops.errors e JOIN ops.jobs j ON j.id = e.job_id WHERE j.id = ANY($1::bigint[])',
+		[ids],
+	);
+	t.diagnostic(`A's error started before B's Finish Job for ${order[0].error_first} of 200 jobs`);
 	assert.deepEqual(await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'C' }), []);
 });
 
