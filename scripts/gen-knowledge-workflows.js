@@ -207,9 +207,9 @@ const WORKERS = {
 	});
 	const request = wf.set('Job Request', [720, 0], [
 		['req', 'object', '={{ $json.data.payload }}'],
-		['ctx', 'object', '={{ { job_id: Number($json.data.id), correlation_id: $json.data.correlation_id || $json.data.payload.correlation_id, tenant_id: $json.data.tenant_id, trace_id: $json.data.payload.trace_id || null, workflow: "WF90" } }}'],
-		['job', 'object', '={{ { id: Number($json.data.id), job_type: $json.data.job_type, locked_by: $json.data.locked_by, worker: ' + JSON.stringify(WORKERS) + '[$json.data.job_type] || "" } }}'],
-	], { include: false, notes: 'The job payload is the worker\'s req; ctx.job_id lets WF99 retry or fail the job on an error.' });
+		['ctx', 'object', '={{ { job_id: Number($json.data.id), job_claim_token: $json.data.claim_token, correlation_id: $json.data.correlation_id || $json.data.payload.correlation_id, tenant_id: $json.data.tenant_id, trace_id: $json.data.payload.trace_id || null, workflow: "WF90" } }}'],
+		['job', 'object', '={{ { id: Number($json.data.id), job_type: $json.data.job_type, locked_by: $json.data.locked_by, claim_token: $json.data.claim_token, worker: ' + JSON.stringify(WORKERS) + '[$json.data.job_type] || "" } }}'],
+	], { include: false, notes: 'The job payload is the worker\'s req; ctx.job_id + ctx.job_claim_token let WF99 retry or fail this attempt of the job on an error (a late error of an attempt that ended is recorded as stale).' });
 	const run = wf.add({
 		name: 'Run Worker',
 		type: 'n8n-nodes-base.executeWorkflow',
@@ -229,6 +229,7 @@ const WORKERS = {
 			operation: 'finishJob',
 			jobId: "={{ $('Job Request').item.json.job.id }}",
 			worker: "={{ $('Job Request').item.json.job.locked_by }}",
+			claimToken: "={{ $('Job Request').item.json.job.claim_token }}",
 			success: '={{ $json.ok === true }}',
 			retryable: '={{ $json.error ? $json.error.retryable !== false : true }}',
 			error: '={{ $json.error || { message: "worker answered no envelope" } }}',
@@ -237,7 +238,7 @@ const WORKERS = {
 		},
 		onError: 'continueErrorOutput',
 		credentials: PG,
-		notes: 'Succeeded; or failed with retry/dead letter. A job WF99 already retried is returned as it is.',
+		notes: 'Succeeded; or failed with retry/dead letter, for this claim only (claim token). A job WF99 already retried, or released and claimed again, is returned as it is.',
 	});
 	const summary = wf.set('Run Summary', [1440, 0], [
 		['data.picked', 'number', '={{ $input.all().length }}'],

@@ -16,8 +16,10 @@ import { recordError } from './actions/record';
  *
  * Input: any item (ctx / _ctx / error_context / _err / n8n error output fields, or nothing at all).
  * Output: exactly one ErrorEnvelope v1 per item, on the main output, always (it never fails an item):
- * `_internal.error_id` is the `ops.errors` row, `_internal.job_path` what happened to `ctx.job_id`'s job,
- * and a database that could not be written is stated in `error.details.write_failures`.
+ * `_internal.error_id` is the `ops.errors` row, `_internal.job_path` what happened to `ctx.job_id`'s job
+ * (its `outcome`, also `error.details.job_outcome`: queued / dead / failed, or `stale` when the job is not
+ * running under ctx.job_claim_token — a late error never revives a finished or re-claimed job), and a
+ * database that could not be written is stated in `error.details.write_failures`.
  */
 export class ErrorPipe implements INodeType {
 	description: INodeTypeDescription = {
@@ -36,7 +38,7 @@ export class ErrorPipe implements INodeType {
 		properties: [
 			{
 				displayName:
-					'Accepts any item: ctx, _ctx, error_context, _err and the fields of an n8n error output. Writes ops.errors always; updates ops.jobs and ops.job_runs only when ctx.job_id is set.',
+					'Accepts any item: ctx, _ctx, error_context, _err and the fields of an n8n error output. Writes ops.errors always; updates ops.jobs and ops.job_runs only when ctx.job_id is set and that job is still running under ctx.job_claim_token (else job_outcome: stale).',
 				name: 'notice',
 				type: 'notice',
 				default: '',
@@ -59,8 +61,8 @@ export class ErrorPipe implements INodeType {
 		const pool = getPool(credential);
 		return runItems(this, async (item, itemIndex) => {
 			const source = (this.getNodeParameter('source', itemIndex, 'WF99') as string) || 'WF99';
-			const { envelope, jobId, contractVersion } = normalizeErrorItem(item.json, { source });
-			const recorded = await recordError(pool, envelope, jobId, contractVersion);
+			const { envelope, jobId, contractVersion, jobClaimToken } = normalizeErrorItem(item.json, { source });
+			const recorded = await recordError(pool, envelope, jobId, contractVersion, jobClaimToken);
 			if (recorded.write_failures.length) envelope.error.details.write_failures = recorded.write_failures;
 			envelope._internal = {
 				...envelope._internal!,

@@ -145,6 +145,9 @@ test('a database failure in WF20: ops.errors names the node, the job is failed w
 		assert.equal(errors.rows.length, 1);
 		assert.deepEqual([errors.rows[0].node, errors.rows[0].status_code], ['Process Update', 500]);
 		assert.equal(errors.rows[0].details.error_context.table, 'tg.messages');
+		// WF90 → WF20 → WF99 carried the attempt's claim token: the Error Pipe applied the error to that attempt
+		assert.match(String(errors.rows[0].details.ctx.job_claim_token), /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+		assert.equal(errors.rows[0].details.job_outcome, 'failed');
 		const runs = await db.pool.query('SELECT status FROM ops.job_runs WHERE job_id = $1', [job.id]);
 		assert.deepEqual(runs.rows, [{ status: 'failed' }]);
 		const messages = await db.pool.query('SELECT count(*)::int AS n FROM tg.messages WHERE message_id = 99001');

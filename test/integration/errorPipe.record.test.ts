@@ -49,7 +49,8 @@ test('fixture A: ops.errors written, job failed and a job run written', async ()
 	assert.equal(runs.length, 1);
 	assert.equal(runs[0].status, 'failed');
 	assert.equal(typeof runs[0].error, 'object');
-	assert.deepEqual(result.job, { executed: true, job_id: jobId, status: 'failed', next_run_at: (result.job as { next_run_at: string }).next_run_at });
+	assert.deepEqual(result.job, { executed: true, job_id: jobId, outcome: 'failed', status: 'failed', next_run_at: (result.job as { next_run_at: string }).next_run_at });
+	assert.equal(errors[0].details.job_outcome, 'failed');
 });
 
 test('fixture B: ops.errors written, no job touched', async () => {
@@ -72,7 +73,8 @@ test('retryable errors reschedule the job with backoff until attempts run out, t
 	// attempts = 2 → base 10 s · 2^1 = 20 s, ±20 %
 	assert.ok(rows[0].delay > 14 && rows[0].delay <= 24.5, `delay ${rows[0].delay}`);
 	assert.equal((first.result.job as { status: string }).status, 'queued');
-	await db.pool.query('UPDATE ops.jobs SET attempts = 3 WHERE id = $1', [jobId]);
+	// the last attempt (claimed again): only a running job takes the error (a queued one would be a stale error)
+	await db.pool.query("UPDATE ops.jobs SET attempts = 3, status = 'running', locked_by = 'worker-1', locked_at = now() WHERE id = $1", [jobId]);
 	await record(item);
 	const { rows: dead } = await db.pool.query('SELECT status FROM ops.jobs WHERE id = $1', [jobId]);
 	assert.equal(dead[0].status, 'dead');
@@ -80,10 +82,10 @@ test('retryable errors reschedule the job with backoff until attempts run out, t
 	assert.deepEqual(runs.map((r) => r.status), ['retry', 'dead']);
 });
 
-test('a job id that does not exist: error recorded, job path reports no job', async () => {
+test('a job id that does not exist: error recorded, job path reports no job (stale: nothing to apply it to)', async () => {
 	const { result } = await record({ ctx: { job_id: 987654321 }, message: 'x' });
 	assert.ok(result.error_id);
-	assert.deepEqual(result.job, { executed: true, job_id: 987654321, status: null, next_run_at: null });
+	assert.deepEqual(result.job, { executed: true, job_id: 987654321, outcome: 'stale', status: null, next_run_at: null });
 });
 
 test('database down: the envelope still comes back, with the failed writes named', async () => {

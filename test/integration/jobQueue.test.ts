@@ -83,6 +83,35 @@ test('Release Stale: a job locked too long goes back to the queue and its run is
 	assert.equal(again.attempts, 2);
 });
 
+test('claim token: a fresh one per claim, cleared when the attempt ends; Finish Job with a token finishes only that attempt', async () => {
+	const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+	const token = async (id: number) => (await db.pool.query('SELECT claim_token FROM ops.jobs WHERE id = $1', [id])).rows[0].claim_token;
+	const [id] = await enqueue('token', 1);
+	const [first] = await claimJobs(db.pool, { job_type: 'token', batch_size: 1, worker: 'w' });
+	assert.match(String(first.claim_token), UUID);
+	// released as stale: token cleared; the same worker name claims it again with a new token
+	await db.pool.query("UPDATE ops.jobs SET locked_at = now() - interval '1 hour' WHERE id = $1", [id]);
+	await releaseStale(db.pool, { older_than_seconds: 600, limit: 10 });
+	assert.equal(await token(id), null);
+	const [second] = await claimJobs(db.pool, { job_type: 'token', batch_size: 1, worker: 'w' });
+	assert.match(String(second.claim_token), UUID);
+	assert.notEqual(second.claim_token, first.claim_token);
+	// the first attempt's late Finish Job: same worker name, old token → 409, or the job as it is
+	await assert.rejects(finishJob(db.pool, { job_id: id, worker: 'w', success: false, error: { message: 'late' }, claim_token: first.claim_token }), (e: ContractError) => {
+		assert.deepEqual([e.statusCode, e.details.code, e.details.claim_token_checked], [409, 'NOT_LOCKED_BY_WORKER', true]);
+		assert.ok(!JSON.stringify(e.details).includes(String(first.claim_token)) && !e.message.includes(String(first.claim_token)), 'the token is not echoed');
+		return true;
+	});
+	const asItIs = await finishJob(db.pool, { job_id: id, worker: 'w', success: true, accept_finished: true, claim_token: first.claim_token });
+	assert.deepEqual([asItIs.status, asItIs.already_finished], ['running', true]);
+	await assert.rejects(finishJob(db.pool, { job_id: id, worker: 'w', success: true, claim_token: 'not-a-uuid' }), (e: ContractError) => e.statusCode === 422 && e.details.field === 'claim_token');
+	const done = await finishJob(db.pool, { job_id: id, worker: 'w', success: true, claim_token: String(second.claim_token).toUpperCase() });
+	assert.equal(done.status, 'succeeded');
+	assert.equal(await token(id), null);
+	const { rows } = await db.pool.query('SELECT attempt, status FROM ops.job_runs WHERE job_id = $1 ORDER BY id', [id]);
+	assert.deepEqual(rows, [{ attempt: 1, status: 'retry' }, { attempt: 2, status: 'succeeded' }]);
+});
+
 test('10 workers claiming 5,000 jobs in batches of 10: no job run twice, none lost', { timeout: 300_000 }, async () => {
 	await enqueue('load', 5000);
 	const seen = new Map<number, number>();

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Client } from 'pg';
+import { captureOperation } from '../../nodes/PipelineCapture/actions/run/capture.operation';
 import { capture, completeStep, createRun, failRun, getStatus, sweep } from '../../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
 import { ContractError } from '../../nodes/shared/errors';
@@ -54,6 +55,41 @@ test('Capture: 20 concurrent workers on one run → exactly one captures, the ot
 	const results = await Promise.all(Array.from({ length: 20 }, (_, i) => capture(db.pool, def, { run_id: request_id, transition: 'CAPTURE_ANALYSIS', worker: `w${i}` })));
 	assert.equal(results.filter((r) => r.captured).length, 1);
 	assert.ok(results.every((r) => r.run.status === 'ANALYZING'));
+});
+
+test('Capture race, 300 runs × 4 workers: one winner per run, and every loser\'s "Not Captured" reports the state that won (TAKEN, ANALYZING), never the stale NEW', { timeout: 120_000 }, async () => {
+	const { rows } = await db.pool.query<{ id: string }>(
+		"INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'race-' || g, 'q' FROM generate_series(1, 300) g RETURNING id",
+	);
+	const worker = (w: number) => ({ pool: db.pool, definition: async () => def, worker: `w${w}`, llm: async () => assert.fail('no model') });
+	const outputs = await Promise.all(
+		rows.flatMap((r) => [0, 1, 2, 3].map((w) => captureOperation.execute(worker(w), { run_id: r.id, transition: 'CAPTURE_ANALYSIS' }))),
+	);
+	const winners = new Map<string, number>();
+	const losers = new Map<string, number>();
+	for (const out of outputs) {
+		const data = out.data!;
+		if (out.output === 0) {
+			winners.set(String(data.run_id), (winners.get(String(data.run_id)) ?? 0) + 1);
+		} else {
+			const key = JSON.stringify({ captured: data.captured, status: data.status, reason: data.reason });
+			losers.set(key, (losers.get(key) ?? 0) + 1);
+		}
+	}
+	assert.equal(winners.size, 300);
+	assert.ok([...winners.values()].every((n) => n === 1), 'exactly one winner per run');
+	assert.deepEqual([...losers], [[JSON.stringify({ captured: false, status: 'ANALYZING', reason: 'TAKEN' }), 900]]);
+});
+
+test('Capture refused by the blocking rule: "Not Captured" with the run still NEW and reason BLOCKED', async () => {
+	await createRun(db.pool, { user_id: 'u-blocked', query: 'first' });
+	const second = await createRun(db.pool, { user_id: 'u-blocked', query: 'second' });
+	const out = await captureOperation.execute(
+		{ pool: db.pool, definition: async () => def, worker: 'w', llm: async () => assert.fail('no model') },
+		{ run_id: second.request_id, transition: 'CAPTURE_ANALYSIS' },
+	);
+	assert.equal(out.output, 1);
+	assert.deepEqual([out.data!.status, out.data!.reason], ['NEW', 'BLOCKED']);
 });
 
 test('the whole path NEW → COMPLETED, results stored with their step, then the polling answer', async () => {

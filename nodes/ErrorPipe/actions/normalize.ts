@@ -26,6 +26,18 @@ export interface NormalizedError {
 	jobId: number | null;
 	/** The contract version the caller declared (`ctx.contracts.errorpipe`), else the current one. */
 	contractVersion: number;
+	/**
+	 * `ctx.job_claim_token` (the attempt's `ops.jobs.claim_token`, from Claim Jobs via WF90), or null when ctx
+	 * has none (null/""/absent). Not validated here: a value that is not a UUID (a non-string becomes
+	 * `"<invalid: type>"`) never matches a claim, so its job path is stale.
+	 */
+	jobClaimToken: string | null;
+}
+
+/** ctx.job_claim_token as text; null when absent (older workflows: the job path then checks `running` only). */
+function claimTokenOf(value: unknown): string | null {
+	if (value === undefined || value === null || value === '') return null;
+	return typeof value === 'string' ? value : `<invalid: ${Array.isArray(value) ? 'array' : typeof value}>`;
 }
 
 const DEFAULT_STATUS: Record<ErrorKind, number> = {
@@ -172,5 +184,5 @@ export function normalizeErrorItem(input: unknown, options: NormalizeOptions): N
 		internal,
 		now: options.now,
 	});
-	return { envelope, jobId, contractVersion };
+	return { envelope, jobId, contractVersion, jobClaimToken: claimTokenOf(ctx.job_claim_token) };
 }

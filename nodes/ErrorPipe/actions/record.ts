@@ -1,22 +1,42 @@
 /**
  * ErrorPipe step 2 (seed 002 §1.3): records the envelope.
  *  1. always: one `ops.errors` row (details jsonb an object, contract version from ctx.contracts.errorpipe);
- *  2. only when ctx.job_id is set: in one statement, the job becomes `queued` again with an exponential
- *     backoff (retryable error, attempts left), `dead` (retryable, no attempts left) or `failed`
- *     (not retryable); the attempt's open `ops.job_runs` row (opened by Claim Jobs) is closed with that
- *     outcome, or a run row is written when none is open.
+ *  2. only when ctx.job_id is set, and only for the attempt that is still open (issue 10 item 2): the job
+ *     is `running` and, when ctx carries `job_claim_token`, its `claim_token` (set by Claim Jobs, migration
+ *     008) is that token. Then the job becomes `queued` again with an exponential backoff (retryable error,
+ *     attempts left), `dead` (retryable, no attempts left) or `failed` (not retryable), its lock and claim
+ *     token are cleared, and the attempt's open `ops.job_runs` row (opened by Claim Jobs) is closed with that
+ *     outcome, or a run row is written when none is open. Otherwise — the job finished, was re-queued, was
+ *     released and claimed again, or does not exist — the job and its runs are left alone: a late error
+ *     never revives a finished job nor takes a re-claimed one from its new worker.
+ *     A ctx with `job_id` but no token (workflows older than 008) falls back to "the job is running": that
+ *     fallback cannot tell a re-claim apart from the attempt that failed. A token that is not a UUID never
+ *     matches.
+ * The outcome is `error.details.job_outcome`, in the row and in the envelope: the job's new status
+ * (`queued` | `dead` | `failed`), `stale` when the job path did not apply, or `write_failed` when the job
+ * could not be written (the job is then untouched; see `write_failures`).
+ * Both writes are one statement (the row, its job_outcome, the job, its run and the job's last_error.error_id
+ * commit together); when that statement fails, the job update and the row are retried apart so that
+ * either is still written when only the other fails.
  * A failure of either write is returned, not thrown: the envelope must reach the caller even when the
  * database is down.
  */
 import type { Pool } from 'pg';
 import type { ErrorEnvelope } from '../../shared/contracts/envelope';
+import { isUuid } from '../../shared/envelope';
 import { nextRunAtSql, RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../shared/postgres/backoff';
+
+/** `details.job_outcome`: the job's new status, or why the job path left it alone. */
+export type JobOutcome = 'queued' | 'dead' | 'failed' | 'stale' | 'write_failed';
 
 export interface RecordResult {
 	/** `ops.errors.id`, or null when the row could not be written. */
 	error_id: number | null;
-	/** Job path: not run (no job_id), or the job's new status (null when the job does not exist). */
-	job: { executed: false } | { executed: true; job_id: number; status: string | null; next_run_at: string | null };
+	/**
+	 * Job path: not run (no job_id), or its outcome; `status`/`next_run_at` are the job's new values, null when
+	 * the job was left alone (outcome `stale` or `write_failed`).
+	 */
+	job: { executed: false } | { executed: true; job_id: number; outcome: JobOutcome; status: string | null; next_run_at: string | null };
 	/** Write failures, each naming the table. Empty when everything was recorded. */
 	write_failures: Array<{ table: string; message: string; sqlstate: string | null }>;
 }
@@ -29,26 +49,36 @@ INSERT INTO ops.errors
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)
 RETURNING id`;
 
-// One statement: the job update and its run row commit together or not at all.
-const FAIL_JOB = `
-WITH job AS (
+/**
+ * The job path as CTEs `job`, `open_run`, `new_run` over the 8 parameters from `$p`: job id, retryable,
+ * last_error (jsonb, without error_id), backoff base, backoff cap, correlation id, token given (boolean),
+ * token (uuid; NULL when the given token is not a UUID, which then matches nothing).
+ * `errorId`: SQL expression of the ops.errors id stored in last_error.error_id.
+ */
+function jobPathCtes(p: number, errorId: string): string {
+	const [id, retryable, lastError, base, cap, correlation, tokenGiven, token] = Array.from({ length: 8 }, (_, i) => `$${p + i}`);
+	return `
+error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${errorId}) AS v
+), job AS (
   UPDATE ops.jobs j SET
-    status = CASE WHEN NOT $2::boolean THEN 'failed'
+    status = CASE WHEN NOT ${retryable}::boolean THEN 'failed'
                   WHEN j.attempts >= j.max_attempts THEN 'dead'
                   ELSE 'queued' END,
-    next_run_at = CASE WHEN $2::boolean AND j.attempts < j.max_attempts
-      THEN ${nextRunAtSql('j.attempts', '$4', '$5')}
+    next_run_at = CASE WHEN ${retryable}::boolean AND j.attempts < j.max_attempts
+      THEN ${nextRunAtSql('j.attempts', base, cap)}
       ELSE j.next_run_at END,
-    locked_by = NULL, locked_at = NULL,
-    last_error = $3::jsonb,
+    locked_by = NULL, locked_at = NULL, claim_token = NULL,
+    last_error = (SELECT v FROM error_json),
     updated_at = now(),
-    finished_at = CASE WHEN $2::boolean AND j.attempts < j.max_attempts THEN NULL ELSE now() END
-  WHERE j.id = $1
+    finished_at = CASE WHEN ${retryable}::boolean AND j.attempts < j.max_attempts THEN NULL ELSE now() END
+  -- only the attempt still open: running, under the claim the error came from (issue 10 item 2)
+  WHERE j.id = ${id} AND j.status = 'running'
+    AND (NOT ${tokenGiven}::boolean OR j.claim_token = ${token}::uuid)
   RETURNING j.id, j.status, j.attempts, j.next_run_at
 ), open_run AS (
   -- the attempt a worker claimed (Claim Jobs opened it): closed with the outcome
   UPDATE ops.job_runs r SET status = CASE job.status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
-         error = $3::jsonb, finished_at = now()
+         error = (SELECT v FROM error_json), finished_at = now()
   FROM job
   WHERE r.id = (SELECT max(id) FROM ops.job_runs WHERE job_id = job.id AND status = 'running')
   RETURNING r.id
@@ -56,74 +86,124 @@ WITH job AS (
   -- no open attempt (the job was not claimed through Claim Jobs): a run row of its own
   INSERT INTO ops.job_runs (job_id, attempt, status, correlation_id, error, started_at, finished_at)
   SELECT id, greatest(attempts, 1), CASE status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
-         $6::uuid, $3::jsonb, now(), now()
+         ${correlation}::uuid, (SELECT v FROM error_json), now(), now()
   FROM job WHERE NOT EXISTS (SELECT 1 FROM open_run)
   RETURNING id
+)`;
+}
+
+/**
+ * One statement: the ops.errors row (parameters $1–$12 as INSERT_ERROR, its details completed with
+ * job_outcome) and the job path (parameters $13–$20), committed together.
+ */
+const RECORD_WITH_JOB = `
+WITH eid AS (SELECT nextval(pg_get_serial_sequence('ops.errors', 'id')) AS id
+), ${jobPathCtes(13, '(SELECT id FROM eid)').trimStart()}, err AS (
+  INSERT INTO ops.errors
+    (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
+  VALUES ((SELECT id FROM eid), $1, $2, $3, $4, $5, $6, $7, $8, $9,
+          $10::jsonb || jsonb_build_object('job_outcome', coalesce((SELECT status FROM job), 'stale')), $11, $12)
+  RETURNING id
 )
-SELECT job.status, job.next_run_at, (SELECT count(*) FROM open_run) + (SELECT count(*) FROM new_run) AS runs FROM job`;
+SELECT err.id AS error_id, job.status, job.next_run_at FROM err LEFT JOIN job ON true`;
+
+/** The job path alone (the fallback when RECORD_WITH_JOB failed); last_error.error_id is null. */
+const FAIL_JOB = `
+WITH ${jobPathCtes(1, 'NULL::bigint').trimStart()}
+SELECT job.status, job.next_run_at FROM job`;
 
 function failureOf(table: string, error: unknown) {
 	const e = (error ?? {}) as { message?: unknown; code?: unknown };
 	return { table, message: String(e.message ?? error), sqlstate: typeof e.code === 'string' ? e.code : null };
 }
 
-/** Writes the rows for one envelope. Never throws. */
+/**
+ * Writes the rows for one envelope and sets `envelope.error.details.job_outcome` when the job path ran.
+ * `jobClaimToken`: ctx.job_claim_token (null: none given, the job path then checks `running` only).
+ * Never throws.
+ */
 export async function recordError(
 	pool: Pool,
 	envelope: ErrorEnvelope,
 	jobId: number | null,
 	contractVersion: number,
+	jobClaimToken: string | null = null,
 ): Promise<RecordResult> {
 	const corr = envelope.meta.correlation;
 	const result: RecordResult = { error_id: null, job: { executed: false }, write_failures: [] };
-	try {
-		const { rows } = await pool.query(INSERT_ERROR, [
-			corr.correlation_id,
-			corr.tenant_id,
-			jobId,
-			corr.workflow,
-			corr.node,
-			envelope.error.kind,
-			envelope.status_code,
-			envelope.error.retryable,
-			envelope.error.message,
-			envelope.error.details, // pg serialises the object: jsonb receives an object, never a JSON string value
-			contractVersion,
-			envelope.meta.source,
-		]);
-		result.error_id = Number(rows[0].id);
-	} catch (error) {
-		result.write_failures.push(failureOf('ops.errors', error));
-	}
-	if (jobId !== null) {
-		const lastError = {
-			kind: envelope.error.kind,
-			message: envelope.error.message,
-			status_code: envelope.status_code,
-			retryable: envelope.error.retryable,
-			correlation_id: corr.correlation_id,
-			node: corr.node,
-			error_id: result.error_id,
-		};
+	const errorParams = [
+		corr.correlation_id,
+		corr.tenant_id,
+		jobId,
+		corr.workflow,
+		corr.node,
+		envelope.error.kind,
+		envelope.status_code,
+		envelope.error.retryable,
+		envelope.error.message,
+		envelope.error.details, // pg serialises the object: jsonb receives an object, never a JSON string value
+		contractVersion,
+		envelope.meta.source,
+	];
+	if (jobId === null) {
 		try {
-			const { rows } = await pool.query(FAIL_JOB, [
-				jobId,
-				envelope.error.retryable,
-				lastError,
-				RETRY_BASE_SECONDS,
-				RETRY_CAP_SECONDS,
-				corr.correlation_id,
-			]);
-			result.job = {
-				executed: true,
-				job_id: jobId,
-				status: rows[0]?.status ?? null,
-				next_run_at: rows[0]?.next_run_at ? new Date(rows[0].next_run_at).toISOString() : null,
-			};
+			const { rows } = await pool.query(INSERT_ERROR, errorParams);
+			result.error_id = Number(rows[0].id);
 		} catch (error) {
-			result.job = { executed: true, job_id: jobId, status: null, next_run_at: null };
-			result.write_failures.push(failureOf('ops.jobs', error));
+			result.write_failures.push(failureOf('ops.errors', error));
 		}
+		return result;
 	}
+
+	const lastError = {
+		kind: envelope.error.kind,
+		message: envelope.error.message,
+		status_code: envelope.status_code,
+		retryable: envelope.error.retryable,
+		correlation_id: corr.correlation_id,
+		node: corr.node,
+	};
+	const jobParams = [
+		jobId,
+		envelope.error.retryable,
+		lastError,
+		RETRY_BASE_SECONDS,
+		RETRY_CAP_SECONDS,
+		corr.correlation_id,
+		jobClaimToken !== null,
+		isUuid(jobClaimToken) ? jobClaimToken : null,
+	];
+	const jobResult = (outcome: JobOutcome, row?: { status?: string | null; next_run_at?: unknown }) => ({
+		executed: true as const,
+		job_id: jobId,
+		outcome,
+		status: row?.status ?? null,
+		next_run_at: row?.next_run_at ? new Date(row.next_run_at as string).toISOString() : null,
+	});
+	try {
+		const { rows } = await pool.query(RECORD_WITH_JOB, [...errorParams, ...jobParams]);
+		result.error_id = Number(rows[0].error_id);
+		result.job = rows[0].status ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
+	} catch {
+		// One of the two writes failed and took the other with it: each on its own, the job first (its
+		// outcome goes into the row).
+		let jobFailure: RecordResult['write_failures'][number] | null = null;
+		try {
+			const { rows } = await pool.query(FAIL_JOB, jobParams);
+			result.job = rows[0] ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
+		} catch (error) {
+			result.job = jobResult('write_failed');
+			jobFailure = failureOf('ops.jobs', error);
+		}
+		try {
+			const details = { ...envelope.error.details, job_outcome: result.job.outcome };
+			const { rows } = await pool.query(INSERT_ERROR, errorParams.map((value, i) => (i === 9 ? details : value)));
+			result.error_id = Number(rows[0].id);
+		} catch (error) {
+			result.write_failures.push(failureOf('ops.errors', error));
+		}
+		if (jobFailure) result.write_failures.push(jobFailure);
+	}
+	if (result.job.executed) envelope.error.details.job_outcome = result.job.outcome;
 	return result;
 }

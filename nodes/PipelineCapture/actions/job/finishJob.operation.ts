@@ -2,9 +2,11 @@
  * Job → Finish Job: succeeded; or, on failure, queued again after min(3600, 10·2^(attempts−1)) s ±20 %
  * while attempts remain (retryable), dead after max_attempts, failed when not retryable. The attempt's
  * ops.job_runs row is closed with the outcome.
- * Input: `job_id`, `worker` (default: the item's locked_by), `success`, `retryable`, `error`. Output: `{ id, status, attempts, max_attempts,
- * next_run_at, run_id, already_finished? }`. Errors: 409 NOT_LOCKED_BY_WORKER (not running under this worker, unless
- * Accept Already Finished); 404 JOB_NOT_FOUND; 422; 503.
+ * Input: `job_id`, `worker` (default: the item's locked_by), `claim_token` (default: the item's claim_token, the
+ * uuid Claim Jobs returned; empty: not checked), `success`, `retryable`, `error`. Output: `{ id, status, attempts,
+ * max_attempts, next_run_at, run_id, already_finished? }`. Errors: 409 NOT_LOCKED_BY_WORKER (not running under this
+ * worker and claim token — finished, released as stale or claimed again — unless Accept Already Finished);
+ * 404 JOB_NOT_FOUND; 422 (claim_token not a UUID); 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
@@ -18,6 +20,7 @@ export const finishJobOperation: PipelineOperation = {
 	fields: fieldsOf({ resource: 'job', operation: 'finishJob' }, [
 		{ displayName: 'Job ID', name: 'jobId', required: true, default: '={{ $json.id || $json.job_id }}', description: 'The claimed job (ops.jobs.id)' },
 		{ displayName: 'Worker', name: 'worker', default: '={{ $json.locked_by }}', description: 'The worker that claimed the job (its locked_by); empty: this execution' },
+		{ displayName: 'Claim Token', name: 'claimToken', default: '={{ $json.claim_token }}', description: 'The claim_token Claim Jobs returned for this attempt: a job released and claimed again is not finished by a late caller. Empty: not checked.' },
 		{ displayName: 'Success', name: 'success', type: 'boolean', default: true, description: 'Whether the job\'s work succeeded' },
 		{ displayName: 'Retryable', name: 'retryable', type: 'boolean', default: true, description: 'Whether a failure may succeed on a later attempt' },
 		{ displayName: 'Error', name: 'error', default: '={{ $json.error }}', description: 'The failure (object with message, or text); ignored on success' },
@@ -31,6 +34,7 @@ export const finishJobOperation: PipelineOperation = {
 			retryable: input.retryable !== false,
 			error: input.error,
 			accept_finished: input.accept_finished === true,
+			claim_token: input.claim_token,
 		});
 		return { data: job, output: 0 };
 	},

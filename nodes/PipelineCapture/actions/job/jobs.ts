@@ -1,16 +1,20 @@
 /**
  * The ops.jobs queue (created by TelegramIngest, seed 003) with the same capture primitive as the runs:
  *  - Claim Jobs: one statement takes up to `batch_size` due jobs of a type (`FOR UPDATE SKIP LOCKED`, so
- *    concurrent workers never get the same job), counts the attempt, sets locked_by/locked_at and opens
- *    an ops.job_runs row per job;
+ *    concurrent workers never get the same job), counts the attempt, sets locked_by/locked_at, a fresh
+ *    `claim_token` (uuid, migration 008) naming this attempt, and opens an ops.job_runs row per job;
  *  - Finish Job: done (succeeded), or failed → queued again with exponential backoff and jitter while
  *    attempts remain (retryable), dead after max_attempts, failed when not retryable; the job_runs row of
- *    the attempt is closed with the outcome. Only the worker holding the lock can finish (409 otherwise);
+ *    the attempt is closed with the outcome. Only the worker holding the lock (and, when given, the
+ *    attempt's claim token) can finish (409 otherwise);
  *  - Release Stale: running jobs locked longer than a timeout go back to the queue (their worker died),
  *    closing their run as `retry`, or dead when no attempt is left.
+ * Every statement that ends an attempt (Finish Job, Release Stale, the Error Pipe's job path) clears
+ * `claim_token`, so a late call carrying the old token (ctx.job_claim_token) can never touch a later one.
  * Anchors: pg-boss (src/plans.ts) and graphile-worker (getJobs).
  */
 import type { Pool } from 'pg';
+import { isUuid } from '../../../shared/envelope';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { nextRunAtSql, RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../../shared/postgres/backoff';
 
@@ -25,7 +29,8 @@ WITH next AS (
   FOR UPDATE SKIP LOCKED
 ), claimed AS (
   UPDATE ops.jobs j
-  SET status = 'running', attempts = j.attempts + 1, locked_by = $3, locked_at = now(), updated_at = now()
+  SET status = 'running', attempts = j.attempts + 1, locked_by = $3, locked_at = now(), updated_at = now(),
+      claim_token = gen_random_uuid()
   FROM next WHERE j.id = next.id
   RETURNING j.*
 ), runs AS (
@@ -45,9 +50,10 @@ WITH job AS (
     next_run_at = CASE WHEN NOT $3::boolean AND $4::boolean AND j.attempts < j.max_attempts
       THEN ${nextRunAtSql('j.attempts', '$6', '$7')} ELSE j.next_run_at END,
     last_error = CASE WHEN $3::boolean THEN j.last_error ELSE $5::jsonb END,
-    locked_by = NULL, locked_at = NULL, updated_at = now(),
+    locked_by = NULL, locked_at = NULL, claim_token = NULL, updated_at = now(),
     finished_at = CASE WHEN NOT $3::boolean AND $4::boolean AND j.attempts < j.max_attempts THEN NULL ELSE now() END
   WHERE j.id = $1 AND j.status = 'running' AND j.locked_by = $2
+    AND ($8::uuid IS NULL OR j.claim_token = $8::uuid)
   RETURNING j.id, j.status, j.attempts, j.max_attempts, j.next_run_at
 ), run AS (
   UPDATE ops.job_runs r SET
@@ -73,7 +79,7 @@ WITH stale AS (
     next_run_at = now(),
     last_error = jsonb_build_object('kind', 'timeout', 'message', 'released: locked by ' || coalesce(j.locked_by, '?') || ' for longer than ' || $1::text || ' s'),
     finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
-    locked_by = NULL, locked_at = NULL, updated_at = now()
+    locked_by = NULL, locked_at = NULL, claim_token = NULL, updated_at = now()
   FROM stale WHERE j.id = stale.id
   RETURNING j.id, j.status
 ), run AS (
@@ -119,31 +125,51 @@ function jobTypes(value: unknown): string[] {
 	return types;
 }
 
-/** Claim Jobs: the claimed jobs (each with `run_id`, its ops.job_runs row), possibly none. `job_type`: one type or a comma-separated list. */
+/**
+ * Claim Jobs: the claimed jobs (each the ops.jobs row with `claim_token`, the attempt's uuid, and `run_id`,
+ * its ops.job_runs row), possibly none. `job_type`: one type or a comma-separated list.
+ */
 export async function claimJobs(pool: Pool, input: { job_type: unknown; batch_size: unknown; worker: unknown }) {
 	return run<Record<string, unknown>>(pool, CLAIM_JOBS, [jobTypes(input.job_type), positiveInt(input.batch_size, 'batch_size', 1000), text(input.worker, 'worker')], 'update');
 }
 
+/** The optional claim token: absent/null/"" → not checked; else it must be a UUID (422 naming the field). */
+function claimToken(value: unknown): string | null {
+	if (value === undefined || value === null || value === '') return null;
+	if (typeof value !== 'string' || !isUuid(value.trim())) {
+		throw new ContractError('invalid input: claim_token must be the UUID Claim Jobs returned', 422, 'validation', false, { code: 'VALIDATION', field: 'claim_token' }, { operation: 'validate', ...JOBS });
+	}
+	return value.trim().toLowerCase();
+}
+
 /**
  * Finish Job: `{ id, status, attempts, max_attempts, next_run_at, run_id }`.
- * With `accept_finished`, a job no longer running under this worker (e.g. the Error Pipe already
+ * `claim_token` (optional, the uuid Claim Jobs returned): when given, only that attempt can be finished —
+ * a job released as stale and claimed again, even by a worker of the same name, is not this attempt.
+ * With `accept_finished`, a job no longer running under this worker and token (e.g. the Error Pipe already
  * re-queued it from the failed sub-workflow) is returned as it is, with `already_finished: true`.
- * @throws 422 invalid input; 409 NOT_LOCKED_BY_WORKER when the job is not running under this worker
- *         (finished already, released as stale, or never claimed by it) and accept_finished is off;
- *         404 JOB_NOT_FOUND
+ * @throws 422 invalid input (claim_token not a UUID); 409 NOT_LOCKED_BY_WORKER when the job is not running
+ *         under this worker and claim token (finished already, released as stale, claimed again, or never
+ *         claimed by it) and accept_finished is off; 404 JOB_NOT_FOUND
  */
-export async function finishJob(pool: Pool, input: { job_id: unknown; worker: unknown; success: boolean; retryable?: boolean; error?: unknown; accept_finished?: boolean }) {
+export async function finishJob(
+	pool: Pool,
+	input: { job_id: unknown; worker: unknown; success: boolean; retryable?: boolean; error?: unknown; accept_finished?: boolean; claim_token?: unknown },
+) {
 	const jobId = positiveInt(input.job_id, 'job_id', Number.MAX_SAFE_INTEGER);
 	const worker = text(input.worker, 'worker');
+	const token = claimToken(input.claim_token);
 	const error = input.success ? null : input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error) ? input.error : { message: String(input.error ?? 'failed') };
-	const rows = await run<Record<string, unknown>>(pool, FINISH_JOB, [jobId, worker, input.success, input.retryable ?? true, JSON.stringify(error), RETRY_BASE_SECONDS, RETRY_CAP_SECONDS], 'update');
+	const rows = await run<Record<string, unknown>>(pool, FINISH_JOB, [jobId, worker, input.success, input.retryable ?? true, JSON.stringify(error), RETRY_BASE_SECONDS, RETRY_CAP_SECONDS, token], 'update');
 	if (rows.length === 0 && input.accept_finished) {
 		const current = await run<Record<string, unknown>>(pool, 'SELECT id, status, attempts, max_attempts, next_run_at, NULL::bigint AS run_id, true AS already_finished FROM ops.jobs WHERE id = $1', [jobId], 'select');
 		if (current.length === 0) throw new ContractError(`job ${jobId} not found`, 404, 'not_found', false, { code: 'JOB_NOT_FOUND', job_id: jobId }, { operation: 'select', ...JOBS });
 		return current[0];
 	}
 	if (rows.length === 0) {
-		throw new ContractError(`job ${jobId} is not running under worker ${worker}`, 409, 'conflict', false, { code: 'NOT_LOCKED_BY_WORKER', job_id: jobId, worker }, { operation: 'update', ...JOBS });
+		// the token itself is never echoed: it is the attempt's capability
+		const claim = token ? ' and this claim token' : '';
+		throw new ContractError(`job ${jobId} is not running under worker ${worker}${claim}`, 409, 'conflict', false, { code: 'NOT_LOCKED_BY_WORKER', job_id: jobId, worker, claim_token_checked: token !== null }, { operation: 'update', ...JOBS });
 	}
 	return rows[0];
 }

@@ -3,8 +3,10 @@
  * state machine when it is in that transition's source state. Exactly one of concurrent callers wins.
  * Input: `run_id`, `transition` (CAPTURE_ANALYSIS | CAPTURE_ASSEMBLY | CAPTURE_RESPONSE).
  * Output 0 "Done": `{ captured: true, run_id, status, capture_token, run }` — pass capture_token to
- * Complete Step. Output 1 "Not Captured": `{ captured: false, run_id, status }` — another worker was first
- * (not an error).
+ * Complete Step. Output 1 "Not Captured": `{ captured: false, run_id, status, transition, reason }` — not an
+ * error: `reason: "TAKEN"` (another worker was first; `status` is the state that won, e.g. ANALYZING, read
+ * after the winner committed) or `"BLOCKED"` (seed 001 blocking rule: an older run of the user is not archived
+ * yet; `status` is still the source state, NEW).
  * Errors: 404 unknown run; 409 ILLEGAL_TRANSITION (legal ones listed); 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
@@ -34,6 +36,6 @@ export const captureOperation: PipelineOperation = {
 	async execute(ctx, input) {
 		const result = await capture(ctx.pool, await ctx.definition(), { run_id: input.run_id, transition: String(input.transition), worker: ctx.worker });
 		const base = { captured: result.captured, run_id: result.run.id, status: result.run.status, transition: result.transition.name };
-		return result.captured ? { data: { ...base, capture_token: result.run.capture_token, run: result.run }, output: 0 } : { data: base, output: 1 };
+		return result.captured ? { data: { ...base, capture_token: result.run.capture_token, run: result.run }, output: 0 } : { data: { ...base, reason: result.reason }, output: 1 };
 	},
 };

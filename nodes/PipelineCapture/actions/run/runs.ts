@@ -61,15 +61,21 @@ export async function createRun(pool: Pool, input: { user_id: unknown; query: un
 
 export interface CaptureResult {
 	captured: boolean;
-	/** Why a capture lost: another worker took it (TAKEN), or an older run of the user is not archived yet (BLOCKED). */
+	/**
+	 * Why a capture lost: another worker took it (TAKEN; `run.status` is the state it took the run to, or
+	 * wherever the run is now), or an older run of the user is not archived yet (BLOCKED; `run.status` is
+	 * still the transition's source state). Null for the winner.
+	 */
 	reason: 'TAKEN' | 'BLOCKED' | null;
+	/** The winner's run (with its capture token); for a loser the run as committed after the winner. */
 	run: RunRow;
 	transition: Edge;
 }
 
 /**
  * Capture: moves the run along `transition` (a CAPTURE_* of the definition) when it is in that
- * transition's source state. `captured: false` (the run as it is now) when another worker was first.
+ * transition's source state. `captured: false` with the run as it is now (the state the winner took it
+ * to, never the stale source state) and the `reason` when another worker was first or the run is blocked.
  * @throws 404 unknown run; 409 ILLEGAL_TRANSITION (not in the definition, legal ones listed) or
  *         CRITERION_NOT_MET
  */
@@ -89,7 +95,9 @@ export async function capture(pool: Pool, definition: WorkflowDefinition, input:
 	const rows = await query<RunRow & { captured: boolean }>(pool, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update');
 	if (rows.length === 0) throw notFound(id);
 	const { captured, ...run } = rows[0];
-	const reason = captured ? null : run.status === edge.from ? 'BLOCKED' : 'TAKEN';
+	// the loser's row is the committed one (read FOR SHARE after the winner): still in the source state only
+	// when the blocking rule refused it
+	const reason = captured ? null : blocking && run.status === edge.from ? 'BLOCKED' : 'TAKEN';
 	return { captured, reason, run: run as RunRow, transition: edge };
 }
 

@@ -22,6 +22,10 @@ SELECT run.id, run.status, run.created_at, (SELECT id FROM log) AS raw_log_id FR
  * loser gets `captured = false` and the run as it is now; no row: the run does not exist.
  * With $6 true (the analysis capture) the run is also refused while an older run of the same user is
  * neither archived nor failed (seed 001 blocking rule: Archivist signal 2 first).
+ * The loser's row is read `FOR SHARE`: a plain read would see the statement's snapshot, taken before a
+ * concurrent winner committed (the UPDATE re-checks the newest row version, a SELECT does not), and report
+ * the stale source state (issue 10 item 6: 777 of 900 losers saw NEW); the row lock waits for the winner
+ * and returns the committed version, so a loser reports the state that won.
  */
 export const CAPTURE = `
 WITH moved AS (
@@ -33,10 +37,13 @@ WITH moved AS (
       WHERE p.user_id = r.user_id AND p.created_at < r.created_at AND p.id <> r.id
         AND p.status <> 'FAILED' AND p.archived_at IS NULL))
   RETURNING r.*
+), current AS (
+  SELECT r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)
+  FOR SHARE
 )
 SELECT true AS captured, moved.* FROM moved
 UNION ALL
-SELECT false AS captured, r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`;
+SELECT false AS captured, current.* FROM current`;
 
 /** The result columns a step may write, by the state it completes into (allow-list: never from input). */
 export const RESULT_COLUMNS = {
