@@ -19,6 +19,8 @@ export const Ctx = z
 		trace_id: z.string().nullable().optional(),
 		tenant_id: z.string().uuid().nullable().optional(),
 		job_id: z.number().int().nullable().optional(),
+		/** ops.jobs.claim_token of the attempt (Claim Jobs): WF99 touches the job only while this attempt is open. */
+		job_claim_token: z.string().uuid().nullable().optional(),
 		workflow: z.string().nullable().optional(),
 		node: z.string().nullable().optional(),
 		chat_id: z.union([z.number(), z.string()]).nullable().optional(),
