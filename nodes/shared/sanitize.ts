@@ -164,7 +164,7 @@ export class Sanitizer {
 					this.sanitized = true;
 					return this.charge(4) ? null : SPENT;
 				}
-				return this.charge(String(value).length) ? value : SPENT;
+				return this.charge(String(value).length) ? (Object.is(value, -0) ? 0 : value) : SPENT;
 			case 'bigint':
 				this.sanitized = true;
 				return this.chargeString(value.toString());
