@@ -1,5 +1,7 @@
 /**
- * ErrorPipe step 1 (seed 002 §1.2–§1.4): turns ANY item into exactly one valid ErrorEnvelope v1.
+ * ErrorPipe step 1 (seed 002 §1.2–§1.4): turns ANY item into exactly one valid ErrorEnvelope v1 whose
+ * every value PostgreSQL can store (issue 10 §1): the input is sanitised here, once, at the boundary
+ * (nodes/shared/sanitize.ts), so recording it can only fail when the database itself does.
  * Never throws on its input. Pure: no I/O, the clock and the UUID source are parameters.
  *
  * Accepted shapes (all optional, any extra fields ignored): `ctx`, `_ctx`, `error_context`, `_err`
@@ -13,6 +15,7 @@ import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import { failure, isUuid, newCorrelationId } from '../../shared/envelope';
 import { field, isRecord, recordAt } from '../../shared/json';
 import { MAX_DETAILS_BYTES, MAX_ID_TEXT_LENGTH, MAX_STRING_LENGTH, Sanitizer } from '../../shared/sanitize';
+import { absent, fitOrText, INT4_MAX, positiveInt } from './columns';
 
 export interface NormalizeOptions {
 	/** `meta.source` of the envelope: "WF99" unless the node says otherwise. */
@@ -68,35 +71,6 @@ function classify(status: number | null, hasDbContext: boolean, nodeType: string
 	if (nodeType && /httpRequest|webhook/i.test(nodeType)) return 'upstream';
 	if (status !== null && status >= 500) return 'upstream';
 	return 'unknown';
-}
-
-
-/** Largest value of a PostgreSQL `integer` (int4) column: `ops.errors.contract_version`. */
-export const INT4_MAX = 2_147_483_647;
-
-/**
- * A positive integer from a number or a digit string when it is at most `max`, else null. Job ids are
- * `bigint` in PostgreSQL but numbers here: only ids up to 2^53 − 1 (exact in JavaScript) are used.
- */
-function positiveInt(value: unknown, max: number): number | null {
-	const n = typeof value === 'string' && /^\s*\d{1,20}\s*$/.test(value) ? Number(value) : value;
-	return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 && n <= max ? n : null;
-}
-
-/** True for "nothing given": undefined, null or "" (seed 002 §1.3: no job path, nothing to report). */
-function absent(value: unknown): boolean {
-	return value === undefined || value === null || value === '';
-}
-
-/**
- * The value for a column when it fits (`fit` returns non-null), else null with the value kept as text in
- * `extra["invalid_" + name]` — the row is written with the column NULL and the value still readable.
- */
-function fitOrText<T>(clean: Sanitizer, extra: Record<string, unknown>, name: string, value: unknown, fit: (v: unknown) => T | null): T | null {
-	if (absent(value)) return null;
-	const fitted = fit(value);
-	if (fitted === null) extra[`invalid_${name}`] = clean.asText(value);
-	return fitted;
 }
 
 /** Keys of `error.details` the Error Pipe writes itself (flags and ids); their bytes are reserved from the budget. */
@@ -191,7 +165,7 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 		kind,
 		message,
 		retryable,
-		source: clean.text(options.source || 'WF99', MAX_ID_TEXT_LENGTH) || 'WF99',
+		source: clean.text(String(options.source || 'WF99'), MAX_ID_TEXT_LENGTH) || 'WF99',
 		correlation: {
 			correlation_id: correlationId,
 			trace_id: str(ctxIn.trace_id),
