@@ -63,12 +63,16 @@ export class ErrorPipe implements INodeType {
 		// database answers, its row), so runItems' stop mode never fails an Error Pipe item.
 		return runItems(this, async (item, itemIndex) => {
 			let source = 'WF99';
-			let normalized: NormalizedError;
 			try {
 				source = (this.getNodeParameter('source', itemIndex, 'WF99') as string) || 'WF99';
+			} catch {
+				// an unreadable parameter must not cost the item its envelope: the default source is used
+			}
+			let normalized: NormalizedError;
+			try {
 				normalized = normalizeErrorItem(item?.json, { source });
 			} catch (error) {
-				normalized = { envelope: fallbackEnvelope(error, { source }), jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION };
+				normalized = { envelope: fallbackEnvelope(error, { source }, item?.json), jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION };
 			}
 			const { envelope, jobId, contractVersion } = normalized;
 			const recorded = await recordError(pool, envelope, jobId, contractVersion).catch(

@@ -179,16 +179,16 @@ test('job path: a NUL in the error message does not leave a claimed job running'
 	assert.notEqual(rows[0].status, 'running');
 	assert.equal(rows[0].locked_by, null);
 	assert.equal(rows[0].last_error.message, 'connection\ufffdlost');
-	const { rows: runs } = await db.pool.query('SELECT status FROM ops.job_runs WHERE job_id = $1', [jobId]);
-	assert.deepEqual(runs.map((r) => r.status), ['failed']);
+	const { rows: runs } = await db.pool.query("SELECT count(*)::int AS open FROM ops.job_runs WHERE job_id = $1 AND status = 'running'", [jobId]);
+	assert.equal(runs[0].open, 0, 'the claimed attempt is closed');
 });
 
-function nodeContext(items: INodeExecutionData[]): IExecuteFunctions {
+function nodeContext(items: INodeExecutionData[], getNodeParameter = (_name: string, _i: number, fallback?: unknown) => fallback): IExecuteFunctions {
 	return {
 		getInputData: () => items,
 		getNode: () => ({ name: 'Error Pipe', type: 'n8n-nodes-contracts.errorPipe', typeVersion: 1, position: [0, 0], parameters: {}, id: '1' }),
 		getCredentials: async () => db.credential,
-		getNodeParameter: (_name: string, _i: number, fallback?: unknown) => fallback,
+		getNodeParameter,
 		continueOnFail: () => false,
 	} as unknown as IExecuteFunctions;
 }
@@ -210,4 +210,20 @@ test('the node in stop mode: deep nesting, NUL and bad ids give one envelope per
 	}
 	const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM ops.errors WHERE correlation_id = ANY($1::uuid[])', [correlations]);
 	assert.equal(rows[0].n, 3);
+});
+
+test('the node in stop mode: a parameter that cannot be read does not cost the item its envelope and row', async () => {
+	const items: INodeExecutionData[] = [{ json: { message: 'first' } }, { json: { message: 'second' } }];
+	const failing = (_name: string, i: number) => {
+		if (i === 0) throw new Error('parameter exploded');
+		return 'WF99-test';
+	};
+	const [out] = await new ErrorPipe().execute.call(nodeContext(items, failing));
+	assert.equal(out.length, 2);
+	const [first, second] = out.map((o) => ErrorEnvelope.parse(o.json));
+	assert.deepEqual([first.error.message, first.meta.source], ['first', 'WF99']);
+	assert.deepEqual([second.error.message, second.meta.source], ['second', 'WF99-test']);
+	const ids = out.map((o) => (o.json._internal as { error_id: number | null }).error_id);
+	const { rows } = await db.pool.query('SELECT message FROM ops.errors WHERE id = ANY($1::bigint[]) ORDER BY id', [ids]);
+	assert.deepEqual(rows.map((r) => r.message), ['first', 'second']);
 });

@@ -134,6 +134,7 @@ test('an item that cannot even be read still gives one valid envelope (fallback,
 		assert.equal(jobId, null);
 		assert.equal(envelope.error.kind, 'unknown');
 		assert.match(String(envelope.error.details.normalize_failure), /getter exploded|Invalid time value/);
+		assert.ok(envelope.error.details.input !== undefined, 'what could be read of the item is kept');
 	}
 });
 

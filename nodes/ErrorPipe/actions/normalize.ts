@@ -88,7 +88,7 @@ export function normalizeErrorItem(input: unknown, options: NormalizeOptions): N
 	try {
 		return buildEnvelope(input, options);
 	} catch (error) {
-		return { envelope: fallbackEnvelope(error, options), jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION };
+		return { envelope: fallbackEnvelope(error, options, input), jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION };
 	}
 }
 
@@ -210,21 +210,20 @@ function fitDetails(details: Record<string, unknown>): void {
 
 /**
  * The envelope for an item that could not be read at all (a getter or proxy that throws, an option that
- * is not a date …): 500 `unknown`, the reason in `details.normalize_failure`. Never throws.
+ * is not a date …): 500 `unknown`, the reason in `details.normalize_failure`, as much of the item as can be
+ * read in `details.input` (sanitised, capped). Never throws.
  */
-export function fallbackEnvelope(reason: unknown, options: Partial<NormalizeOptions> = {}): ErrorEnvelope {
-	const clean = new Sanitizer();
-	let why: string;
+export function fallbackEnvelope(reason: unknown, options: Partial<NormalizeOptions> = {}, input?: unknown): ErrorEnvelope {
+	const clean = new Sanitizer({ budgetBytes: MAX_DETAILS_BYTES / 2 });
+	let why = 'unreadable error';
+	let source = 'WF99';
+	let kept: unknown = null;
 	try {
 		why = clean.text(reason instanceof Error ? `${reason.name}: ${reason.message}` : String(reason), MAX_ID_TEXT_LENGTH);
-	} catch {
-		why = 'unreadable error';
-	}
-	let source = 'WF99';
-	try {
 		source = clean.text(String(options.source || 'WF99'), MAX_ID_TEXT_LENGTH) || 'WF99';
+		kept = clean.value(input) ?? null;
 	} catch {
-		// keep WF99
+		// keep what was read so far
 	}
 	const message = `Error Pipe could not read this item: ${why}`;
 	return failure({
@@ -237,6 +236,6 @@ export function fallbackEnvelope(reason: unknown, options: Partial<NormalizeOpti
 		ctx: {},
 		raw_error: { message, http_code: null, node_type: null },
 		error_context: null,
-		extra_details: { contract_version: ERRORPIPE_CONTRACT_VERSION, normalize_failure: why, sanitized: true },
+		extra_details: { contract_version: ERRORPIPE_CONTRACT_VERSION, normalize_failure: why, input: kept, sanitized: true, truncated: clean.truncated || undefined },
 	});
 }
