@@ -53,6 +53,11 @@ test('a correlation id is generated only when none came in', () => {
 	const invalid = normalizeErrorItem({ ctx: { correlation_id: 'job-42' } }, { ...options, newId });
 	assert.equal(generated, 2);
 	assert.equal(invalid.envelope.error.details.invalid_correlation_id, 'job-42');
+	// a malformed id in error_context does not hide the valid one of ctx
+	const mixed = normalizeErrorItem({ error_context: { correlation_id: 'x\u0000' }, ctx: { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee1' } }, { ...options, newId });
+	assert.equal(generated, 2);
+	assert.equal(mixed.envelope.meta.correlation.correlation_id, 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee1');
+	assert.equal(mixed.envelope.error.details.invalid_correlation_id, 'x\ufffd');
 });
 
 test('any input becomes one valid envelope', () => {

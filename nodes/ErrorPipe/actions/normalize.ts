@@ -122,8 +122,12 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 
 	// Ids and numbers bound for a column: used when they fit, else kept as text (`invalid_*`), column NULL.
 	const extra: Record<string, unknown> = { contract_version: ERRORPIPE_CONTRACT_VERSION };
-	const incomingCorrelation = contextIn?.correlation_id ?? ctxIn.correlation_id;
-	const correlationId = fitOrText(clean, extra, 'correlation_id', incomingCorrelation, (v) => (isUuid(v) ? v : null)) ?? (options.newId ?? newCorrelationId)();
+	// The caller's correlation id (error_context's, else ctx's); a malformed one is kept as text, and a valid
+	// one in the other place is still used — a new id is generated only when none came in (seed 002 §1.3).
+	const incoming = [contextIn?.correlation_id, ctxIn.correlation_id].filter((v) => !absent(v));
+	const malformed = incoming.find((v) => !isUuid(v));
+	if (malformed !== undefined) extra.invalid_correlation_id = clean.asText(malformed);
+	const correlationId = (incoming.find(isUuid) as string | undefined) ?? (options.newId ?? newCorrelationId)();
 	const tenantId = fitOrText(clean, extra, 'tenant_id', ctxIn.tenant_id, (v) => (isUuid(v) ? v : null));
 	const jobId = fitOrText(clean, extra, 'job_id', ctxIn.job_id, (v) => positiveInt(v, Number.MAX_SAFE_INTEGER));
 	const contractVersion =
