@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { inspect } from 'node:util';
 import fc from 'fast-check';
 import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
@@ -47,10 +48,12 @@ const anything = fc.anything({
 	withBoxedValues: true,
 });
 
+/** `depth` nested arrays or `{ a }` objects; printed as `nest(…)` in a counterexample (fast-check's printer recurses). */
 function nest(depth: number, asObjects: boolean, bottom: unknown): unknown {
 	let value = bottom;
 	for (let i = 0; i < depth; i++) value = asObjects ? { a: value } : [value];
-	return value;
+	const label = `nest(${depth}, ${asObjects ? 'objects' : 'arrays'}, ${inspect(bottom, { depth: 2, maxStringLength: 40 })})`;
+	return Object.defineProperty(value as object, fc.toStringMethod, { value: () => label, enumerable: false });
 }
 
 /** Rare but heavy: nesting far beyond any stack, strings of up to 2 MB with a NUL or a lone surrogate inside. */
@@ -130,12 +133,18 @@ function inspectTree(root: unknown): { bad: string[]; depth: number } {
 	return { bad, depth };
 }
 
+/** Records in flight at once: the DB round trips overlap, the checks stay per item (PROPERTY_RUNS=10,000 in < 60 s). */
+const CONCURRENCY = 6;
+
 test('any item: one valid ErrorEnvelope and exactly one ops.errors row, no throw, no undefined/NaN', async () => {
 	const expected = new Map<string, number>();
+	const failures: string[] = [];
+	const inFlight = new Set<Promise<void>>();
 	let items = 0;
 	const started = Date.now();
 	await fc.assert(
 		fc.asyncProperty(item, async (input) => {
+			// normalize and the envelope checks: per run, so fast-check shrinks a failing item
 			const { envelope, jobId, contractVersion } = normalizeErrorItem(input, { source: 'WF99' });
 			const parsed = ErrorEnvelope.safeParse(envelope);
 			assert.ok(parsed.success, parsed.success ? '' : parsed.error.message);
@@ -143,15 +152,23 @@ test('any item: one valid ErrorEnvelope and exactly one ops.errors row, no throw
 			assert.deepEqual(bad, [], 'no undefined, NaN or Infinity in the envelope');
 			assert.ok(depth <= MAX_DEPTH + 4, `envelope depth ${depth}`);
 			assert.ok(Buffer.byteLength(JSON.stringify(envelope.error.details)) <= MAX_DETAILS_BYTES, 'details within MAX_DETAILS_BYTES');
-			const result = await recordError(db.pool, envelope, jobId, contractVersion);
-			assert.deepEqual(result.write_failures, []);
-			assert.ok(result.error_id !== null, 'ops.errors row written');
+			// the row: recorded with a few in flight; a failure is reported with its item after the runs
 			const correlation = envelope.meta.correlation.correlation_id.toLowerCase();
 			expected.set(correlation, (expected.get(correlation) ?? 0) + 1);
 			items++;
+			const pending: Promise<void> = recordError(db.pool, envelope, jobId, contractVersion).then((result) => {
+				if (result.error_id === null || result.write_failures.length) {
+					failures.push(`${JSON.stringify(result.write_failures)} for ${inspect(input, { depth: 4, maxStringLength: 200, maxArrayLength: 10 })}`);
+				}
+				inFlight.delete(pending);
+			});
+			inFlight.add(pending);
+			if (inFlight.size >= CONCURRENCY) await Promise.race(inFlight);
 		}),
 		propertyParams('errorPipe: one row per item'),
 	);
+	await Promise.all(inFlight);
+	assert.deepEqual(failures.slice(0, 3), [], `${failures.length} items without their row`);
 	// Exactly one row per item: per correlation id, as many rows as items that carried it.
 	const { rows } = await db.pool.query('SELECT correlation_id, count(*)::int AS n FROM ops.errors GROUP BY correlation_id');
 	const actual = new Map<string, number>(rows.map((r) => [r.correlation_id as string, r.n as number]));
