@@ -8,14 +8,16 @@ import {
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { runItems } from '../shared/node/runItems';
-import { normalizeErrorItem } from './actions/normalize';
-import { recordError } from './actions/record';
+import { ERRORPIPE_CONTRACT_VERSION } from '../shared/contracts/ctx';
+import { fallbackEnvelope, normalizeErrorItem, type NormalizedError } from './actions/normalize';
+import { recordError, type RecordResult } from './actions/record';
 
 /**
  * Error Pipe — WF99, the global error handler, in one node (seed 002 §1, seed 003 WF99).
  *
  * Input: any item (ctx / _ctx / error_context / _err / n8n error output fields, or nothing at all).
- * Output: exactly one ErrorEnvelope v1 per item, on the main output, always (it never fails an item):
+ * Output: exactly one ErrorEnvelope v1 per item, on the main output, always (it never fails an item, in
+ * any error mode: the input is sanitised and capped in normalize, see nodes/shared/sanitize.ts):
  * `_internal.error_id` is the `ops.errors` row, `_internal.job_path` what happened to `ctx.job_id`'s job
  * (its `outcome`, also `error.details.job_outcome`: queued / dead / failed, or `stale` when the job is not
  * running under ctx.job_claim_token — a late error never revives a finished or re-claimed job), and a
@@ -59,10 +61,29 @@ export class ErrorPipe implements INodeType {
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
 		const pool = getPool(credential);
+		// The handler never throws: whatever happens to one item, it still gets its envelope (and, when the
+		// database answers, its row), so runItems' stop mode never fails an Error Pipe item.
 		return runItems(this, async (item, itemIndex) => {
-			const source = (this.getNodeParameter('source', itemIndex, 'WF99') as string) || 'WF99';
-			const { envelope, jobId, contractVersion, jobClaimToken } = normalizeErrorItem(item.json, { source });
-			const recorded = await recordError(pool, envelope, jobId, contractVersion, jobClaimToken);
+			let source = 'WF99';
+			try {
+				source = (this.getNodeParameter('source', itemIndex, 'WF99') as string) || 'WF99';
+			} catch {
+				// an unreadable parameter must not cost the item its envelope: the default source is used
+			}
+			let normalized: NormalizedError;
+			try {
+				normalized = normalizeErrorItem(item?.json, { source });
+			} catch (error) {
+				normalized = { envelope: fallbackEnvelope(error, { source }, item?.json), jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION, jobClaimToken: null };
+			}
+			const { envelope, jobId, contractVersion, jobClaimToken } = normalized;
+			const recorded = await recordError(pool, envelope, jobId, contractVersion, jobClaimToken).catch(
+				(error): RecordResult => ({
+					error_id: null,
+					job: { executed: false },
+					write_failures: [{ table: 'ops.errors', message: String((error as Error)?.message ?? error), sqlstate: null }],
+				}),
+			);
 			if (recorded.write_failures.length) envelope.error.details.write_failures = recorded.write_failures;
 			envelope._internal = {
 				...envelope._internal!,

@@ -1,7 +1,9 @@
 /**
  * Makes any value safe to put in an n8n item and a jsonb column: drops `undefined` and functions,
  * turns BigInt into a string, Dates into ISO strings, Errors into `{ name, message, ...own fields }`,
- * and cuts cycles (`"[Circular]"`). Objects stay objects: nothing is stringified (seed 002 §3.1).
+ * and cuts cycles (`"[Circular]"`). Objects stay objects: nothing is stringified (seed 002 §3.1). A
+ * `__proto__` key stays an own data property. Recursive and unbounded: for input that may be hostile
+ * (NUL, lone surrogates, deep nesting, huge strings) use `Sanitizer` / `sanitizeJson` of ./sanitize.
  */
 export function toJsonSafe(value: unknown, seen: WeakSet<object> = new WeakSet()): unknown {
 	if (value === null) return null;
@@ -36,7 +38,7 @@ export function toJsonSafe(value: unknown, seen: WeakSet<object> = new WeakSet()
 		}
 		for (const [key, entry] of Object.entries(obj)) {
 			const safe = toJsonSafe(entry, seen);
-			if (safe !== undefined) out[key] = safe;
+			if (safe !== undefined) setOwn(out, key, safe);
 		}
 		return out;
 	} finally {
@@ -64,4 +66,10 @@ export function recordAt(value: unknown, key: string): Record<string, unknown> |
 /** True for a plain (non-array) object. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
 	return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Sets an own enumerable data property, `__proto__` included (a plain assignment would set the prototype). */
+export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+	if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+	else target[key] = value;
 }

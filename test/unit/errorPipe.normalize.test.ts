@@ -53,6 +53,11 @@ test('a correlation id is generated only when none came in', () => {
 	const invalid = normalizeErrorItem({ ctx: { correlation_id: 'job-42' } }, { ...options, newId });
 	assert.equal(generated, 2);
 	assert.equal(invalid.envelope.error.details.invalid_correlation_id, 'job-42');
+	// a malformed id in error_context does not hide the valid one of ctx
+	const mixed = normalizeErrorItem({ error_context: { correlation_id: 'x\u0000' }, ctx: { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee1' } }, { ...options, newId });
+	assert.equal(generated, 2);
+	assert.equal(mixed.envelope.meta.correlation.correlation_id, 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee1');
+	assert.equal(mixed.envelope.error.details.invalid_correlation_id, 'x\ufffd');
 });
 
 test('any input becomes one valid envelope', () => {
@@ -121,4 +126,30 @@ test('the error item of this package\'s nodes keeps its ctx, kind and retryable'
 	const layered = normalizeErrorItem({ ...item, _ctx: { workflow: 'glue' }, ctx: { workflow: 'canonical' } }, options).envelope;
 	assert.equal(layered.meta.correlation.workflow, 'canonical');
 	assert.equal(layered.error.details.ctx.tenant_id, ctx.tenant_id);
+});
+
+test('an item that cannot even be read still gives one valid envelope (fallback, reason named)', () => {
+	const hostile = Object.defineProperty({}, 'ctx', { enumerable: true, get: () => { throw new Error('getter exploded'); } });
+	for (const [input, opts] of [
+		[hostile, options],
+		[{ message: 'x' }, { ...options, now: new Date(Number.NaN) }],
+	] as const) {
+		const { envelope, jobId } = normalizeErrorItem(input, opts);
+		assert.doesNotThrow(() => ErrorEnvelope.parse(envelope));
+		assert.equal(jobId, null);
+		assert.equal(envelope.error.kind, 'unknown');
+		assert.match(String(envelope.error.details.normalize_failure), /getter exploded|Invalid time value/);
+		assert.ok(envelope.error.details.input !== undefined, 'what could be read of the item is kept');
+	}
+});
+
+test('a non-object item is kept in details.input; ids that fit their column are used as they are', () => {
+	assert.equal(normalizeErrorItem([1, 'a\u0000'], options).envelope.error.details.input?.toString(), '1,a\ufffd');
+	const { envelope, jobId, contractVersion } = normalizeErrorItem(
+		{ ctx: { job_id: '42', tenant_id: 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee', contracts: { errorpipe: 2 } } },
+		options,
+	);
+	assert.deepEqual([jobId, contractVersion, envelope.meta.correlation.tenant_id], [42, 2, 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee']);
+	assert.equal(envelope.error.details.sanitized, undefined, 'nothing to sanitise: no flag');
+	assert.equal(envelope.error.details.truncated, undefined);
 });

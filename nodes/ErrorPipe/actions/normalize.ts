@@ -1,5 +1,7 @@
 /**
- * ErrorPipe step 1 (seed 002 §1.2–§1.4): turns ANY item into exactly one valid ErrorEnvelope v1.
+ * ErrorPipe step 1 (seed 002 §1.2–§1.4): turns ANY item into exactly one valid ErrorEnvelope v1 whose
+ * every value PostgreSQL can store (issue 10 §1): the input is sanitised here, once, at the boundary
+ * (nodes/shared/sanitize.ts), so recording it can only fail when the database itself does.
  * Never throws on its input. Pure: no I/O, the clock and the UUID source are parameters.
  *
  * Accepted shapes (all optional, any extra fields ignored): `ctx`, `_ctx`, `error_context`, `_err`
@@ -11,7 +13,9 @@
 import { ErrorKind, type ErrorEnvelope } from '../../shared/contracts/envelope';
 import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import { failure, isUuid, newCorrelationId } from '../../shared/envelope';
-import { field, isRecord, recordAt, toJsonObject, toJsonSafe } from '../../shared/json';
+import { field, isRecord, recordAt } from '../../shared/json';
+import { MAX_DETAILS_BYTES, MAX_ID_TEXT_LENGTH, MAX_STRING_LENGTH, Sanitizer } from '../../shared/sanitize';
+import { absent, fitOrText, INT4_MAX, positiveInt } from './columns';
 
 export interface NormalizeOptions {
 	/** `meta.source` of the envelope: "WF99" unless the node says otherwise. */
@@ -68,12 +72,6 @@ function httpCode(...values: unknown[]): number | null {
 	return null;
 }
 
-/** A job id from a number or numeric string; null/undefined/""/0 mean "no job" (seed 002 §1.3). */
-function jobIdOf(value: unknown): number | null {
-	const n = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
-	return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : null;
-}
-
 function classify(status: number | null, hasDbContext: boolean, nodeType: string | null, sqlstate: unknown): ErrorKind {
 	if (status === 401 || status === 403) return 'auth';
 	if (status === 429) return 'rate_limit';
@@ -87,102 +85,173 @@ function classify(status: number | null, hasDbContext: boolean, nodeType: string
 	return 'unknown';
 }
 
-/** Builds the envelope. See the module comment for the accepted input shapes. */
+/** Keys of `error.details` the Error Pipe writes itself (flags and ids); their bytes are reserved from the budget. */
+const RESERVED_BYTES = 4 * 1024;
+
+/**
+ * Builds the envelope. See the module comment for the accepted input shapes. Never throws: an input it
+ * cannot read still gives an envelope (`fallbackEnvelope`). Every string, key and value taken from the
+ * input is sanitised once, here (nodes/shared/sanitize.ts): NUL and lone surrogates become U+FFFD
+ * (`details.sanitized: true`), ids and numbers that do not fit their column are kept as text in
+ * `details.invalid_<field>` (column NULL, `sanitized: true`), nesting is kept to MAX_DEPTH levels, strings to
+ * MAX_STRING_LENGTH code units and `error.details` to MAX_DETAILS_BYTES (`details.truncated: true`).
+ */
 export function normalizeErrorItem(input: unknown, options: NormalizeOptions): NormalizedError {
-	const json: Record<string, unknown> = isRecord(input) ? input : { message: typeof input === 'string' ? input : undefined };
+	try {
+		return buildEnvelope(input, options);
+	} catch (error) {
+		return { envelope: fallbackEnvelope(error, options, input), jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION, jobClaimToken: null };
+	}
+}
+
+function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedError {
+	const clean = new Sanitizer({ budgetBytes: MAX_DETAILS_BYTES - RESERVED_BYTES });
+	const json: Record<string, unknown> = isRecord(input) ? input : {};
 	const err = recordAt(json, 'error');
 	const n8nDetails = recordAt(json, 'n8nDetails');
 
 	// ctx: the canonical `ctx` wins over the in-workflow glue `_ctx`, which wins over what a node put in its error.
-	const ctx = {
-		...toJsonObject(recordAt(err, 'ctx') ?? {}),
-		...toJsonObject(isRecord(json._ctx) ? json._ctx : {}),
-		...toJsonObject(isRecord(json.ctx) ? json.ctx : {}),
-	};
-
+	const ctxIn: Record<string, unknown> = { ...recordAt(err, 'ctx'), ...recordAt(json, '_ctx'), ...recordAt(json, 'ctx') };
 	// error_context: explicit block, else the node's own, completed by the `_err.*` stamps of the error branch.
-	const stamped = isRecord(json._err) ? toJsonObject(json._err) : {};
-	const givenContext = recordAt(json, 'error_context') ?? recordAt(err, 'error_context');
-	const given = givenContext ? toJsonObject(givenContext) : null;
-	const errorContext: Record<string, unknown> | null =
-		given || Object.keys(stamped).length ? { ...stamped, ...(given ?? {}) } : null;
+	const stamped = recordAt(json, '_err');
+	const given = recordAt(json, 'error_context') ?? recordAt(err, 'error_context');
+	const contextIn: Record<string, unknown> | null = given || (stamped && Object.keys(stamped).length) ? { ...stamped, ...given } : null;
 
-	const incomingCorrelation = errorContext?.correlation_id ?? ctx.correlation_id;
-	const correlationId = isUuid(incomingCorrelation) ? incomingCorrelation : (options.newId ?? newCorrelationId)();
-	const extra: Record<string, unknown> = { contract_version: ERRORPIPE_CONTRACT_VERSION };
-	if (incomingCorrelation !== undefined && !isUuid(incomingCorrelation)) {
-		// Kept, not silently dropped: the caller's id was not a UUID, so a new one correlates this error.
-		extra.invalid_correlation_id = toJsonSafe(incomingCorrelation) ?? null;
-	}
-
-	const message =
-		firstString(
-			errorContext?.error_message,
-			json.message,
-			typeof json.error === 'string' ? json.error : undefined,
-			err?.message,
-			json.errorMessage,
-			json.description,
-			err?.description,
-		) ?? 'Unknown error';
-	const nodeType = firstString(err?.node_type, field(err?.node, 'type'), n8nDetails?.nodeType, json.node_type) ?? null;
-	const code = httpCode(
-		errorContext?.status_code,
-		json.statusCode,
-		json.status_code,
-		err?.status_code,
-		err?.http_code,
-		err?.httpCode,
-		n8nDetails?.httpCode,
+	const rawMessage = firstString(
+		contextIn?.error_message,
+		json.message,
+		typeof json.error === 'string' ? json.error : undefined,
+		err?.message,
+		json.errorMessage,
+		json.description,
+		err?.description,
+		typeof input === 'string' ? input : undefined,
 	);
+	const message = rawMessage === undefined ? 'Unknown error' : clean.text(rawMessage);
+	const rawErrorMessage = firstString(json.message, err?.message, typeof json.error === 'string' ? json.error : undefined);
+	const rawNodeType = firstString(err?.node_type, field(err?.node, 'type'), n8nDetails?.nodeType, json.node_type);
+	const nodeType = rawNodeType === undefined ? null : clean.text(rawNodeType, MAX_ID_TEXT_LENGTH, true);
+
+	// Ids and numbers bound for a column: used when they fit, else kept as text (`invalid_*`), column NULL.
+	const extra: Record<string, unknown> = { contract_version: ERRORPIPE_CONTRACT_VERSION };
+	// The caller's correlation id (error_context's, else ctx's); a malformed one is kept as text, and a valid
+	// one in the other place is still used — a new id is generated only when none came in (seed 002 §1.3).
+	const incoming = [contextIn?.correlation_id, ctxIn.correlation_id].filter((v) => !absent(v));
+	const malformed = incoming.find((v) => !isUuid(v));
+	if (malformed !== undefined) extra.invalid_correlation_id = clean.asText(malformed);
+	const correlationId = (incoming.find(isUuid) as string | undefined) ?? (options.newId ?? newCorrelationId)();
+	const tenantId = fitOrText(clean, extra, 'tenant_id', ctxIn.tenant_id, (v) => (isUuid(v) ? v : null));
+	const jobId = fitOrText(clean, extra, 'job_id', ctxIn.job_id, (v) => positiveInt(v, Number.MAX_SAFE_INTEGER));
+	const contractVersion =
+		fitOrText(clean, extra, 'contract_version', field(ctxIn.contracts, 'errorpipe'), (v) => positiveInt(v, INT4_MAX)) ?? ERRORPIPE_CONTRACT_VERSION;
+	const statusCandidates = [contextIn?.status_code, json.statusCode, json.status_code, err?.status_code, err?.http_code, err?.httpCode, n8nDetails?.httpCode];
+	const code = httpCode(...statusCandidates);
+	const firstGiven = statusCandidates.find((v) => !absent(v));
+	if (code === null && firstGiven !== undefined) extra.invalid_status_code = clean.asText(firstGiven);
+
 	const declaredKind = ErrorKind.safeParse(err?.kind);
 	const kind: ErrorKind = declaredKind.success
 		? declaredKind.data
-		: classify(code, Boolean(errorContext?.table || errorContext?.operation), nodeType, field(err?.details, 'sqlstate') ?? err?.code);
+		: classify(code, Boolean(contextIn?.table || contextIn?.operation), nodeType, field(err?.details, 'sqlstate') ?? err?.code);
 	const statusCode = code !== null && code >= 400 ? code : DEFAULT_STATUS[kind];
 	const retryable =
 		typeof err?.retryable === 'boolean'
 			? err.retryable
 			: kind === 'rate_limit' || ((kind === 'db' || kind === 'upstream') && (statusCode >= 502 || code === null));
+	const rawError = { message: rawErrorMessage === undefined ? message : clean.text(rawErrorMessage, MAX_STRING_LENGTH, true), http_code: code, node_type: nodeType };
 
-	if (err && isRecord(err.details) && Object.keys(err.details).length) extra.node_details = toJsonObject(err.details);
-	const testMode = json.test_mode ?? ctx.test_mode;
-	const testCase = json.test_case ?? ctx.test_case;
+	// The copies kept in error.details, in order of importance: the budget is spent on ctx first.
+	const ctx = clean.object(ctxIn);
+	const errorContext = contextIn === null ? null : clean.object(contextIn);
+	if (err && isRecord(err.details) && Object.keys(err.details).length) extra.node_details = clean.object(err.details);
 	const internal: Record<string, unknown> = {};
-	if (testMode !== undefined) extra.test_mode = internal.test_mode = testMode;
-	if (testCase !== undefined) extra.test_case = internal.test_case = testCase;
-	if (json._test_job_id !== undefined) internal._test_job_id = json._test_job_id;
+	const testMode = json.test_mode ?? ctxIn.test_mode;
+	const testCase = json.test_case ?? ctxIn.test_case;
+	if (testMode !== undefined) extra.test_mode = internal.test_mode = clean.value(testMode) ?? null;
+	if (testCase !== undefined) extra.test_case = internal.test_case = clean.value(testCase) ?? null;
+	if (json._test_job_id !== undefined) internal._test_job_id = clean.value(json._test_job_id) ?? null;
+	if (!isRecord(input) && input !== undefined) extra.input = clean.value(input) ?? null; // a non-object item, kept
 
-	const contractVersion =
-		jobIdOf((ctx.contracts as Record<string, unknown> | undefined)?.errorpipe) ?? ERRORPIPE_CONTRACT_VERSION;
-	const jobId = jobIdOf(ctx.job_id);
-	const tenantId = typeof ctx.tenant_id === 'string' ? ctx.tenant_id : null;
+	const str = (value: unknown) => (typeof value === 'string' ? clean.text(value) : null);
+	const workflow = firstString(ctxIn.workflow, contextIn?.workflow);
+	const node = firstString(contextIn?.node, ctxIn.node);
+	const chatId = ctxIn.chat_id;
 	const envelope = failure({
 		status_code: statusCode,
 		kind,
 		message,
 		retryable,
-		source: options.source,
+		source: clean.text(String(options.source || 'WF99'), MAX_ID_TEXT_LENGTH) || 'WF99',
 		correlation: {
 			correlation_id: correlationId,
-			trace_id: typeof ctx.trace_id === 'string' ? ctx.trace_id : null,
+			trace_id: str(ctxIn.trace_id),
 			tenant_id: tenantId,
-			chat_id: typeof ctx.chat_id === 'number' || typeof ctx.chat_id === 'string' ? ctx.chat_id : null,
-			message_id: typeof ctx.message_id === 'number' ? ctx.message_id : null,
-			workflow: firstString(ctx.workflow, errorContext?.workflow) ?? null,
-			node: firstString(errorContext?.node, ctx.node) ?? null,
+			chat_id: typeof chatId === 'number' && Number.isFinite(chatId) ? chatId : str(chatId),
+			message_id: typeof ctxIn.message_id === 'number' && Number.isFinite(ctxIn.message_id) ? ctxIn.message_id : null,
+			workflow: workflow === undefined ? null : clean.text(workflow),
+			node: node === undefined ? null : clean.text(node),
 			job_id: jobId,
 		},
 		ctx,
-		raw_error: {
-			message: firstString(json.message, err?.message, typeof json.error === 'string' ? json.error : undefined) ?? message,
-			http_code: code,
-			node_type: nodeType,
-		},
+		raw_error: rawError,
 		error_context: errorContext,
 		extra_details: { ...extra, contract_version: contractVersion },
 		internal,
 		now: options.now,
 	});
+	// zod drops a `__proto__` key from the records it checks: put back the sanitised copies (plain data).
+	const details = envelope.error.details;
+	details.ctx = ctx;
+	details.error_context = errorContext;
+	fitDetails(details);
+	if (clean.sanitized) details.sanitized = true;
+	if (clean.truncated || details.truncated) details.truncated = true;
 	return { envelope, jobId, contractVersion, jobClaimToken: claimTokenOf(ctx.job_claim_token) };
+}
+
+/**
+ * Last guard of MAX_DETAILS_BYTES (the budget normally keeps details well within it): the biggest copies
+ * are replaced by a marker, least important first.
+ */
+function fitDetails(details: Record<string, unknown>): void {
+	const size = () => Buffer.byteLength(JSON.stringify(details), 'utf8');
+	const marker = `[truncated: more than ${MAX_DETAILS_BYTES} bytes of details]`;
+	for (const key of ['input', 'node_details', 'test_case', 'test_mode', 'error_context', 'ctx'] as const) {
+		if (size() <= MAX_DETAILS_BYTES) return;
+		if (details[key] === undefined || details[key] === null) continue;
+		details[key] = key === 'ctx' ? { truncated: marker } : key === 'error_context' ? { truncated: marker } : marker;
+		details.truncated = true;
+	}
+}
+
+/**
+ * The envelope for an item that could not be read at all (a getter or proxy that throws, an option that
+ * is not a date …): 500 `unknown`, the reason in `details.normalize_failure`, as much of the item as can be
+ * read in `details.input` (sanitised, capped). Never throws.
+ */
+export function fallbackEnvelope(reason: unknown, options: Partial<NormalizeOptions> = {}, input?: unknown): ErrorEnvelope {
+	const clean = new Sanitizer({ budgetBytes: MAX_DETAILS_BYTES / 2 });
+	let why = 'unreadable error';
+	let source = 'WF99';
+	let kept: unknown = null;
+	try {
+		why = clean.text(reason instanceof Error ? `${reason.name}: ${reason.message}` : String(reason), MAX_ID_TEXT_LENGTH);
+		source = clean.text(String(options.source || 'WF99'), MAX_ID_TEXT_LENGTH) || 'WF99';
+		kept = clean.value(input) ?? null;
+	} catch {
+		// keep what was read so far
+	}
+	const message = `Error Pipe could not read this item: ${why}`;
+	return failure({
+		status_code: 500,
+		kind: 'unknown',
+		message,
+		retryable: false,
+		source,
+		correlation: { correlation_id: newCorrelationId() },
+		ctx: {},
+		raw_error: { message, http_code: null, node_type: null },
+		error_context: null,
+		extra_details: { contract_version: ERRORPIPE_CONTRACT_VERSION, normalize_failure: why, input: kept, sanitized: true, truncated: clean.truncated || undefined },
+	});
 }

@@ -1,0 +1,179 @@
+/**
+ * Issue 10 item 1, property-based (seed 002 §1.3 invariant 1): for ANY item — arbitrary JSON-ish values with
+ * hostile strings and ids, deep nesting, huge strings, `__proto__` keys, the shapes of n8n's error output
+ * and of this package's `{ error: {...ctx} }` — normalize + record against the real PostgreSQL give one
+ * valid ErrorEnvelope and exactly one ops.errors row, never throw, and leave no undefined/NaN anywhere.
+ * Runs: PROPERTY_RUNS (default 10,000); the seed is printed (replay with PROPERTY_SEED).
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { inspect } from 'node:util';
+import fc from 'fast-check';
+import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
+import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
+import { recordError } from '../../nodes/ErrorPipe/actions/record';
+import { MAX_DEPTH, MAX_DETAILS_BYTES } from '../../nodes/shared/sanitize';
+import { setupDatabase, type TestDatabase } from '../helpers/db';
+import { hostileId, hostileString, propertyParams } from '../helpers/property';
+
+let db: TestDatabase;
+before(async () => {
+	db = await setupDatabase();
+});
+after(async () => {
+	await db?.drop();
+});
+
+/** Keys that break naive code, mixed with hostile strings. */
+const key = fc.oneof(
+	{ weight: 3, arbitrary: hostileString(12) },
+	{ weight: 1, arbitrary: fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'correlation_id', 'job_id', 'tenant_id', 'a\u0000b', '\ud800') },
+);
+
+const leaf = fc.oneof(hostileString(40), hostileId(), fc.double(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.bigInt());
+
+/** Arbitrary JSON-ish values: objects (null-prototype too), arrays (sparse too), dates, typed arrays, Maps … */
+const anything = fc.anything({
+	key,
+	values: [leaf],
+	maxDepth: 4,
+	maxKeys: 6,
+	withNullPrototype: true,
+	withBigInt: true,
+	withDate: true,
+	withTypedArray: true,
+	withSparseArray: true,
+	withMap: true,
+	withSet: true,
+	withBoxedValues: true,
+});
+
+/** `depth` nested arrays or `{ a }` objects; printed as `nest(…)` in a counterexample (fast-check's printer recurses). */
+function nest(depth: number, asObjects: boolean, bottom: unknown): unknown {
+	let value = bottom;
+	for (let i = 0; i < depth; i++) value = asObjects ? { a: value } : [value];
+	const label = `nest(${depth}, ${asObjects ? 'objects' : 'arrays'}, ${inspect(bottom, { depth: 2, maxStringLength: 40 })})`;
+	return Object.defineProperty(value as object, fc.toStringMethod, { value: () => label, enumerable: false });
+}
+
+/** Rare but heavy: nesting far beyond any stack, strings of up to 2 MB with a NUL or a lone surrogate inside. */
+const heavy = fc.oneof(
+	fc.tuple(fc.integer({ min: 60, max: 5_000 }), fc.boolean(), leaf).map(([depth, asObjects, bottom]) => nest(depth, asObjects, bottom)),
+	fc.tuple(fc.constantFrom(100_000), fc.boolean()).map(([depth, asObjects]) => nest(depth, asObjects, 'bottom')),
+	fc.tuple(fc.integer({ min: 20_000, max: 2_000_000 }), fc.constantFrom('\u0000', '\ud800', '\udfff', 'é', '😀')).map(([n, c]) => `${'x'.repeat(n)}${c}${'y'.repeat(16)}`),
+	fc.integer({ min: 1_000, max: 40_000 }).map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}\u0000`, i]))),
+);
+
+const value = fc.oneof({ weight: 80, arbitrary: anything }, { weight: 1, arbitrary: heavy });
+const id = fc.oneof(hostileId(), value);
+
+/** ctx as callers send it: the known ids (valid or hostile) and anything else. */
+const ctx = fc.record(
+	{
+		correlation_id: fc.oneof(fc.uuid(), id),
+		tenant_id: id,
+		job_id: id,
+		trace_id: id,
+		workflow: fc.oneof(hostileString(), id),
+		node: id,
+		chat_id: id,
+		message_id: id,
+		contracts: fc.oneof(fc.record({ errorpipe: id }), value),
+		test_mode: value,
+		extra: value,
+	},
+	{ requiredKeys: [] },
+);
+
+const errorContext = fc.record(
+	{ node: fc.oneof(hostileString(), id), operation: hostileString(), table: hostileString(), correlation_id: fc.oneof(fc.uuid(), id), error_message: fc.oneof(hostileString(), value), status_code: id },
+	{ requiredKeys: [] },
+);
+
+/** The item shapes the Error Pipe accepts (seed 002 §1.2), each field hostile or absent. */
+const item = fc.oneof(
+	// WF99 input: ctx / _ctx / error_context / _err and the loose message fields
+	fc.record(
+		{ ctx: fc.oneof(ctx, value), _ctx: fc.oneof(ctx, value), error_context: fc.oneof(errorContext, value), _err: fc.oneof(errorContext, value), message: fc.oneof(hostileString(), value), description: value, errorMessage: value, statusCode: id, test_mode: value, test_case: value, _test_job_id: value },
+		{ requiredKeys: [] },
+	),
+	// n8n's error output of a node (NodeApiError / NodeOperationError serialised)
+	fc.record(
+		{
+			message: fc.oneof(hostileString(), value),
+			error: fc.oneof(hostileString(), fc.record({ message: value, name: fc.constantFrom('NodeApiError', 'NodeOperationError'), httpCode: id, description: value, node: fc.record({ type: fc.oneof(hostileString(), value) }), context: value }, { requiredKeys: [] })),
+			n8nDetails: fc.oneof(fc.record({ nodeType: value, httpCode: id }, { requiredKeys: [] }), value),
+			stack: hostileString(),
+		},
+		{ requiredKeys: [] },
+	),
+	// this package's error item: { error: { message, kind, status_code, retryable, details, node_type, ctx, error_context } }
+	fc.record({
+		error: fc.record(
+			{ message: fc.oneof(hostileString(), value), kind: fc.oneof(fc.constantFrom('db', 'upstream', 'auth', 'nope'), value), status_code: id, retryable: fc.oneof(fc.boolean(), value), details: value, node_type: value, ctx: fc.oneof(ctx, value), error_context: fc.oneof(errorContext, value), code: id },
+			{ requiredKeys: [] },
+		),
+	}),
+	// anything at all: arrays, strings, numbers, null, undefined
+	value,
+);
+
+/** Paths to undefined, NaN or ±Infinity, and the deepest nesting — iteratively (no stack). */
+function inspectTree(root: unknown): { bad: string[]; depth: number } {
+	const bad: string[] = [];
+	let depth = 0;
+	const stack: Array<[unknown, string, number]> = [[root, '$', 0]];
+	while (stack.length) {
+		const [value, path, level] = stack.pop()!;
+		if (value === undefined || (typeof value === 'number' && !Number.isFinite(value))) bad.push(path);
+		if (value === null || typeof value !== 'object') continue;
+		depth = Math.max(depth, level);
+		for (const k of Object.keys(value)) stack.push([(value as Record<string, unknown>)[k], `${path}.${k}`, level + 1]);
+	}
+	return { bad, depth };
+}
+
+/** Records in flight at once: the DB round trips overlap, the checks stay per item (PROPERTY_RUNS=10,000 in < 60 s). */
+const CONCURRENCY = 6;
+
+test('any item: one valid ErrorEnvelope and exactly one ops.errors row, no throw, no undefined/NaN', async () => {
+	const expected = new Map<string, number>();
+	const failures: string[] = [];
+	const inFlight = new Set<Promise<void>>();
+	let items = 0;
+	const started = Date.now();
+	await fc.assert(
+		fc.asyncProperty(item, async (input) => {
+			// normalize and the envelope checks: per run, so fast-check shrinks a failing item
+			const { envelope, jobId, contractVersion } = normalizeErrorItem(input, { source: 'WF99' });
+			const parsed = ErrorEnvelope.safeParse(envelope);
+			assert.ok(parsed.success, parsed.success ? '' : parsed.error.message);
+			const { bad, depth } = inspectTree(envelope);
+			assert.deepEqual(bad, [], 'no undefined, NaN or Infinity in the envelope');
+			assert.ok(depth <= MAX_DEPTH + 4, `envelope depth ${depth}`);
+			assert.ok(Buffer.byteLength(JSON.stringify(envelope.error.details)) <= MAX_DETAILS_BYTES, 'details within MAX_DETAILS_BYTES');
+			// the row: recorded with a few in flight; a failure is reported with its item after the runs
+			const correlation = envelope.meta.correlation.correlation_id.toLowerCase();
+			expected.set(correlation, (expected.get(correlation) ?? 0) + 1);
+			items++;
+			const pending: Promise<void> = recordError(db.pool, envelope, jobId, contractVersion).then((result) => {
+				if (result.error_id === null || result.write_failures.length) {
+					failures.push(`${JSON.stringify(result.write_failures)} for ${inspect(input, { depth: 4, maxStringLength: 200, maxArrayLength: 10 })}`);
+				}
+				inFlight.delete(pending);
+			});
+			inFlight.add(pending);
+			if (inFlight.size >= CONCURRENCY) await Promise.race(inFlight);
+		}),
+		propertyParams('errorPipe: one row per item'),
+	);
+	await Promise.all(inFlight);
+	assert.deepEqual(failures.slice(0, 3), [], `${failures.length} items without their row`);
+	// Exactly one row per item: per correlation id, as many rows as items that carried it.
+	const { rows } = await db.pool.query('SELECT correlation_id, count(*)::int AS n FROM ops.errors GROUP BY correlation_id');
+	const actual = new Map<string, number>(rows.map((r) => [r.correlation_id as string, r.n as number]));
+	assert.deepEqual(actual, expected);
+	const total = rows.reduce((sum, r) => sum + r.n, 0);
+	assert.equal(total, items);
+	console.log(`[property] errorPipe: ${items} items recorded in ${Date.now() - started} ms`);
+});
