@@ -52,8 +52,8 @@ function workflowBuilder(id, name) {
 	 * Seed 002 §2.3: "ERR — Source <node>" → "Prepare DB Error" → WF99 for the error output (index
 	 * `errorOutput`) of `source`; several sources share one Prepare DB Error / Call WF99.
 	 */
-	const errorBranch = (source, x, defaultTable, errorOutput = 1) => {
-		const err = set(`ERR — Source ${source}`, [x, 200], [
+	const errorBranch = (source, x, defaultTable, errorOutput = 1, y = 200) => {
+		const err = set(`ERR — Source ${source}`, [x, y], [
 			['_err.node', 'string', source],
 			['_err.operation', 'string', '={{ $json.error.error_context.operation }}'],
 			['_err.table', 'string', `={{ $json.error.error_context.table || "${defaultTable}" }}`],
@@ -256,5 +256,25 @@ const WORKERS = {
 	// Pipeline Capture's error output is its third (after Done and Not Captured)
 	wf.errorBranch(claim, 720, 'ops.jobs', 2);
 	wf.errorBranch(finish, 1440, 'ops.jobs', 2);
+	// A job whose runner died (n8n restarted or crashed mid-job) stays `running`: Release Stale gives it back.
+	const staleSchedule = wf.add({
+		name: 'Every 5 Minutes',
+		type: 'n8n-nodes-base.scheduleTrigger',
+		typeVersion: 1.2,
+		position: [0, 440],
+		parameters: { rule: { interval: [{ field: 'minutes', minutesInterval: 5 }] } },
+	});
+	const release = wf.add({
+		name: 'Release Stale',
+		type: 'n8n-nodes-contracts.pipelineCapture',
+		typeVersion: 1,
+		position: [240, 440],
+		parameters: { resource: 'job', operation: 'releaseStale', olderThanSeconds: 900, limit: 500, options: { workflow: 'WF90' } },
+		onError: 'continueErrorOutput',
+		credentials: PG,
+		notes: 'Jobs running for more than 15 min (their runner died) go back to the queue, or dead when no attempt is left; the claim token is cleared, so a late error or Finish Job of the dead runner changes nothing.',
+	});
+	wf.connect(staleSchedule, release);
+	wf.errorBranch(release, 480, 'ops.jobs', 2, 440); // joins Claim Jobs' Prepare DB Error → Call WF99
 	wf.write('WF90_job_runner.json');
 })();

@@ -31,7 +31,7 @@ export function hostileString(maxLength = 64): fc.Arbitrary<string> {
 	return fc.oneof(
 		fc.string({ unit: 'grapheme', maxLength }),
 		fc.string({ unit: 'binary', maxLength }),
-		fc.array(fc.oneof(nasty, fc.string({ maxLength: 4 })), { maxLength: Math.max(1, maxLength / 4) }).map((parts) => parts.join('')),
+		fc.array(fc.oneof(nasty, fc.string({ maxLength: 4 })), { maxLength: Math.max(1, Math.floor(maxLength / 4)) }).map((parts) => parts.join('')),
 	);
 }
 
