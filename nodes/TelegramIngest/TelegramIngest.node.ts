@@ -66,7 +66,7 @@ export class TelegramIngest implements INodeType {
 				type: 'string',
 				default: 'data',
 				description:
-					'Binary property holding the webhook body exactly as received (Webhook node v1 with the "Binary File" option, or the "Raw Body" option). When the item has it, the update is read from these bytes: ids beyond 2^53 stay exact and a body that is not JSON gets this node\'s own 400. When it is absent, Update is used.',
+					'Binary property holding the webhook body exactly as received (Webhook node v1 with the "Binary File" option, or the "Raw Body" option). When the item has it, the update is read from these bytes: IDs beyond 2^53 stay exact and a body that is not JSON gets this node\'s own 400. When it is absent, Update is used.',
 			},
 			{
 				displayName: 'Update',
