@@ -120,13 +120,16 @@ export class TelegramIngest implements INodeType {
 		const nodeName = this.getNode().name;
 		return runItems(this, async (item, itemIndex, state) => {
 			const options = this.getNodeParameter('options', itemIndex, {}) as { maxAttempts?: number; workflow?: string };
+			const rawBody = await rawBodyOf(this, item, itemIndex);
+			// With the raw body, "Update" is not evaluated: a deeply nested parsed body would overflow the expression engine.
+			const update = rawBody ? undefined : this.getNodeParameter('update', itemIndex, '');
 			const envelope = await ingestUpdate(
 				pool,
 				{
 					botKey: this.getNodeParameter('botKey', itemIndex, ''),
 					secretToken: this.getNodeParameter('secretToken', itemIndex, ''),
-					rawBody: await rawBodyOf(this, item, itemIndex),
-					update: this.getNodeParameter('update', itemIndex, ''),
+					rawBody,
+					update,
 					correlationId: headerOf(item.json, 'x-correlation-id'),
 					traceId: headerOf(item.json, 'traceparent') ?? headerOf(item.json, 'x-trace-id'),
 					jobType: this.getNodeParameter('jobType', itemIndex) as string,
