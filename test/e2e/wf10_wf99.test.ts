@@ -222,7 +222,7 @@ test('poison updates through the real n8n: 200 quarantined (no "method"), bytes 
 		assert.ok(Buffer.from(rows[0].body).equals(bytes), `${reason}: bytes kept exactly`);
 		assert.deepEqual([rows[0].reason, rows[0].status_code], [reason, 200]);
 		const errors = await db.pool.query("SELECT node, status_code FROM ops.errors WHERE details->>'quarantine_id' = $1", [String(rows[0].id)]);
-		assert.deepEqual(errors.rows, [{ node: 'Telegram Ingest', status_code: 200 }], reason);
+		assert.deepEqual(errors.rows, [{ node: 'Telegram Ingest', status_code: 422 }], reason);
 		const again = await postUpdate(bytes);
 		assert.deepEqual([again.status, again.body.duplicate, again.body.quarantined], [200, true, true], reason);
 		assert.equal((await quarantined(bytes)).length, 1);

@@ -70,7 +70,8 @@ async function assertQuarantined(call: IngestInput, bytes: Buffer, reason: strin
 	assert.deepEqual([rows[0].reason, rows[0].status_code, Number(rows[0].id)], [reason, 200, data.quarantine_id]);
 	const errors = await errorRows(answer.body.meta.correlation.correlation_id);
 	assert.equal(errors.length, 1, 'exactly one ops.errors row');
-	assert.deepEqual([errors[0].node, errors[0].workflow, errors[0].kind, errors[0].status_code, errors[0].retryable], ['Telegram Ingest', 'WF10', 'validation', 200, false]);
+	assert.deepEqual([errors[0].node, errors[0].workflow, errors[0].kind, errors[0].status_code, errors[0].retryable], ['Telegram Ingest', 'WF10', 'validation', 422, false]);
+	assert.equal(errors[0].details.quarantine.answered, 200);
 	assert.equal(Number(errors[0].details.quarantine_id), data.quarantine_id);
 	assert.equal(errors[0].details.error_context.table, 'raw.telegram_quarantine');
 	const afterwards = await ingestCounts(db.pool);

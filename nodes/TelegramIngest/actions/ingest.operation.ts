@@ -8,7 +8,8 @@
  *    update (`data.duplicate: true`, the original job_id);
  *  - 200 SuccessEnvelope, `data.quarantined: true`: a Telegram update PostgreSQL cannot store normally
  *    (NUL, lone surrogate, id outside int8, > 64 levels, > 1 MiB, or a 22xxx/54xxx error of the insert):
- *    kept exactly in raw.telegram_quarantine with one ops.errors row written in the same statement;
+ *    kept exactly in raw.telegram_quarantine with one ops.errors row written in the same statement
+ *    (kind validation, status_code 422, details.quarantine_id and details.quarantine.answered = 200);
  *    `data.duplicate: true` for a re-delivery (nothing written).
  * Errors (ContractError, status code → kind):
  *  - 400 validation: bot key missing/malformed; a body that is not a Telegram update (not UTF-8/JSON,
@@ -222,16 +223,23 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 function errorDetails(run: Run, item: Quarantined, body: Body): Record<string, unknown> {
 	return {
 		ctx: run.ctx,
-		raw_error: { message: item.message, http_code: item.status, node_type: 'n8n-nodes-contracts.telegramIngest' },
+		raw_error: { message: item.message, http_code: 422, node_type: 'n8n-nodes-contracts.telegramIngest' },
 		error_context: {
 			node: run.input.nodeName,
 			operation: 'insert',
 			table: 'raw.telegram_quarantine',
 			correlation_id: run.ctx.correlation_id,
 			error_message: item.message,
-			status_code: item.status,
+			status_code: 422,
 		},
-		quarantine: { reason: item.reason, path: item.path, body_sha256: body.sha256, body_bytes: body.bytes.length, body_source: body.source },
+		quarantine: {
+			reason: item.reason,
+			path: item.path,
+			answered: item.status,
+			body_sha256: body.sha256,
+			body_bytes: body.bytes.length,
+			body_source: body.source,
+		},
 	};
 }
 

@@ -62,7 +62,8 @@ LIMIT 1`;
 
 /**
  * Keeps one body in raw.telegram_quarantine, exactly once, and (when $15 is true) writes its one
- * ops.errors row in the same statement, so both exist or neither. A re-delivery — same bot and same
+ * ops.errors row in the same statement, so both exist or neither (kind validation, status_code 422 —
+ * the update is unprocessable — while Telegram was answered $8 = 200: details.quarantine.answered). A re-delivery — same bot and same
  * bytes, or same bot and same readable update_id — writes nothing and returns the first row
  * (duplicate = true); so does an update_id already stored normally (job_id of the original).
  *
@@ -85,7 +86,7 @@ WITH stored AS (
 ), e AS (
   INSERT INTO ops.errors
     (correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
-  SELECT $10, $2, NULL, $11, $12, 'validation', $8, false, $13,
+  SELECT $10, $2, NULL, $11, $12, 'validation', 422, false, $13,
          $14::jsonb || jsonb_build_object('quarantine_id', q.id), $16, $11
   FROM q WHERE $15::boolean
   RETURNING id
