@@ -10,13 +10,23 @@ import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { runItems } from '../shared/node/runItems';
 import { headerOf, ingestUpdate } from './actions/ingest.operation';
 
+/** The bytes of the item's raw-body binary property, or undefined when the item has none. */
+async function rawBodyOf(fn: IExecuteFunctions, item: INodeExecutionData, itemIndex: number): Promise<Buffer | undefined> {
+	const property = fn.getNodeParameter('rawBodyProperty', itemIndex, 'data') as string;
+	if (!property || !item.binary?.[property]) return undefined;
+	return await fn.helpers.getBinaryDataBuffer(itemIndex, property);
+}
+
 /**
  * Telegram Ingest — WF10 in one node (seed 003 WF10, seed 002 §2).
  *
- * Input: the item of a Webhook node (`headers`, `params`, `body`). Output: a SuccessEnvelope with
- * `data.job_id` and `data.duplicate` (status 200). A rejected or failed item (400 / 401 / 403 / 404 /
- * 5xx) goes to the error output as `{ error: { message, kind, status_code, retryable, ctx, error_context } }`,
- * ready for "ERR — Source Telegram Ingest" → "Prepare DB Error" → WF99.
+ * Input: the item of a Webhook node (`headers`, `params`, `body`, and the raw body as binary `data`
+ * when the Webhook gives it). Output: a SuccessEnvelope (status 200) with `data.job_id`, `data.duplicate`
+ * and `data.quarantined` (true when the update was kept in raw.telegram_quarantine because PostgreSQL
+ * cannot store it normally; its ops.errors row is already written). A rejected or failed item (400 /
+ * 401 / 403 / 404 / 5xx) goes to the error output as
+ * `{ error: { message, kind, status_code, retryable, ctx, error_context } }`, ready for
+ * "ERR — Source Telegram Ingest" → "Prepare DB Error" → WF99. See actions/body.ts for the quarantine rules.
  */
 export class TelegramIngest implements INodeType {
 	description: INodeTypeDescription = {
@@ -51,12 +61,21 @@ export class TelegramIngest implements INodeType {
 					'The X-Telegram-Bot-Api-Secret-Token header Telegram sends; compared in constant time with core.bots.webhook_secret',
 			},
 			{
+				displayName: 'Raw Body Property',
+				name: 'rawBodyProperty',
+				type: 'string',
+				default: 'data',
+				description:
+					'Binary property holding the webhook body exactly as received (Webhook node v1 with the "Binary File" option, or the "Raw Body" option). When the item has it, the update is read from these bytes: IDs beyond 2^53 stay exact and a body that is not JSON gets this node\'s own 400. When it is absent, Update is used.',
+			},
+			{
 				displayName: 'Update',
 				name: 'update',
 				type: 'json',
 				default: '={{ $json.body }}',
 				required: true,
-				description: 'The Telegram Update (the webhook body). Stored untouched; unknown update types are accepted.',
+				description:
+					'The Telegram Update as n8n parsed it (the webhook body), used when the item has no raw body. Stored as received; unknown update types are accepted.',
 			},
 			{
 				displayName: 'Job Type',
@@ -101,12 +120,16 @@ export class TelegramIngest implements INodeType {
 		const nodeName = this.getNode().name;
 		return runItems(this, async (item, itemIndex, state) => {
 			const options = this.getNodeParameter('options', itemIndex, {}) as { maxAttempts?: number; workflow?: string };
+			const rawBody = await rawBodyOf(this, item, itemIndex);
+			// With the raw body, "Update" is not evaluated: a deeply nested parsed body would overflow the expression engine.
+			const update = rawBody ? undefined : this.getNodeParameter('update', itemIndex, '');
 			const envelope = await ingestUpdate(
 				pool,
 				{
 					botKey: this.getNodeParameter('botKey', itemIndex, ''),
 					secretToken: this.getNodeParameter('secretToken', itemIndex, ''),
-					update: this.getNodeParameter('update', itemIndex, ''),
+					rawBody,
+					update,
 					correlationId: headerOf(item.json, 'x-correlation-id'),
 					traceId: headerOf(item.json, 'traceparent') ?? headerOf(item.json, 'x-trace-id'),
 					jobType: this.getNodeParameter('jobType', itemIndex) as string,

@@ -4,6 +4,7 @@
  * posted to the webhook, every row checked in PostgreSQL.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
@@ -34,7 +35,8 @@ before(
 			path.join(__dirname, 'workflows', 'test_wf99_caller.json'),
 			path.join(WORKFLOWS, 'WF00c_context_loader.json'),
 			path.join(__dirname, 'workflows', 'test_wf00c_caller.json'),
-		], ['test/wf99', 'telegram', 'test/wf00c']);
+			path.join(__dirname, 'workflows', 'telegramIngest_wf10_binary.json'),
+		], ['test/wf99', 'telegram', 'test/wf00c', 'telegram-binary']);
 	},
 	{ timeout: 30 * 60_000 },
 );
@@ -45,11 +47,12 @@ after(async () => {
 	await db?.drop();
 });
 
+/** Posts `body` as application/json: a string or Buffer is sent as these exact bytes, anything else as JSON. */
 async function post(pathname: string, body: unknown, headers: Record<string, string> = {}) {
 	const res = await fetch(`${n8n.url}/webhook/${pathname}`, {
 		method: 'POST',
 		headers: { 'content-type': 'application/json', ...headers },
-		body: typeof body === 'string' ? body : JSON.stringify(body),
+		body: typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body),
 	});
 	const text = await res.text();
 	let json: any;
@@ -61,8 +64,8 @@ async function post(pathname: string, body: unknown, headers: Record<string, str
 	return { status: res.status, body: json };
 }
 
-function postUpdate(update: unknown, secret: string | null = bot.secret) {
-	return post(`telegram?bot=${bot.botKey}`, update, secret === null ? {} : { 'X-Telegram-Bot-Api-Secret-Token': secret });
+function postUpdate(update: unknown, secret: string | null = bot.secret, webhook = 'telegram') {
+	return post(`${webhook}?bot=${bot.botKey}`, update, secret === null ? {} : { 'X-Telegram-Bot-Api-Secret-Token': secret });
 }
 
 async function countFor(updateIds: number[]) {
@@ -80,7 +83,9 @@ test('100 deliveries with duplicates → exactly the distinct updates stored and
 	const deliveries = [...distinct, ...Array.from({ length: 30 }, (_, i) => distinct[(i * 7) % distinct.length])];
 	deliveries.sort(() => Math.random() - 0.5);
 	const answers = await mapLimit(deliveries, 8, (update) => postUpdate(update));
-	assert.deepEqual([...new Set(answers.map((a) => a.status))], [200], JSON.stringify(answers.find((a) => a.status !== 200)));
+	const failed = answers.find((a) => a.status !== 200);
+	const why = failed ? (await db.pool.query('SELECT message FROM ops.errors WHERE correlation_id = $1', [failed.body.correlation_id ?? null])).rows : [];
+	assert.deepEqual([...new Set(answers.map((a) => a.status))], [200], `${answers.filter((a) => a.status !== 200).length} failed: ${JSON.stringify(failed)} ${JSON.stringify(why)}`);
 	for (const answer of answers) {
 		assert.equal(answer.body.ok, true);
 		assert.equal('method' in answer.body, false, 'Telegram would execute a "method" key');
@@ -134,8 +139,8 @@ test('wrong secret → 403, missing secret → 401, malformed body → 400: an o
 	const cases: Array<[unknown, string | null, number, string, string]> = [
 		[textWithUrls(), 'wrong-secret', 403, 'auth', 'core.bots'],
 		[textWithUrls(), null, 401, 'auth', 'core.bots'],
-		[{ update_id: newUpdateId(), message: { text: 'no chat, no message_id' } }, bot.secret, 400, 'validation', 'raw.telegram_updates'],
-		[{ update_id: 'abc', message: {} }, bot.secret, 400, 'validation', 'raw.telegram_updates'],
+		[{ update_id: newUpdateId(), message: { text: 'no chat, no message_id' } }, bot.secret, 400, 'validation', 'raw.telegram_quarantine'],
+		[{ update_id: 'abc', message: {} }, bot.secret, 400, 'validation', 'raw.telegram_quarantine'],
 	];
 	for (const [update, secret, expected, kind, table] of cases) {
 		const { status, body } = await postUpdate(update, secret);
@@ -185,4 +190,88 @@ test('WF00c as a sub-workflow: an allowed member gets the ctx; a blocked user ge
 	assert.equal(envelope.error.kind, 'auth');
 	const rows = await db.pool.query('SELECT node FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
 	assert.deepEqual(rows.rows, [{ node: 'Context Loader' }]);
+});
+
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest();
+
+async function quarantined(bytes: Buffer) {
+	const { rows } = await db.pool.query('SELECT id, body, reason, status_code, correlation_id FROM raw.telegram_quarantine WHERE bot_id = $1 AND body_sha256 = $2', [bot.botId, sha256(bytes)]);
+	return rows;
+}
+
+function poison(text: string, updateId = newUpdateId()): string {
+	return JSON.stringify(textWithUrls(updateId)).replace('"text":', `"poison":${text},"text":`);
+}
+
+test('poison updates through the real n8n: 200 quarantined (no "method"), bytes kept exactly, one ops.errors row; a re-delivery is a duplicate', { timeout: 120_000 }, async () => {
+	const deep = `${'['.repeat(10_000)}1${']'.repeat(10_000)}`;
+	const cases: Array<[string, string]> = [
+		[poison('"NUL \\u0000 here"'), 'nul_character'],
+		[poison('"lone \\ud800 surrogate"'), 'lone_surrogate'],
+		[JSON.stringify(textWithUrls()).replace(/"update_id":\d+/, '"update_id":9223372036854775808'), 'id_not_int8'],
+		[JSON.stringify(textWithUrls()).replace(/"chat":\{"id":-?\d+/, '"chat":{"id":1e300'), 'id_not_int8'],
+		[poison(deep), 'too_deep'],
+	];
+	for (const [text, reason] of cases) {
+		const bytes = Buffer.from(text);
+		const first = await postUpdate(bytes);
+		assert.equal(first.status, 200, `${reason}: ${JSON.stringify(first.body)}`);
+		assert.deepEqual(first.body, { ok: true, job_id: null, duplicate: false, quarantined: true }, reason);
+		const rows = await quarantined(bytes);
+		assert.equal(rows.length, 1, reason);
+		assert.ok(Buffer.from(rows[0].body).equals(bytes), `${reason}: bytes kept exactly`);
+		assert.deepEqual([rows[0].reason, rows[0].status_code], [reason, 200]);
+		const errors = await db.pool.query("SELECT node, status_code FROM ops.errors WHERE details->>'quarantine_id' = $1", [String(rows[0].id)]);
+		assert.deepEqual(errors.rows, [{ node: 'Telegram Ingest', status_code: 422 }], reason);
+		const again = await postUpdate(bytes);
+		assert.deepEqual([again.status, again.body.duplicate, again.body.quarantined], [200, true, true], reason);
+		assert.equal((await quarantined(bytes)).length, 1);
+		assert.equal((await db.pool.query("SELECT count(*)::int AS n FROM ops.errors WHERE details->>'quarantine_id' = $1", [String(rows[0].id)])).rows[0].n, 1);
+	}
+});
+
+test('a body that is not JSON: the shipped WF10 (Webhook 2.1, Raw Body) never sees it — n8n answers 422 itself; nothing written', { timeout: 60_000 }, async () => {
+	const bytes = Buffer.from(`{"update_id": ${newUpdateId()}, "message": `);
+	const before = (await db.pool.query('SELECT (SELECT count(*) FROM ops.errors)::int AS e, (SELECT count(*) FROM raw.telegram_quarantine)::int AS q')).rows[0];
+	const answer = await postUpdate(bytes);
+	assert.equal(answer.status, 422, JSON.stringify(answer.body));
+	assert.equal(answer.body.message, 'Failed to parse request body');
+	assert.deepEqual((await db.pool.query('SELECT (SELECT count(*) FROM ops.errors)::int AS e, (SELECT count(*) FROM raw.telegram_quarantine)::int AS q')).rows[0], before);
+});
+
+test('a body that is not JSON reaches WF10 through a Webhook v1 with "Binary File": 400 envelope from WF10, one ops.errors row, body kept', { timeout: 60_000 }, async () => {
+	for (const bytes of [Buffer.from('{"update_id": 1, "message": '), Buffer.from([0x7b, 0xff, 0x7d])]) {
+		const answer = await postUpdate(bytes, bot.secret, 'telegram-binary');
+		assert.equal(answer.status, 400, JSON.stringify(answer.body));
+		assert.deepEqual([answer.body.ok, answer.body.kind], [false, 'validation']);
+		assert.doesNotMatch(JSON.stringify(answer.body), /stack|node_modules|\.js:/);
+		const errors = await db.pool.query('SELECT node, status_code, details FROM ops.errors WHERE correlation_id = $1', [answer.body.correlation_id]);
+		assert.equal(errors.rows.length, 1);
+		assert.deepEqual([errors.rows[0].node, errors.rows[0].status_code], ['Telegram Ingest', 400]);
+		const rows = await quarantined(bytes);
+		assert.deepEqual([rows.length, rows[0]?.reason, rows[0]?.status_code], [1, 'not_json', 400]);
+		assert.ok(Buffer.from(rows[0].body).equals(bytes));
+	}
+	// and an update through that webhook is stored from its exact bytes like through the shipped one
+	const big = JSON.stringify(textWithUrls()).replace(/"update_id":\d+/, '"update_id":9007199254740995');
+	const stored = await postUpdate(Buffer.from(big), bot.secret, 'telegram-binary');
+	assert.deepEqual([stored.status, stored.body.quarantined], [200, false], JSON.stringify(stored.body));
+	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM raw.telegram_updates WHERE update_id = 9007199254740995')).rows[0].n, 1);
+});
+
+test('an update_id beyond 2^53 is stored exactly; a top-level __proto__ key survives', { timeout: 60_000 }, async () => {
+	const big = JSON.stringify(textWithUrls()).replace(/"update_id":\d+/, '"update_id":9007199254740993');
+	const answer = await postUpdate(Buffer.from(big));
+	assert.equal(answer.status, 200, JSON.stringify(answer.body));
+	assert.equal(answer.body.quarantined, false);
+	const stored = await db.pool.query("SELECT update_id::text, update->>'update_id' AS in_json, update = $2::jsonb AS same FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = 9007199254740993", [bot.botId, big]);
+	assert.deepEqual(stored.rows, [{ update_id: '9007199254740993', in_json: '9007199254740993', same: true }]);
+	assert.equal((await db.pool.query("SELECT count(*)::int AS n FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = 9007199254740992", [bot.botId])).rows[0].n, 0);
+
+	const id = newUpdateId();
+	const proto = `{"update_id":${id},"__proto__":{"chat":{"id":5},"x":1}}`;
+	const protoAnswer = await postUpdate(Buffer.from(proto));
+	assert.equal(protoAnswer.status, 200, JSON.stringify(protoAnswer.body));
+	const row = await db.pool.query("SELECT update = $3::jsonb AS same, update ? '__proto__' AS has_key FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = $2", [bot.botId, id, proto]);
+	assert.deepEqual(row.rows, [{ same: true, has_key: true }]);
 });

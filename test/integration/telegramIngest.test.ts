@@ -149,12 +149,18 @@ test('database unreachable: 503 db retryable, with ctx built before the failure'
 });
 
 test('a failing insert rolls back all three tables', async () => {
-	const before = await ingestCounts(db.pool);
-	// A job type longer than anything is fine; a NUL byte in jsonb text is not: the statement fails as a whole.
-	const update = { update_id: 77, message: { message_id: 1, chat: { id: 1 }, text: 'bad \u0000 byte' } };
-	const error = await rejected(ingestUpdate(db.pool, input(update), {}));
-	assert.deepEqual([error.kind, error.where.table], ['db', 'raw.telegram_updates']);
-	assert.deepEqual(await ingestCounts(db.pool), before);
+	// A NUL is no longer a failure (it is quarantined, see telegramIngest.quarantine.test.ts): inject one in ops.jobs.
+	await db.pool.query(`CREATE FUNCTION fail_jobs() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = 'P0001'; END $$`);
+	await db.pool.query('CREATE TRIGGER fail_jobs BEFORE INSERT ON ops.jobs FOR EACH ROW EXECUTE FUNCTION fail_jobs()');
+	try {
+		const before = await ingestCounts(db.pool);
+		const error = await rejected(ingestUpdate(db.pool, input(textWithUrls()), {}));
+		assert.deepEqual([error.statusCode, error.kind, error.where.table], [500, 'db', 'raw.telegram_updates']);
+		assert.deepEqual(await ingestCounts(db.pool), before);
+	} finally {
+		await db.pool.query('DROP TRIGGER fail_jobs ON ops.jobs');
+		await db.pool.query('DROP FUNCTION fail_jobs()');
+	}
 });
 
 test('secretsMatch compares exactly', () => {

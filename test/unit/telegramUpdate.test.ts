@@ -50,3 +50,15 @@ test('malformed updates are rejected with the failing field named', () => {
 		assert.match(text, pattern, JSON.stringify(input));
 	}
 });
+
+test('the update is validated as received: parse returns the same object, a __proto__ key is seen and kept', () => {
+	const alone = JSON.parse('{"update_id":7,"__proto__":{"chat":{"id":5}}}');
+	const parsed = TelegramUpdate.parse(alone);
+	assert.equal(parsed, alone, 'no copy');
+	assert.deepEqual(Object.keys(parsed), ['update_id', '__proto__']);
+	assert.deepEqual(updateKeys(parsed), { update_id: 7, update_type: '__proto__', chat_id: 5, message_id: null, from_id: null });
+	const beside = JSON.parse(`{"update_id":7,"__proto__":{"a":1},"message":${JSON.stringify(textWithUrls().message)}}`);
+	const result = TelegramUpdate.safeParse(beside);
+	assert.equal(result.success, false, 'two update fields, as received');
+	assert.match(result.error!.issues[0].message, /found 2 \(__proto__, message\)/);
+});

@@ -1,12 +1,24 @@
 /**
- * TelegramIngest's one operation (seed 003 WF10, seed 002 §2): secret check → Update validation →
- * one atomic insert of raw update + keys + job → SuccessEnvelope with data.job_id.
+ * TelegramIngest's one operation (seed 003 WF10, seed 002 §2): secret check → body classification
+ * (body.ts) → one atomic insert of raw update + keys + job, or of the quarantine row (+ its ops.errors
+ * row) → envelope.
  *
+ * Answers (every body of an authenticated bot is kept: stored, quarantined, or a duplicate of either):
+ *  - 200 SuccessEnvelope, `data.quarantined: false`: stored (`data.job_id`), or a duplicate of a stored
+ *    update (`data.duplicate: true`, the original job_id);
+ *  - 200 SuccessEnvelope, `data.quarantined: true`: a Telegram update PostgreSQL cannot store normally
+ *    (NUL, lone surrogate, id outside int8, > 64 levels, > 1 MiB, or a 22xxx/54xxx error of the insert):
+ *    kept exactly in raw.telegram_quarantine with one ops.errors row written in the same statement
+ *    (kind validation, status_code 422, details.quarantine_id and details.quarantine.answered = 200);
+ *    `data.duplicate: true` for a re-delivery (nothing written).
  * Errors (ContractError, status code → kind):
- *  - 400 validation: bot key missing/malformed, body not a Telegram Update (the failing field is named);
+ *  - 400 validation: bot key missing/malformed; a body that is not a Telegram update (not UTF-8/JSON,
+ *    not an object, not an Update: the failing field is named) — that body is kept in
+ *    raw.telegram_quarantine first (`details.quarantine_id`), the ops.errors row comes from WF99;
  *  - 401 auth: no X-Telegram-Bot-Api-Secret-Token header; 403 auth: wrong secret;
  *  - 404 not_found: no enabled bot with that key;
- *  - 503 db (retryable): database unreachable / connection lost; 500 db: any other database error.
+ *  - 503 db (retryable): database unreachable / connection lost; 500 db: any other database error
+ *    (never for a data error of the update: that is quarantined).
  * ctx (correlation_id, trace_id, workflow, node, contracts.errorpipe) is built before any DB work and
  * travels on the error output.
  */
@@ -14,19 +26,21 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Pool } from 'pg';
 import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import type { SuccessEnvelope } from '../../shared/contracts/envelope';
-import { TelegramUpdate, updateKeys } from '../../shared/contracts/telegramUpdate';
 import { isUuid, newCorrelationId, success } from '../../shared/envelope';
 import { ContractError, fromPgError } from '../../shared/errors';
 import { isRecord } from '../../shared/json';
 import type { ItemState } from '../../shared/node/runItems';
-import { FIND_DUPLICATE, INGEST_UPDATE, LOOKUP_BOT } from './sql';
+import { classifyBody, safeText, type Body, type Classified, type QuarantineReason } from './body';
+import { FIND_DUPLICATE, FIND_QUARANTINED, INGEST_UPDATE, LOOKUP_BOT, QUARANTINE } from './sql';
 
 export interface IngestInput {
 	/** core.bots.bot_key: the `bot` query parameter of the webhook URL (/webhook/telegram?bot=<bot_key>). */
 	botKey: unknown;
 	/** Value of the X-Telegram-Bot-Api-Secret-Token header (undefined when absent). */
 	secretToken: unknown;
-	/** The webhook body: an object, or a JSON string. */
+	/** The webhook body exactly as received (the Webhook node's raw body); when given, `update` is ignored. */
+	rawBody?: Buffer;
+	/** The webhook body as n8n parsed it (an object), or a JSON string; used when `rawBody` is absent. */
 	update: unknown;
 	/** Incoming correlation id (e.g. an X-Correlation-Id header); used only when it is a UUID. */
 	correlationId?: unknown;
@@ -46,6 +60,9 @@ const BOT_KEY = /^[A-Za-z0-9_-]{1,64}$/;
 /** error_context of the checks against the bot (key, secret) and of the update's own validation/insert. */
 const BOTS = { operation: 'select', table: 'core.bots' } as const;
 const RAW = { operation: 'insert', table: 'raw.telegram_updates' } as const;
+const QUARANTINE_TABLE = { operation: 'insert', table: 'raw.telegram_quarantine' } as const;
+/** SQLSTATE classes of a value the database refuses (data exception, program limit such as stack depth). */
+const DATA_SQLSTATE = /^(22|54)/;
 
 /** Constant-time comparison of two secrets (hashes first, so lengths leak nothing either). */
 export function secretsMatch(given: string, expected: string): boolean {
@@ -54,15 +71,44 @@ export function secretsMatch(given: string, expected: string): boolean {
 	return timingSafeEqual(a, b);
 }
 
-function parseBody(update: unknown): unknown {
-	if (typeof update !== 'string') return update;
-	try {
-		return JSON.parse(update);
-	} catch (error) {
-		throw new ContractError(`invalid Telegram update: body is not JSON (${(error as Error).message})`, 400, 'validation', false, {
-			field: 'body',
-		}, RAW);
-	}
+/** An int8 decimal text as a JSON-safe id: a number when exact in JavaScript, else the text. */
+function idValue(text: string | null): number | string | null {
+	if (text === null) return null;
+	const value = Number(text);
+	return Number.isSafeInteger(value) ? value : text;
+}
+
+interface Bot {
+	bot_id: string;
+	tenant_id: string;
+	webhook_secret: string;
+	enabled: boolean;
+}
+
+interface Run {
+	pool: Pool;
+	input: IngestInput;
+	ctx: Record<string, unknown>;
+	bot: Bot;
+}
+
+type Quarantined = Extract<Classified, { kind: 'quarantine' }>;
+
+function meta(run: Run, ids: { chat_id?: unknown; message_id?: unknown; job_id?: number | null }) {
+	const { input, ctx, bot } = run;
+	return {
+		source: input.workflow,
+		correlation: {
+			correlation_id: ctx.correlation_id as string,
+			trace_id: ctx.trace_id as string | null,
+			tenant_id: bot.tenant_id,
+			chat_id: (ids.chat_id ?? null) as number | string | null,
+			message_id: typeof ids.message_id === 'number' ? ids.message_id : null,
+			workflow: input.workflow,
+			node: input.nodeName,
+			job_id: ids.job_id ?? null,
+		},
+	};
 }
 
 /** Runs the ingest for one item. `state.ctx` is set first, so a failure still carries it. */
@@ -85,7 +131,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	}
 	ctx.bot_key = input.botKey;
 
-	let bot: { bot_id: string; tenant_id: string; webhook_secret: string; enabled: boolean } | undefined;
+	let bot: Bot | undefined;
 	try {
 		bot = (await pool.query(LOOKUP_BOT, [input.botKey])).rows[0];
 	} catch (error) {
@@ -106,30 +152,22 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 		throw new ContractError('wrong X-Telegram-Bot-Api-Secret-Token', 403, 'auth', false, {}, BOTS);
 	}
 
-	const parsed = TelegramUpdate.safeParse(parseBody(input.update));
-	if (!parsed.success) {
-		const issues = parsed.error.issues.map((issue) => ({ path: issue.path.join('.') || '(update)', message: issue.message }));
-		throw new ContractError(
-			`invalid Telegram update: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
-			400,
-			'validation',
-			false,
-			{ field: 'body', issues },
-			RAW,
-		);
-	}
-	const update = parsed.data;
-	const keys = updateKeys(update);
-	ctx.chat_id = keys.chat_id;
-	ctx.message_id = keys.message_id;
+	const run: Run = { pool, input, ctx, bot };
+	const classified = classifyBody(input.rawBody, input.update);
+	if (classified.kind === 'quarantine') return quarantine(run, classified);
 
-	let row: { job_id: string; raw_update_id: string; duplicate: boolean } | undefined;
+	const { keys } = classified;
+	ctx.update_id = idValue(keys.update_id);
+	ctx.chat_id = idValue(keys.chat_id);
+	ctx.message_id = idValue(keys.message_id);
+
+	let row: { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean } | undefined;
 	try {
 		const params = [
 			bot.bot_id,
 			bot.tenant_id,
 			keys.update_id,
-			JSON.stringify(update), // text → ::jsonb: the update exactly as received, arrays included
+			classified.text, // the JSON text as received → ::jsonb (exact ids, every key, arrays included)
 			ctx.correlation_id,
 			input.jobType,
 			keys.update_type,
@@ -143,37 +181,135 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 		row = (await pool.query(INGEST_UPDATE, params)).rows[0];
 		row ??= (await pool.query(FIND_DUPLICATE, [bot.bot_id, keys.update_id])).rows[0];
 	} catch (error) {
+		const code = (error as { code?: unknown })?.code;
+		if (typeof code === 'string' && DATA_SQLSTATE.test(code)) {
+			// Safety net: whatever the checks before the insert missed, the database refused as data.
+			return quarantine(run, {
+				kind: 'quarantine',
+				body: classified.body,
+				reason: 'rejected_by_database',
+				status: 200,
+				message: safeText(`update quarantined: the database refused it (SQLSTATE ${code}: ${(error as Error).message})`),
+				path: null,
+				update_id: keys.update_id,
+			}, code);
+		}
 		throw fromPgError(error, RAW);
 	}
 	if (!row) {
 		throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
 	}
-	const jobId = Number(row.job_id);
+	const jobId = row.job_id === null ? null : Number(row.job_id);
 	ctx.job_id = jobId;
+	const quarantined = row.quarantine_id !== null;
 	return success(
 		{
 			job_id: jobId,
 			duplicate: row.duplicate,
-			raw_update_id: Number(row.raw_update_id),
-			update_id: keys.update_id,
+			quarantined,
+			quarantine_id: quarantined ? Number(row.quarantine_id) : null,
+			raw_update_id: row.raw_update_id === null ? null : Number(row.raw_update_id),
+			update_id: idValue(keys.update_id),
 			update_type: keys.update_type,
 			bot_id: bot.bot_id,
 			tenant_id: bot.tenant_id,
 			ctx,
 		},
-		{
-			source: input.workflow,
-			correlation: {
-				correlation_id: ctx.correlation_id as string,
-				trace_id: ctx.trace_id as string | null,
-				tenant_id: bot.tenant_id,
-				chat_id: keys.chat_id,
-				message_id: keys.message_id,
-				workflow: input.workflow,
-				node: input.nodeName,
-				job_id: jobId,
-			},
+		meta(run, { chat_id: ctx.chat_id, message_id: ctx.message_id, job_id: jobId }),
+	);
+}
+
+/** ops.errors.details of a quarantine row (the same shape WF99 writes: ctx, raw_error, error_context). */
+function errorDetails(run: Run, item: Quarantined, body: Body): Record<string, unknown> {
+	return {
+		ctx: run.ctx,
+		raw_error: { message: item.message, http_code: 422, node_type: 'n8n-nodes-contracts.telegramIngest' },
+		error_context: {
+			node: run.input.nodeName,
+			operation: 'insert',
+			table: 'raw.telegram_quarantine',
+			correlation_id: run.ctx.correlation_id,
+			error_message: item.message,
+			status_code: 422,
 		},
+		quarantine: {
+			reason: item.reason,
+			path: item.path,
+			answered: item.status,
+			body_sha256: body.sha256,
+			body_bytes: body.bytes.length,
+			body_source: body.source,
+		},
+	};
+}
+
+/** Keeps a body in raw.telegram_quarantine (and, for a 200 reason, its ops.errors row) and answers. */
+async function quarantine(run: Run, item: Quarantined, sqlstate?: string): Promise<SuccessEnvelope> {
+	const { pool, input, ctx, bot } = run;
+	const { body } = item;
+	const rejected = item.status === 400;
+	ctx.update_id = idValue(item.update_id);
+	const details: Record<string, unknown> = { message: item.message, path: item.path };
+	if (sqlstate) details.sqlstate = sqlstate;
+	let row: { quarantine_id: string | null; error_id: string | null; job_id: string | null; raw_update_id: string | null; duplicate: boolean } | undefined;
+	try {
+		const sha = Buffer.from(body.sha256, 'hex');
+		row = (
+			await pool.query(QUARANTINE, [
+				bot.bot_id,
+				bot.tenant_id,
+				body.bytes,
+				sha,
+				item.update_id,
+				body.source,
+				item.reason,
+				item.status,
+				JSON.stringify(details),
+				ctx.correlation_id,
+				input.workflow,
+				input.nodeName,
+				item.message,
+				JSON.stringify(errorDetails(run, item, body)),
+				!rejected,
+				ERRORPIPE_CONTRACT_VERSION,
+			])
+		).rows[0];
+		row ??= (await pool.query(FIND_QUARANTINED, [bot.bot_id, sha, item.update_id])).rows[0];
+	} catch (error) {
+		throw fromPgError(error, QUARANTINE_TABLE);
+	}
+	if (!row) {
+		throw new ContractError('body neither quarantined nor found as a duplicate', 500, 'db', true, {}, QUARANTINE_TABLE);
+	}
+	const quarantineId = row.quarantine_id === null ? null : Number(row.quarantine_id);
+	const jobId = row.job_id === null ? null : Number(row.job_id);
+	const reason: QuarantineReason = item.reason;
+	if (rejected && jobId === null) {
+		throw new ContractError(item.message, 400, 'validation', false, {
+			field: 'body',
+			reason,
+			path: item.path,
+			quarantine_id: quarantineId,
+			duplicate: row.duplicate,
+			body_sha256: body.sha256,
+		}, QUARANTINE_TABLE);
+	}
+	ctx.job_id = jobId;
+	return success(
+		{
+			job_id: jobId,
+			duplicate: row.duplicate,
+			quarantined: quarantineId !== null,
+			quarantine_id: quarantineId,
+			reason: quarantineId !== null ? reason : null,
+			raw_update_id: row.raw_update_id === null ? null : Number(row.raw_update_id),
+			update_id: idValue(item.update_id),
+			bot_id: bot.bot_id,
+			tenant_id: bot.tenant_id,
+			error_id: row.error_id === null ? null : Number(row.error_id),
+			ctx,
+		},
+		meta(run, { job_id: jobId }),
 	);
 }
 

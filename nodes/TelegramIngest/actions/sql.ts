@@ -1,5 +1,5 @@
 /**
- * The two statements of TelegramIngest (seed 003 WF10). Bind parameters only.
+ * The statements of TelegramIngest (seed 003 WF10). Bind parameters only.
  */
 
 /** Resolves a bot by its webhook key (one round trip). Columns: bot_id, tenant_id, webhook_secret, enabled. */
@@ -12,16 +12,21 @@ WHERE b.bot_key = $1`;
  * Stores one update exactly once, atomically (one statement): raw.telegram_updates (the update as
  * received), ops.jobs (payload = update + meta, dedup key tg:<bot_id>:<update_id>) and
  * raw.telegram_update_keys (the indexed keys and the job id). A duplicate (bot_id, update_id) writes
- * nothing and returns the original job; when the original is committed by a concurrent request after
+ * nothing and returns the original job; an update_id already quarantined for this bot writes nothing and
+ * returns the quarantine row (job_id NULL). When the original is committed by a concurrent request after
  * this statement's snapshot, zero rows come back and FIND_DUPLICATE (a fresh snapshot) finds it.
  *
- * $1 bot_id, $2 tenant_id, $3 update_id, $4 update (jsonb), $5 correlation_id, $6 job_type,
- * $7 update_type, $8 max_attempts, $9 dedup_key, $10 trace_id, $11 chat_id, $12 message_id, $13 from_id
+ * $1 bot_id, $2 tenant_id, $3 update_id (int8 text), $4 update (JSON text, as received), $5 correlation_id,
+ * $6 job_type, $7 update_type, $8 max_attempts, $9 dedup_key, $10 trace_id, $11 chat_id, $12 message_id,
+ * $13 from_id (int8 text or NULL).
+ * Columns: job_id, raw_update_id, quarantine_id, duplicate.
  */
 export const INGEST_UPDATE = `
-WITH raw_row AS (
+WITH quarantined AS (
+  SELECT q.id FROM raw.telegram_quarantine q WHERE q.bot_id = $1 AND q.update_id = $3::bigint
+), raw_row AS (
   INSERT INTO raw.telegram_updates (bot_id, tenant_id, update_id, update, correlation_id)
-  VALUES ($1, $2, $3, $4::jsonb, $5)
+  SELECT $1, $2, $3::bigint, $4::jsonb, $5 WHERE NOT EXISTS (SELECT 1 FROM quarantined)
   ON CONFLICT (bot_id, update_id) DO NOTHING
   RETURNING id
 ), job AS (
@@ -36,15 +41,66 @@ WITH raw_row AS (
 ), keys AS (
   INSERT INTO raw.telegram_update_keys
     (raw_update_id, bot_id, tenant_id, update_id, update_type, chat_id, message_id, from_id, job_id)
-  SELECT raw_row.id, $1, $2, $3, $7, $11, $12, $13, job.id FROM raw_row, job
+  SELECT raw_row.id, $1, $2, $3::bigint, $7, $11::bigint, $12::bigint, $13::bigint, job.id FROM raw_row, job
   RETURNING raw_update_id, job_id
 )
-SELECT keys.job_id, keys.raw_update_id, false AS duplicate FROM keys
+SELECT keys.job_id, keys.raw_update_id, NULL::bigint AS quarantine_id, false AS duplicate FROM keys
 UNION ALL
-SELECT k.job_id, k.raw_update_id, true AS duplicate
+SELECT k.job_id, k.raw_update_id, NULL::bigint, true
 FROM raw.telegram_update_keys k
-WHERE k.bot_id = $1 AND k.update_id = $3 AND NOT EXISTS (SELECT 1 FROM raw_row)`;
+WHERE k.bot_id = $1 AND k.update_id = $3::bigint AND NOT EXISTS (SELECT 1 FROM raw_row)
+UNION ALL
+SELECT NULL::bigint, NULL::bigint, quarantined.id, true FROM quarantined`;
 
-/** The original job of an update stored by another transaction ($1 bot_id, $2 update_id). */
+/** The original of an update stored by another transaction ($1 bot_id, $2 update_id): its job or its quarantine row. */
 export const FIND_DUPLICATE = `
-SELECT job_id, raw_update_id, true AS duplicate FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $2`;
+SELECT job_id, raw_update_id, NULL::bigint AS quarantine_id, true AS duplicate
+FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $2::bigint
+UNION ALL
+SELECT NULL::bigint, NULL::bigint, id, true FROM raw.telegram_quarantine WHERE bot_id = $1 AND update_id = $2::bigint
+LIMIT 1`;
+
+/**
+ * Keeps one body in raw.telegram_quarantine, exactly once, and (when $15 is true) writes its one
+ * ops.errors row in the same statement, so both exist or neither (kind validation, status_code 422 —
+ * the update is unprocessable — while Telegram was answered $8 = 200: details.quarantine.answered). A re-delivery — same bot and same
+ * bytes, or same bot and same readable update_id — writes nothing and returns the first row
+ * (duplicate = true); so does an update_id already stored normally (job_id of the original).
+ *
+ * $1 bot_id, $2 tenant_id, $3 body (bytea), $4 body_sha256 (bytea), $5 update_id (int8 text or NULL),
+ * $6 body_source, $7 reason, $8 status_code, $9 details (jsonb text), $10 correlation_id,
+ * $11 workflow (ops.errors.workflow and source), $12 node, $13 message, $14 ops.errors details (jsonb text),
+ * $15 write the ops.errors row, $16 contract_version.
+ * Columns: quarantine_id, error_id, job_id, raw_update_id, duplicate.
+ */
+export const QUARANTINE = `
+WITH stored AS (
+  SELECT k.job_id, k.raw_update_id FROM raw.telegram_update_keys k
+  WHERE $5::bigint IS NOT NULL AND k.bot_id = $1 AND k.update_id = $5::bigint
+), q AS (
+  INSERT INTO raw.telegram_quarantine
+    (bot_id, tenant_id, update_id, body, body_source, body_sha256, reason, status_code, details, correlation_id)
+  SELECT $1, $2, $5::bigint, $3, $6, $4, $7, $8, $9::jsonb, $10 WHERE NOT EXISTS (SELECT 1 FROM stored)
+  ON CONFLICT DO NOTHING
+  RETURNING id
+), e AS (
+  INSERT INTO ops.errors
+    (correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
+  SELECT $10, $2, NULL, $11, $12, 'validation', 422, false, $13,
+         $14::jsonb || jsonb_build_object('quarantine_id', q.id), $16, $11
+  FROM q WHERE $15::boolean
+  RETURNING id
+)
+SELECT q.id AS quarantine_id, (SELECT id FROM e) AS error_id, NULL::bigint AS job_id, NULL::bigint AS raw_update_id, false AS duplicate FROM q
+UNION ALL
+(SELECT x.id, NULL::bigint, NULL::bigint, NULL::bigint, true FROM raw.telegram_quarantine x
+ WHERE NOT EXISTS (SELECT 1 FROM q) AND x.bot_id = $1 AND (x.body_sha256 = $4 OR x.update_id = $5::bigint)
+ ORDER BY x.id LIMIT 1)
+UNION ALL
+SELECT NULL::bigint, NULL::bigint, stored.job_id, stored.raw_update_id, true FROM stored`;
+
+/** A quarantined body committed by a concurrent request ($1 bot_id, $2 body_sha256, $3 update_id or NULL). */
+export const FIND_QUARANTINED = `
+SELECT id AS quarantine_id, NULL::bigint AS error_id, NULL::bigint AS job_id, NULL::bigint AS raw_update_id, true AS duplicate
+FROM raw.telegram_quarantine WHERE bot_id = $1 AND (body_sha256 = $2 OR update_id = $3::bigint)
+ORDER BY id LIMIT 1`;
