@@ -13,7 +13,7 @@
 import { ErrorKind, type ErrorEnvelope } from '../../shared/contracts/envelope';
 import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import { failure, isUuid, newCorrelationId } from '../../shared/envelope';
-import { field, isRecord, recordAt } from '../../shared/json';
+import { field, isRecord, mergeOwn, recordAt, UNREADABLE } from '../../shared/json';
 import { MAX_DETAILS_BYTES, MAX_ID_TEXT_LENGTH, MAX_STRING_LENGTH, Sanitizer } from '../../shared/sanitize';
 import { absent, fitOrText, INT4_MAX, positiveInt } from './columns';
 
@@ -31,17 +31,20 @@ export interface NormalizedError {
 	/** The contract version the caller declared (`ctx.contracts.errorpipe`), else the current one. */
 	contractVersion: number;
 	/**
-	 * `ctx.job_claim_token` (the attempt's `ops.jobs.claim_token`, from Claim Jobs via WF90), or null when ctx
-	 * has none (null/""/absent). Not validated here: a value that is not a UUID (a non-string becomes
-	 * `"<invalid: type>"`) never matches a claim, so its job path is stale.
+	 * `ctx.job_claim_token` (the attempt's `ops.jobs.claim_token`, from Claim Jobs via WF90), read from the
+	 * item itself (never from the budget-cut copy in details), or null when ctx has none (key absent, or
+	 * null/undefined: ctx contract `nullable`). Any other value that is not a UUID — "", a number, an array, a
+	 * getter that throws — is returned as `"<invalid: type>"`, which never matches a claim: its job path is
+	 * `stale`, never the tokenless fallback.
 	 */
 	jobClaimToken: string | null;
 }
 
-/** ctx.job_claim_token as text; null when absent (older workflows: the job path then checks `running` only). */
+/** ctx.job_claim_token: the UUID, null when none was given (older workflows), else `<invalid: type>`. */
 function claimTokenOf(value: unknown): string | null {
-	if (value === undefined || value === null || value === '') return null;
-	return typeof value === 'string' ? value : `<invalid: ${Array.isArray(value) ? 'array' : typeof value}>`;
+	if (value === undefined || value === null) return null;
+	if (isUuid(value)) return value;
+	return `<invalid: ${value === UNREADABLE ? 'unreadable' : Array.isArray(value) ? 'array' : typeof value === 'string' ? 'not a UUID' : typeof value}>`;
 }
 
 const DEFAULT_STATUS: Record<ErrorKind, number> = {
@@ -111,7 +114,7 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	const n8nDetails = recordAt(json, 'n8nDetails');
 
 	// ctx: the canonical `ctx` wins over the in-workflow glue `_ctx`, which wins over what a node put in its error.
-	const ctxIn: Record<string, unknown> = { ...recordAt(err, 'ctx'), ...recordAt(json, '_ctx'), ...recordAt(json, 'ctx') };
+	const ctxIn: Record<string, unknown> = mergeOwn(recordAt(err, 'ctx'), recordAt(json, '_ctx'), recordAt(json, 'ctx'));
 	// error_context: explicit block, else the node's own, completed by the `_err.*` stamps of the error branch.
 	const stamped = recordAt(json, '_err');
 	const given = recordAt(json, 'error_context') ?? recordAt(err, 'error_context');
@@ -206,7 +209,7 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	fitDetails(details);
 	if (clean.sanitized) details.sanitized = true;
 	if (clean.truncated || details.truncated) details.truncated = true;
-	return { envelope, jobId, contractVersion, jobClaimToken: claimTokenOf(ctx.job_claim_token) };
+	return { envelope, jobId, contractVersion, jobClaimToken: jobId === null ? null : claimTokenOf(ctxIn.job_claim_token) };
 }
 
 /**
