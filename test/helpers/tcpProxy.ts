@@ -1,14 +1,25 @@
 /**
  * A TCP forwarder on 127.0.0.1 in front of the test PostgreSQL: `down()` drops every open connection
  * and refuses new ones (the database "stops" for whoever connects through it), `up()` brings it back
- * on the same port.
+ * on the same port. `dropReplyTo(marker)`: the next request whose bytes contain `marker` is forwarded, and
+ * its connection is cut as soon as the server starts to answer (the answer never reaches the client) —
+ * "the statement ran, the reply was lost".
  */
 import net from 'node:net';
+import { Transform } from 'node:stream';
 
 export class TcpProxy {
 	private server?: net.Server;
 	private sockets = new Set<net.Socket>();
 	port = 0;
+	private dropMarker?: Buffer;
+	/** Requests whose reply was dropped so far. */
+	dropped = 0;
+
+	/** Forwards the next request that contains `marker` and drops its reply (both sockets are destroyed). */
+	dropReplyTo(marker: string): void {
+		this.dropMarker = Buffer.from(marker, 'utf8');
+	}
 
 	constructor(
 		private readonly targetHost: string,
@@ -26,7 +37,24 @@ export class TcpProxy {
 					upstream.destroy();
 				});
 			}
-			client.pipe(upstream).pipe(client);
+			let dropReply = false;
+			client.on('data', (chunk: Buffer) => {
+				if (this.dropMarker && chunk.includes(this.dropMarker)) {
+					this.dropMarker = undefined;
+					dropReply = true;
+				}
+			});
+			const gate = new Transform({
+				transform: (chunk, _encoding, done) => {
+					if (!dropReply) return done(null, chunk);
+					this.dropped++;
+					client.destroy();
+					upstream.destroy();
+					done();
+				},
+			});
+			client.pipe(upstream);
+			upstream.pipe(gate).pipe(client);
 		});
 		await new Promise<void>((resolve, reject) => {
 			this.server!.once('error', reject);
