@@ -3,7 +3,8 @@
  * and refuses new ones (the database "stops" for whoever connects through it), `up()` brings it back
  * on the same port. `dropReplyTo(marker)`: the next request whose bytes contain `marker` is forwarded, and
  * its connection is cut as soon as the server starts to answer (the answer never reaches the client) —
- * "the statement ran, the reply was lost".
+ * "the statement ran, the reply was lost"; `dropRequestTo(marker)`: that request never reaches the server and
+ * its connection is cut — "the connection was lost, the statement never ran". Both look alike to the client.
  */
 import net from 'node:net';
 import { Transform } from 'node:stream';
@@ -13,12 +14,19 @@ export class TcpProxy {
 	private sockets = new Set<net.Socket>();
 	port = 0;
 	private dropMarker?: Buffer;
-	/** Requests whose reply was dropped so far. */
+	/** Requests (or their replies) dropped so far. */
 	dropped = 0;
+
+	private dropRequestMarker?: Buffer;
 
 	/** Forwards the next request that contains `marker` and drops its reply (both sockets are destroyed). */
 	dropReplyTo(marker: string): void {
 		this.dropMarker = Buffer.from(marker, 'utf8');
+	}
+
+	/** Drops the next request that contains `marker` (never forwarded) and cuts its connection. */
+	dropRequestTo(marker: string): void {
+		this.dropRequestMarker = Buffer.from(marker, 'utf8');
 	}
 
 	constructor(
@@ -38,23 +46,28 @@ export class TcpProxy {
 				});
 			}
 			let dropReply = false;
-			client.on('data', (chunk: Buffer) => {
-				if (this.dropMarker && chunk.includes(this.dropMarker)) {
-					this.dropMarker = undefined;
-					dropReply = true;
-				}
-			});
-			const gate = new Transform({
-				transform: (chunk, _encoding, done) => {
-					if (!dropReply) return done(null, chunk);
-					this.dropped++;
-					client.destroy();
-					upstream.destroy();
-					done();
+			const cut = (done: () => void) => {
+				this.dropped++;
+				client.destroy();
+				upstream.destroy();
+				done();
+			};
+			const toServer = new Transform({
+				transform: (chunk: Buffer, _encoding, done) => {
+					if (this.dropRequestMarker && chunk.includes(this.dropRequestMarker)) {
+						this.dropRequestMarker = undefined;
+						return cut(done);
+					}
+					if (this.dropMarker && chunk.includes(this.dropMarker)) {
+						this.dropMarker = undefined;
+						dropReply = true;
+					}
+					done(null, chunk);
 				},
 			});
-			client.pipe(upstream);
-			upstream.pipe(gate).pipe(client);
+			const toClient = new Transform({ transform: (chunk, _encoding, done) => (dropReply ? cut(done) : done(null, chunk)) });
+			client.pipe(toServer).pipe(upstream);
+			upstream.pipe(toClient).pipe(client);
 		});
 		await new Promise<void>((resolve, reject) => {
 			this.server!.once('error', reject);

@@ -68,3 +68,50 @@ for (const [label, withToken] of [['with the claim token', true], ['without a to
 		assert.deepEqual(runs, [{ attempt: 1, status: 'retry' }]);
 	});
 }
+
+test('a connection lost before the statement ran (same symptom for the client): the job path and the row are written once, on a new connection', async () => {
+	const { id, token } = await claimedJob('lost-request');
+	const message = `lost request ${randomUUID()}`;
+	const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
+	const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+	const droppedBefore = proxy.dropped;
+	proxy.dropRequestTo(message);
+	const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+	assert.equal(proxy.dropped, droppedBefore + 1, 'the statement was dropped');
+	const { rows } = await db.pool.query("SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1", [message]);
+	assert.deepEqual(rows.map((r) => r.outcome), ['queued']);
+	assert.equal(result.error_id, Number(rows[0].id));
+	assert.deepEqual(result.write_failures, []);
+	assert.equal((result.job as { outcome: string }).outcome, 'queued');
+	const { rows: job } = await db.pool.query('SELECT status, claim_token, last_error FROM ops.jobs WHERE id = $1', [id]);
+	assert.equal(job[0].status, 'queued');
+	assert.equal(Number(job[0].last_error.error_id), result.error_id);
+	const { rows: runs } = await db.pool.query('SELECT attempt, status FROM ops.job_runs WHERE job_id = $1', [id]);
+	assert.deepEqual(runs, [{ attempt: 1, status: 'retry' }]);
+});
+
+test('a connection lost while the job cannot be written: the row is still written once (job_outcome write_failed), the job left running', async () => {
+	await db.pool.query(`
+		CREATE FUNCTION public.refuse_marked_job() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+		  IF NEW.last_error->>'message' LIKE 'refused job %' THEN RAISE EXCEPTION 'injected: ops.jobs refuses'; END IF;
+		  RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_marked_job BEFORE UPDATE ON ops.jobs FOR EACH ROW EXECUTE FUNCTION public.refuse_marked_job();`);
+	try {
+		const { id, token } = await claimedJob('lost-refused');
+		const message = `refused job ${randomUUID()}`;
+		const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
+		const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+		proxy.dropRequestTo(message);
+		const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+		const { rows } = await db.pool.query("SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1", [message]);
+		assert.deepEqual(rows.map((r) => r.outcome), ['write_failed']);
+		assert.equal(result.error_id, Number(rows[0].id));
+		assert.deepEqual(result.write_failures.map((f) => f.table), ['ops.jobs']);
+		const { rows: job } = await db.pool.query('SELECT status, claim_token FROM ops.jobs WHERE id = $1', [id]);
+		assert.deepEqual(job[0], { status: 'running', claim_token: token });
+	} finally {
+		await db.pool.query('DROP TRIGGER refuse_marked_job ON ops.jobs; DROP FUNCTION public.refuse_marked_job()');
+	}
+});
