@@ -24,9 +24,12 @@ export class TcpProxy {
 		this.dropMarker = Buffer.from(marker, 'utf8');
 	}
 
-	/** Drops the next request that contains `marker` (never forwarded) and cuts its connection. */
-	dropRequestTo(marker: string): void {
+	private dropRequestsLeft = 0;
+
+	/** Drops the next `times` requests that contain `marker` (never forwarded) and cuts their connections. */
+	dropRequestTo(marker: string, times = 1): void {
 		this.dropRequestMarker = Buffer.from(marker, 'utf8');
+		this.dropRequestsLeft = times;
 	}
 
 	constructor(
@@ -55,7 +58,7 @@ export class TcpProxy {
 			const toServer = new Transform({
 				transform: (chunk: Buffer, _encoding, done) => {
 					if (this.dropRequestMarker && chunk.includes(this.dropRequestMarker)) {
-						this.dropRequestMarker = undefined;
+						if (--this.dropRequestsLeft <= 0) this.dropRequestMarker = undefined;
 						return cut(done);
 					}
 					if (this.dropMarker && chunk.includes(this.dropMarker)) {

@@ -115,3 +115,21 @@ test('a connection lost while the job cannot be written: the row is still writte
 		await db.pool.query('DROP TRIGGER refuse_marked_job ON ops.jobs; DROP FUNCTION public.refuse_marked_job()');
 	}
 });
+
+test('the connection lost again while settling: nothing written twice, the unknown outcome is reported (no throw)', async () => {
+	const { id, token } = await claimedJob('lost-twice');
+	const message = `lost twice ${randomUUID()}`;
+	const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
+	const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+	const droppedBefore = proxy.dropped;
+	proxy.dropRequestTo(message, 2); // the statement, then the settling transaction's job path
+	const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+	assert.equal(proxy.dropped, droppedBefore + 2);
+	assert.equal(result.error_id, null);
+	assert.equal(result.write_failures.length, 1);
+	assert.match(result.write_failures[0].message, /^outcome unknown/);
+	const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM ops.errors WHERE message = $1', [message]);
+	assert.equal(rows[0].n, 0);
+	const { rows: job } = await db.pool.query('SELECT status, claim_token FROM ops.jobs WHERE id = $1', [id]);
+	assert.deepEqual(job[0], { status: 'running', claim_token: token }, 'left to Release Stale');
+});

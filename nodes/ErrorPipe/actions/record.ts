@@ -14,7 +14,8 @@
  *     matches.
  * The outcome is `error.details.job_outcome`, in the row and in the envelope: the job's new status
  * (`queued` | `dead` | `failed`), `stale` when the job path did not apply, or `write_failed` when the job
- * could not be written (the job is then untouched; see `write_failures`).
+ * could not be written (the job is then untouched; see `write_failures`) — or, when the connection was lost
+ * and the database could not be reached again to settle it, the outcome is unknown (a write failure says so).
  * Both writes are one statement (the row, its job_outcome, the job, its run and the job's last_error.error_id
  * commit together), under an ops.errors id taken up front (nextval), so that exactly one row is written per
  * item whatever happens to the statement:
@@ -270,6 +271,8 @@ async function settleUnknownOutcome(
 	let broken: unknown;
 	try {
 		client = await pool.connect();
+		// a connection lost while checked out is also emitted as 'error': the failed query reports it here
+		client.on('error', ignoreClientError);
 		await client.query('BEGIN');
 		let jobFailure: RecordResult['write_failures'][number] | null = null;
 		await client.query('SAVEPOINT job_path');
@@ -297,12 +300,19 @@ async function settleUnknownOutcome(
 		}
 		result.error_id = errorId;
 	} catch (error) {
+		// the database could not be reached again: whether the first statement committed stays unknown
 		broken = error;
 		result.error_id = null;
 		result.job = jobResult('write_failed');
-		result.write_failures.push(failureOf('ops.errors', error));
+		const failure = failureOf('ops.errors', error);
+		result.write_failures.push({ ...failure, message: `outcome unknown (connection lost, not settled): ${failure.message}` });
 		await client?.query('ROLLBACK').catch(() => undefined);
 	} finally {
+		client?.removeListener('error', ignoreClientError);
 		client?.release(broken instanceof Error ? broken : undefined);
 	}
+}
+
+function ignoreClientError(): void {
+	// reported by the query that failed
 }
