@@ -15,7 +15,8 @@ import { recordError, type RecordResult } from './actions/record';
 /**
  * Error Pipe — WF99, the global error handler, in one node (seed 002 §1, seed 003 WF99).
  *
- * Input: any item (ctx / _ctx / error_context / _err / n8n error output fields, or nothing at all).
+ * Input: any item (ctx / _ctx / error_context / _err / n8n error output fields, or nothing at all); the
+ * fields it does not use are kept in `error.details.input` (see actions/normalize.ts).
  * Output: exactly one ErrorEnvelope v1 per item, on the main output, always (it never fails an item, in
  * any error mode: the input is sanitised and capped in normalize, see nodes/shared/sanitize.ts):
  * `_internal.error_id` is the `ops.errors` row, `_internal.job_path` what happened to `ctx.job_id`'s job

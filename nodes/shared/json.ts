@@ -73,3 +73,33 @@ export function setOwn(target: Record<string, unknown>, key: string, value: unkn
 	if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 	else target[key] = value;
 }
+
+/** What `readOwn` gives for a property whose getter (or proxy trap) throws. */
+export const UNREADABLE = '[unreadable]';
+
+/**
+ * Shallow merge of the own enumerable properties of `sources` (later ones win), as `{ ...a, ...b }` but
+ * never throwing: a getter that throws gives `UNREADABLE`, a source whose keys cannot be listed adds nothing.
+ */
+export function mergeOwn(...sources: Array<Record<string, unknown> | undefined>): Record<string, unknown> {
+	const out: Record<string, unknown> = {};
+	for (const source of sources) {
+		if (!source) continue;
+		let keys: string[];
+		try {
+			keys = Object.keys(source);
+		} catch {
+			continue;
+		}
+		for (const key of keys) {
+			let value: unknown;
+			try {
+				value = source[key];
+			} catch {
+				value = UNREADABLE;
+			}
+			setOwn(out, key, value);
+		}
+	}
+	return out;
+}

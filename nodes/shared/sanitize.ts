@@ -216,11 +216,21 @@ export class Sanitizer {
 			return out;
 		}
 		if (obj instanceof Error) keys = ['name', 'message', ...keys.filter((k) => k !== 'name' && k !== 'message')];
+		// Keys that clean to the same name are kept as `name`, `name~2`, `name~3` …: the next free suffix per
+		// cleaned name is remembered, so n colliding keys cost O(n) work, not O(n²).
+		const nextSuffix = new Map<string, number>();
 		for (const key of keys) {
+			if (this.spent) break;
 			const raw = read(obj as Record<string, unknown>, key);
 			if (raw === undefined || typeof raw === 'function' || typeof raw === 'symbol') continue;
-			let name = this.text(key);
-			for (let n = 2; Object.prototype.hasOwnProperty.call(out, name); n++) name = `${this.text(key)}~${n}`;
+			const cleaned = this.text(key);
+			let name = cleaned;
+			if (Object.prototype.hasOwnProperty.call(out, name)) {
+				let n = nextSuffix.get(cleaned) ?? 2;
+				while (Object.prototype.hasOwnProperty.call(out, `${cleaned}~${n}`)) n++;
+				name = `${cleaned}~${n}`;
+				nextSuffix.set(cleaned, n + 1);
+			}
 			if (!this.charge(jsonBytes(name) + 2)) break;
 			const entry = this.walk(raw, depth + 1, ancestors);
 			if (entry === SPENT) break;

@@ -1,14 +1,36 @@
 /**
  * A TCP forwarder on 127.0.0.1 in front of the test PostgreSQL: `down()` drops every open connection
  * and refuses new ones (the database "stops" for whoever connects through it), `up()` brings it back
- * on the same port.
+ * on the same port. `dropReplyTo(marker)`: the next request whose bytes contain `marker` is forwarded, and
+ * its connection is cut as soon as the server starts to answer (the answer never reaches the client) —
+ * "the statement ran, the reply was lost"; `dropRequestTo(marker)`: that request never reaches the server and
+ * its connection is cut — "the connection was lost, the statement never ran". Both look alike to the client.
  */
 import net from 'node:net';
+import { Transform } from 'node:stream';
 
 export class TcpProxy {
 	private server?: net.Server;
 	private sockets = new Set<net.Socket>();
 	port = 0;
+	private dropMarker?: Buffer;
+	/** Requests (or their replies) dropped so far. */
+	dropped = 0;
+
+	private dropRequestMarker?: Buffer;
+
+	/** Forwards the next request that contains `marker` and drops its reply (both sockets are destroyed). */
+	dropReplyTo(marker: string): void {
+		this.dropMarker = Buffer.from(marker, 'utf8');
+	}
+
+	private dropRequestsLeft = 0;
+
+	/** Drops the next `times` requests that contain `marker` (never forwarded) and cuts their connections. */
+	dropRequestTo(marker: string, times = 1): void {
+		this.dropRequestMarker = Buffer.from(marker, 'utf8');
+		this.dropRequestsLeft = times;
+	}
 
 	constructor(
 		private readonly targetHost: string,
@@ -26,7 +48,29 @@ export class TcpProxy {
 					upstream.destroy();
 				});
 			}
-			client.pipe(upstream).pipe(client);
+			let dropReply = false;
+			const cut = (done: () => void) => {
+				this.dropped++;
+				client.destroy();
+				upstream.destroy();
+				done();
+			};
+			const toServer = new Transform({
+				transform: (chunk: Buffer, _encoding, done) => {
+					if (this.dropRequestMarker && chunk.includes(this.dropRequestMarker)) {
+						if (--this.dropRequestsLeft <= 0) this.dropRequestMarker = undefined;
+						return cut(done);
+					}
+					if (this.dropMarker && chunk.includes(this.dropMarker)) {
+						this.dropMarker = undefined;
+						dropReply = true;
+					}
+					done(null, chunk);
+				},
+			});
+			const toClient = new Transform({ transform: (chunk, _encoding, done) => (dropReply ? cut(done) : done(null, chunk)) });
+			client.pipe(toServer).pipe(upstream);
+			upstream.pipe(toClient).pipe(client);
 		});
 		await new Promise<void>((resolve, reject) => {
 			this.server!.once('error', reject);

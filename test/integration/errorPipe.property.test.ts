@@ -118,6 +118,30 @@ const item = fc.oneof(
 	value,
 );
 
+/**
+ * Half of the object items get a valid ctx.correlation_id (and often a valid ctx.job_id) on top of whatever
+ * else they carry: the envelope must keep them (`expect`), whatever the rest of the item is.
+ */
+const withValidIds = fc
+	.tuple(item, fc.boolean(), fc.uuid(), fc.option(fc.integer({ min: 1, max: 2 ** 31 }), { nil: undefined }))
+	.map(([input, inject, correlationId, jobId]) => {
+		if (!inject || input === null || typeof input !== 'object' || Array.isArray(input) || input instanceof Map || input instanceof Set) return { input, expect: undefined };
+		const given = (input as Record<string, unknown>).ctx;
+		const ctx: Record<string, unknown> = { ...(given !== null && typeof given === 'object' && !Array.isArray(given) ? given : {}), correlation_id: correlationId };
+		if (jobId === undefined) delete ctx.job_id;
+		else ctx.job_id = jobId;
+		return { input: { ...(input as Record<string, unknown>), ctx }, expect: { correlationId, jobId } };
+	});
+
+/** Valid UUIDs an item carries in error_context / _err / error.error_context: these may win over ctx's (seed 002 §1.3). */
+function contextCorrelations(input: unknown): string[] {
+	const at = (value: unknown, key: string): unknown => (value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined);
+	return [at(at(input, 'error_context'), 'correlation_id'), at(at(input, '_err'), 'correlation_id'), at(at(at(input, 'error'), 'error_context'), 'correlation_id')]
+		.filter((v): v is string => typeof v === 'string' && UUID.test(v))
+		.map((v) => v.toLowerCase());
+}
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** Paths to undefined, NaN or ±Infinity, and the deepest nesting — iteratively (no stack). */
 function inspectTree(root: unknown): { bad: string[]; depth: number } {
 	const bad: string[] = [];
@@ -143,11 +167,19 @@ test('any item: one valid ErrorEnvelope and exactly one ops.errors row, no throw
 	let items = 0;
 	const started = Date.now();
 	await fc.assert(
-		fc.asyncProperty(item, async (input) => {
+		fc.asyncProperty(withValidIds, async ({ input, expect }) => {
 			// normalize and the envelope checks: per run, so fast-check shrinks a failing item
-			const { envelope, jobId, contractVersion } = normalizeErrorItem(input, { source: 'WF99' });
+			const { envelope, jobId, contractVersion, jobClaimToken } = normalizeErrorItem(input, { source: 'WF99' });
 			const parsed = ErrorEnvelope.safeParse(envelope);
 			assert.ok(parsed.success, parsed.success ? '' : parsed.error.message);
+			// a real envelope, not the "could not read this item" fallback, and the caller's valid ids kept
+			assert.equal(envelope.error.details.normalize_failure, undefined, 'not the fallback envelope');
+			if (expect) {
+				const kept = envelope.meta.correlation.correlation_id.toLowerCase();
+				assert.ok([expect.correlationId.toLowerCase(), ...contextCorrelations(input)].includes(kept), `correlation id ${kept} kept`);
+				assert.equal(jobId, expect.jobId ?? jobId, 'a valid ctx.job_id is the job path\'s id');
+				if (expect.jobId !== undefined) assert.equal(envelope.meta.correlation.job_id, expect.jobId);
+			}
 			const { bad, depth } = inspectTree(envelope);
 			assert.deepEqual(bad, [], 'no undefined, NaN or Infinity in the envelope');
 			assert.ok(depth <= MAX_DEPTH + 4, `envelope depth ${depth}`);
@@ -156,7 +188,7 @@ test('any item: one valid ErrorEnvelope and exactly one ops.errors row, no throw
 			const correlation = envelope.meta.correlation.correlation_id.toLowerCase();
 			expected.set(correlation, (expected.get(correlation) ?? 0) + 1);
 			items++;
-			const pending: Promise<void> = recordError(db.pool, envelope, jobId, contractVersion).then((result) => {
+			const pending: Promise<void> = recordError(db.pool, envelope, jobId, contractVersion, jobClaimToken).then((result) => {
 				if (result.error_id === null || result.write_failures.length) {
 					failures.push(`${JSON.stringify(result.write_failures)} for ${inspect(input, { depth: 4, maxStringLength: 200, maxArrayLength: 10 })}`);
 				}

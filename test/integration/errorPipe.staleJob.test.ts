@@ -200,3 +200,43 @@ test('one write failing does not take the other with it: the job is still retrie
 		await db.pool.query('DROP TRIGGER refuse_errors ON ops.errors; DROP TRIGGER refuse_jobs ON ops.jobs; DROP FUNCTION public.refuse_error_row(); DROP FUNCTION public.refuse_job_update()');
 	}
 });
+
+test('race 2 with a large ctx: A\'s token is read from the raw ctx, not from its budget-cut copy — B keeps the job', async () => {
+	const [id] = await enqueue('reclaimed-large-ctx', 1);
+	const [a] = await claimJobs(db.pool, { job_type: 'reclaimed-large-ctx', batch_size: 1, worker: 'A' });
+	await db.pool.query("UPDATE ops.jobs SET locked_at = now() - interval '1 hour' WHERE id = $1", [id]);
+	await releaseStale(db.pool, { older_than_seconds: 600, limit: 10 });
+	const [b] = await claimJobs(db.pool, { job_type: 'reclaimed-large-ctx', batch_size: 1, worker: 'B' });
+	// 20 × 16,000 characters before job_id and the token: the details budget is spent before the copy reaches them
+	const payload = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`f${i}`, 'x'.repeat(16_000)]));
+	const item = { ctx: { correlation_id: randomUUID(), payload, job_id: id, job_claim_token: a.claim_token }, error: { message: 'late', kind: 'upstream', retryable: true } };
+	const normalized = normalizeErrorItem(item, { source: 'WF99' });
+	assert.equal(normalized.envelope.error.details.truncated, true, 'the ctx copy was cut');
+	assert.equal(normalized.jobClaimToken, a.claim_token);
+	const result = await recordError(db.pool, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+	assert.equal((result.job as { outcome: string }).outcome, 'stale');
+	assert.deepEqual(await jobState(id), { status: 'running', attempts: 2, locked_by: 'B', claim_token: b.claim_token });
+});
+
+test('a job_claim_token key whose value is not a UUID, or cannot be read, is stale — never the tokenless fallback', async () => {
+	const [id] = await enqueue('bad-token-key', 1);
+	const [job] = await claimJobs(db.pool, { job_type: 'bad-token-key', batch_size: 1, worker: 'w1' });
+	const unreadable = { correlation_id: randomUUID(), job_id: id, workflow: 'WF90' };
+	Object.defineProperty(unreadable, 'job_claim_token', { enumerable: true, get: () => { throw new Error('no'); } });
+	const items: Array<[string, unknown]> = [
+		['""', lateError(id, '')],
+		['a number', lateError(id, 7)],
+		['an array', lateError(id, [job.claim_token])],
+		['a getter that throws', { ctx: unreadable, error: { message: 'x', kind: 'upstream', retryable: true } }],
+	];
+	for (const [label, item] of items) {
+		const normalized = normalizeErrorItem(item, { source: 'WF99' });
+		assert.equal(normalized.jobId, id, label);
+		assert.notEqual(normalized.jobClaimToken, null, label);
+		const result = await recordError(db.pool, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+		assert.equal((result.job as { outcome: string }).outcome, 'stale', label);
+		assert.deepEqual(await jobState(id), { status: 'running', attempts: 1, locked_by: 'w1', claim_token: job.claim_token }, label);
+	}
+	// null is "no token" (ctx contract: nullable), as an older workflow sends it
+	assert.equal(normalizeErrorItem(lateError(id, null), { source: 'WF99' }).jobClaimToken, null);
+});

@@ -153,3 +153,42 @@ test('a non-object item is kept in details.input; ids that fit their column are 
 	assert.equal(envelope.error.details.sanitized, undefined, 'nothing to sanitise: no flag');
 	assert.equal(envelope.error.details.truncated, undefined);
 });
+
+test('fields the Error Pipe does not know are kept in details.input; an object message is made readable', () => {
+	const cases: Array<[string, Record<string, unknown>, string, unknown]> = [
+		['reason', { reason: 'disk full on /var', code: 'ENOSPC' }, 'disk full on /var', { code: 'ENOSPC' }],
+		['message object', { message: { detail: 'quota exceeded', limit: 10 } }, 'quota exceeded', { message: { detail: 'quota exceeded', limit: 10 } }],
+		['message object without a text field', { message: { limit: 10 } }, '{"limit":10}', { message: { limit: 10 } }],
+		[
+			'error.description and error.context',
+			{ error: { message: 'Bad request', description: 'field "x" is required', context: { itemIndex: 3 }, node: { name: 'HTTP', type: 'n8n-nodes-base.httpRequest', parameters: { headerValue: 'Bearer s3cret' } } } },
+			'Bad request',
+			{ error: { description: 'field "x" is required', context: { itemIndex: 3 }, node: { name: 'HTTP', type: 'n8n-nodes-base.httpRequest' } } },
+		],
+		['n8nDetails', { message: 'boom', n8nDetails: { nodeType: 'n8n-nodes-base.set', nodeName: 'Set', itemIndex: 2, httpCode: '502' } }, 'boom', { n8nDetails: { nodeName: 'Set', itemIndex: 2 } }],
+		[
+			'n8n Error Trigger',
+			{ execution: { id: '42', error: { message: 'Workflow failed', stack: 'Error: at x' }, lastNodeExecuted: 'HTTP' }, workflow: { id: '7', name: 'WF10' } },
+			'Workflow failed',
+			{ execution: { id: '42', error: { message: 'Workflow failed', stack: 'Error: at x' }, lastNodeExecuted: 'HTTP' }, workflow: { id: '7', name: 'WF10' } },
+		],
+	];
+	for (const [label, item, message, input] of cases) {
+		const { envelope } = normalizeErrorItem({ ctx: { workflow: 'WF10' }, ...item }, options);
+		ErrorEnvelope.parse(envelope);
+		assert.equal(envelope.error.message, message, label);
+		assert.deepEqual(envelope.error.details.input, input, label);
+		assert.ok(!JSON.stringify(envelope).includes('s3cret'), `${label}: node parameters are not copied`);
+	}
+	// what the envelope carries already is not copied again
+	const { envelope } = normalizeErrorItem({ ctx: { a: 1 }, message: 'm', statusCode: 404, error_context: { node: 'N' }, test_mode: true }, options);
+	assert.equal(envelope.error.details.input, undefined);
+});
+
+test('details.input is the first copy given up when the details budget runs out; ctx is kept', () => {
+	const big = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`f${i}`, 'x'.repeat(10_000)]));
+	const { envelope } = normalizeErrorItem({ ctx: { correlation_id: '3f1c7a9e-6c1b-4d2a-9a57-0d4c1e2b3f40', note: 'kept' }, message: 'm', extra: big }, options);
+	assert.equal(envelope.error.details.truncated, true);
+	assert.equal((envelope.error.details.ctx as Record<string, unknown>).note, 'kept');
+	assert.ok(Buffer.byteLength(JSON.stringify(envelope.error.details)) <= 256 * 1024);
+});

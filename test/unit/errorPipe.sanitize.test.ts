@@ -14,6 +14,7 @@ import {
 	Sanitizer,
 } from '../../nodes/shared/sanitize';
 import { toJsonSafe } from '../../nodes/shared/json';
+import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { hostileString, propertyParams } from '../helpers/property';
 
 /** NUL or a lone surrogate left in a string. */
@@ -64,6 +65,60 @@ test('NUL and lone surrogates become U+FFFD, valid pairs stay, flags say so', ()
 test('keys that collide once cleaned are all kept', () => {
 	const { value } = sanitizeJson({ 'a\u0000': 1, 'a\ufffd': 2, 'a\ud800': 3 });
 	assert.deepEqual(Object.values(value as object).sort(), [1, 2, 3]);
+});
+
+/** n distinct keys of two lone surrogates (a low one, then a high one): every one cleans to "\ufffd\ufffd". */
+function collidingKeys(n: number): Record<string, number> {
+	const out: Record<string, number> = {};
+	for (let i = 0; i < n; i++) out[String.fromCharCode(0xdc00 + (i % 1024), 0xd800 + (i >> 10))] = i;
+	return out;
+}
+
+/**
+ * Runs `fn` counting the Sanitizer's `text()` calls (every key and string is cleaned through it); throws as
+ * soon as more than `limit` are made, so quadratic work fails fast instead of running for minutes.
+ */
+function countingTextCalls<T>(limit: number, fn: () => T): { result: T; calls: number } {
+	const original = Sanitizer.prototype.text;
+	let calls = 0;
+	Sanitizer.prototype.text = function (this: Sanitizer, ...args: Parameters<Sanitizer['text']>) {
+		if (++calls > limit) throw new Error(`more than ${limit} text() calls`);
+		return original.apply(this, args);
+	};
+	try {
+		return { result: fn(), calls };
+	} finally {
+		Sanitizer.prototype.text = original;
+	}
+}
+
+test('50,000 keys that clean to the same name: each key is cleaned once (linear work), every kept key distinct and holding its own value', () => {
+	const input = collidingKeys(50_000);
+	assert.equal(Object.keys(input).length, 50_000);
+	const { result, calls } = countingTextCalls(50_000 + 100, () => new Sanitizer({ budgetBytes: MAX_DETAILS_BYTES }).object(input));
+	const kept = Object.entries(result);
+	assert.ok(kept.length > 1_000, `${kept.length} keys kept`);
+	assert.ok(calls <= kept.length + 100, `${calls} text() calls for ${kept.length} kept keys`);
+	// the first kept keys in order, each with its own value: nothing was overwritten by a collision
+	assert.deepEqual(kept.map(([, v]) => v), Array.from({ length: kept.length }, (_, i) => i));
+	assert.deepEqual(kept.slice(0, 3).map(([k]) => k), ['\ufffd\ufffd', '\ufffd\ufffd~2', '\ufffd\ufffd~3']);
+	assert.ok(Buffer.byteLength(JSON.stringify(result)) <= MAX_DETAILS_BYTES);
+});
+
+test('a key already named like a resolved duplicate ("a\ufffd~2") is not overwritten either', () => {
+	const { value } = sanitizeJson({ 'a\u0000': 1, 'a\ufffd~2': 2, 'a\ud800': 3, 'a\udc00': 4, 'a\ufffd~3': 5 });
+	assert.deepEqual(Object.values(value as object).sort(), [1, 2, 3, 4, 5]);
+});
+
+test('the Error Pipe with a ctx of 50,000 colliding keys: linear work, a normal envelope (no normalize_failure)', () => {
+	const { result, calls } = countingTextCalls(50_000 + 1_000, () => normalizeErrorItem({ ctx: collidingKeys(50_000), message: 'wide ctx' }, { source: 'WF99' }));
+	const details = result.envelope.error.details;
+	assert.equal(details.normalize_failure, undefined);
+	assert.equal(result.envelope.error.message, 'wide ctx');
+	assert.equal(details.truncated, true);
+	const values = Object.values(details.ctx as object);
+	assert.equal(new Set(values).size, values.length, 'every kept key holds its own value');
+	assert.ok(calls <= values.length + 1_000, `${calls} text() calls`);
 });
 
 test('what JSON cannot carry becomes JSON: NaN/Infinity null, BigInt text, Date ISO, cycles marked, undefined dropped', () => {

@@ -4,16 +4,19 @@
  * (nodes/shared/sanitize.ts), so recording it can only fail when the database itself does.
  * Never throws on its input. Pure: no I/O, the clock and the UUID source are parameters.
  *
- * Accepted shapes (all optional, any extra fields ignored): `ctx`, `_ctx`, `error_context`, `_err`
- * (node/operation/table stamped by an "ERR — Source <node>" Set node), `message`, `description`,
- * `errorMessage`, `statusCode`, `error` (a string, an n8n NodeApiError/NodeOperationError JSON, or the
- * `{ error: {...} }` object this package's nodes emit on their error output), `n8nDetails`,
- * `test_mode`, `test_case`, `_test_job_id`.
+ * Accepted shapes (all optional): `ctx`, `_ctx`, `error_context`, `_err` (node/operation/table stamped by
+ * an "ERR — Source <node>" Set node), `message` (a string, or an object whose `message`/`detail`/
+ * `description`/`reason`/`text`/`error` string — else its JSON text — is the message), `description`,
+ * `errorMessage`, `reason`, `detail`, `statusCode`, `error` (a string, an n8n NodeApiError/NodeOperationError
+ * JSON, or the `{ error: {...} }` object this package's nodes emit on their error output), `n8nDetails`,
+ * `execution.error.message` (n8n's Error Trigger), `test_mode`, `test_case`, `_test_job_id`. Every other
+ * field, and the fields of `error`/`n8nDetails` not used, are kept in `error.details.input` (sanitised,
+ * the first copy dropped when details run out of budget; of `error.node` only id/name/type/typeVersion).
  */
 import { ErrorKind, type ErrorEnvelope } from '../../shared/contracts/envelope';
 import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import { failure, isUuid, newCorrelationId } from '../../shared/envelope';
-import { field, isRecord, recordAt } from '../../shared/json';
+import { field, isRecord, mergeOwn, recordAt, setOwn, UNREADABLE } from '../../shared/json';
 import { MAX_DETAILS_BYTES, MAX_ID_TEXT_LENGTH, MAX_STRING_LENGTH, Sanitizer } from '../../shared/sanitize';
 import { absent, fitOrText, INT4_MAX, positiveInt } from './columns';
 
@@ -31,17 +34,79 @@ export interface NormalizedError {
 	/** The contract version the caller declared (`ctx.contracts.errorpipe`), else the current one. */
 	contractVersion: number;
 	/**
-	 * `ctx.job_claim_token` (the attempt's `ops.jobs.claim_token`, from Claim Jobs via WF90), or null when ctx
-	 * has none (null/""/absent). Not validated here: a value that is not a UUID (a non-string becomes
-	 * `"<invalid: type>"`) never matches a claim, so its job path is stale.
+	 * `ctx.job_claim_token` (the attempt's `ops.jobs.claim_token`, from Claim Jobs via WF90), read from the
+	 * item itself (never from the budget-cut copy in details), or null when ctx has none (key absent, or
+	 * null/undefined: ctx contract `nullable`). Any other value that is not a UUID — "", a number, an array, a
+	 * getter that throws — is returned as `"<invalid: type>"`, which never matches a claim: its job path is
+	 * `stale`, never the tokenless fallback.
 	 */
 	jobClaimToken: string | null;
 }
 
-/** ctx.job_claim_token as text; null when absent (older workflows: the job path then checks `running` only). */
+/** ctx.job_claim_token: the UUID, null when none was given (older workflows), else `<invalid: type>`. */
 function claimTokenOf(value: unknown): string | null {
-	if (value === undefined || value === null || value === '') return null;
-	return typeof value === 'string' ? value : `<invalid: ${Array.isArray(value) ? 'array' : typeof value}>`;
+	if (value === undefined || value === null) return null;
+	if (isUuid(value)) return value;
+	return `<invalid: ${value === UNREADABLE ? 'unreadable' : Array.isArray(value) ? 'array' : typeof value === 'string' ? 'not a UUID' : typeof value}>`;
+}
+
+/**
+ * A message given as something else than a string, made readable: a string field of an object (`message`,
+ * `detail`, `description`, `reason`, `text`, `error`), else the object's JSON text (a bounded copy); a number
+ * or boolean as text. Strings as they are; undefined for nothing usable.
+ */
+function messageText(value: unknown): string | undefined {
+	if (typeof value === 'string') return value;
+	if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+	if (value === null || typeof value !== 'object') return undefined;
+	const copy = new Sanitizer({ budgetBytes: 4 * MAX_ID_TEXT_LENGTH, maxDepth: 8, maxStringLength: MAX_ID_TEXT_LENGTH }).value(value);
+	if (isRecord(copy)) {
+		const named = firstString(copy.message, copy.detail, copy.description, copy.reason, copy.text, copy.error);
+		if (named !== undefined) return named;
+	}
+	const text = copy === undefined ? '' : JSON.stringify(copy);
+	return text === '{}' || text === '[]' || text === '' ? undefined : text;
+}
+
+/** Top-level fields whose whole value is copied elsewhere in the envelope (ctx, error_context, _internal …). */
+const CONSUMED_FIELDS = new Set(['ctx', '_ctx', 'error_context', '_err', 'test_mode', 'test_case', '_test_job_id']);
+/** Fields of `error` the envelope carries already (ctx, kind, details → node_details …). */
+const CONSUMED_ERROR_FIELDS = new Set(['ctx', 'error_context', 'kind', 'retryable', 'details', 'node_type', 'status_code', 'http_code', 'httpCode']);
+/** Of an n8n node JSON (`error.node`), only what names it: its parameters may hold values typed in by hand. */
+const NODE_FIELDS = ['id', 'name', 'type', 'typeVersion'];
+
+/**
+ * The fields of the item the envelope does not carry otherwise (`details.input`), so that an error in a shape
+ * the Error Pipe does not know (`reason`, `execution`, `error.context`, `n8nDetails.*` …) is still in the row:
+ * every top-level field but those consumed, a string used as the message / node type / status left out;
+ * of `error` and `n8nDetails` the fields not used. Read with `mergeOwn` (a getter that throws is a marker).
+ */
+function unusedFields(json: Record<string, unknown>, usedStrings: Array<string | undefined>, code: number | null): Record<string, unknown> {
+	const used = new Set(usedStrings.filter((v): v is string => v !== undefined));
+	const rest: Record<string, unknown> = {};
+	const keep = (from: Record<string, unknown>, skip: Set<string>, to: Record<string, unknown>) => {
+		for (const [key, value] of Object.entries(from)) {
+			if (skip.has(key) || (typeof value === 'string' && used.has(value))) continue;
+			if ((key === 'statusCode' || key === 'status_code' || key === 'httpCode') && code !== null && httpCode(value) === code) continue;
+			setOwn(to, key, value);
+		}
+	};
+	const top = mergeOwn(json);
+	for (const name of ['error', 'n8nDetails'] as const) {
+		const inner = top[name];
+		if (!isRecord(inner)) continue;
+		const part: Record<string, unknown> = {};
+		const fields = mergeOwn(inner);
+		if (name === 'error' && isRecord(fields.node)) {
+			const node = mergeOwn(fields.node);
+			fields.node = Object.fromEntries(NODE_FIELDS.filter((k) => node[k] !== undefined).map((k) => [k, node[k]]));
+		}
+		keep(fields, name === 'error' ? CONSUMED_ERROR_FIELDS : new Set(['nodeType']), part);
+		top[name] = Object.keys(part).length ? part : undefined;
+	}
+	keep(top, CONSUMED_FIELDS, rest);
+	for (const key of Object.keys(rest)) if (rest[key] === undefined) delete rest[key];
+	return rest;
 }
 
 const DEFAULT_STATUS: Record<ErrorKind, number> = {
@@ -111,24 +176,30 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	const n8nDetails = recordAt(json, 'n8nDetails');
 
 	// ctx: the canonical `ctx` wins over the in-workflow glue `_ctx`, which wins over what a node put in its error.
-	const ctxIn: Record<string, unknown> = { ...recordAt(err, 'ctx'), ...recordAt(json, '_ctx'), ...recordAt(json, 'ctx') };
+	const ctxIn: Record<string, unknown> = mergeOwn(recordAt(err, 'ctx'), recordAt(json, '_ctx'), recordAt(json, 'ctx'));
 	// error_context: explicit block, else the node's own, completed by the `_err.*` stamps of the error branch.
 	const stamped = recordAt(json, '_err');
 	const given = recordAt(json, 'error_context') ?? recordAt(err, 'error_context');
 	const contextIn: Record<string, unknown> | null = given || (stamped && Object.keys(stamped).length) ? { ...stamped, ...given } : null;
 
+	const execution = recordAt(json, 'execution'); // n8n's Error Trigger: { execution: { error: { message } }, workflow }
 	const rawMessage = firstString(
-		contextIn?.error_message,
-		json.message,
+		messageText(contextIn?.error_message),
+		messageText(json.message),
 		typeof json.error === 'string' ? json.error : undefined,
-		err?.message,
+		messageText(err?.message),
 		json.errorMessage,
 		json.description,
 		err?.description,
+		json.reason,
+		err?.reason,
+		json.detail,
+		err?.detail,
+		messageText(field(execution?.error, 'message')),
 		typeof input === 'string' ? input : undefined,
 	);
 	const message = rawMessage === undefined ? 'Unknown error' : clean.text(rawMessage);
-	const rawErrorMessage = firstString(json.message, err?.message, typeof json.error === 'string' ? json.error : undefined);
+	const rawErrorMessage = firstString(messageText(json.message), messageText(err?.message), typeof json.error === 'string' ? json.error : undefined);
 	const rawNodeType = firstString(err?.node_type, field(err?.node, 'type'), n8nDetails?.nodeType, json.node_type);
 	const nodeType = rawNodeType === undefined ? null : clean.text(rawNodeType, MAX_ID_TEXT_LENGTH, true);
 
@@ -171,6 +242,10 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	if (testCase !== undefined) extra.test_case = internal.test_case = clean.value(testCase) ?? null;
 	if (json._test_job_id !== undefined) internal._test_job_id = clean.value(json._test_job_id) ?? null;
 	if (!isRecord(input) && input !== undefined) extra.input = clean.value(input) ?? null; // a non-object item, kept
+	// What the Error Pipe did not use, kept last (the first copy dropped when the budget runs out).
+	const rest = isRecord(input) ? unusedFields(json, [rawMessage, rawErrorMessage, rawNodeType], code) : {};
+	const input_ = Object.keys(rest).length ? clean.object(rest) : undefined;
+	if (input_ !== undefined) extra.input = input_;
 
 	const str = (value: unknown) => (typeof value === 'string' ? clean.text(value) : null);
 	const workflow = firstString(ctxIn.workflow, contextIn?.workflow);
@@ -203,10 +278,11 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	const details = envelope.error.details;
 	details.ctx = ctx;
 	details.error_context = errorContext;
+	if (input_ !== undefined) details.input = input_;
 	fitDetails(details);
 	if (clean.sanitized) details.sanitized = true;
 	if (clean.truncated || details.truncated) details.truncated = true;
-	return { envelope, jobId, contractVersion, jobClaimToken: claimTokenOf(ctx.job_claim_token) };
+	return { envelope, jobId, contractVersion, jobClaimToken: jobId === null ? null : claimTokenOf(ctxIn.job_claim_token) };
 }
 
 /**

@@ -14,14 +14,24 @@
  *     matches.
  * The outcome is `error.details.job_outcome`, in the row and in the envelope: the job's new status
  * (`queued` | `dead` | `failed`), `stale` when the job path did not apply, or `write_failed` when the job
- * could not be written (the job is then untouched; see `write_failures`).
+ * could not be written (the job is then untouched; see `write_failures`) — or, when the connection was lost
+ * and the database could not be reached again to settle it, the outcome is unknown (a write failure says so).
  * Both writes are one statement (the row, its job_outcome, the job, its run and the job's last_error.error_id
- * commit together); when that statement fails, the job update and the row are retried apart so that
- * either is still written when only the other fails.
+ * commit together), under an ops.errors id taken up front (nextval), so that exactly one row is written per
+ * item whatever happens to the statement:
+ *  - it failed with a SQLSTATE (PostgreSQL rolled it back): the job update and the row are retried apart,
+ *    so that either is still written when only the other fails;
+ *  - it failed without one (the connection was lost: the statement may have committed, its reply lost):
+ *    the outcome is settled on a new connection, in one transaction that does the job path again and then
+ *    inserts the row under the same id (`ON CONFLICT (id) DO NOTHING`). That insert waits for the first
+ *    statement if it is still running; when its row exists, the first statement committed: the transaction
+ *    is rolled back (nothing written twice) and the committed outcome is read from the row. When it does
+ *    not, the first statement never committed, and it cannot any more (its own insert would now conflict
+ *    with this row and roll it back).
  * A failure of either write is returned, not thrown: the envelope must reach the caller even when the
  * database is down.
  */
-import type { Pool } from 'pg';
+import { DatabaseError, type Pool, type PoolClient } from 'pg';
 import type { ErrorEnvelope } from '../../shared/contracts/envelope';
 import { isUuid } from '../../shared/envelope';
 import { nextRunAtSql, RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../shared/postgres/backoff';
@@ -48,6 +58,24 @@ INSERT INTO ops.errors
   (correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)
 RETURNING id`;
+
+/** An ops.errors id taken up front: the job path's row is written under it, at most once. */
+const NEXT_ERROR_ID = `SELECT nextval(pg_get_serial_sequence('ops.errors', 'id')) AS id`;
+
+/** INSERT_ERROR under the id taken up front ($13); nothing when a row with that id exists (no row returned). */
+const INSERT_ERROR_WITH_ID = `
+INSERT INTO ops.errors
+  (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
+VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)
+ON CONFLICT (id) DO NOTHING
+RETURNING id`;
+
+/** The outcome a committed job-path statement wrote: its row's job_outcome, and the job's next run when it is still that error's. */
+const COMMITTED_OUTCOME = `
+SELECT e.details->>'job_outcome' AS outcome,
+       CASE WHEN (j.last_error->>'error_id')::bigint = e.id THEN j.next_run_at END AS next_run_at
+FROM ops.errors e LEFT JOIN ops.jobs j ON j.id = e.job_id
+WHERE e.id = $1`;
 
 /**
  * The job path as CTEs `job`, `open_run`, `new_run` over the 8 parameters from `$p`: job id, retryable,
@@ -94,23 +122,29 @@ error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${er
 
 /**
  * One statement: the ops.errors row (parameters $1–$12 as INSERT_ERROR, its details completed with
- * job_outcome) and the job path (parameters $13–$20), committed together.
+ * job_outcome, its id $21 taken up front) and the job path (parameters $13–$20), committed together. The
+ * job is updated before the row is inserted (the row's job_outcome reads it): the recovery transaction
+ * takes the same two locks in the same order.
  */
 const RECORD_WITH_JOB = `
-WITH eid AS (SELECT nextval(pg_get_serial_sequence('ops.errors', 'id')) AS id
-), ${jobPathCtes(13, '(SELECT id FROM eid)').trimStart()}, err AS (
+WITH ${jobPathCtes(13, '$21::bigint').trimStart()}, err AS (
   INSERT INTO ops.errors
     (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
-  VALUES ((SELECT id FROM eid), $1, $2, $3, $4, $5, $6, $7, $8, $9,
+  VALUES ($21::bigint, $1, $2, $3, $4, $5, $6, $7, $8, $9,
           $10::jsonb || jsonb_build_object('job_outcome', coalesce((SELECT status FROM job), 'stale')), $11, $12)
   RETURNING id
 )
 SELECT err.id AS error_id, job.status, job.next_run_at FROM err LEFT JOIN job ON true`;
 
-/** The job path alone (the fallback when RECORD_WITH_JOB failed); last_error.error_id is null. */
+/** The job path alone (parameters as jobParams, $9 the ops.errors id for last_error.error_id, or NULL). */
 const FAIL_JOB = `
-WITH ${jobPathCtes(1, 'NULL::bigint').trimStart()}
+WITH ${jobPathCtes(1, '$9::bigint').trimStart()}
 SELECT job.status, job.next_run_at FROM job`;
+
+/** True when PostgreSQL answered with an error (the statement was rolled back); false when the outcome is unknown. */
+function rolledBack(error: unknown): boolean {
+	return error instanceof DatabaseError && typeof error.code === 'string' && /^[0-9A-Z]{5}$/.test(error.code);
+}
 
 function failureOf(table: string, error: unknown) {
 	const e = (error ?? {}) as { message?: unknown; code?: unknown };
@@ -180,30 +214,105 @@ export async function recordError(
 		status: row?.status ?? null,
 		next_run_at: row?.next_run_at ? new Date(row.next_run_at as string).toISOString() : null,
 	});
+	let errorId: number | null = null;
 	try {
-		const { rows } = await pool.query(RECORD_WITH_JOB, [...errorParams, ...jobParams]);
+		errorId = Number((await pool.query(NEXT_ERROR_ID)).rows[0].id);
+		const { rows } = await pool.query(RECORD_WITH_JOB, [...errorParams, ...jobParams, errorId]);
 		result.error_id = Number(rows[0].error_id);
 		result.job = rows[0].status ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
-	} catch {
-		// One of the two writes failed and took the other with it: each on its own, the job first (its
-		// outcome goes into the row).
-		let jobFailure: RecordResult['write_failures'][number] | null = null;
-		try {
-			const { rows } = await pool.query(FAIL_JOB, jobParams);
-			result.job = rows[0] ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
-		} catch (error) {
-			result.job = jobResult('write_failed');
-			jobFailure = failureOf('ops.jobs', error);
+	} catch (error) {
+		if (errorId !== null && !rolledBack(error)) {
+			// the statement may have committed, its reply lost: settle it without writing anything twice
+			await settleUnknownOutcome(pool, errorId, errorParams, jobParams, envelope, result, jobResult);
+		} else {
+			// One of the two writes failed and took the other with it (or no id could be taken): each on its
+			// own, the job first (its outcome goes into the row).
+			let jobFailure: RecordResult['write_failures'][number] | null = null;
+			try {
+				const { rows } = await pool.query(FAIL_JOB, [...jobParams, errorId]);
+				result.job = rows[0] ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
+			} catch (failure) {
+				result.job = jobResult('write_failed');
+				jobFailure = failureOf('ops.jobs', failure);
+			}
+			try {
+				const details = { ...envelope.error.details, job_outcome: result.job.outcome };
+				const params = errorParams.map((value, i) => (i === 9 ? details : value));
+				const { rows } = errorId === null ? await pool.query(INSERT_ERROR, params) : await pool.query(INSERT_ERROR_WITH_ID, [...params, errorId]);
+				result.error_id = Number(rows[0]?.id ?? errorId);
+			} catch (failure) {
+				result.write_failures.push(failureOf('ops.errors', failure));
+			}
+			if (jobFailure) result.write_failures.push(jobFailure);
 		}
-		try {
-			const details = { ...envelope.error.details, job_outcome: result.job.outcome };
-			const { rows } = await pool.query(INSERT_ERROR, errorParams.map((value, i) => (i === 9 ? details : value)));
-			result.error_id = Number(rows[0].id);
-		} catch (error) {
-			result.write_failures.push(failureOf('ops.errors', error));
-		}
-		if (jobFailure) result.write_failures.push(jobFailure);
 	}
 	if (result.job.executed) envelope.error.details.job_outcome = result.job.outcome;
 	return result;
+}
+
+type JobResult = (outcome: JobOutcome, row?: { status?: string | null; next_run_at?: unknown }) => RecordResult['job'];
+
+/**
+ * After RECORD_WITH_JOB failed without a SQLSTATE (connection lost: committed or not, unknown): on a new
+ * connection, one transaction does the job path again (under a savepoint: a job that cannot be written is
+ * `write_failed`, the row is still written) and inserts the row under `errorId` ON CONFLICT DO NOTHING.
+ * No row inserted = the first statement committed: roll back, report the committed outcome. Fills `result`.
+ */
+async function settleUnknownOutcome(
+	pool: Pool,
+	errorId: number,
+	errorParams: unknown[],
+	jobParams: unknown[],
+	envelope: ErrorEnvelope,
+	result: RecordResult,
+	jobResult: JobResult,
+): Promise<void> {
+	let client: PoolClient | undefined;
+	let broken: unknown;
+	try {
+		client = await pool.connect();
+		// a connection lost while checked out is also emitted as 'error': the failed query reports it here
+		client.on('error', ignoreClientError);
+		await client.query('BEGIN');
+		let jobFailure: RecordResult['write_failures'][number] | null = null;
+		await client.query('SAVEPOINT job_path');
+		try {
+			const { rows } = await client.query(FAIL_JOB, [...jobParams, errorId]);
+			result.job = rows[0] ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
+		} catch (failure) {
+			await client.query('ROLLBACK TO SAVEPOINT job_path');
+			result.job = jobResult('write_failed');
+			jobFailure = failureOf('ops.jobs', failure);
+		}
+		const outcome = (result.job as { outcome: JobOutcome }).outcome;
+		const details = { ...envelope.error.details, job_outcome: outcome };
+		const inserted = await client.query(INSERT_ERROR_WITH_ID, [...errorParams.map((value, i) => (i === 9 ? details : value)), errorId]);
+		if (inserted.rows.length) {
+			await client.query('COMMIT');
+			if (jobFailure) result.write_failures.push(jobFailure);
+		} else {
+			// the first statement committed (its row holds the id): nothing of this transaction is kept
+			await client.query('ROLLBACK');
+			const { rows } = await client.query(COMMITTED_OUTCOME, [errorId]);
+			const committed = (rows[0]?.outcome ?? 'stale') as JobOutcome;
+			const applied = committed === 'queued' || committed === 'dead' || committed === 'failed';
+			result.job = jobResult(committed, applied ? { status: committed, next_run_at: rows[0]?.next_run_at } : undefined);
+		}
+		result.error_id = errorId;
+	} catch (error) {
+		// the database could not be reached again: whether the first statement committed stays unknown
+		broken = error;
+		result.error_id = null;
+		result.job = jobResult('write_failed');
+		const failure = failureOf('ops.errors', error);
+		result.write_failures.push({ ...failure, message: `outcome unknown (connection lost, not settled): ${failure.message}` });
+		await client?.query('ROLLBACK').catch(() => undefined);
+	} finally {
+		client?.removeListener('error', ignoreClientError);
+		client?.release(broken instanceof Error ? broken : undefined);
+	}
+}
+
+function ignoreClientError(): void {
+	// reported by the query that failed
 }

@@ -1,0 +1,135 @@
+/**
+ * Issue 10 item 2 follow-up: the Error Pipe's job-path statement (the ops.errors row + the job update, one
+ * statement) committed, but its reply was lost (the connection dropped between the commit and the answer).
+ * The outcome is unknown to the client; it must not write the row a second time. Exactly one ops.errors row
+ * per item, and the job retried once. Real PostgreSQL behind a TCP proxy that drops the reply.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { Pool } from 'pg';
+import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
+import { recordError } from '../../nodes/ErrorPipe/actions/record';
+import { claimJobs } from '../../nodes/PipelineCapture/actions/job/jobs';
+import { setupDatabase, type TestDatabase } from '../helpers/db';
+import { TcpProxy } from '../helpers/tcpProxy';
+
+let db: TestDatabase;
+let proxy: TcpProxy;
+let proxied: Pool;
+before(async () => {
+	db = await setupDatabase();
+	const target = new URL(db.url);
+	proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+	await proxy.up();
+	proxied = new Pool({
+		host: '127.0.0.1',
+		port: proxy.port,
+		database: target.pathname.slice(1),
+		user: decodeURIComponent(target.username || 'postgres'),
+		password: decodeURIComponent(target.password) || undefined,
+		max: 4,
+	});
+	proxied.on('error', () => undefined);
+});
+after(async () => {
+	await proxied?.end();
+	await proxy?.down();
+	await db?.drop();
+});
+
+async function claimedJob(type: string) {
+	await db.pool.query(`INSERT INTO ops.jobs (job_type, payload) VALUES ($1, '{}')`, [type]);
+	const [job] = await claimJobs(db.pool, { job_type: type, batch_size: 1, worker: 'w1' });
+	return { id: Number(job.id), token: job.claim_token as string };
+}
+
+for (const [label, withToken] of [['with the claim token', true], ['without a token (older workflows)', false]] as const) {
+	test(`a reply lost after the commit (${label}): one ops.errors row, the job retried once, the result names that row`, async () => {
+		const { id, token } = await claimedJob(`lost-reply-${withToken}`);
+		const message = `lost reply ${randomUUID()}`;
+		const ctx: Record<string, unknown> = { correlation_id: randomUUID(), job_id: id, workflow: 'WF90' };
+		if (withToken) ctx.job_claim_token = token;
+		const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+		const droppedBefore = proxy.dropped;
+		proxy.dropReplyTo(message);
+		const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+		assert.equal(proxy.dropped, droppedBefore + 1, 'the reply of the statement was dropped');
+		const { rows } = await db.pool.query("SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1", [message]);
+		assert.deepEqual(rows.map((r) => r.outcome), ['queued'], 'exactly one row, with the outcome that was committed');
+		assert.equal(result.error_id, Number(rows[0].id));
+		assert.deepEqual(result.write_failures, []);
+		assert.equal((result.job as { outcome: string }).outcome, 'queued');
+		assert.equal(normalized.envelope.error.details.job_outcome, 'queued');
+		const { rows: job } = await db.pool.query('SELECT status, attempts, claim_token, last_error FROM ops.jobs WHERE id = $1', [id]);
+		assert.deepEqual({ ...job[0], last_error: undefined }, { status: 'queued', attempts: 1, claim_token: null, last_error: undefined });
+		assert.equal(Number(job[0].last_error.error_id), result.error_id);
+		const { rows: runs } = await db.pool.query('SELECT attempt, status FROM ops.job_runs WHERE job_id = $1', [id]);
+		assert.deepEqual(runs, [{ attempt: 1, status: 'retry' }]);
+	});
+}
+
+test('a connection lost before the statement ran (same symptom for the client): the job path and the row are written once, on a new connection', async () => {
+	const { id, token } = await claimedJob('lost-request');
+	const message = `lost request ${randomUUID()}`;
+	const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
+	const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+	const droppedBefore = proxy.dropped;
+	proxy.dropRequestTo(message);
+	const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+	assert.equal(proxy.dropped, droppedBefore + 1, 'the statement was dropped');
+	const { rows } = await db.pool.query("SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1", [message]);
+	assert.deepEqual(rows.map((r) => r.outcome), ['queued']);
+	assert.equal(result.error_id, Number(rows[0].id));
+	assert.deepEqual(result.write_failures, []);
+	assert.equal((result.job as { outcome: string }).outcome, 'queued');
+	const { rows: job } = await db.pool.query('SELECT status, claim_token, last_error FROM ops.jobs WHERE id = $1', [id]);
+	assert.equal(job[0].status, 'queued');
+	assert.equal(Number(job[0].last_error.error_id), result.error_id);
+	const { rows: runs } = await db.pool.query('SELECT attempt, status FROM ops.job_runs WHERE job_id = $1', [id]);
+	assert.deepEqual(runs, [{ attempt: 1, status: 'retry' }]);
+});
+
+test('a connection lost while the job cannot be written: the row is still written once (job_outcome write_failed), the job left running', async () => {
+	await db.pool.query(`
+		CREATE FUNCTION public.refuse_marked_job() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+		  IF NEW.last_error->>'message' LIKE 'refused job %' THEN RAISE EXCEPTION 'injected: ops.jobs refuses'; END IF;
+		  RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_marked_job BEFORE UPDATE ON ops.jobs FOR EACH ROW EXECUTE FUNCTION public.refuse_marked_job();`);
+	try {
+		const { id, token } = await claimedJob('lost-refused');
+		const message = `refused job ${randomUUID()}`;
+		const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
+		const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+		proxy.dropRequestTo(message);
+		const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+		const { rows } = await db.pool.query("SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1", [message]);
+		assert.deepEqual(rows.map((r) => r.outcome), ['write_failed']);
+		assert.equal(result.error_id, Number(rows[0].id));
+		assert.deepEqual(result.write_failures.map((f) => f.table), ['ops.jobs']);
+		const { rows: job } = await db.pool.query('SELECT status, claim_token FROM ops.jobs WHERE id = $1', [id]);
+		assert.deepEqual(job[0], { status: 'running', claim_token: token });
+	} finally {
+		await db.pool.query('DROP TRIGGER refuse_marked_job ON ops.jobs; DROP FUNCTION public.refuse_marked_job()');
+	}
+});
+
+test('the connection lost again while settling: nothing written twice, the unknown outcome is reported (no throw)', async () => {
+	const { id, token } = await claimedJob('lost-twice');
+	const message = `lost twice ${randomUUID()}`;
+	const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
+	const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+	const droppedBefore = proxy.dropped;
+	proxy.dropRequestTo(message, 2); // the statement, then the settling transaction's job path
+	const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+	assert.equal(proxy.dropped, droppedBefore + 2);
+	assert.equal(result.error_id, null);
+	assert.equal(result.write_failures.length, 1);
+	assert.match(result.write_failures[0].message, /^outcome unknown/);
+	const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM ops.errors WHERE message = $1', [message]);
+	assert.equal(rows[0].n, 0);
+	const { rows: job } = await db.pool.query('SELECT status, claim_token FROM ops.jobs WHERE id = $1', [id]);
+	assert.deepEqual(job[0], { status: 'running', claim_token: token }, 'left to Release Stale');
+});
