@@ -13,6 +13,10 @@
  * Output: `{ update_type, chat_id, message_id, message_fk, message_version_id,
  *   created_jobs: { url_jobs, file_jobs, qa_jobs: [job ids] }, member_events }` (nulls when the update
  *   has no message).
+ * Texts PostgreSQL cannot store — a NUL or a lone UTF-16 surrogate anywhere in the update (text, caption,
+ *   names, titles, file names) — are stored with each such character replaced by U+FFFD (storable.ts): the
+ *   rest is kept as sent, so the message stays recognisable; never a 5xx nor a job failing on every retry.
+ * Member changes are ordered by (Telegram's date, update_id): within one second the higher update_id wins.
  * Errors: 422 `req.update.<field>` for a message Telegram would never send; 503/500 db (rolled back).
  */
 import type { PoolClient } from 'pg';
@@ -24,6 +28,7 @@ import { enqueueJobs } from '../shared';
 import type { KnowledgeOperation } from '../types';
 import { parseUpdate, type ParsedUpdate } from './parseUpdate';
 import * as SQL from './sql';
+import { storableUpdate } from './storable';
 
 export const ProcessUpdateRequest = z.object({
 	tenant_id: TenantId,
@@ -87,7 +92,7 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf('url_normalize'), file_jobs: idsOf('file_download'), qa_jobs: idsOf('qa_answer') } });
 	}
 	if (parsed.members.length > 0) {
-		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members)]);
+		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members), req.update.update_id]);
 		data.member_events = recorded!.events;
 	}
 	return data;
@@ -112,7 +117,7 @@ export const processOperation: KnowledgeOperation = {
 		}
 		let parsed: ParsedUpdate;
 		try {
-			parsed = parseUpdate(req.update, botUsername);
+			parsed = parseUpdate(storableUpdate(req.update).update, botUsername);
 		} catch (error) {
 			if (!(error instanceof ZodError)) throw error;
 			const issue = error.issues[0];
