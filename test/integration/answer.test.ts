@@ -211,4 +211,8 @@ test('Upsert Session (WF50): one session per user and chat, meta merged', async 
 	const { rows } = await vdb.db.query<{ meta: Record<string, unknown> }>('SELECT meta FROM audit.qa_sessions WHERE session_id = $1', [a.session_id]);
 	assert.equal(rows[0].meta.lang, 'en');
 	assert.equal(rows[0].meta.topic, 'deploy');
+	for (const meta of [{ note: 'a\u0000b' }, { 'k\u0000': 1 }, { deep: [{ x: '\ud800' }] }]) {
+		const refused = await failure(upsertSessionOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'group', chat_id: GROUP, meta });
+		assert.deepEqual([refused.statusCode, refused.details.field], [422, 'req.meta'], JSON.stringify(meta));
+	}
 });

@@ -302,4 +302,6 @@ test('a message text with a NUL or a lone surrogate (anywhere: text, caption, na
 	assert.deepEqual(jobs.rows.map((r) => r.job_type === 'url_normalize' ? r.payload.url : r.payload.question), ['budget\ufffdplan \ufffd see https://example.org/nul 👋 why\ufffd?', url], 'the entity offsets still find the URL and the mention');
 	const replay = await run(processOperation, { tenant_id: tenant, bot_id: botId, update });
 	assert.equal(replay.data.message_version_id, data.message_version_id, 'a replay is the same version');
+	const trace = await failure(processOperation, { tenant_id: tenant, update: { ...update, update_id: 62_002 }, trace_id: 't\u0000' });
+	assert.deepEqual([trace.statusCode, trace.details.field], [422, 'req.trace_id'], 'a trace id goes into job payloads as given: refused, not a 5xx');
 });

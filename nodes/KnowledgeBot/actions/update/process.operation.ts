@@ -24,6 +24,7 @@ import { z, ZodError } from 'zod';
 import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
+import { replaceUnstorable } from '../../../shared/sanitize';
 import { enqueueJobs } from '../shared';
 import type { KnowledgeOperation } from '../types';
 import { parseUpdate, type ParsedUpdate } from './parseUpdate';
@@ -33,7 +34,11 @@ import { storableUpdate } from './storable';
 export const ProcessUpdateRequest = z.object({
 	tenant_id: TenantId,
 	update: z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough(),
-	trace_id: z.string().nullish(),
+	/** copied into the job payloads (jsonb): a NUL or a lone surrogate is refused 422 `req.trace_id` */
+	trace_id: z
+		.string()
+		.refine((t) => !replaceUnstorable(t).replaced, 'contains a NUL character or a lone UTF-16 surrogate, which cannot be stored')
+		.nullish(),
 	raw_update_id: DbId.nullish(),
 	/** the receiving bot (WF10's job payload): its username recognises mentions */
 	bot_id: z.string().uuid('must be a UUID').nullish(),

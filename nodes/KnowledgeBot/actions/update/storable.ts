@@ -42,10 +42,13 @@ export function storableUpdate<T>(update: T): { update: T; replaced: boolean } {
 			assign(source);
 		}
 	}
-	return { update: root.value as T, replaced };
+	return replaced ? { update: root.value as T, replaced } : { update, replaced: false };
 }
 
-/** Cheap test first: JSON.stringify escapes NUL as \u0000 and a lone surrogate as \udXXX (valid pairs stay raw). */
+/**
+ * Cheap test first: JSON.stringify escapes NUL as \u0000 and a lone surrogate as \udXXX (valid pairs stay
+ * raw). A false positive (a text holding a backslash and "u0000") only costs the walk.
+ */
 function mayHoldUnstorable(value: unknown): boolean {
 	try {
 		return /\\u0000|\\ud[89a-f]/i.test(JSON.stringify(value) ?? '');
