@@ -1,5 +1,5 @@
 /**
- * Q&A → Answer: WF51 of seed 003. Answers a question from the sources the asker may see, with citations:
+ * Q&A → Answer: WF51 of seed 003. Answers a question from the sources the readers of the reply may see, with citations:
  *  1. ACL: the ctx of Context Loader (WF00c) — 403/404 as there;
  *  2. the session (WF50);
  *  3. the question embedded (first active 1,536-dimension model, task RETRIEVAL_QUERY) and the `k` nearest
@@ -131,7 +131,7 @@ export const answerOperation: KnowledgeOperation = {
 	value: 'answer',
 	name: 'Answer',
 	action: 'Answer a question with citations',
-	description: 'Answer from the sources the asker may see, cite them, record the turn and reply in Telegram (WF51)',
+	description: 'Answer from the sources the readers of the reply may see (in a group: that group only), cite them, record the turn and reply in Telegram (WF51)',
 	workflow: 'WF51',
 	async execute({ pool, state, correlationId, embed, llm, telegram, postJson }, raw) {
 		const req = parseRequest(AnswerRequest, raw, WHERE);

@@ -4,7 +4,7 @@
  *  - tg.users, tg.chats upserted (updated only when a value differs);
  *  - tg.messages (unique tenant/chat/message_id) and tg.message_versions (unique message_fk/version_no;
  *    version 0 as sent, edit_date for an edit), tg.files / tg.file_instances / tg.message_attachments;
- *  - tg.chat_member_events and tg.chat_memberships_current (moves forward in time only);
+ *  - tg.chat_member_events and tg.chat_memberships_current (moves forward only, in (date, update_id) order);
  *  - ops.jobs `url_normalize` per URL (WF30) and `file_download` per attachment (WF32), each once
  *    (dedup key), when the chat policy allows URL fetch / file download; `qa_answer` (WF51) for a question
  *    to the bot — a DM's text that is not a /command, or a group text mentioning `@<bot username>`.
