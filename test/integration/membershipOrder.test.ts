@@ -1,8 +1,9 @@
 /**
  * Member changes of one second, processed out of order (retries with backoff, overlapping WF90 runs), on
  * real PostgreSQL through Update → Process (WF20) and Context Loader (WF00c): the current membership follows
- * (Telegram's date, update_id), never "last processed wins"; with a row whose update_id is unknown (written
- * before migration 010, or by hand) a tie goes to the non-member state.
+ * (Telegram's date, update_id) of one bot, never "last processed wins"; when a tie's order is unknown — a row
+ * written before migration 010 or by hand, updates of two bots (update_ids are numbered per bot), or no
+ * bot_id — the non-member state wins.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -14,13 +15,16 @@ import { knowledgeRunner } from '../helpers/knowledgeOps';
 
 let db: TestDatabase;
 let tenant: string;
+let botA: string;
+let botB: string;
 const CHAT = -1009876543210;
 const SECOND = 1_764_000_000;
 const { run } = knowledgeRunner(() => db.pool, '5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f');
 
 before(async () => {
 	db = await setupDatabase();
-	({ tenantId: tenant } = await seedBot(db.pool));
+	({ tenantId: tenant, botId: botA } = await seedBot(db.pool));
+	botB = (await db.pool.query("INSERT INTO core.bots (tenant_id, bot_key, webhook_secret) VALUES ($1, 'second_bot', 's2') RETURNING bot_id", [tenant])).rows[0].bot_id;
 	await db.pool.query('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2)', [tenant, CHAT]);
 });
 after(async () => db.drop());
@@ -57,8 +61,12 @@ async function state(user: number) {
 	return { acl, ...rows[0] };
 }
 
-async function processAll(updates: Record<string, unknown>[]) {
-	for (const update of updates) await run(processOperation, { tenant_id: tenant, update });
+/** Each update as WF90 hands it to WF20 (the receiving bot named); `bots[i]` overrides the bot of update i (null: none). */
+async function processAll(updates: Record<string, unknown>[], bots: (string | null)[] = []) {
+	for (const [i, update] of updates.entries()) {
+		const bot = bots[i] === undefined ? botA : bots[i];
+		await run(processOperation, { tenant_id: tenant, update, ...(bot ? { bot_id: bot } : {}) });
+	}
 }
 
 const CASES: { name: string; updates: (user: number) => Record<string, unknown>[]; expected: { acl: string; status: string; is_member: boolean } }[] = [
@@ -105,4 +113,26 @@ test('a tie with a row whose update_id is unknown: the non-member state wins, wh
 	assert.deepEqual(await state(kicked), { acl: 'allowed', status: 'member', is_member: true }, 'a join one second later');
 	const { rows } = await db.pool.query('SELECT source_update_id::int AS id FROM tg.chat_memberships_current WHERE tenant_id = $1 AND tg_user_id = $2', [tenant, kicked]);
 	assert.deepEqual(rows, [{ id: 8003 }]);
+});
+
+test('update_ids of two bots, or of no known bot, do not compare: a tie keeps the non-member state in both orders', async () => {
+	const expected = { acl: 'NOT_A_MEMBER', status: 'kicked', is_member: false };
+	const cases: [string, Record<string, unknown>[], (string | null)[]][] = [
+		['a kick by bot A (id 9001), a join by bot B (id 9500)', [KICK(9001, 0), JOIN(9500, 0)], [botA, botB]],
+		['a join by bot A (id 9600), a kick by bot B (id 50)', [JOIN(9600, 0), KICK(50, 0)], [botA, botB]],
+		['no bot_id: a kick (id 9700), a join (id 9701)', [KICK(9700, 0), JOIN(9701, 0)], [null, null]],
+		['a bot of another tenant (unknown here): a kick (id 9800), a join (id 9801)', [KICK(9800, 0), JOIN(9801, 0)], ['00000000-0000-4000-8000-00000000dead', '00000000-0000-4000-8000-00000000dead']],
+	];
+	for (const [name, template, bots] of cases) {
+		for (const reversed of [false, true]) {
+			const user = await newUser();
+			const updates = template.map((u) => {
+				const copy = structuredClone(u) as { chat_member: { from: { id: number }; old_chat_member: { user: { id: number } }; new_chat_member: { user: { id: number } } } };
+				for (const who of [copy.chat_member.from, copy.chat_member.old_chat_member.user, copy.chat_member.new_chat_member.user]) who.id = user;
+				return copy as unknown as Record<string, unknown>;
+			});
+			await processAll(reversed ? [...updates].reverse() : updates, reversed ? [...bots].reverse() : bots);
+			assert.deepEqual(await state(user), expected, `${name}${reversed ? ', reversed' : ''}`);
+		}
+	}
 });

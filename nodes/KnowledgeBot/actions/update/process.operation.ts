@@ -16,7 +16,9 @@
  * Texts PostgreSQL cannot store — a NUL or a lone UTF-16 surrogate anywhere in the update (text, caption,
  *   names, titles, file names) — are stored with each such character replaced by U+FFFD (storable.ts): the
  *   rest is kept as sent, so the message stays recognisable; never a 5xx nor a job failing on every retry.
- * Member changes are ordered by (Telegram's date, update_id): within one second the higher update_id wins.
+ * Member changes are ordered by (Telegram's date, update_id): within one second the higher update_id of the
+ *   same bot (`bot_id`, one of this tenant's) wins; a tie whose order is unknown (no bot_id, another bot's
+ *   update, or a row written before migration 010) keeps the non-member state.
  * Errors: 422 `req.update.<field>` for a message Telegram would never send; 503/500 db (rolled back).
  */
 import type { PoolClient } from 'pg';
@@ -50,7 +52,7 @@ async function one(client: PoolClient, sql: string, params: unknown[]) {
 	return (await client.query(sql, params)).rows[0] as Record<string, unknown> | undefined;
 }
 
-async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate, req: z.infer<typeof ProcessUpdateRequest>, correlationId: string) {
+async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate, req: z.infer<typeof ProcessUpdateRequest>, correlationId: string, sourceBot: string | null) {
 	const chat = parsed.chat!;
 	if (parsed.users.length > 0) await client.query(SQL.UPSERT_USERS, [tenantId, JSON.stringify(parsed.users)]);
 	await client.query(SQL.UPSERT_CHAT, [tenantId, chat.id, chat.type, chat.title ?? null, chat.username ?? null]);
@@ -97,7 +99,7 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf('url_normalize'), file_jobs: idsOf('file_download'), qa_jobs: idsOf('qa_answer') } });
 	}
 	if (parsed.members.length > 0) {
-		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members), req.update.update_id]);
+		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members), req.update.update_id, sourceBot]);
 		data.member_events = recorded!.events;
 	}
 	return data;
@@ -113,9 +115,13 @@ export const processOperation: KnowledgeOperation = {
 		const req = parseRequest(ProcessUpdateRequest, raw, TABLES);
 		Object.assign(state.ctx!, { tenant_id: req.tenant_id, trace_id: req.trace_id ?? null });
 		let botUsername: string | null = null;
+		/** the receiving bot when it is this tenant's: it numbers the update_ids that order member changes */
+		let sourceBot: string | null = null;
 		if (req.bot_id) {
 			try {
-				botUsername = (await pool.query('SELECT username FROM core.bots WHERE bot_id = $1 AND tenant_id = $2', [req.bot_id, req.tenant_id])).rows[0]?.username ?? null;
+				const bot = (await pool.query('SELECT username FROM core.bots WHERE bot_id = $1 AND tenant_id = $2', [req.bot_id, req.tenant_id])).rows[0];
+				botUsername = bot?.username ?? null;
+				sourceBot = bot ? req.bot_id : null;
 			} catch (error) {
 				throw fromPgError(error, { operation: 'select', table: 'core.bots' });
 			}
@@ -134,7 +140,7 @@ export const processOperation: KnowledgeOperation = {
 			return { update_type: parsed.update_type, chat_id: null, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [], qa_jobs: [] }, member_events: 0 };
 		}
 		try {
-			const data = await inTransaction(pool, (client) => store(client, req.tenant_id, parsed, req, correlationId));
+			const data = await inTransaction(pool, (client) => store(client, req.tenant_id, parsed, req, correlationId, sourceBot));
 			return { update_type: parsed.update_type, ...data };
 		} catch (error) {
 			throw fromPgError(error, { operation: 'upsert', ...TABLES });
