@@ -13,11 +13,26 @@
 --     this user, restricted; when no such update is kept (pruned, or the row was written by hand) the
 --     flag is unknown and the row is NOT a member (false): membership is never granted on a guess.
 --
+-- tg.chat_memberships_current.source_update_id and source_bot_id: the update_id of the Telegram update the
+-- row comes from, and the bot that received it (issue 10, review of item 4). Telegram's `date` is whole
+-- seconds and WF20 processes updates out of order (retries with backoff, overlapping runs), so a kick and a
+-- join in the same second must be ordered by (date, update_id), never by "last processed wins". update_ids
+-- are numbered per bot, so two ids compare only when the same known bot received both. Rows that exist keep
+-- NULL (order unknown): on a tie whose order is unknown the non-member state wins (RECORD_MEMBERS in
+-- nodes/KnowledgeBot/actions/update/sql.ts).
+--
 -- A writer that names only the status (fixtures, scripts) still gets a consistent flag: a trigger derives
 -- it from the status, except for restricted, where a given flag is kept and a missing one is false. The
 -- CHECK makes any other combination (e.g. left with is_member true) impossible.
 
 ALTER TABLE tg.chat_memberships_current ALTER COLUMN is_member DROP EXPRESSION;
+
+ALTER TABLE tg.chat_memberships_current ADD COLUMN source_update_id bigint, ADD COLUMN source_bot_id uuid;
+
+COMMENT ON COLUMN tg.chat_memberships_current.source_update_id IS
+  'update_id of the Telegram update this state comes from: with updated_at (Telegram''s date, whole seconds) it orders changes of one second; NULL = unknown (on such a tie the non-member state wins). Written by WF20; migration 010.';
+COMMENT ON COLUMN tg.chat_memberships_current.source_bot_id IS
+  'core.bots.bot_id that received the update of source_update_id (update_ids are numbered per bot: ids of two bots, or of an unknown bot, do not compare). Written by WF20; migration 010.';
 
 UPDATE tg.chat_memberships_current c
 SET is_member = coalesce((

@@ -26,6 +26,8 @@ const { run, failure } = knowledgeRunner(() => vdb.pool, '3e4f5a6b-7c8d-4e9f-a0b
 });
 const TENANT = '00000000-0000-4000-8000-0000000000aa';
 const GROUP = -1001;
+const OTHER_GROUP = -1002;
+const OTHER_TENANT = '00000000-0000-4000-8000-0000000000bb';
 let versionId: number;
 
 before(async () => {
@@ -36,12 +38,13 @@ before(async () => {
 	const q = (sql: string, params: unknown[] = []) => vdb.db.query(sql, params);
 	await q("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'T')", [TENANT]);
 	await q("INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) VALUES ($1, 1, 'admin'), ($1, 2, 'user'), ($1, 3, 'user'), ($1, 4, 'blocked'), ($1, 5, 'user')", [TENANT]);
-	await q('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2)', [TENANT, GROUP]);
-	await q("INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, $2, 2, 'member'), ($1, $2, 3, 'member')", [TENANT, GROUP]);
+	await q('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2), ($1, $3)', [TENANT, GROUP, OTHER_GROUP]);
+	await q("INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, $2, 2, 'member'), ($1, $2, 3, 'member'), ($1, $3, 3, 'member')", [TENANT, GROUP, OTHER_GROUP]);
 	await q("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'gemini-embedding-001', 1536)");
 	const docs: [string, number, 'group' | 'dm', number | null][] = [
 		['The deployment runbook: restart the worker pool after every schema migration.', GROUP, 'group', null],
 		['Private note of user 3: the deployment password rotates every Monday.', 3, 'dm', 3],
+		['Board group only: the deployment freeze starts with the merger in May.', OTHER_GROUP, 'group', null],
 	];
 	for (const [i, [text, chat, visibility, owner]] of docs.entries()) {
 		const { rows } = await q("INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, dm_owner_user_id, text, status, title) VALUES ($1, 'url', $2, $3, $4, $5, $6, 'done', $7) RETURNING id", [TENANT, `url:${i}`, chat, visibility, owner, text, `Doc ${i}`]);
@@ -148,6 +151,58 @@ test('nothing visible: the fixed answer, no model call; the admin sees the DM no
 	assert.equal(admin.telegram_message_id, null);
 });
 
+test('asked in the group, the answer cites only that group: not the asker\'s DM, not another group they are in, not an admin\'s view of the tenant', async () => {
+	model.respond = () => ({ text: 'Restart the worker pool [1].' });
+	for (const user of [3, 1]) {
+		const before = model.requests.length;
+		const { data } = await run(answerOperation, ask(user, 'deployment password, deployment freeze, deployment runbook?'));
+		const citations = data.citations as { source_ref: { title: string; chat_id: number } }[];
+		assert.deepEqual(citations.map((c) => [c.source_ref.title, c.source_ref.chat_id]), [['Doc 0', GROUP]], `user ${user}`);
+		const prompt = JSON.stringify(model.requests.slice(before));
+		assert.doesNotMatch(prompt, /Monday|merger/, `user ${user}: no other place reaches the model`);
+		const reply = botApi.sent.at(-1)!;
+		assert.equal(reply.chat_id, GROUP);
+		assert.doesNotMatch(reply.text, /Doc 1|Doc 2/, `user ${user}: the group reads only its own sources`);
+	}
+	// the same admin in their own dm still sees the whole tenant
+	const dm = (await run(answerOperation, { tenant_id: TENANT, tg_user_id: 1, channel: 'dm', chat_id: null, question: 'deployment password, deployment freeze, deployment runbook?', send_reply: false })).data;
+	assert.deepEqual((dm.citations as { source_ref: { title: string } }[]).map((c) => c.source_ref.title).sort(), ['Doc 0', 'Doc 1', 'Doc 2']);
+});
+
+test('reply-to is scoped: a question_message_version_id of another chat or another tenant never makes the bot reply to this chat\'s message with the same message_id', async () => {
+	model.respond = () => ({ text: 'Restart the worker pool [1].' });
+	await vdb.db.query("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'Other') ON CONFLICT DO NOTHING", [OTHER_TENANT]);
+	const version = async (tenant: string, chat: number, messageId: number) => {
+		const m = await vdb.db.query<{ id: number }>("INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, visibility) VALUES ($1, $2, $3, 2, now(), 'group') RETURNING id", [tenant, chat, messageId]);
+		const v = await vdb.db.query<{ id: number }>("INSERT INTO tg.message_versions (message_fk, version_no, text, payload) VALUES ($1, 0, 'a question', '{}') RETURNING id", [m.rows[0].id]);
+		return Number(v.rows[0].id);
+	};
+	await version(TENANT, GROUP, 555); // the message the bot must not reply to
+	for (const foreign of [await version(TENANT, OTHER_GROUP, 555), await version(OTHER_TENANT, GROUP, 555)]) {
+		const { data } = await run(answerOperation, ask(2, 'deployment runbook?', { question_message_version_id: foreign }));
+		assert.ok(data.telegram_message_id);
+		const reply = botApi.sent.at(-1)!;
+		assert.equal(reply.chat_id, GROUP);
+		assert.equal(reply.reply_parameters?.message_id, undefined, `version ${foreign} is not a message of this chat`);
+	}
+	const own = await version(TENANT, GROUP, 556);
+	await run(answerOperation, ask(2, 'deployment runbook?', { question_message_version_id: own }));
+	assert.equal(botApi.sent.at(-1)!.reply_parameters?.message_id, 556, 'control: this chat\'s own message is replied to');
+});
+
+test('a question with a NUL or a lone surrogate is refused 422 req.question, before the model is asked or anything written', async () => {
+	const turns = async () => (await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns')).rows[0].n;
+	const [before, calls, sent] = [await turns(), model.requests.length, botApi.sent.length];
+	for (const question of ['deploy\u0000ment?', 'deploy \ud800 ment?', 'deploy \udc00?']) {
+		const error = await failure(answerOperation, ask(2, question));
+		assert.deepEqual([error.statusCode, error.kind, error.details.field], [422, 'validation', 'req.question'], JSON.stringify(question));
+	}
+	assert.deepEqual([await turns(), model.requests.length, botApi.sent.length], [before, calls, sent]);
+	model.respond = () => ({ text: 'ok [1]' });
+	const pair = (await run(answerOperation, ask(2, 'deployment 👋 runbook?', { send_reply: false }))).data;
+	assert.ok(pair.turn_id, 'a valid surrogate pair (an emoji) is a question like any other');
+});
+
 test('Upsert Session (WF50): one session per user and chat, meta merged', async () => {
 	const a = (await run(upsertSessionOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'group', chat_id: GROUP, meta: { lang: 'en' } })).data;
 	const b = (await run(upsertSessionOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'group', chat_id: GROUP, meta: { topic: 'deploy' } })).data;
@@ -156,4 +211,8 @@ test('Upsert Session (WF50): one session per user and chat, meta merged', async 
 	const { rows } = await vdb.db.query<{ meta: Record<string, unknown> }>('SELECT meta FROM audit.qa_sessions WHERE session_id = $1', [a.session_id]);
 	assert.equal(rows[0].meta.lang, 'en');
 	assert.equal(rows[0].meta.topic, 'deploy');
+	for (const meta of [{ note: 'a\u0000b' }, { 'k\u0000': 1 }, { deep: [{ x: '\ud800' }] }]) {
+		const refused = await failure(upsertSessionOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'group', chat_id: GROUP, meta });
+		assert.deepEqual([refused.statusCode, refused.details.field], [422, 'req.meta'], JSON.stringify(meta));
+	}
 });

@@ -279,3 +279,29 @@ test('questions to the bot become qa_answer jobs: a DM text (not a /command), a 
 	const again = (await run(processOperation, { tenant_id: tenant, bot_id: botId, update: dm(61_001, 'What did we decide about pricing?') })).data;
 	assert.deepEqual(again.created_jobs, asked.created_jobs, 'a replay enqueues nothing new');
 });
+
+test('a message text with a NUL or a lone surrogate (anywhere: text, caption, names, title) is stored with U+FFFD in their place — never a 5xx, the rest as sent', async () => {
+	const sender = { id: 131313, is_bot: false, first_name: 'Nu\u0000ll', last_name: 'Half \ud83d' };
+	const text = 'budget\u0000plan \ud800 see https://example.org/nul 👋 @kb_helper_bot why\udc00?';
+	const url = 'https://example.org/nul';
+	const mention = text.indexOf('@kb_helper_bot');
+	const update = {
+		update_id: 62_001,
+		message: {
+			message_id: 62_001, from: sender, chat: { id: -1001313131313, title: 'T\u0000itle', type: 'supergroup' }, date: 1_763_900_000, text,
+			entities: [{ type: 'url', offset: text.indexOf(url), length: url.length }, { type: 'mention', offset: mention, length: '@kb_helper_bot'.length }],
+		},
+	};
+	const { data } = await run(processOperation, { tenant_id: tenant, bot_id: botId, update });
+	const stored = 'budget\ufffdplan \ufffd see https://example.org/nul 👋 @kb_helper_bot why\ufffd?';
+	const version = await db.pool.query('SELECT text, payload->>\'text\' AS payload_text FROM tg.message_versions WHERE id = $1', [data.message_version_id]);
+	assert.deepEqual(version.rows[0], { text: stored, payload_text: stored });
+	const names = await db.pool.query('SELECT u.first_name, u.last_name, c.title FROM tg.users u, tg.chats c WHERE u.tenant_id = $1 AND u.tg_user_id = 131313 AND c.tenant_id = $1 AND c.chat_id = -1001313131313', [tenant]);
+	assert.deepEqual(names.rows[0], { first_name: 'Nu\ufffdll', last_name: 'Half \ufffd', title: 'T\ufffditle' });
+	const jobs = await db.pool.query("SELECT job_type, payload FROM ops.jobs WHERE id = ANY($1) ORDER BY job_type", [[...(data.created_jobs as { url_jobs: number[]; qa_jobs: number[] }).url_jobs, ...(data.created_jobs as { qa_jobs: number[] }).qa_jobs]]);
+	assert.deepEqual(jobs.rows.map((r) => r.job_type === 'url_normalize' ? r.payload.url : r.payload.question), ['budget\ufffdplan \ufffd see https://example.org/nul 👋 why\ufffd?', url], 'the entity offsets still find the URL and the mention');
+	const replay = await run(processOperation, { tenant_id: tenant, bot_id: botId, update });
+	assert.equal(replay.data.message_version_id, data.message_version_id, 'a replay is the same version');
+	const trace = await failure(processOperation, { tenant_id: tenant, update: { ...update, update_id: 62_002 }, trace_id: 't\u0000' });
+	assert.deepEqual([trace.statusCode, trace.details.field], [422, 'req.trace_id'], 'a trace id goes into job payloads as given: refused, not a 5xx');
+});

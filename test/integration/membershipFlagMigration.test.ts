@@ -3,7 +3,8 @@
  * backfilled for the rows that exist — every status but `restricted` as before, `restricted` from the
  * stored raw ChatMember (raw.telegram_updates through tg.chat_member_events.raw_update_id), and unknown
  * (no raw update kept) as not a member. Afterwards a writer naming only the status gets a consistent
- * flag, and an inconsistent one (left but a member) is overridden by the status.
+ * flag, and an inconsistent one (left but a member) is overridden by the status. The new source_update_id
+ * (the order of same-second changes) is unknown (NULL) for the rows that exist.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -67,6 +68,9 @@ test('010 backfills is_member: restricted from the raw ChatMember, unknown → n
 	await migrate(db.url, { dir });
 	const after = await q('SELECT tg_user_id::int AS u, is_member FROM tg.chat_memberships_current ORDER BY 1');
 	assert.deepEqual(Object.fromEntries(after.rows.map((r) => [r.u, r.is_member])), { 10: true, 11: false, 12: false, 13: false, 14: true, 15: false, 16: false, 17: true });
+	// the rows that exist have no known update_id (ordering of a same-second change: the non-member state wins)
+	const ids = await q('SELECT count(*)::int AS n, count(source_update_id)::int AS known FROM tg.chat_memberships_current');
+	assert.deepEqual(ids.rows[0], { n: 8, known: 0 });
 
 	// after 010: a status-only writer gets a consistent flag; restricted without a flag is not a member
 	await q("INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, $2, 20, 'administrator'), ($1, $2, 21, 'restricted'), ($1, $2, 22, 'kicked')", [tenant, chat]);

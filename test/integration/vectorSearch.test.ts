@@ -2,7 +2,8 @@
  * The pgvector SQL on PGlite with pgvector (the test PostgreSQL has none; FACTS.md): Document → Embed
  * (WF41) against a stand-in embeddings server, and the retrieval of WF51 with its ACL — the privacy
  * property: no query returns a `dm` chunk to anyone but its owner or an admin, nor a chunk of another
- * tenant, nor a group chunk to a non-member; and everything visible is found.
+ * tenant, nor a group chunk to a non-member; asked in a group, nothing but that group's chunks (the whole
+ * group reads the reply); and everything visible is found.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -82,7 +83,7 @@ test('Embed failures: 429 retryable, wrong dimensions not, a 768-dimension model
 	assert.equal(foreign.details.code, 'DOCUMENT_NOT_FOUND');
 });
 
-test('privacy property: every query returns exactly the chunks the user may see — own DMs, chats they are a member of, all for admins, never another tenant', async () => {
+test('privacy property: every query returns exactly the chunks the readers of the reply may see — in a dm: own DMs, chats the user is a member of, all for admins; in a group: that group only (admins too); never another tenant', async () => {
 	await vdb.db.query('DELETE FROM kg.chunk_embeddings_1536'); // only this test's corpus
 	// tenant A: admin 1; users 2..6; groups -100 (members 2,3; 5 restricted and left), -200 (members 3, 4 restricted; 5 left), -300 (nobody); DMs of 2 and 3
 	const users = [1, 2, 3, 4, 5, 6];
@@ -114,22 +115,29 @@ test('privacy property: every query returns exactly the chunks the user may see 
 			await vdb.db.query('INSERT INTO kg.chunk_embeddings_1536 (chunk_id, model_id, tenant_id, embedding, chunk_sha256) VALUES ($1, $2, $3, $4::vector, md5($5))', [chunkId, model, place.tenant, vectorLiteral(hashedVector(text, 1536)), text]);
 		}
 	}
-	const visible = (user: number, place: (typeof places)[number]) =>
-		place.tenant === TENANT_A && (user === 1 || (place.visibility === 'dm' ? place.owner === user : memberships.some(([c, u, , isMember]) => c === place.chat_id && u === user && isMember)));
+	const member = (user: number, chat: number) => memberships.some(([c, u, , isMember]) => c === chat && u === user && isMember);
+	/** what `user` may be shown where the reply goes: `null` = their own dm, else that group (everyone in it reads the reply) */
+	const visible = (user: number, where: number | null, place: (typeof places)[number]) =>
+		place.tenant === TENANT_A &&
+		(where === null
+			? user === 1 || (place.visibility === 'dm' ? place.owner === user : member(user, place.chat_id))
+			: place.visibility === 'group' && place.chat_id === where && (user === 1 || member(user, where)));
 	await vdb.db.query('SET enable_indexscan = off'); // exact search: the completeness half of the property
 	for (const user of users) {
-		const ctx = { tenant_id: TENANT_A, tg_user_id: user, role: (user === 1 ? 'admin' : 'user') as 'admin' | 'user', is_allowed: true };
-		const expected = [...chunkPlace.entries()].filter(([, place]) => visible(user, place)).map(([id]) => id).sort((a, b) => a - b);
-		for (const question of [...words, 'note', 'anything at all']) {
-			const got = await retrieveChunks(vdb.pool, ctx, hashedVector(question, 1536), { model_id: model, k: 100 });
-			for (const chunk of got) assert.ok(visible(user, chunkPlace.get(chunk.chunk_id)!), `user ${user} got chunk ${chunk.chunk_id} (${JSON.stringify(chunkPlace.get(chunk.chunk_id))})`);
-			assert.deepEqual(got.map((c) => c.chunk_id).sort((a, b) => a - b), expected, `user ${user}, question "${question}"`);
-			for (let i = 1; i < got.length; i++) assert.ok(got[i - 1].score >= got[i].score - 1e-9, 'nearest first');
+		for (const where of [null, -100, -200, -300]) {
+			const ctx = { tenant_id: TENANT_A, tg_user_id: user, role: (user === 1 ? 'admin' : 'user') as 'admin' | 'user', is_allowed: true, channel: where === null ? ('dm' as const) : ('group' as const), chat_id: where ?? user };
+			const expected = [...chunkPlace.entries()].filter(([, place]) => visible(user, where, place)).map(([id]) => id).sort((a, b) => a - b);
+			for (const question of [...words, 'note', 'anything at all']) {
+				const got = await retrieveChunks(vdb.pool, ctx, hashedVector(question, 1536), { model_id: model, k: 100 });
+				for (const chunk of got) assert.ok(visible(user, where, chunkPlace.get(chunk.chunk_id)!), `user ${user} in ${where ?? 'dm'} got chunk ${chunk.chunk_id} (${JSON.stringify(chunkPlace.get(chunk.chunk_id))})`);
+				assert.deepEqual(got.map((c) => c.chunk_id).sort((a, b) => a - b), expected, `user ${user} in ${where ?? 'dm'}, question "${question}"`);
+				for (let i = 1; i < got.length; i++) assert.ok(got[i - 1].score >= got[i].score - 1e-9, 'nearest first');
+			}
 		}
 	}
 	await vdb.db.query('RESET enable_indexscan');
-	const top = await retrieveChunks(vdb.pool, { tenant_id: TENANT_A, tg_user_id: 1, role: 'admin', is_allowed: true }, hashedVector('budget roadmap', 1536), { model_id: model, k: 3 });
+	const top = await retrieveChunks(vdb.pool, { tenant_id: TENANT_A, tg_user_id: 1, role: 'admin', is_allowed: true, channel: 'dm', chat_id: null }, hashedVector('budget roadmap', 1536), { model_id: model, k: 3 });
 	assert.equal(top.length, 3);
 	assert.match(top[0].text, /budget|roadmap/);
-	await assert.rejects(retrieveChunks(vdb.pool, { tenant_id: TENANT_A, tg_user_id: 2, role: 'blocked', is_allowed: false }, hashedVector('x', 1536), { model_id: model, k: 5 }), (e: { statusCode?: number }) => e.statusCode === 403);
+	await assert.rejects(retrieveChunks(vdb.pool, { tenant_id: TENANT_A, tg_user_id: 2, role: 'blocked', is_allowed: false, channel: 'dm', chat_id: null }, hashedVector('x', 1536), { model_id: model, k: 5 }), (e: { statusCode?: number }) => e.statusCode === 403);
 });

@@ -2,11 +2,14 @@
  * Issue 10 item 4 on PGlite with pgvector, through the vector search SQL (SEARCH_CHUNKS via retrieveChunks,
  * WF51): each attacker's question over the whole corpus (exact scan, k = 100) returns nothing it should
  * not see — left, restricted-left (ChatMemberRestricted.is_member false), kicked, a member of the same chat
- * id in another tenant, a dm ctx naming another user's chat, and an id rounded beyond 2^53.
+ * id in another tenant, an id rounded beyond 2^53; asked in a group (whose members all read the reply),
+ * nothing but that group's chunks, for a member and for an admin; a dm ctx naming another chat is refused,
+ * and the SQL's dm branch gives the same rows whatever chat is passed with it.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { retrieveChunks } from '../../nodes/KnowledgeBot/actions/qa/retrieve';
+import { SEARCH_CHUNKS } from '../../nodes/KnowledgeBot/actions/vectorSql';
 import { vectorLiteral } from '../../nodes/KnowledgeBot/transport/embeddings';
 import { hashedVector } from '../helpers/embeddingStandIn';
 import { vectorDatabase } from '../helpers/pglite';
@@ -55,7 +58,9 @@ after(async () => {
 	await vdb.close();
 });
 
-const ctx = (tg_user_id: number | string, extra: Record<string, unknown> = {}) => ({ tenant_id: TENANT_A, tg_user_id, role: 'user' as const, is_allowed: true, ...extra });
+/** A ctx as Context Loader builds it; by default a question in the asker's own dm. */
+const ctx = (tg_user_id: number | string, extra: Record<string, unknown> = {}) => ({ tenant_id: TENANT_A, tg_user_id, role: 'user' as 'user' | 'admin', is_allowed: true, channel: 'dm' as 'dm' | 'group', chat_id: null as number | string | null, ...extra });
+const inGroup = (tg_user_id: number | string, chat: number | string, extra: Record<string, unknown> = {}) => ctx(tg_user_id, { channel: 'group', chat_id: chat, ...extra });
 
 async function seen(c: ReturnType<typeof ctx>): Promise<string[]> {
 	const got = await retrieveChunks(vdb.pool, c, hashedVector('secret budget roadmap note', 1536), { model_id: model, k: 100 });
@@ -70,8 +75,14 @@ const ATTACKS: [string, () => ReturnType<typeof ctx>, string[]][] = [
 	['kicked', () => ctx(6), ['dm 6']],
 	['a member of the same chat id in another tenant', () => ctx(8), ['dm 8']],
 	['another tenant asking for tenant A data', () => ({ ...ctx(8), tenant_id: TENANT_B }), ['group B']],
-	['spoofed dm: a dm ctx naming user 3\'s chat', () => ctx(2, { channel: 'dm', visibility: 'dm', chat_id: 3, dm_owner_user_id: 3 }), ['dm 2', 'group A']],
-	['spoofed dm: a dm ctx naming the group', () => ctx(4, { channel: 'dm', visibility: 'dm', chat_id: GROUP }), ['dm 4']],
+	['own dm named explicitly (chat_id = tg_user_id)', () => ctx(2, { chat_id: '2' }), ['dm 2', 'group A']],
+	['an admin in their dm: the whole tenant', () => ctx(3, { role: 'admin' }), ['dm 2', 'dm 3', 'dm 4', 'dm 5', 'dm 6', 'dm 7', 'dm 8', `dm ${EXACT}`, `dm ${ROUNDED}`, 'group A']],
+	['asked in the group by a member: that group only, never the asker\'s dm', () => inGroup(2, GROUP), ['group A']],
+	['asked in the group by an admin who is no member: that group only, never a dm', () => inGroup(3, GROUP, { role: 'admin' }), ['group A']],
+	['asked in the group by a non-member (a ctx Context Loader would refuse)', () => inGroup(3, GROUP), []],
+	['asked in the group by a restricted user who left', () => inGroup(5, GROUP), []],
+	['a group ctx naming a dm chat (user 2\'s id), even by an admin: no dm is a group document', () => inGroup(2, 2, { role: 'admin' }), []],
+	['a group ctx naming the chat id of tenant B\'s group, from tenant A\'s member of it only in B', () => inGroup(8, GROUP), []],
 	['the exact 2^53 + 1 id as a string', () => ctx(EXACT), [`dm ${EXACT}`, 'group A']],
 	['the rounded neighbour as a string', () => ctx(ROUNDED), [`dm ${ROUNDED}`]],
 ];
@@ -81,6 +92,29 @@ for (const [name, make, expected] of ATTACKS) {
 		assert.deepEqual(await seen(make()), expected.sort());
 	});
 }
+
+test('spoofed dm: a dm ctx naming another user\'s chat or a group is refused 403 DM_NOT_OWN_CHAT, nothing searched', async () => {
+	for (const chat of [3, '3', GROUP, ROUNDED]) {
+		await assert.rejects(seen(ctx(2, { chat_id: chat })), (e: { statusCode?: number; details?: Record<string, unknown> }) => {
+			assert.deepEqual([e.statusCode, e.details?.code], [403, 'DM_NOT_OWN_CHAT'], `chat ${chat}`);
+			return true;
+		});
+	}
+	await assert.rejects(seen(ctx(EXACT, { chat_id: ROUNDED })), (e: { details?: Record<string, unknown> }) => e.details?.code === 'DM_NOT_OWN_CHAT');
+	await assert.rejects(seen(inGroup(2, null as unknown as number)), (e: { statusCode?: number; details?: Record<string, unknown> }) => e.statusCode === 422 && e.details?.field === 'ctx.chat_id');
+});
+
+test('the SQL\'s dm branch: the chat passed with a dm neither widens nor changes what is visible', async () => {
+	const vector = vectorLiteral(hashedVector('secret budget roadmap note', 1536));
+	const rows = async (chat: string | null) => {
+		const { rows } = await vdb.pool.query(SEARCH_CHUNKS, [TENANT_A, model, vector, '4', false, 100, 'dm', chat]);
+		return rows.map((r: { chunk_id: string }) => label.get(Number(r.chunk_id))!).sort();
+	};
+	for (const chat of [null, '4', '3', '2', String(GROUP), EXACT]) assert.deepEqual(await rows(chat), ['dm 4'], `dm with chat ${chat}`);
+	const member = async (chat: string | null) => (await vdb.pool.query(SEARCH_CHUNKS, [TENANT_A, model, vector, '2', false, 100, 'dm', chat])).rows.length;
+	for (const chat of [null, '3', String(GROUP)]) assert.equal(await member(chat), 2, `user 2's dm with chat ${chat}: dm 2 and group A`);
+	assert.equal((await vdb.pool.query(SEARCH_CHUNKS, [TENANT_A, model, vector, '2', true, 100, 'private', null])).rows.length, 0, 'an unknown channel matches nothing');
+});
 
 test('vector search: a rounded id (9007199254740993 as a JS number) is refused 422, never searched as …992', async () => {
 	await assert.rejects(seen(ctx(9007199254740993)), (e: { statusCode?: number; details?: Record<string, unknown> }) => {

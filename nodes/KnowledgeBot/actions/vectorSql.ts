@@ -26,18 +26,22 @@ WHERE e.chunk_sha256 IS DISTINCT FROM EXCLUDED.chunk_sha256
 RETURNING chunk_id`;
 
 /**
- * Nearest chunks the asking user may see (seed 003 §0.2), by cosine distance:
- *  - only this tenant's embeddings, chunks and documents;
- *  - `group` documents: the user is a current member of the document's chat in this tenant
- *    (tg.chat_memberships_current.is_member: Telegram's flag, migration 010 — a `restricted` user who left
- *    is not a member, nor is `left` or `kicked`);
- *  - `dm` documents: the user is their owner;
- *  - a tenant admin sees every document of the tenant.
+ * Nearest chunks that everyone who reads the reply may see (seed 003 §0.2), by cosine distance. The reply
+ * of WF51 goes to the chat of the request, so the request's channel and chat decide:
+ *  - only this tenant's embeddings, chunks and documents, always;
+ *  - `group` ($7 = 'group', $8 the chat): ONLY `group` documents of that chat — never a dm, never another
+ *    group, whoever asks (a tenant admin too: every member of the group reads the answer and its Sources) —
+ *    and the asker a current member of it (tg.chat_memberships_current.is_member: Telegram's flag,
+ *    migration 010 — a `restricted` user who left is not a member, nor is `left` or `kicked`) or an admin;
+ *  - `dm` ($7 = 'dm'; only the asker reads the reply; $8 plays no part): the asker's own `dm` documents and
+ *    the `group` documents of every chat the asker is a current member of; a tenant admin sees every
+ *    document of the tenant.
+ * Any other $7, or a group without $8, matches nothing.
  * The filter runs on the candidates of the HNSW scan, so with very selective filters fewer than `k`
  * rows may come back (raise hnsw.ef_search, or pgvector ≥ 0.8's iterative scans, to widen it).
- * The chat a request names plays no part: a dm ctx sees the asker's own dm documents, never the named chat's.
  * $1 tenant, $2 model, $3 query vector "[…]", $4 tg_user_id as its exact decimal string (`::bigint`, never a
- * JS number: ids beyond 2^53 − 1 would round to another user), $5 is_admin, $6 k.
+ * JS number: ids beyond 2^53 − 1 would round to another user), $5 is_admin, $6 k, $7 channel ('group' |
+ * 'dm'), $8 the group's chat_id as its exact decimal string (null for dm).
  */
 export const SEARCH_CHUNKS = `
 SELECT c.id AS chunk_id, c.document_id, c.chunk_no, c.text, d.title, d.doc_type, d.chat_id, d.visibility,
@@ -48,11 +52,20 @@ JOIN kg.chunks c ON c.id = e.chunk_id AND c.tenant_id = $1
 JOIN content.documents d ON d.id = c.document_id AND d.tenant_id = $1
 LEFT JOIN content.urls u ON u.id = d.url_id
 WHERE e.tenant_id = $1 AND e.model_id = $2
-  AND ($5::boolean
-       OR (d.visibility = 'dm' AND d.dm_owner_user_id = $4::bigint)
-       OR (d.visibility = 'group' AND EXISTS (
-             SELECT 1 FROM tg.chat_memberships_current m
-             WHERE m.tenant_id = $1 AND m.chat_id = d.chat_id AND m.tg_user_id = $4::bigint AND m.is_member)))
+  AND CASE $7::text
+    WHEN 'group' THEN
+      d.visibility = 'group' AND d.chat_id = $8::bigint
+      AND ($5::boolean OR EXISTS (
+            SELECT 1 FROM tg.chat_memberships_current m
+            WHERE m.tenant_id = $1 AND m.chat_id = $8::bigint AND m.tg_user_id = $4::bigint AND m.is_member))
+    WHEN 'dm' THEN
+      $5::boolean
+      OR (d.visibility = 'dm' AND d.dm_owner_user_id = $4::bigint)
+      OR (d.visibility = 'group' AND EXISTS (
+            SELECT 1 FROM tg.chat_memberships_current m
+            WHERE m.tenant_id = $1 AND m.chat_id = d.chat_id AND m.tg_user_id = $4::bigint AND m.is_member))
+    ELSE false
+  END
 ORDER BY e.embedding <=> $3::vector
 LIMIT $6`;
 

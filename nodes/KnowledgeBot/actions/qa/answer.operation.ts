@@ -1,14 +1,18 @@
 /**
- * Q&A → Answer: WF51 of seed 003. Answers a question from the sources the asker may see, with citations:
+ * Q&A → Answer: WF51 of seed 003. Answers a question from the sources the readers of the reply may see, with citations:
  *  1. ACL: the ctx of Context Loader (WF00c) — 403/404 as there;
  *  2. the session (WF50);
  *  3. the question embedded (first active 1,536-dimension model, task RETRIEVAL_QUERY) and the `k` nearest
- *     visible chunks (retrieve.ts: own DMs, chats the user is a member of, all for admins, this tenant);
+ *     chunks everyone who reads the reply may see (retrieve.ts, this tenant only): asked in a `group`, only
+ *     that group's documents (never a dm, never another group — an admin's question too, since the whole
+ *     group reads the answer and its Sources); asked in the asker's own `dm`, their dms and the groups they
+ *     are a current member of (everything of the tenant for an admin);
  *  4. the model (Contracts LLM API credential, seed-001 retry policy) answers from the numbered sources
  *     only, citing [n]; with no source found, a fixed "nothing found" answer and no model call;
  *  5. audit.qa_turns and audit.qa_citations (rank, chunk, score, snippet, source_ref) in one statement;
  *  6. the answer sent as a reply with Telegram's sendMessage (Contracts Telegram Bot API credential), the
- *     sent message id stored on the turn.
+ *     sent message id stored on the turn. It replies to the question message only when
+ *     `question_message_version_id` is a message of this tenant and of the reply's chat (else no reply-to).
  * Idempotent per question message: a retried job finds its turn (unique session/question_message_version_id)
  * and only sends what was not sent — the model is not asked twice.
  * Input `req`: `{ tenant_id, tg_user_id, channel, chat_id, question, question_message_version_id, trace_id }`
@@ -18,6 +22,9 @@
  * Ids are exact (shared/contracts/ids.ts): a number beyond 2^53 − 1 is refused 422, send it as a string.
  * The reply goes to the chat Context Loader allowed: a group the asker is a member of, or the asker's own dm
  *   (a dm request naming another chat is refused 403 DM_NOT_OWN_CHAT there, before anything is read or sent).
+ * `question`: 1–4000 characters after trimming; a NUL or a lone UTF-16 surrogate (PostgreSQL cannot store
+ *   them) is refused 422 `req.question` — Update → Process stores message texts with them replaced by U+FFFD,
+ *   so a question it enqueues never has one.
  * Errors: 422 `req.<field>`; 403/404 ACL; 404 NO_EMBEDDING_MODEL; 502 embeddings/model/Bot API
  *   (retryable as their classes); 500 PGVECTOR_MISSING; 503/500 db.
  */
@@ -27,6 +34,7 @@ import { loadContext } from '../../../ContextLoader/actions/load.operation';
 import type { AclCtx } from '../../../shared/contracts/ctx';
 import { BigIntLike, DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
+import { replaceUnstorable } from '../../../shared/sanitize';
 import { DEFAULT_RETRY, generate } from '../../../shared/llm/generate';
 import { BotApiError, sendMessage } from '../../transport/botApi';
 import { embeddingsFailure } from '../document/embed.operation';
@@ -39,7 +47,12 @@ export const AnswerRequest = z.object({
 	tg_user_id: BigIntLike,
 	channel: z.enum(['group', 'dm'], { errorMap: () => ({ message: 'must be "group" or "dm"' }) }),
 	chat_id: BigIntLike.nullish().transform((v) => v ?? null),
-	question: z.string({ required_error: 'is required' }).trim().min(1, 'must not be empty').max(4000, 'is longer than 4000 characters'),
+	question: z
+		.string({ required_error: 'is required' })
+		.trim()
+		.min(1, 'must not be empty')
+		.max(4000, 'is longer than 4000 characters')
+		.refine((q) => !replaceUnstorable(q).replaced, 'contains a NUL character or a lone UTF-16 surrogate, which cannot be stored'),
 	question_message_version_id: DbId.nullish().transform((v) => v ?? null),
 	trace_id: z.string().nullish(),
 	correlation_id: z.string().uuid().nullish(),
@@ -78,7 +91,8 @@ WITH turn AS (
 )
 SELECT turn.id, (SELECT count(*) FROM cites)::int AS citations FROM turn`;
 
-const REPLY_TARGET = 'SELECT m.message_id FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE v.id = $1';
+/** The Telegram message_id to reply to: $1 message version, only of $2 tenant and $3 chat (exact decimal string). */
+const REPLY_TARGET = 'SELECT m.message_id FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE v.id = $1 AND m.tenant_id = $2 AND m.chat_id = $3::bigint';
 
 interface Citation {
 	rank: number;
@@ -117,7 +131,7 @@ export const answerOperation: KnowledgeOperation = {
 	value: 'answer',
 	name: 'Answer',
 	action: 'Answer a question with citations',
-	description: 'Answer from the sources the asker may see, cite them, record the turn and reply in Telegram (WF51)',
+	description: 'Answer from the sources the readers of the reply may see (in a group: that group only), cite them, record the turn and reply in Telegram (WF51)',
 	workflow: 'WF51',
 	async execute({ pool, state, correlationId, embed, llm, telegram, postJson }, raw) {
 		const req = parseRequest(AnswerRequest, raw, WHERE);
@@ -160,10 +174,12 @@ export const answerOperation: KnowledgeOperation = {
 			turnId = Number(inserted[0].id);
 		}
 		if (req.send_reply && sentId === null) {
-			const target = req.question_message_version_id === null ? [] : await query(pool, REPLY_TARGET, [req.question_message_version_id], { operation: 'select', table: 'tg.messages' });
 			// a dm without chat_id is the asker's private chat (Telegram: its id is the user's id). An id beyond
 			// 2^53 − 1 stays its exact decimal string: the Bot API takes chat_id as an integer or a string.
 			const chatId = (ctx.chat_id ?? ctx.tg_user_id) as number;
+			// the reply-to message must be in this chat of this tenant: a version id of another chat would name
+			// whichever message has the same message_id here
+			const target = req.question_message_version_id === null ? [] : await query(pool, REPLY_TARGET, [req.question_message_version_id, ctx.tenant_id, String(chatId)], { operation: 'select', table: 'tg.messages' });
 			try {
 				sentId = await sendMessage(postJson, await telegram(), chatId, replyText(answer, citations), target.length ? Number(target[0].message_id) : null, 15_000);
 			} catch (error) {

@@ -1,10 +1,12 @@
 /**
- * Retrieval for WF51: the `k` chunks nearest to a question vector that the asking user may see (seed 003
- * §0.2, SEARCH_CHUNKS), given the ctx Context Loader (WF00c) built. Refuses a ctx that is not allowed.
+ * Retrieval for WF51: the `k` chunks nearest to a question vector that everyone who reads the reply may see
+ * (seed 003 §0.2, SEARCH_CHUNKS), given the ctx Context Loader (WF00c) built: in a `group`, only that chat's
+ * group documents; in a `dm` (the asker's own private chat), the asker's dms and the groups they are a member
+ * of (everything of the tenant for an admin). Refuses a ctx that is not allowed or names the wrong chat.
  */
 import type { Pool } from 'pg';
 import type { AclCtx } from '../../../shared/contracts/ctx';
-import { parseExactId } from '../../../shared/contracts/ids';
+import { parseExactId, sameId } from '../../../shared/contracts/ids';
 import { ContractError } from '../../../shared/errors';
 import { vectorLiteral } from '../../transport/embeddings';
 import { EMBEDDINGS_TABLE, SEARCH_CHUNKS, vectorError } from '../vectorSql';
@@ -33,21 +35,37 @@ function exactOf(value: unknown): number | string {
 }
 
 /**
+ * @param ctx the request's ctx: `channel` and `chat_id` say where the reply goes, so what may be cited
  * @param k most chunks returned (1–100)
- * @throws ContractError 403 NOT_ALLOWED for a ctx without is_allowed or a blocked role; 422 a tg_user_id that is
- *   not an exact int8 (ids.ts); 500 PGVECTOR_MISSING; 503/500 db
+ * @throws ContractError 403 NOT_ALLOWED for a ctx without is_allowed or a blocked role; 403 DM_NOT_OWN_CHAT for
+ *   a dm ctx naming a chat other than the asker's own (chat_id null or = tg_user_id); 422 a tg_user_id or a
+ *   group's chat_id that is not an exact int8 (ids.ts), or a channel that is neither group nor dm
+ *   (`ctx.<field>`); 500 PGVECTOR_MISSING; 503/500 db
  */
-export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' | 'tg_user_id' | 'role' | 'is_allowed'>, vector: number[], options: { model_id: number; k: number }): Promise<RetrievedChunk[]> {
+export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' | 'tg_user_id' | 'role' | 'is_allowed' | 'channel' | 'chat_id'>, vector: number[], options: { model_id: number; k: number }): Promise<RetrievedChunk[]> {
+	const where = { operation: 'select', table: EMBEDDINGS_TABLE };
+	const invalid = (field: string, message: string) => new ContractError(`the ctx's ${field} ${message}`, 422, 'validation', false, { code: 'VALIDATION', field: `ctx.${field}` }, { operation: 'validate', table: EMBEDDINGS_TABLE });
 	if (!ctx.is_allowed || ctx.role === 'blocked') {
-		throw new ContractError('the ctx does not allow reading', 403, 'auth', false, { code: 'NOT_ALLOWED' }, { operation: 'select', table: EMBEDDINGS_TABLE });
+		throw new ContractError('the ctx does not allow reading', 403, 'auth', false, { code: 'NOT_ALLOWED' }, where);
 	}
 	const user = parseExactId(ctx.tg_user_id);
-	if (!user.ok) {
-		throw new ContractError(`the ctx's tg_user_id ${user.message}`, 422, 'validation', false, { code: 'VALIDATION', field: 'ctx.tg_user_id' }, { operation: 'validate', table: EMBEDDINGS_TABLE });
+	if (!user.ok) throw invalid('tg_user_id', user.message);
+	if (ctx.channel !== 'group' && ctx.channel !== 'dm') throw invalid('channel', 'must be "group" or "dm"');
+	let chat: string | null = null;
+	if (ctx.channel === 'group') {
+		const parsed = parseExactId(ctx.chat_id);
+		if (!parsed.ok) throw invalid('chat_id', ctx.chat_id === null || ctx.chat_id === undefined ? 'is required for a group' : parsed.message);
+		chat = String(parsed.value);
+	} else if (ctx.chat_id !== null && ctx.chat_id !== undefined) {
+		// a dm is the asker's own private chat (Context Loader checks it; checked again: the reply goes there)
+		const parsed = parseExactId(ctx.chat_id);
+		if (!parsed.ok || !sameId(parsed.value, user.value)) {
+			throw new ContractError('a dm ctx must name the asker\'s own private chat (chat_id = tg_user_id)', 403, 'auth', false, { code: 'DM_NOT_OWN_CHAT' }, where);
+		}
 	}
 	try {
-		// the user id goes to SQL as its exact decimal string ($4::bigint), never through a JS number
-		const { rows } = await pool.query(SEARCH_CHUNKS, [ctx.tenant_id, options.model_id, vectorLiteral(vector), String(user.value), ctx.role === 'admin', options.k]);
+		// the ids go to SQL as their exact decimal strings ($4::bigint, $8::bigint), never through a JS number
+		const { rows } = await pool.query(SEARCH_CHUNKS, [ctx.tenant_id, options.model_id, vectorLiteral(vector), String(user.value), ctx.role === 'admin', options.k, ctx.channel, chat]);
 		return rows.map((r) => ({
 			...r,
 			chunk_id: Number(r.chunk_id),

@@ -4,7 +4,7 @@
  *  - tg.users, tg.chats upserted (updated only when a value differs);
  *  - tg.messages (unique tenant/chat/message_id) and tg.message_versions (unique message_fk/version_no;
  *    version 0 as sent, edit_date for an edit), tg.files / tg.file_instances / tg.message_attachments;
- *  - tg.chat_member_events and tg.chat_memberships_current (moves forward in time only);
+ *  - tg.chat_member_events and tg.chat_memberships_current (moves forward only, in (date, update_id) order);
  *  - ops.jobs `url_normalize` per URL (WF30) and `file_download` per attachment (WF32), each once
  *    (dedup key), when the chat policy allows URL fetch / file download; `qa_answer` (WF51) for a question
  *    to the bot — a DM's text that is not a /command, or a group text mentioning `@<bot username>`.
@@ -13,6 +13,12 @@
  * Output: `{ update_type, chat_id, message_id, message_fk, message_version_id,
  *   created_jobs: { url_jobs, file_jobs, qa_jobs: [job ids] }, member_events }` (nulls when the update
  *   has no message).
+ * Texts PostgreSQL cannot store — a NUL or a lone UTF-16 surrogate anywhere in the update (text, caption,
+ *   names, titles, file names) — are stored with each such character replaced by U+FFFD (storable.ts): the
+ *   rest is kept as sent, so the message stays recognisable; never a 5xx nor a job failing on every retry.
+ * Member changes are ordered by (Telegram's date, update_id): within one second the higher update_id of the
+ *   same bot (`bot_id`, one of this tenant's) wins; a tie whose order is unknown (no bot_id, another bot's
+ *   update, or a row written before migration 010) keeps the non-member state.
  * Errors: 422 `req.update.<field>` for a message Telegram would never send; 503/500 db (rolled back).
  */
 import type { PoolClient } from 'pg';
@@ -20,15 +26,21 @@ import { z, ZodError } from 'zod';
 import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
+import { replaceUnstorable } from '../../../shared/sanitize';
 import { enqueueJobs } from '../shared';
 import type { KnowledgeOperation } from '../types';
 import { parseUpdate, type ParsedUpdate } from './parseUpdate';
 import * as SQL from './sql';
+import { storableUpdate } from './storable';
 
 export const ProcessUpdateRequest = z.object({
 	tenant_id: TenantId,
 	update: z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough(),
-	trace_id: z.string().nullish(),
+	/** copied into the job payloads (jsonb): a NUL or a lone surrogate is refused 422 `req.trace_id` */
+	trace_id: z
+		.string()
+		.refine((t) => !replaceUnstorable(t).replaced, 'contains a NUL character or a lone UTF-16 surrogate, which cannot be stored')
+		.nullish(),
 	raw_update_id: DbId.nullish(),
 	/** the receiving bot (WF10's job payload): its username recognises mentions */
 	bot_id: z.string().uuid('must be a UUID').nullish(),
@@ -40,7 +52,7 @@ async function one(client: PoolClient, sql: string, params: unknown[]) {
 	return (await client.query(sql, params)).rows[0] as Record<string, unknown> | undefined;
 }
 
-async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate, req: z.infer<typeof ProcessUpdateRequest>, correlationId: string) {
+async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate, req: z.infer<typeof ProcessUpdateRequest>, correlationId: string, sourceBot: string | null) {
 	const chat = parsed.chat!;
 	if (parsed.users.length > 0) await client.query(SQL.UPSERT_USERS, [tenantId, JSON.stringify(parsed.users)]);
 	await client.query(SQL.UPSERT_CHAT, [tenantId, chat.id, chat.type, chat.title ?? null, chat.username ?? null]);
@@ -87,7 +99,7 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf('url_normalize'), file_jobs: idsOf('file_download'), qa_jobs: idsOf('qa_answer') } });
 	}
 	if (parsed.members.length > 0) {
-		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members)]);
+		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members), req.update.update_id, sourceBot]);
 		data.member_events = recorded!.events;
 	}
 	return data;
@@ -103,16 +115,20 @@ export const processOperation: KnowledgeOperation = {
 		const req = parseRequest(ProcessUpdateRequest, raw, TABLES);
 		Object.assign(state.ctx!, { tenant_id: req.tenant_id, trace_id: req.trace_id ?? null });
 		let botUsername: string | null = null;
+		/** the receiving bot when it is this tenant's: it numbers the update_ids that order member changes */
+		let sourceBot: string | null = null;
 		if (req.bot_id) {
 			try {
-				botUsername = (await pool.query('SELECT username FROM core.bots WHERE bot_id = $1 AND tenant_id = $2', [req.bot_id, req.tenant_id])).rows[0]?.username ?? null;
+				const bot = (await pool.query('SELECT username FROM core.bots WHERE bot_id = $1 AND tenant_id = $2', [req.bot_id, req.tenant_id])).rows[0];
+				botUsername = bot?.username ?? null;
+				sourceBot = bot ? req.bot_id : null;
 			} catch (error) {
 				throw fromPgError(error, { operation: 'select', table: 'core.bots' });
 			}
 		}
 		let parsed: ParsedUpdate;
 		try {
-			parsed = parseUpdate(req.update, botUsername);
+			parsed = parseUpdate(storableUpdate(req.update).update, botUsername);
 		} catch (error) {
 			if (!(error instanceof ZodError)) throw error;
 			const issue = error.issues[0];
@@ -124,7 +140,7 @@ export const processOperation: KnowledgeOperation = {
 			return { update_type: parsed.update_type, chat_id: null, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [], qa_jobs: [] }, member_events: 0 };
 		}
 		try {
-			const data = await inTransaction(pool, (client) => store(client, req.tenant_id, parsed, req, correlationId));
+			const data = await inTransaction(pool, (client) => store(client, req.tenant_id, parsed, req, correlationId, sourceBot));
 			return { update_type: parsed.update_type, ...data };
 		} catch (error) {
 			throw fromPgError(error, { operation: 'upsert', ...TABLES });

@@ -69,9 +69,14 @@ FROM (SELECT 1) one LEFT JOIN core.chat_policies p ON p.tenant_id = $1 AND p.cha
 
 /**
  * Member changes: $1 tenant_id, $2 chat_id, $3 raw_update_id, $4 JSON array of { tg_user_id, old_status,
- * new_status, is_member, date }. An event (user, time, new status) is recorded once; the current membership
- * (status and Telegram's is_member flag, migration 010: a restricted user who left is not a member) moves
- * only forward in time.
+ * new_status, is_member, date }, $5 the update's update_id, $6 the bot that received it (core.bots.bot_id,
+ * null when unknown). An event (user, time, new status) is recorded once. The current membership (status and
+ * Telegram's is_member flag, migration 010: a restricted user who left is not a member) moves only forward in
+ * (date, update_id) order: Telegram's `date` is whole seconds and updates are processed out of order
+ * (retries, overlapping runs), so within one second the higher update_id wins — Telegram numbers a bot's
+ * updates in the order it sends them, so only ids of the same known bot compare. When a tie's order is
+ * unknown (another bot, an unknown bot, or a row written without them: before migration 010, or by hand) the
+ * non-member state wins: membership is never granted on a guess. A replay of the same update changes nothing.
  */
 export const RECORD_MEMBERS = `
 WITH m AS (
@@ -82,10 +87,18 @@ WITH m AS (
   ON CONFLICT (tenant_id, chat_id, tg_user_id, event_date, new_status) DO NOTHING
   RETURNING id
 ), current AS (
-  INSERT INTO tg.chat_memberships_current AS c (tenant_id, chat_id, tg_user_id, status, is_member, updated_at)
-  SELECT $1, $2, tg_user_id, new_status, is_member, to_timestamp(date) FROM m
-  ON CONFLICT (tenant_id, chat_id, tg_user_id) DO UPDATE SET status = EXCLUDED.status, is_member = EXCLUDED.is_member, updated_at = EXCLUDED.updated_at
-  WHERE c.updated_at <= EXCLUDED.updated_at AND (c.status, c.is_member) IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.is_member)
+  INSERT INTO tg.chat_memberships_current AS c (tenant_id, chat_id, tg_user_id, status, is_member, updated_at, source_update_id, source_bot_id)
+  SELECT $1, $2, tg_user_id, new_status, is_member, to_timestamp(date), $5::bigint, $6::uuid FROM m
+  ON CONFLICT (tenant_id, chat_id, tg_user_id) DO UPDATE SET
+    status = EXCLUDED.status, is_member = EXCLUDED.is_member, updated_at = EXCLUDED.updated_at,
+    source_update_id = EXCLUDED.source_update_id, source_bot_id = EXCLUDED.source_bot_id
+  WHERE c.updated_at < EXCLUDED.updated_at
+     OR (c.updated_at = EXCLUDED.updated_at AND CASE
+           WHEN c.source_update_id IS NOT NULL AND EXCLUDED.source_update_id IS NOT NULL
+                AND c.source_bot_id IS NOT NULL AND c.source_bot_id = EXCLUDED.source_bot_id
+             THEN c.source_update_id < EXCLUDED.source_update_id
+           ELSE c.is_member AND NOT EXCLUDED.is_member
+         END)
   RETURNING tg_user_id
 )
 SELECT (SELECT count(*) FROM events)::int AS events, (SELECT count(*) FROM current)::int AS memberships`;
