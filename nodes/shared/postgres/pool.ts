@@ -2,9 +2,12 @@
  * One `pg.Pool` per credential, cached at module level and reused across executions (as n8n's own
  * Postgres node does), closed after 5 minutes unused. Idle-client errors (server restart, dropped
  * connection) are caught by `pool.on('error')` so they never crash n8n; the next query reconnects.
+ * Secrets: the password is remembered process-wide (../redact.ts), so every ContractError — `fromPgError`
+ * included — has it redacted; the credential test redacts it from pg's message.
  */
 import { createHash } from 'node:crypto';
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
+import { redactorFor, type Redactor } from '../redact';
 
 /** The fields of the PostgresContractsApi credential. */
 export interface PostgresCredential {
@@ -30,8 +33,14 @@ interface Entry {
 const pools = new Map<string, Entry>();
 let sweeper: NodeJS.Timeout | undefined;
 
+/** The redactor of the credential's password (which is also remembered process-wide). */
+export function postgresRedactor(credential: PostgresCredential): Redactor {
+	return redactorFor([credential.password]);
+}
+
 /** Translates the credential into `pg` pool options. */
 export function poolConfig(credential: PostgresCredential): PoolConfig {
+	postgresRedactor(credential);
 	return {
 		host: credential.host,
 		port: Number(credential.port) || 5432,
