@@ -40,7 +40,9 @@ export async function probeCredential(baseUrl: unknown, field: UrlField, path: s
 		} catch {
 			// not JSON: the status alone
 		}
-		return { status: 'Error', message: redact.string(`${field.credential}: the server answered HTTP ${res.status}${told ? ` ${told.slice(0, 300)}` : ''}`) };
+		// Redacted before it is cut to 300 characters, so no part of a secret is left at the cut.
+		const quoted = told ? ` ${redact.string(told).slice(0, 300)}` : '';
+		return { status: 'Error', message: redact.string(`${field.credential}: the server answered HTTP ${res.status}${quoted}`) };
 	} catch (error) {
 		const cause = (error as { cause?: unknown }).cause;
 		const detail = cause instanceof Error ? ` (${cause.message})` : '';

@@ -31,6 +31,7 @@ export interface ArangoCredential {
 
 const databases = new Map<string, Database>();
 const redactors = new WeakMap<Database, Redactor>();
+const timeouts = new WeakMap<Database, number>();
 
 /** The redactor of a credential's secrets: password, JWT, and `username:password` (Basic, Base64-matched). */
 export function arangoRedactor(credential: ArangoCredential): Redactor {
@@ -41,6 +42,15 @@ export function arangoRedactor(credential: ArangoCredential): Redactor {
 /** The redactor of a Database made by `getDatabase` (no secrets for any other). */
 export function redactorOf(db: Database): Redactor {
 	return redactors.get(db) ?? NO_SECRETS;
+}
+
+/**
+ * The credential's request timeout (ms) of a Database made by `getDatabase`, else undefined. arangojs
+ * 10's `db.query` does not apply the configured timeout (its own undefined option overrides it), so the
+ * queries pass it explicitly (./query.ts).
+ */
+export function requestTimeoutOf(db: Database): number | undefined {
+	return timeouts.get(db);
 }
 
 /** arangojs configuration of a credential. @throws ContractError 500 BAD_CREDENTIAL_URL */
@@ -70,6 +80,7 @@ export function getDatabase(credential: ArangoCredential): Database {
 		db = new Database(config);
 		databases.set(key, db);
 		redactors.set(db, redact);
+		if (typeof config.timeout === 'number') timeouts.set(db, config.timeout);
 	}
 	return db;
 }

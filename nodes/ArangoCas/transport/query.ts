@@ -10,7 +10,7 @@
 import type { Database } from 'arangojs';
 import type { Transaction } from 'arangojs/transactions';
 import { ContractError } from '../../shared/errors';
-import { redactorOf } from './database';
+import { redactorOf, requestTimeoutOf } from './database';
 import { fromArangoError } from './errors';
 
 /** One AQL statement with the facts an error report needs. */
@@ -37,7 +37,8 @@ const BATCH_SIZE = 1000;
 async function execute<T>(db: Database, step: AqlStep, trx?: Transaction): Promise<StepResult<T>> {
 	const where = { operation: step.operation, collection: step.collection };
 	try {
-		const send = () => db.query({ query: step.query, bindVars: step.bindVars }, { batchSize: BATCH_SIZE });
+		const timeout = requestTimeoutOf(db);
+		const send = () => db.query({ query: step.query, bindVars: step.bindVars }, { batchSize: BATCH_SIZE, ...(timeout ? { timeout } : {}) });
 		const cursor = trx ? await trx.step(send) : await send();
 		const rows = (await cursor.all()) as T[];
 		const stats = cursor.extra?.stats;
