@@ -28,11 +28,13 @@ import { generateOperation } from '../../nodes/PipelineCapture/actions/model/gen
 import { ContractError, fromPgError } from '../../nodes/shared/errors';
 import { runItems } from '../../nodes/shared/node/runItems';
 import { postgresContractsApiTest } from '../../nodes/shared/postgres/credentialTest';
+import { ingestUpdate } from '../../nodes/TelegramIngest/actions/ingest.operation';
 import { closeAllPools, getPool, type PostgresCredential } from '../../nodes/shared/postgres/pool';
 import { startBotApi } from '../helpers/botApiStandIn';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { knowledgeRunner } from '../helpers/knowledgeOps';
-import { assertNoSecret, captureOutput, closedPort, generateSecrets, startEchoServer } from '../helpers/secretScan';
+import { assertNoSecret, captureOutput, closedPort, generateSecrets, secret, startEchoServer } from '../helpers/secretScan';
+import { textWithUrls } from '../helpers/updates';
 
 const S = generateSecrets();
 let db: TestDatabase;
@@ -103,7 +105,7 @@ const fn = (continueOnFail: boolean) => ({ getInputData: () => [{ json: {} }], g
  * row recorded from it; scans all of them, the log and `rows()` for every secret.
  * @returns what `work` threw (undefined when it succeeded)
  */
-async function expectClean(label: string, work: () => Promise<unknown>, rows: () => Promise<unknown> = async () => null): Promise<unknown> {
+async function expectClean(label: string, work: () => Promise<unknown>, rows: () => Promise<unknown> = async () => null, secrets = S.all): Promise<unknown> {
 	const outputs: [string, unknown][] = [];
 	const { logged, result: thrown } = await captureOutput(async () => {
 		let error: unknown;
@@ -139,7 +141,7 @@ async function expectClean(label: string, work: () => Promise<unknown>, rows: ()
 		return error;
 	});
 	outputs.push(['rows written', await rows()], ['console/stdout/stderr', logged]);
-	for (const [what, value] of outputs) assertNoSecret(`${label}: ${what}`, value, S.all);
+	for (const [what, value] of outputs) assertNoSecret(`${label}: ${what}`, value, secrets);
 	return thrown;
 }
 
@@ -149,6 +151,8 @@ function assertBadUrl(label: string, thrown: unknown, field: RegExp): void {
 	assert.match(thrown.message, field, label);
 }
 
+/** Clears the watchdog's tables, so a case scans only the rows it wrote itself. */
+const clearWatchdog = () => db.pool.query('DELETE FROM ops.bot_transport_events; DELETE FROM ops.webhook_health_snapshots; DELETE FROM core.bot_transport_state');
 const watchdogRows = async () =>
 	(
 		await db.pool.query(`SELECT (SELECT coalesce(json_agg(s), '[]') FROM ops.webhook_health_snapshots s)::text AS snapshots,
@@ -169,6 +173,7 @@ for (const mode of MODES) {
 	test(`Telegram token, Bot Transport → Check (WF11) with bot_id: ${mode.name}`, async () => {
 		enter(mode);
 		telegramBase = mode.base();
+		await clearWatchdog();
 		const thrown = await expectClean('Check', () => run(checkOperation, { bot_id: botId }), watchdogRows);
 		if (mode.badUrl) assertBadUrl('Check', thrown, /Base URL \(baseUrl\)/);
 		else assert.equal(thrown, undefined, 'an unreachable Bot API is recorded, not raised');
@@ -178,6 +183,7 @@ for (const mode of MODES) {
 		test(`Telegram token, Bot Transport → Check (WF11) finding the bot by getMe: ${mode.name}`, async () => {
 			enter(mode);
 			telegramBase = mode.base();
+			await clearWatchdog();
 			const thrown = await expectClean('Check (getMe)', () => run(checkOperation, {}), watchdogRows);
 			assert.ok(thrown, 'no bot without getMe');
 		});
@@ -196,6 +202,7 @@ test('Telegram token in getWebhookInfo (webhook URL and delivery error): redacte
 	try {
 		botApi.webhookInfo = { url: `https://hooks.example/tg/${S.telegramToken}`, pending_update_count: 0, last_error_date: Math.floor(Date.now() / 1000) - 5, last_error_message: `Wrong response from https://hooks.example/tg/${encodeURIComponent(S.telegramToken)}: 502` };
 		telegramBase = botApi.baseUrl;
+		await clearWatchdog();
 		const result = (await expectClean('Check (webhook info)', () => run(checkOperation, { bot_id: botId }), watchdogRows)) as undefined;
 		assert.equal(result, undefined);
 		const last = await db.pool.query('SELECT health, url, last_error_message FROM ops.webhook_health_snapshots WHERE bot_id = $1 ORDER BY id DESC LIMIT 1', [botId]);
@@ -327,4 +334,25 @@ test('ArangoDB credential test: every mode, both authentications, the message ne
 			if (mode.badUrl) assert.match(result.message ?? '', /ArangoDB API credential: URL \(url\)/);
 		}
 	}
+});
+
+// Webhook secret (core.bots.webhook_secret): Telegram Ingest (WF10) refuses a missing or wrong header, or
+// a bad body, without quoting the secret anywhere; an accepted update stores none of it.
+test('webhook secret, Telegram Ingest (WF10): missing, near-miss, right secret with a bad body, and accepted', async () => {
+	const webhookSecret = `whs_${Date.now().toString(36)}${Math.random().toString(36).slice(2)}-A`;
+	const bot = await seedBot(db.pool, 'webhook_secret_bot', webhookSecret);
+	const secrets = [...S.all, secret('webhook secret', webhookSecret)];
+	const nearMiss = `${webhookSecret.slice(0, -1)}B`;
+	const input = (secretToken: unknown, update: unknown) => ({ botKey: bot.botKey, secretToken, update, jobType: 'telegram_update', maxAttempts: 5, workflow: 'WF10', nodeName: 'Telegram Ingest' });
+	for (const [label, secretToken, update] of [
+		['missing header', undefined, textWithUrls()],
+		['near-miss secret', nearMiss, textWithUrls()],
+		['right secret, body not JSON', webhookSecret, '{not json'],
+		['right secret, not an update', webhookSecret, { hello: 'world' }],
+	] as const) {
+		const thrown = await expectClean(`Ingest (${label})`, () => ingestUpdate(db.pool, input(secretToken, update), { ctx: {} }), async () => (await db.pool.query('SELECT json_agg(e)::text AS j FROM ops.errors e')).rows[0].j, secrets);
+		assert.ok(thrown instanceof ContractError, label);
+	}
+	const accepted = await captureOutput(() => ingestUpdate(db.pool, input(webhookSecret, textWithUrls()), { ctx: {} }));
+	assertNoSecret('Ingest (accepted): envelope and log', [accepted.result, accepted.logged], secrets);
 });
