@@ -32,14 +32,8 @@ export class ContractError extends Error {
 		readonly where: ErrorContextInit = {},
 		options?: { cause?: unknown },
 	) {
-		const secrets = rememberedSecrets();
-		if (!secrets.active) {
-			super(message, options);
-			this.details = details;
-		} else {
-			super(secrets.string(message), options?.cause !== undefined ? { cause: secrets.error(options.cause) } : options);
-			this.details = secrets.value(details);
-		}
+		super(rememberedSecrets().string(message), options?.cause !== undefined && rememberedSecrets().active ? { cause: rememberedSecrets().error(options.cause) } : options);
+		this.details = rememberedSecrets().value(details);
 		this.name = 'ContractError';
 	}
 }

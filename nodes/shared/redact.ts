@@ -85,7 +85,8 @@ export class Redactor {
 
 	/**
 	 * A deep copy of `value` with every string (and object key) redacted; errors become RedactedErrors.
-	 * Iterative (no recursion limit), shares repeated and cyclic references like the input.
+	 * Iterative (no recursion limit), shares repeated and cyclic references like the input; Dates, Buffers
+	 * and typed arrays are kept as they are, other objects copied as plain objects (own enumerable keys).
 	 */
 	value<T>(value: T): T {
 		if (!this.pattern) return value;
@@ -99,7 +100,7 @@ export class Redactor {
 				seen.set(v, copy);
 				return copy;
 			}
-			if (Buffer.isBuffer(v) || ArrayBuffer.isView(v)) return v;
+			if (Buffer.isBuffer(v) || ArrayBuffer.isView(v) || v instanceof Date) return v;
 			const copy: Record<string, unknown> | unknown[] = Array.isArray(v) ? [] : {};
 			seen.set(v, copy);
 			work.push([v as Record<string, unknown>, copy as Record<string, unknown>]);

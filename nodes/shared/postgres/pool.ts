@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
-import { redactorFor, type Redactor } from '../redact';
+import { Redactor, rememberSecrets } from '../redact';
 
 /** The fields of the PostgresContractsApi credential. */
 export interface PostgresCredential {
@@ -33,9 +33,16 @@ interface Entry {
 const pools = new Map<string, Entry>();
 let sweeper: NodeJS.Timeout | undefined;
 
-/** The redactor of the credential's password (which is also remembered process-wide). */
+/**
+ * The redactor of the credential's password, which is also remembered process-wide — unless it equals
+ * the credential's user, database or host (a value every message may name: redacting it everywhere would
+ * mangle ordinary text, e.g. the embedded test server's postgres/postgres).
+ */
 export function postgresRedactor(credential: PostgresCredential): Redactor {
-	return redactorFor([credential.password]);
+	const password = credential.password;
+	const isPublic = typeof password === 'string' && [credential.user, credential.database, credential.host].includes(password);
+	if (!isPublic) rememberSecrets([password]);
+	return new Redactor([password]);
 }
 
 /** Translates the credential into `pg` pool options. */
