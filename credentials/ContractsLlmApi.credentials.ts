@@ -1,9 +1,11 @@
-import type { IAuthenticateGeneric, ICredentialTestRequest, ICredentialType, INodeProperties } from 'n8n-workflow';
+import type { IAuthenticateGeneric, ICredentialType, INodeProperties } from 'n8n-workflow';
 
 /**
  * The model endpoint of the MaaS pipeline (seed 001): an OpenAI-compatible (`POST /v1/chat/completions`)
  * or Ollama-compatible (`POST /api/generate`) server, its key and default model. Used by Pipeline
- * Capture's Model → Generate. The credential test lists the models (`GET /v1/models` or `/api/tags`).
+ * Capture's Model → Generate. Tested by the nodes' `contractsLlmApiTest`: the Base URL is checked
+ * (http:// or https://, no spaces, no user info; the message names the field), then the models are listed
+ * (`GET /v1/models` or `/api/tags`). The key is redacted from every error (nodes/shared/redact.ts).
  */
 export class ContractsLlmApi implements ICredentialType {
 	name = 'contractsLlmApi';
@@ -25,7 +27,7 @@ export class ContractsLlmApi implements ICredentialType {
 			],
 			default: 'openai',
 		},
-		{ displayName: 'Base URL', name: 'baseUrl', type: 'string', default: 'http://127.0.0.1:11434', placeholder: 'https://api.openai.com', description: 'Server URL without the API path' },
+		{ displayName: 'Base URL', name: 'baseUrl', type: 'string', default: 'http://127.0.0.1:11434', placeholder: 'https://api.openai.com', description: 'Server URL without the API path, starting with http:// or https://' },
 		{ displayName: 'API Key', name: 'apiKey', type: 'string', typeOptions: { password: true }, default: '', description: 'Sent as Authorization: Bearer (leave empty for a local server)' },
 		{ displayName: 'Default Model', name: 'model', type: 'string', default: 'llama3', description: 'Model used when a step does not name one' },
 	];
@@ -33,12 +35,5 @@ export class ContractsLlmApi implements ICredentialType {
 	authenticate: IAuthenticateGeneric = {
 		type: 'generic',
 		properties: { headers: { Authorization: '={{ $credentials.apiKey ? "Bearer " + $credentials.apiKey : "" }}' } },
-	};
-
-	test: ICredentialTestRequest = {
-		request: {
-			baseURL: '={{ $credentials.baseUrl.replace(/\\/+$/, "") }}',
-			url: '={{ $credentials.api === "openai" ? "/v1/models" : "/api/tags" }}',
-		},
 	};
 }

@@ -11,6 +11,8 @@ import { isRecord } from '../shared/json';
 import { resourceProperties } from '../shared/node/resources';
 import { runItems } from '../shared/node/runItems';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
+import { contractsLlmApiTest } from '../shared/llm/credentialTest';
+import { contractsEmbeddingsApiTest, contractsTelegramApiTest } from './transport/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { findKnowledgeOperation, KNOWLEDGE_RESOURCES } from './actions';
 import { embedTexts, type EmbeddingsCredential } from './transport/embeddings';
@@ -44,9 +46,9 @@ export class KnowledgeBot implements INodeType {
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [
 			{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' },
-			{ name: 'contractsTelegramApi', required: true, displayOptions: { show: { operation: ['download', 'answer', 'check'] } } },
-			{ name: 'contractsEmbeddingsApi', required: true, displayOptions: { show: { operation: ['embed', 'answer'] } } },
-			{ name: 'contractsLlmApi', required: true, displayOptions: { show: { operation: ['answer'] } } },
+			{ name: 'contractsTelegramApi', required: true, testedBy: 'contractsTelegramApiTest', displayOptions: { show: { operation: ['download', 'answer', 'check'] } } },
+			{ name: 'contractsEmbeddingsApi', required: true, testedBy: 'contractsEmbeddingsApiTest', displayOptions: { show: { operation: ['embed', 'answer'] } } },
+			{ name: 'contractsLlmApi', required: true, testedBy: 'contractsLlmApiTest', displayOptions: { show: { operation: ['answer'] } } },
 		],
 		properties: [
 			...resourceProperties(KNOWLEDGE_RESOURCES),
@@ -76,7 +78,7 @@ export class KnowledgeBot implements INodeType {
 		],
 	};
 
-	methods = { credentialTest: { postgresContractsApiTest } };
+	methods = { credentialTest: { postgresContractsApiTest, contractsTelegramApiTest, contractsEmbeddingsApiTest, contractsLlmApiTest } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;

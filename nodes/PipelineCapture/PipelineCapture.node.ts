@@ -13,6 +13,7 @@ import { readFields } from '../shared/node/fields';
 import { resourceProperties } from '../shared/node/resources';
 import { runItems } from '../shared/node/runItems';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
+import { contractsLlmApiTest } from '../shared/llm/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { findPipelineOperation, PIPELINE_RESOURCES } from './actions';
 import { pipelineDefinition } from './transport/definition';
@@ -45,7 +46,7 @@ export class PipelineCapture implements INodeType {
 		outputNames: ['Done', 'Not Captured'],
 		credentials: [
 			{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' },
-			{ name: 'contractsLlmApi', required: true, displayOptions: { show: { resource: ['model'] } } },
+			{ name: 'contractsLlmApi', required: true, testedBy: 'contractsLlmApiTest', displayOptions: { show: { resource: ['model'] } } },
 		],
 		properties: [
 			...resourceProperties(PIPELINE_RESOURCES),
@@ -63,7 +64,7 @@ export class PipelineCapture implements INodeType {
 		],
 	};
 
-	methods = { credentialTest: { postgresContractsApiTest } };
+	methods = { credentialTest: { postgresContractsApiTest, contractsLlmApiTest } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;

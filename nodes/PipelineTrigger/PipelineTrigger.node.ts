@@ -6,7 +6,7 @@ import {
 	type ITriggerResponse,
 } from 'n8n-workflow';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
-import { poolConfig, type PostgresCredential } from '../shared/postgres/pool';
+import { poolConfig, postgresRedactor, type PostgresCredential } from '../shared/postgres/pool';
 import { PipelineListener } from '../PipelineCapture/transport/listener';
 
 /**
@@ -69,6 +69,7 @@ export class PipelineTrigger implements INodeType {
 		void _max;
 		void _idle;
 		const logger = this.logger;
+		const redact = postgresRedactor(credential);
 		const listener = new PipelineListener(
 			{ ...config, application_name: 'n8n-nodes-contracts pipeline trigger' },
 			{
@@ -77,7 +78,8 @@ export class PipelineTrigger implements INodeType {
 				catchUpLimit: options.catchUpLimit ?? 1000,
 				maxBackoffMs: options.maxBackoffMs ?? 30_000,
 				onEvents: (events) => this.emit([this.helpers.returnJsonArray(events.map((e) => ({ ...e })))]),
-				onError: (error) => logger.warn(`Pipeline Trigger: ${error.message} (reconnecting)`),
+				// The password is redacted from the logged message (e.g. a connection string pasted into Host).
+				onError: (error) => logger.warn(`Pipeline Trigger: ${redact.string(error.message)} (reconnecting)`),
 			},
 		);
 		await listener.start();

@@ -3,6 +3,7 @@
  * ErrorEnvelope kind, whether a retry may succeed, and where it happened (error_context, seed 002 §1.2).
  */
 import type { ErrorKind } from './contracts/envelope';
+import { rememberedSecrets } from './redact';
 
 export interface ErrorContextInit {
 	/** Operation on the table: select, insert, update, delete, upsert. */
@@ -13,7 +14,13 @@ export interface ErrorContextInit {
 	collection?: string;
 }
 
+/**
+ * A failed contract. Every secret a transport has seen (see ./redact.ts `rememberSecrets`) is redacted
+ * from the message, the details and the cause chain when the error is built.
+ */
 export class ContractError extends Error {
+	readonly details: Record<string, unknown>;
+
 	constructor(
 		message: string,
 		/** HTTP status code of the answer (400–599). */
@@ -21,11 +28,12 @@ export class ContractError extends Error {
 		readonly kind: ErrorKind,
 		readonly retryable: boolean,
 		/** Extra facts for `error.details` (objects, never strings). */
-		readonly details: Record<string, unknown> = {},
+		details: Record<string, unknown> = {},
 		readonly where: ErrorContextInit = {},
 		options?: { cause?: unknown },
 	) {
-		super(message, options);
+		super(rememberedSecrets().string(message), options?.cause !== undefined && rememberedSecrets().active ? { cause: rememberedSecrets().error(options.cause) } : options);
+		this.details = rememberedSecrets().value(details);
 		this.name = 'ContractError';
 	}
 }

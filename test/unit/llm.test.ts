@@ -1,5 +1,6 @@
 /** The model call's retry policy (seed 001 Final Responder) against a stand-in model server on 127.0.0.1. */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { generate, type RetryPolicy, type Sender } from '../../nodes/shared/llm/generate';
 import { ContractError } from '../../nodes/shared/errors';
@@ -66,5 +67,37 @@ test('after 3 retries the call fails retryable (504 upstream); a 400 or 500 fail
 		model.script.push({ status });
 		await assert.rejects(generate(openai(), request, FAST, send), (e: ContractError) => e.statusCode === 502 && e.retryable === false && e.details.http_status === status);
 		assert.equal(model.requests.length, 1, `${status} is not retried`);
+	}
+});
+
+test('the API key never leaves in an error: a body echoing it (even across the 2000-character cut), a sender failure quoting it', async () => {
+	const key = `sk-${randomBytes(16).toString('hex')}`;
+	const credential = { api: 'openai' as const, baseUrl: model.url, apiKey: key, model: 'gpt-x' };
+	// The key starts 10 characters before the cut of the quoted body: a cut first would leave its first 10.
+	const echoing: Sender = async ({ headers }) => ({ status: 401, body: { pad: 'x'.repeat(1964), error: headers.authorization }, headers: {} });
+	await assert.rejects(generate(credential, request, FAST, echoing), (e: ContractError) => {
+		assert.equal(e.details.code, 'MODEL_ERROR');
+		for (const text of [e.message, String(e.details.body), JSON.stringify(e.details)]) assert.ok(!text.includes(key.slice(0, 10)), 'no part of the key');
+		return true;
+	});
+	const failing: Sender = async ({ url, headers }) => {
+		throw new TypeError(`request to ${url} with ${headers.authorization} failed`);
+	};
+	await assert.rejects(generate(credential, request, { ...FAST, maxRetries: 0 }, failing), (e: ContractError) => {
+		assert.match(e.message, /no answer: request to .* with Bearer \[REDACTED\] failed/);
+		assert.ok(!JSON.stringify(e.details).includes(key));
+		return true;
+	});
+});
+
+test('a base URL without a scheme or with a space is refused before any request, naming the field', async () => {
+	for (const baseUrl of ['localhost:11434', `${model.url} /v1`]) {
+		model.requests.length = 0;
+		await assert.rejects(generate({ ...openai(), baseUrl }, request, FAST, send), (e: ContractError) => {
+			assert.deepEqual([e.statusCode, e.kind, e.retryable, e.details.code], [500, 'validation', false, 'BAD_CREDENTIAL_URL']);
+			assert.match(e.message, /^Contracts LLM API credential: Base URL \(baseUrl\) /);
+			return true;
+		});
+		assert.equal(model.requests.length, 0);
 	}
 });

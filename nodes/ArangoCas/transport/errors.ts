@@ -7,9 +7,12 @@
  *  - 1203 collection not found → 500 db, with a hint to run `npm run db:migrate:arango`;
  *  - 11 / HTTP 401 bad credentials → 502 auth; anything else from the server → 500 db;
  *  - network failures (refused, reset, DNS, timeout) → 503 db, retryable.
+ * The credential's secrets are redacted from the message, and the cause is a redacted copy (name,
+ * message, stack, code, its own cause), never arangojs's error with its request and headers.
  */
 import { isArangoError, isNetworkError } from 'arangojs/errors';
 import { ContractError, type ErrorContextInit } from '../../shared/errors';
+import { NO_SECRETS, type Redactor } from '../../shared/redact';
 
 const TRANSIENT_ERROR_NUMS = new Set([18, 21, 1654, 1655, 1496, 1497]);
 
@@ -24,14 +27,17 @@ function causeCode(error: unknown): string | undefined {
 	return undefined;
 }
 
-export function fromArangoError(error: unknown, where: ErrorContextInit): ContractError {
+/** @param redact the redactor of the credential the failing request used */
+export function fromArangoError(error: unknown, where: ErrorContextInit, redact: Redactor = NO_SECRETS): ContractError {
 	if (error instanceof ContractError) return error;
+	const cause = redact.error(error);
+	const clean = (message: string) => redact.string(message);
 	if (isArangoError(error)) {
 		const num = error.errorNum;
 		const details: Record<string, unknown> = { arango_error_num: num, arango_http_code: error.code ?? null };
-		const message = `ArangoDB error ${num}: ${error.message}`;
+		const message = clean(`ArangoDB error ${num}: ${error.message}`);
 		const make = (status: number, kind: ConstructorParameters<typeof ContractError>[2], retryable: boolean, extra = {}) =>
-			new ContractError(message, status, kind, retryable, { ...details, ...extra }, where, { cause: error });
+			new ContractError(message, status, kind, retryable, { ...details, ...extra }, where, { cause });
 		if (num === 1200) return make(409, 'conflict', false, { code: 'REV_CONFLICT', current_rev: null });
 		if (num === 1202) return make(404, 'not_found', false, { code: 'NOT_FOUND' });
 		if (num === 1210) return make(409, 'conflict', false, { code: 'UNIQUE_VIOLATION' });
@@ -43,19 +49,19 @@ export function fromArangoError(error: unknown, where: ErrorContextInit): Contra
 	if (isNetworkError(error)) {
 		const status = (error as { code?: unknown }).code;
 		if (typeof status === 'number' && status < 500) {
-			return new ContractError(`ArangoDB answered HTTP ${status}: ${error.message}`, 502, 'upstream', false, { code: 'HTTP_ERROR', http_status: status }, where, { cause: error });
+			return new ContractError(clean(`ArangoDB answered HTTP ${status}: ${error.message}`), 502, 'upstream', false, { code: 'HTTP_ERROR', http_status: status }, where, { cause });
 		}
 		const code = causeCode((error as { cause?: unknown }).cause);
 		return new ContractError(
-			`ArangoDB unreachable: ${error.message}${code ? ` (${code})` : ''}`,
+			clean(`ArangoDB unreachable: ${error.message}${code ? ` (${code})` : ''}`),
 			503,
 			'db',
 			true,
 			{ code: 'UNREACHABLE', ...(code ? { cause_code: code } : {}) },
 			where,
-			{ cause: error },
+			{ cause },
 		);
 	}
 	const message = error instanceof Error ? error.message : String(error);
-	return new ContractError(`ArangoDB request failed: ${message}`, 500, 'db', false, { code: 'ARANGO_ERROR' }, where, { cause: error });
+	return new ContractError(clean(`ArangoDB request failed: ${message}`), 500, 'db', false, { code: 'ARANGO_ERROR' }, where, { cause });
 }

@@ -10,6 +10,7 @@
 import type { Database } from 'arangojs';
 import type { Transaction } from 'arangojs/transactions';
 import { ContractError } from '../../shared/errors';
+import { redactorOf, requestTimeoutOf } from './database';
 import { fromArangoError } from './errors';
 
 /** One AQL statement with the facts an error report needs. */
@@ -36,13 +37,14 @@ const BATCH_SIZE = 1000;
 async function execute<T>(db: Database, step: AqlStep, trx?: Transaction): Promise<StepResult<T>> {
 	const where = { operation: step.operation, collection: step.collection };
 	try {
-		const send = () => db.query({ query: step.query, bindVars: step.bindVars }, { batchSize: BATCH_SIZE });
+		const timeout = requestTimeoutOf(db);
+		const send = () => db.query({ query: step.query, bindVars: step.bindVars }, { batchSize: BATCH_SIZE, ...(timeout ? { timeout } : {}) });
 		const cursor = trx ? await trx.step(send) : await send();
 		const rows = (await cursor.all()) as T[];
 		const stats = cursor.extra?.stats;
 		return { rows, writesExecuted: stats?.writesExecuted ?? 0, writesIgnored: stats?.writesIgnored ?? 0 };
 	} catch (error) {
-		throw fromArangoError(error, where);
+		throw fromArangoError(error, where, redactorOf(db));
 	}
 }
 
@@ -70,19 +72,19 @@ export async function inStreamTransaction<T>(
 	try {
 		trx = await db.beginTransaction({ write: collections.write, read: collections.read ?? [] });
 	} catch (error) {
-		throw fromArangoError(error, where);
+		throw fromArangoError(error, where, redactorOf(db));
 	}
 	let result: T;
 	try {
 		result = await work((step) => execute(db, step, trx));
 	} catch (error) {
 		await trx.abort().catch(() => undefined);
-		throw error instanceof ContractError ? error : fromArangoError(error, where);
+		throw error instanceof ContractError ? error : fromArangoError(error, where, redactorOf(db));
 	}
 	try {
 		await trx.commit();
 	} catch (error) {
-		throw fromArangoError(error, { operation: 'commit_transaction', collection: where.collection });
+		throw fromArangoError(error, { operation: 'commit_transaction', collection: where.collection }, redactorOf(db));
 	}
 	return result;
 }

@@ -3,8 +3,16 @@
  * ≥ 1 hour) and the download from `<baseUrl>/file/bot<token>/<file_path>`, up to 20 MB — and the
  * answer's `sendMessage` (WF51), and `getMe` / `getWebhookInfo` for the transport watchdog (WF11).
  * Credentials: the Contracts Telegram Bot API credential (`contractsTelegramApi`: accessToken, baseUrl).
+ * Secrets: the base URL is checked before a URL is built (`checkedBaseUrl`: http(s), no whitespace, no
+ * user info; a ContractError 500 `validation` BAD_CREDENTIAL_URL otherwise), and every error that leaves
+ * this module — BotApiError (message and Telegram's description, which a server may echo the path into)
+ * and network failures (rethrown as a RedactedError copy: name, message, stack, code and the cause chain,
+ * nothing else) — has the token redacted, as is and URL-encoded (../../shared/redact.ts).
  */
-import type { HttpGet, HttpPostJson, HttpResponse } from './http';
+import { ContractError } from '../../shared/errors';
+import { checkedBaseUrl, type UrlField } from '../../shared/credentialUrl';
+import { redactorFor, type Redactor } from '../../shared/redact';
+import { TooLargeError, type HttpGet, type HttpPostJson, type HttpResponse } from './http';
 
 /** Bot API getFile limit: larger files cannot be downloaded by a bot (bytes). */
 export const BOT_API_MAX_FILE_BYTES = 20 * 1024 * 1024;
@@ -14,22 +22,53 @@ export interface TelegramCredential {
 	baseUrl?: string;
 }
 
+/** A Bot API answer that is not a success: HTTP status and Telegram's description (token redacted). */
 export class BotApiError extends Error {
 	constructor(message: string, readonly status: number, readonly description: string | null) {
 		super(message);
+		this.name = 'BotApiError';
 	}
 }
 
-function base(credential: TelegramCredential): string {
-	return (credential.baseUrl || 'https://api.telegram.org').replace(/\/+$/, '');
+/** The Base URL field of the credential, for validation messages. */
+export const TELEGRAM_BASE_URL: UrlField = { credential: 'Contracts Telegram Bot API', field: 'Base URL', name: 'baseUrl', example: 'https://api.telegram.org' };
+
+/** The credential's checked base URL and the redactor of its token. @throws ContractError 500 BAD_CREDENTIAL_URL */
+export function telegramTransport(credential: TelegramCredential): { base: string; redact: Redactor } {
+	const redact = redactorFor([credential.accessToken]);
+	const raw = credential.baseUrl === undefined || credential.baseUrl === null || credential.baseUrl === '' ? 'https://api.telegram.org' : credential.baseUrl;
+	return { base: checkedBaseUrl(raw, TELEGRAM_BASE_URL), redact };
+}
+
+/** What left an HTTP call, with the token redacted (TooLargeError and ContractError carry none). */
+function transportFailure(error: unknown, redact: Redactor): Error {
+	if (error instanceof TooLargeError || error instanceof ContractError) return error;
+	if (error instanceof BotApiError) return new BotApiError(redact.string(error.message), error.status, error.description === null ? null : redact.string(error.description));
+	return redact.error(error);
+}
+
+/** A failed answer: `<what> failed: HTTP <status> <description>`, redacted. */
+function answerError(what: string, status: number, description: string | undefined, redact: Redactor): BotApiError {
+	const told = typeof description === 'string' ? redact.string(description) : null;
+	return new BotApiError(`${what} failed: HTTP ${status}${told ? ` ${told}` : ''}`, status, told);
+}
+
+async function get(http: HttpGet, redact: Redactor, url: string, options: { timeoutMs: number; maxBytes: number }): Promise<HttpResponse> {
+	try {
+		return await http(url, options);
+	} catch (error) {
+		throw transportFailure(error, redact);
+	}
 }
 
 /**
  * @returns `{ file_path, file_size }`
- * @throws BotApiError (HTTP status and Telegram's description, e.g. 400 "Bad Request: file is too big")
+ * @throws BotApiError (HTTP status and Telegram's description, e.g. 400 "Bad Request: file is too big");
+ *         ContractError 500 BAD_CREDENTIAL_URL; a RedactedError for a network failure or a timeout
  */
 export async function getFile(http: HttpGet, credential: TelegramCredential, fileId: string, timeoutMs: number): Promise<{ file_path: string; file_size: number | null }> {
-	const res = await http(`${base(credential)}/bot${credential.accessToken}/getFile?file_id=${encodeURIComponent(fileId)}`, { timeoutMs, maxBytes: 64 * 1024 });
+	const { base, redact } = telegramTransport(credential);
+	const res = await get(http, redact, `${base}/bot${credential.accessToken}/getFile?file_id=${encodeURIComponent(fileId)}`, { timeoutMs, maxBytes: 64 * 1024 });
 	let json: { ok?: boolean; result?: { file_path?: string; file_size?: number }; description?: string } = {};
 	try {
 		json = JSON.parse(res.body.toString('utf8'));
@@ -37,16 +76,20 @@ export async function getFile(http: HttpGet, credential: TelegramCredential, fil
 		// not JSON: reported below with the HTTP status
 	}
 	if (res.status !== 200 || !json.ok || !json.result?.file_path) {
-		throw new BotApiError(`getFile failed: HTTP ${res.status}${json.description ? ` ${json.description}` : ''}`, res.status, json.description ?? null);
+		throw answerError('getFile', res.status, json.description, redact);
 	}
 	return { file_path: json.result.file_path, file_size: json.result.file_size ?? null };
 }
 
-/** @throws BotApiError for a non-200 answer; TooLargeError past `maxBytes` */
+/**
+ * @returns the answer; its `url` with the token redacted
+ * @throws BotApiError for a non-200 answer; TooLargeError past `maxBytes`; as getFile otherwise
+ */
 export async function downloadFile(http: HttpGet, credential: TelegramCredential, filePath: string, timeoutMs: number, maxBytes: number): Promise<HttpResponse> {
-	const res = await http(`${base(credential)}/file/bot${credential.accessToken}/${filePath}`, { timeoutMs, maxBytes });
+	const { base, redact } = telegramTransport(credential);
+	const res = await get(http, redact, `${base}/file/bot${credential.accessToken}/${filePath}`, { timeoutMs, maxBytes });
 	if (res.status !== 200) throw new BotApiError(`file download failed: HTTP ${res.status}`, res.status, null);
-	return res;
+	return { ...res, url: redact.string(res.url) };
 }
 
 /** Telegram's limit on a message's text (characters after entity parsing). */
@@ -55,7 +98,7 @@ export const MAX_MESSAGE_CHARS = 4096;
 /**
  * sendMessage (plain text, no parse mode), as a reply when `replyTo` is given; text cut to 4096 characters.
  * @returns the sent message's message_id
- * @throws BotApiError (status and Telegram's description)
+ * @throws BotApiError (status and Telegram's description); as getFile otherwise
  */
 export async function sendMessage(post: HttpPostJson, credential: TelegramCredential, chatId: number, text: string, replyTo: number | null, timeoutMs: number): Promise<number> {
 	const body = {
@@ -64,10 +107,16 @@ export async function sendMessage(post: HttpPostJson, credential: TelegramCreden
 		...(replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}),
 		link_preview_options: { is_disabled: true },
 	};
-	const res = await post(`${base(credential)}/bot${credential.accessToken}/sendMessage`, body, { timeoutMs });
+	const { base, redact } = telegramTransport(credential);
+	let res: { status: number; body: unknown };
+	try {
+		res = await post(`${base}/bot${credential.accessToken}/sendMessage`, body, { timeoutMs });
+	} catch (error) {
+		throw transportFailure(error, redact);
+	}
 	const json = (res.body ?? {}) as { ok?: boolean; result?: { message_id?: number }; description?: string };
 	if (res.status !== 200 || !json.ok || typeof json.result?.message_id !== 'number') {
-		throw new BotApiError(`sendMessage failed: HTTP ${res.status}${json.description ? ` ${json.description}` : ''}`, res.status, json.description ?? null);
+		throw answerError('sendMessage', res.status, json.description, redact);
 	}
 	return json.result.message_id;
 }
@@ -84,7 +133,8 @@ export interface WebhookInfo {
 }
 
 async function call<T>(http: HttpGet, credential: TelegramCredential, method: string, timeoutMs: number): Promise<T> {
-	const res = await http(`${base(credential)}/bot${credential.accessToken}/${method}`, { timeoutMs, maxBytes: 256 * 1024 });
+	const { base, redact } = telegramTransport(credential);
+	const res = await get(http, redact, `${base}/bot${credential.accessToken}/${method}`, { timeoutMs, maxBytes: 256 * 1024 });
 	let json: { ok?: boolean; result?: T; description?: string } = {};
 	try {
 		json = JSON.parse(res.body.toString('utf8'));
@@ -92,17 +142,17 @@ async function call<T>(http: HttpGet, credential: TelegramCredential, method: st
 		// reported below with the HTTP status
 	}
 	if (res.status !== 200 || !json.ok || json.result === undefined) {
-		throw new BotApiError(`${method} failed: HTTP ${res.status}${json.description ? ` ${json.description}` : ''}`, res.status, json.description ?? null);
+		throw answerError(method, res.status, json.description, redact);
 	}
 	return json.result;
 }
 
-/** getMe: the bot's own Telegram id and username. @throws BotApiError */
+/** getMe: the bot's own Telegram id and username. @throws as getFile */
 export function getMe(http: HttpGet, credential: TelegramCredential, timeoutMs: number): Promise<{ id: number; username?: string }> {
 	return call(http, credential, 'getMe', timeoutMs);
 }
 
-/** getWebhookInfo. @throws BotApiError */
+/** getWebhookInfo, as answered (the caller redacts what it stores). @throws as getFile */
 export function getWebhookInfo(http: HttpGet, credential: TelegramCredential, timeoutMs: number): Promise<WebhookInfo> {
 	return call(http, credential, 'getWebhookInfo', timeoutMs);
 }

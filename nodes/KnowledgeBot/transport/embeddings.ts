@@ -2,8 +2,16 @@
  * Embeddings for the knowledge bot (WF41 chunks, WF51 questions) from a Gemini-compatible or
  * OpenAI-compatible endpoint (Contracts Embeddings API credential). Texts go in batches of up to 100
  * (Gemini's batch limit); every vector must have the model's `dims` (kg.embedding_models.dims).
+ * Secrets: the base URL is checked first (http(s), no whitespace, no user info: ContractError 500
+ * BAD_CREDENTIAL_URL), the key travels in a header only, and every EmbeddingsError has the key redacted
+ * (as is, URL-encoded, Base64), a network failure's cause included (../../shared/redact.ts).
  */
+import { checkedBaseUrl, type UrlField } from '../../shared/credentialUrl';
+import { redactorFor } from '../../shared/redact';
 import type { HttpPostJson } from './http';
+
+/** The Base URL field of the credential, for validation messages. */
+export const EMBEDDINGS_BASE_URL: UrlField = { credential: 'Contracts Embeddings API', field: 'Base URL', name: 'baseUrl', example: 'https://generativelanguage.googleapis.com' };
 
 export interface EmbeddingsCredential {
 	api: 'gemini' | 'openai';
@@ -18,8 +26,9 @@ export interface EmbeddingModel {
 }
 
 export class EmbeddingsError extends Error {
-	constructor(message: string, readonly status: number | null, readonly retryable: boolean) {
-		super(message);
+	constructor(message: string, readonly status: number | null, readonly retryable: boolean, options?: { cause?: unknown }) {
+		super(message, options);
+		this.name = 'EmbeddingsError';
 	}
 }
 
@@ -36,10 +45,11 @@ function vectorsOf(api: 'gemini' | 'openai', body: unknown): unknown[] | null {
  * @param task Gemini task type: RETRIEVAL_DOCUMENT for chunks, RETRIEVAL_QUERY for questions
  * @returns one vector per text, in order
  * @throws EmbeddingsError: 429/5xx/network/timeout retryable; 4xx, a malformed answer or a wrong
- *         dimension count not retryable
+ *         dimension count not retryable; ContractError 500 BAD_CREDENTIAL_URL
  */
 export async function embedTexts(post: HttpPostJson, credential: EmbeddingsCredential, model: EmbeddingModel, texts: string[], task: 'RETRIEVAL_DOCUMENT' | 'RETRIEVAL_QUERY', timeoutMs = 30_000): Promise<number[][]> {
-	const base = credential.baseUrl.replace(/\/+$/, '');
+	const redact = redactorFor([credential.apiKey]);
+	const base = checkedBaseUrl(credential.baseUrl, EMBEDDINGS_BASE_URL);
 	const vectors: number[][] = [];
 	for (let i = 0; i < texts.length; i += EMBED_BATCH) {
 		const batch = texts.slice(i, i + EMBED_BATCH);
@@ -59,7 +69,7 @@ export async function embedTexts(post: HttpPostJson, credential: EmbeddingsCrede
 		try {
 			res = await post(request.url, request.body, { headers: request.headers, timeoutMs });
 		} catch (error) {
-			throw new EmbeddingsError(`embeddings endpoint unreachable: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`, null, true);
+			throw new EmbeddingsError(`embeddings endpoint unreachable: ${redact.describe(error)}`, null, true, { cause: redact.error(error) });
 		}
 		if (res.status !== 200) throw new EmbeddingsError(`embeddings endpoint answered HTTP ${res.status}`, res.status, res.status === 429 || res.status >= 500);
 		const got = vectorsOf(credential.api, res.body);

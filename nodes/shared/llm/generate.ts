@@ -4,8 +4,17 @@
  * `rateLimitWaitMs` (60 s by default; the server's Retry-After when it sends one), at most `maxRetries`
  * times; any other answer ≥ 400 is fatal at once. OpenAI-compatible (`/v1/chat/completions`) or
  * Ollama-compatible (`/api/generate`) requests.
+ * Secrets: the base URL is checked before the first request (http(s), no whitespace, no user info:
+ * ContractError 500 validation BAD_CREDENTIAL_URL); every error raised here has the API key redacted —
+ * in the message, in the answer's body it quotes (a server may echo the Authorization header) and in the
+ * sender's failure (../redact.ts).
  */
-import { ContractError } from '../errors';
+import { checkedBaseUrl, type UrlField } from '../credentialUrl';
+import { ContractError, type ErrorContextInit } from '../errors';
+import { redactorFor, type Redactor } from '../redact';
+
+/** The Base URL field of the Contracts LLM API credential, for validation messages. */
+export const LLM_BASE_URL: UrlField = { credential: 'Contracts LLM API', field: 'Base URL', name: 'baseUrl', example: 'https://api.openai.com' };
 
 export interface LlmCredential {
 	api: 'openai' | 'ollama';
@@ -51,7 +60,12 @@ export interface LlmResult {
 	attempts: number;
 }
 
-const WHERE = { operation: 'generate', table: 'llm' };
+const WHERE: ErrorContextInit = { operation: 'generate', table: 'llm' };
+
+/** A ContractError of the model call with the key redacted from its message and details. */
+function failure(redact: Redactor, message: string, status: number, kind: ConstructorParameters<typeof ContractError>[2], retryable: boolean, details: Record<string, unknown>): ContractError {
+	return new ContractError(redact.string(message), status, kind, retryable, redact.value(details), WHERE);
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function textOf(api: LlmCredential['api'], body: unknown): string | null {
@@ -60,10 +74,15 @@ function textOf(api: LlmCredential['api'], body: unknown): string | null {
 	return typeof text === 'string' ? text : null;
 }
 
-/** Calls the model. @throws ContractError 504/503 upstream retryable after the last retry, 502 fatal answer, 422 INVALID_JSON */
+/**
+ * Calls the model.
+ * @throws ContractError 504/503 upstream retryable after the last retry, 502 fatal answer, 422
+ *         INVALID_JSON, 500 validation BAD_CREDENTIAL_URL; none carries the API key
+ */
 export async function generate(credential: LlmCredential, request: LlmRequest, policy: RetryPolicy, send: Sender): Promise<LlmResult> {
 	const model = request.model || credential.model || 'llama3';
-	const base = credential.baseUrl.replace(/\/+$/, '');
+	const redact = redactorFor([credential.apiKey]);
+	const base = checkedBaseUrl(credential.baseUrl, LLM_BASE_URL);
 	const url = credential.api === 'openai' ? `${base}/v1/chat/completions` : `${base}/api/generate`;
 	const body =
 		credential.api === 'openai'
@@ -93,17 +112,17 @@ export async function generate(credential: LlmCredential, request: LlmRequest, p
 		try {
 			answer = await send({ url, body, headers, timeoutMs: policy.timeoutMs });
 		} catch (error) {
-			last = `no answer: ${(error as Error).message}`;
+			last = `no answer: ${redact.string(error instanceof Error ? error.message : String(error))}`;
 		}
 		if (answer && answer.status < 400) {
 			const text = textOf(credential.api, answer.body);
-			if (text === null) throw new ContractError(`the model's answer has no text (${credential.api} format expected)`, 502, 'upstream', false, { code: 'BAD_ANSWER' }, WHERE);
+			if (text === null) throw failure(redact, `the model's answer has no text (${credential.api} format expected)`, 502, 'upstream', false, { code: 'BAD_ANSWER' });
 			let json: unknown = null;
 			if (request.expectJson) {
 				try {
 					json = JSON.parse(text);
 				} catch (error) {
-					throw new ContractError(`invalid JSON from the model: ${(error as Error).message}`, 422, 'validation', false, { code: 'INVALID_JSON', text: text.slice(0, 2000) }, WHERE);
+					throw failure(redact, `invalid JSON from the model: ${(error as Error).message}`, 422, 'validation', false, { code: 'INVALID_JSON', text: redact.string(text).slice(0, 2000) });
 				}
 			}
 			return { text, json, model, attempts: attempt };
@@ -114,14 +133,16 @@ export async function generate(credential: LlmCredential, request: LlmRequest, p
 			wait = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : policy.rateLimitWaitMs;
 			last = 'rate limited (429)';
 		} else if (answer && ![502, 503, 504].includes(answer.status)) {
-			throw new ContractError(`the model answered HTTP ${answer.status}`, 502, 'upstream', false, { code: 'MODEL_ERROR', http_status: answer.status, body: JSON.stringify(answer.body ?? null).slice(0, 2000) }, WHERE);
+			// Redacted before it is cut to 2000 characters, so no part of a key is left at the cut.
+			const quoted = redact.string(JSON.stringify(redact.value(answer.body ?? null)) ?? 'null');
+			throw failure(redact, `the model answered HTTP ${answer.status}`, 502, 'upstream', false, { code: 'MODEL_ERROR', http_status: answer.status, body: quoted.slice(0, 2000) });
 		} else {
 			if (answer) last = `HTTP ${answer.status}`;
 			wait = policy.backoffBaseMs * 2 ** (attempt - 1);
 		}
 		if (attempt > policy.maxRetries) {
 			const rateLimited = last.startsWith('rate limited');
-			throw new ContractError(`the model failed after ${attempt} attempts: ${last}`, rateLimited ? 429 : 504, rateLimited ? 'rate_limit' : 'upstream', true, { code: 'MODEL_UNAVAILABLE', attempts: attempt, last }, WHERE);
+			throw failure(redact, `the model failed after ${attempt} attempts: ${last}`, rateLimited ? 429 : 504, rateLimited ? 'rate_limit' : 'upstream', true, { code: 'MODEL_UNAVAILABLE', attempts: attempt, last });
 		}
 		await sleep(wait);
 	}

@@ -1,17 +1,20 @@
 /**
  * Credential test for PostgresContractsApi, registered by every node that uses it
  * (`methods.credentialTest.postgresContractsApiTest`): connects with the entered values and runs
- * `SELECT 1`; the failure message is pg's own (wrong password, unknown database, refused connection).
+ * `SELECT 1`; the failure message is pg's own (wrong password, unknown database, refused connection),
+ * with the password redacted (as is, URL-encoded, Base64).
  */
 import type { ICredentialTestFunctions, ICredentialsDecrypted, INodeCredentialTestResult } from 'n8n-workflow';
 import { Client } from 'pg';
-import { poolConfig, type PostgresCredential } from './pool';
+import { poolConfig, postgresRedactor, type PostgresCredential } from './pool';
 
 export async function postgresContractsApiTest(
 	this: ICredentialTestFunctions,
 	credential: ICredentialsDecrypted,
 ): Promise<INodeCredentialTestResult> {
-	const config = poolConfig(credential.data as unknown as PostgresCredential);
+	const data = (credential.data ?? {}) as unknown as PostgresCredential;
+	const redact = postgresRedactor(data);
+	const config = poolConfig(data);
 	const client = new Client({ ...config, connectionTimeoutMillis: 5_000 });
 	client.on('error', () => undefined);
 	try {
@@ -19,7 +22,7 @@ export async function postgresContractsApiTest(
 		await client.query('SELECT 1');
 		return { status: 'OK', message: 'Connection successful' };
 	} catch (error) {
-		return { status: 'Error', message: (error as Error).message };
+		return { status: 'Error', message: redact.string(error instanceof Error ? error.message || String(error) : String(error)) };
 	} finally {
 		await client.end().catch(() => undefined);
 	}

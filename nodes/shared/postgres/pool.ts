@@ -2,9 +2,12 @@
  * One `pg.Pool` per credential, cached at module level and reused across executions (as n8n's own
  * Postgres node does), closed after 5 minutes unused. Idle-client errors (server restart, dropped
  * connection) are caught by `pool.on('error')` so they never crash n8n; the next query reconnects.
+ * Secrets: the password is remembered process-wide (../redact.ts), so every ContractError — `fromPgError`
+ * included — has it redacted; the credential test redacts it from pg's message.
  */
 import { createHash } from 'node:crypto';
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
+import { Redactor, rememberSecrets } from '../redact';
 
 /** The fields of the PostgresContractsApi credential. */
 export interface PostgresCredential {
@@ -30,8 +33,21 @@ interface Entry {
 const pools = new Map<string, Entry>();
 let sweeper: NodeJS.Timeout | undefined;
 
+/**
+ * The redactor of the credential's password, which is also remembered process-wide — unless it equals
+ * the credential's user, database or host (a value every message may name: redacting it everywhere would
+ * mangle ordinary text, e.g. the embedded test server's postgres/postgres).
+ */
+export function postgresRedactor(credential: PostgresCredential): Redactor {
+	const password = credential.password;
+	const isPublic = typeof password === 'string' && [credential.user, credential.database, credential.host].includes(password);
+	if (!isPublic) rememberSecrets([password]);
+	return new Redactor([password]);
+}
+
 /** Translates the credential into `pg` pool options. */
 export function poolConfig(credential: PostgresCredential): PoolConfig {
+	postgresRedactor(credential);
 	return {
 		host: credential.host,
 		port: Number(credential.port) || 5432,

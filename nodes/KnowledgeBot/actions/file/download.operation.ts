@@ -11,7 +11,8 @@
  *   message_version_id } }` (+ file_name, mime_type, file_size as WF20 enqueues them; timeout_ms 30000).
  * Output: `{ blob_object_id, document_id, file_unique_id, status, extract_job_id }`.
  * Errors: 422 `req.<field>`; 502 upstream retryable (Bot API 5xx/429, network, timeout); 400-class Bot API
- *   answers (file_id expired or unknown) 502 not retryable; 503/500 db.
+ *   answers (file_id expired or unknown) 502 not retryable; 500 validation BAD_CREDENTIAL_URL (the
+ *   credential's Base URL is not an http(s) URL); 503/500 db. No message carries the bot token.
  */
 import { z } from 'zod';
 import { parseRequest, TenantId } from '../../../shared/contracts/request';
@@ -48,7 +49,9 @@ const TOUCH_INSTANCE = `
 UPDATE tg.file_instances SET tg_file_path = $4, last_seen_at = now()
 WHERE tenant_id = $1 AND file_unique_id = $2 AND file_id = $3`;
 
+/** A failed Bot API call as a ContractError (the transport has already redacted the token). */
 function upstream(error: unknown): ContractError {
+	if (error instanceof ContractError) return error;
 	if (error instanceof TooLargeError) {
 		return new ContractError(`Telegram file: ${error.message}`, 413, 'upstream', false, { code: 'TOO_LARGE', limit_bytes: error.limit }, { operation: 'download', ...WHERE });
 	}

@@ -9,16 +9,19 @@
  * `degraded` — a URL other than core.bot_transport_config.expected_webhook_url, more pending updates
  * than max_pending_updates (default 100), or a delivery error in the last 10 minutes; else `ok`.
  * An unreachable Bot API is recorded as `down`, not raised: recording it is the watchdog's job.
+ * The bot token never reaches a row or an error: the transport redacts it from errors, and the snapshot's
+ * url, last_error_message and info, the state's last_error and the event's reason are redacted here.
  * Input `req`: `{ tenant_id?, bot_id?, trace_id? }`. Output: `{ bot_id, snapshot_id, health, previous_health,
  *   pending_update_count, url, event_id }`.
- * Errors: 422 `req.<field>`; 404 BOT_NOT_REGISTERED (no core.bots row for this token's bot); 503/500 db.
+ * Errors: 422 `req.<field>`; 500 validation BAD_CREDENTIAL_URL (the credential's Base URL is not an
+ *   http(s) URL); 404 BOT_NOT_REGISTERED (no core.bots row for this token's bot); 503/500 db.
  */
 import type { Pool } from 'pg';
 import { z } from 'zod';
 import { OptionalUuid, parseRequest } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
-import { getMe, getWebhookInfo, type WebhookInfo } from '../../transport/botApi';
+import { getMe, getWebhookInfo, telegramTransport, type WebhookInfo } from '../../transport/botApi';
 import type { KnowledgeOperation } from '../types';
 
 export const CheckRequest = z.object({
@@ -66,6 +69,8 @@ export const checkOperation: KnowledgeOperation = {
 	async execute({ pool, state, http, telegram }, raw) {
 		const req = parseRequest(CheckRequest, raw ?? {}, { table: 'core.bots' });
 		const credential = await telegram();
+		// Throws a ContractError 500 BAD_CREDENTIAL_URL for a base URL that can never work (not recorded as `down`).
+		const { redact } = telegramTransport(credential);
 		let info: WebhookInfo | null = null;
 		let apiError: string | null = null;
 		let tgBotId: number | null = null;
@@ -73,7 +78,7 @@ export const checkOperation: KnowledgeOperation = {
 			if (!req.bot_id) tgBotId = (await getMe(http, credential, 10_000)).id;
 			info = await getWebhookInfo(http, credential, 10_000);
 		} catch (error) {
-			apiError = error instanceof Error ? error.message : String(error);
+			apiError = redact.string(error instanceof Error ? error.message : String(error));
 		}
 		if (!req.bot_id && tgBotId === null) {
 			throw new ContractError(`Bot API not answering getMe: ${apiError}`, 502, 'upstream', true, { code: 'BOT_API_ERROR' }, { operation: 'select', table: 'core.bots' });
@@ -81,7 +86,12 @@ export const checkOperation: KnowledgeOperation = {
 		const bot = await findBot(pool, req.bot_id ?? null, tgBotId);
 		if (!bot) throw new ContractError('this bot is not registered in core.bots (tg_bot_id or bot_id)', 404, 'not_found', false, { code: 'BOT_NOT_REGISTERED', tg_bot_id: tgBotId, bot_id: req.bot_id ?? null }, { operation: 'select', table: 'core.bots' });
 		Object.assign(state.ctx!, { tenant_id: bot.tenant_id, trace_id: req.trace_id ?? null });
-		const { health, reason } = healthOf(info, { mode: String(bot.mode), expected_webhook_url: (bot.expected_webhook_url as string | null) ?? null, max_pending_updates: Number(bot.max_pending_updates) }, Math.floor(Date.now() / 1000));
+		const judged = healthOf(info, { mode: String(bot.mode), expected_webhook_url: (bot.expected_webhook_url as string | null) ?? null, max_pending_updates: Number(bot.max_pending_updates) }, Math.floor(Date.now() / 1000));
+		const health = judged.health;
+		// Judged on the answer as given; stored and returned with the token redacted (a webhook URL or a
+		// delivery error may carry it).
+		const reason = redact.string(judged.reason);
+		info = info && redact.value(info);
 		const previous = (bot.previous_health as Health | null) ?? null;
 		try {
 			return await inTransaction(pool, async (client) => {

@@ -1,0 +1,16 @@
+/**
+ * Credential test of the Contracts LLM API credential (registered as `contractsLlmApiTest`): the base
+ * URL is checked (http(s), no whitespace, no user info), then the model list is asked for
+ * (`GET /v1/models` with the Bearer key, or Ollama's `GET /api/tags`). Messages never carry the key.
+ */
+import type { ICredentialTestFunctions, ICredentialsDecrypted, INodeCredentialTestResult } from 'n8n-workflow';
+import { probeCredential } from '../credentialProbe';
+import { redactorFor } from '../redact';
+import { LLM_BASE_URL, type LlmCredential } from './generate';
+
+export async function contractsLlmApiTest(this: ICredentialTestFunctions, credential: ICredentialsDecrypted): Promise<INodeCredentialTestResult> {
+	const data = (credential.data ?? {}) as unknown as LlmCredential;
+	const key = data.apiKey ? String(data.apiKey) : '';
+	const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+	return probeCredential(data.baseUrl, LLM_BASE_URL, data.api === 'ollama' ? '/api/tags' : '/v1/models', headers, redactorFor([key]), 'Connected: the model list answered');
+}
