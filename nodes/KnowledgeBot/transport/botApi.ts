@@ -100,7 +100,7 @@ export const MAX_MESSAGE_CHARS = 4096;
  * @returns the sent message's message_id
  * @throws BotApiError (status and Telegram's description); as getFile otherwise
  */
-export async function sendMessage(post: HttpPostJson, credential: TelegramCredential, chatId: number, text: string, replyTo: number | null, timeoutMs: number): Promise<number> {
+export async function sendMessage(post: HttpPostJson, credential: TelegramCredential, chatId: number | string, text: string, replyTo: number | null, timeoutMs: number): Promise<number> {
 	const body = {
 		chat_id: chatId,
 		text: text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS - 1)}…` : text,

@@ -176,7 +176,7 @@ export const answerOperation: KnowledgeOperation = {
 		if (req.send_reply && sentId === null) {
 			// a dm without chat_id is the asker's private chat (Telegram: its id is the user's id). An id beyond
 			// 2^53 − 1 stays its exact decimal string: the Bot API takes chat_id as an integer or a string.
-			const chatId = (ctx.chat_id ?? ctx.tg_user_id) as number;
+			const chatId = (ctx.chat_id ?? ctx.tg_user_id) as number | string; // exact: a number when safe, else its decimal string (Telegram accepts both)
 			// the reply-to message must be in this chat of this tenant: a version id of another chat would name
 			// whichever message has the same message_id here
 			const target = req.question_message_version_id === null ? [] : await query(pool, REPLY_TARGET, [req.question_message_version_id, ctx.tenant_id, String(chatId)], { operation: 'select', table: 'tg.messages' });
