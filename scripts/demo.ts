@@ -3,7 +3,7 @@
  * embedded server), migrate a fresh `contracts_demo` database, seed a tenant and a bot, start n8n 2.4.8
  * with this package, import + publish the knowledge-bot chain (WF10, WF20, WF30–WF33, WF40, WF90, WF99),
  * post realistic Telegram updates to the webhook (a message linking two pages, a document, a photo in a
- * DM, an edit, a channel post, my_chat_member, a duplicate, a wrong secret, a malformed body), let WF90
+ * DM, an edit, a channel post, my_chat_member, a duplicate, a wrong secret, a malformed body, a poison update with a NUL that is quarantined), let WF90
  * run the jobs, and print per-stage counts. The linked pages come from a small local web server and the
  * files from a local stand-in of the Bot API (no network needed). n8n keeps running unless `--once`.
  */
@@ -77,6 +77,9 @@ async function main() {
 	botApi.files.set(photo.message.photo[1].file_id, { path: 'photos/whiteboard.jpg', body: Buffer.from([0xff, 0xd8, 0xff, 0xe0]), type: 'image/jpeg' });
 	const edit = editedMessage();
 	edit.edited_message.entities = [{ type: 'text_link', offset: 4, length: 8, url: `${pages.base}/article` }];
+	// an update PostgreSQL cannot store (jsonb refuses U+0000): kept byte for byte in raw.telegram_quarantine, answered 200
+	const poison = textWithUrls();
+	poison.message.text = 'null byte \u0000 here';
 	const sends: Array<[string, unknown, string | null]> = [
 		['message linking two pages', text, SECRET],
 		['PDF document', doc, SECRET],
@@ -87,6 +90,8 @@ async function main() {
 		['duplicate of the first', text, SECRET],
 		['wrong secret', textWithUrls(), 'not-the-secret'],
 		['malformed body', { update_id: 'x', message: {} }, SECRET],
+		['poison: NUL in a text', poison, SECRET],
+		['the poison again', poison, SECRET],
 	];
 	for (const [label, body, secret] of sends) {
 		const res = await fetch(hook, {
@@ -116,6 +121,7 @@ async function main() {
 		UNION ALL SELECT 'content.urls', count(*) FROM content.urls
 		UNION ALL SELECT 'content.documents (done)', count(*) FROM content.documents WHERE status = 'done'
 		UNION ALL SELECT 'kg.chunks', count(*) FROM kg.chunks
+		UNION ALL SELECT 'raw.telegram_quarantine', count(*) FROM raw.telegram_quarantine
 		UNION ALL SELECT 'ops.errors', count(*) FROM ops.errors`);
 	console.log('\nrows per table:');
 	for (const r of counts.rows) console.log(`  ${r.t.padEnd(26)} ${r.count}`);
