@@ -32,9 +32,18 @@ export class ContractError extends Error {
 		readonly where: ErrorContextInit = {},
 		options?: { cause?: unknown },
 	) {
-		super(rememberedSecrets().string(message), options?.cause !== undefined && rememberedSecrets().active ? { cause: rememberedSecrets().error(options.cause) } : options);
-		this.details = rememberedSecrets().value(details);
+		super(rememberedSecrets().string(message), options?.cause !== undefined && rememberedSecrets().active ? { cause: safely(() => rememberedSecrets().error(options.cause), undefined) } : options);
+		this.details = safely(() => rememberedSecrets().value(details), { redaction: 'failed: details dropped' });
 		this.name = 'ContractError';
+	}
+}
+
+/** `make()`, or `fallback` if it throws (a details getter that throws must not break the error). */
+function safely<T>(make: () => T, fallback: T): T {
+	try {
+		return make();
+	} catch {
+		return fallback;
 	}
 }
 
