@@ -243,6 +243,13 @@ function safeString(value: unknown): string {
 	}
 }
 
+/**
+ * Appended to the message of a 3xx answer: a request carrying a secret (an API key header, a token in
+ * the path) never follows a redirect, since fetch would send custom headers such as `x-goog-api-key` on
+ * to another host.
+ */
+export const REDIRECT_HINT = ' (a redirect: requests carrying a credential do not follow redirects; set the base URL to the final address)';
+
 /** A Redactor with nothing to redact. */
 export const NO_SECRETS = new Redactor([]);
 

@@ -11,7 +11,7 @@
  */
 import { ContractError } from '../../shared/errors';
 import { checkedBaseUrl, type UrlField } from '../../shared/credentialUrl';
-import { redactorFor, type Redactor } from '../../shared/redact';
+import { REDIRECT_HINT, redactorFor, type Redactor } from '../../shared/redact';
 import { TooLargeError, type HttpGet, type HttpPostJson, type HttpResponse } from './http';
 
 /** Bot API getFile limit: larger files cannot be downloaded by a bot (bytes). */
@@ -50,12 +50,14 @@ function transportFailure(error: unknown, redact: Redactor): Error {
 /** A failed answer: `<what> failed: HTTP <status> <description>`, redacted. */
 function answerError(what: string, status: number, description: string | undefined, redact: Redactor): BotApiError {
 	const told = typeof description === 'string' ? redact.string(description) : null;
-	return new BotApiError(`${what} failed: HTTP ${status}${told ? ` ${told}` : ''}`, status, told);
+	const hint = status >= 300 && status < 400 ? REDIRECT_HINT : '';
+	return new BotApiError(`${what} failed: HTTP ${status}${told ? ` ${told}` : ''}${hint}`, status, told);
 }
 
+/** A GET with the token in its path: never follows a redirect (a 3xx is reported as a failed answer). */
 async function get(http: HttpGet, redact: Redactor, url: string, options: { timeoutMs: number; maxBytes: number }): Promise<HttpResponse> {
 	try {
-		return await http(url, options);
+		return await http(url, { ...options, redirect: 'manual' });
 	} catch (error) {
 		throw transportFailure(error, redact);
 	}
@@ -88,7 +90,7 @@ export async function getFile(http: HttpGet, credential: TelegramCredential, fil
 export async function downloadFile(http: HttpGet, credential: TelegramCredential, filePath: string, timeoutMs: number, maxBytes: number): Promise<HttpResponse> {
 	const { base, redact } = telegramTransport(credential);
 	const res = await get(http, redact, `${base}/file/bot${credential.accessToken}/${filePath}`, { timeoutMs, maxBytes });
-	if (res.status !== 200) throw new BotApiError(`file download failed: HTTP ${res.status}`, res.status, null);
+	if (res.status !== 200) throw answerError('file download', res.status, undefined, redact);
 	return { ...res, url: redact.string(res.url) };
 }
 
