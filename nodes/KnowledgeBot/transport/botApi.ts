@@ -64,8 +64,10 @@ async function get(http: HttpGet, redact: Redactor, url: string, options: { time
 }
 
 /**
- * @returns `{ file_path, file_size }`
- * @throws BotApiError (HTTP status and Telegram's description, e.g. 400 "Bad Request: file is too big");
+ * @returns `{ file_path, file_size }`: a relative path (e.g. `documents/file_0.pdf`)
+ * @throws ContractError 502 `upstream` LOCAL_MODE_FILE_PATH, not retryable, when the path is absolute or
+ *         holds the token (a `--local` Bot API server answers `/var/lib/telegram-bot-api/<token>/…`: the
+ *         path is never returned, stored or quoted); BotApiError (HTTP status and Telegram's description, e.g. 400 "Bad Request: file is too big");
  *         ContractError 500 BAD_CREDENTIAL_URL; a RedactedError for a network failure or a timeout
  */
 export async function getFile(http: HttpGet, credential: TelegramCredential, fileId: string, timeoutMs: number): Promise<{ file_path: string; file_size: number | null }> {
@@ -80,7 +82,18 @@ export async function getFile(http: HttpGet, credential: TelegramCredential, fil
 	if (res.status !== 200 || !json.ok || !json.result?.file_path) {
 		throw answerError('getFile', res.status, json.description, redact);
 	}
-	return { file_path: json.result.file_path, file_size: json.result.file_size ?? null };
+	const filePath = json.result.file_path;
+	if (filePath.startsWith('/') || /^[a-z]:[\\/]/i.test(filePath) || redact.string(filePath) !== filePath) {
+		throw new ContractError(
+			'getFile answered an absolute file_path (or one holding the bot token): the Bot API server runs in --local mode, whose files are read from its disk and cannot be downloaded over HTTP; use a Bot API server without --local',
+			502,
+			'upstream',
+			false,
+			{ code: 'LOCAL_MODE_FILE_PATH' },
+			{ operation: 'download' },
+		);
+	}
+	return { file_path: filePath, file_size: json.result.file_size ?? null };
 }
 
 /**
