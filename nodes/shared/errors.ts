@@ -61,7 +61,8 @@ export function fromPgError(error: unknown, where: ErrorContextInit): ContractEr
 	if (error instanceof ContractError) return error;
 	const pgError = (error ?? {}) as { code?: unknown; message?: unknown; constraint?: unknown };
 	const code = typeof pgError.code === 'string' ? pgError.code : undefined;
-	const message = typeof pgError.message === 'string' && pgError.message ? pgError.message : String(error);
+	// A URL's user info (`postgres://app:pw@host`) is never quoted, whoever's password it is.
+	const message = (typeof pgError.message === 'string' && pgError.message ? pgError.message : String(error)).replace(/:\/\/[^@/\s]*@/g, '://[REDACTED]@');
 	const transient =
 		(code !== undefined && (TRANSIENT_SQLSTATE.test(code) || TRANSIENT_NET.has(code))) ||
 		/Connection terminated|connection timeout|timeout exceeded when trying to connect/i.test(message);
