@@ -173,12 +173,15 @@ export class Redactor {
 
 	/**
 	 * A deep copy of `value` with every string value redacted (object keys are kept as they are: renaming
-	 * them could make two keys collide); errors become RedactedErrors.
-	 * Iterative (no recursion limit), shares repeated and cyclic references like the input; Dates, Buffers
-	 * and typed arrays are kept as they are, other objects copied as plain objects (own enumerable keys).
+	 * them could make two keys collide). Iterative (no recursion limit), shares repeated and cyclic
+	 * references like the input; Dates, Buffers and typed arrays are kept as they are, other objects copied
+	 * as plain objects (own enumerable keys). A getter that throws makes it throw.
+	 * `options.dropKeys`: lower-case key names whose values become `[REDACTED]` wherever they are (e.g.
+	 * `authorization`); with it the value is always copied, even when there is no secret to redact.
 	 */
-	value<T>(value: T): T {
-		if (this.needles.length === 0) return value;
+	value<T>(value: T, options: { dropKeys?: ReadonlySet<string> } = {}): T {
+		const dropKeys = options.dropKeys;
+		if (this.needles.length === 0 && (dropKeys === undefined || dropKeys.size === 0)) return value;
 		const seen = new Map<object, unknown>();
 		const copyOf = (v: unknown): unknown => {
 			if (typeof v === 'string') return this.string(v);
@@ -200,7 +203,8 @@ export class Redactor {
 		while (work.length > 0) {
 			const [from, to] = work.pop()!;
 			for (const key of Object.keys(from)) {
-				Object.defineProperty(to, key, { value: copyOf(from[key]), enumerable: true, writable: true, configurable: true });
+				const item = dropKeys?.has(key.toLowerCase()) ? REDACTED : copyOf(from[key]);
+				Object.defineProperty(to, key, { value: item, enumerable: true, writable: true, configurable: true });
 			}
 		}
 		return root as T;
