@@ -51,16 +51,16 @@ function variants(secret: string): string[] {
 export const PREFIX_LENGTH = 64;
 
 /**
- * Lower-cases `text` one UTF-16 unit at a time, so every index of the result is the same index of the
- * input (a character whose lower case is longer, like `İ`, is kept as it is).
+ * Lower-cases `text` one code point at a time, without context (so a secret and a text holding it fold
+ * the same way), keeping every index: a code point whose lower case has another length (like `İ`) is kept.
  */
 function fold(text: string): string {
-	const lower = text.toLowerCase();
-	if (lower.length === text.length) return lower;
+	// eslint-disable-next-line no-control-regex
+	if (/^[\x00-\x7f]*$/.test(text)) return text.toLowerCase();
 	let out = '';
-	for (let i = 0; i < text.length; i++) {
-		const c = text[i].toLowerCase();
-		out += c.length === 1 ? c : text[i];
+	for (const c of text) {
+		const lower = c.toLowerCase();
+		out += lower.length === c.length ? lower : c;
 	}
 	return out;
 }

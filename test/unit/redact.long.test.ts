@@ -68,3 +68,9 @@ test('only distinctive secrets are remembered process-wide; ordinary words are n
 	assert.equal(new ContractError('relation contracts.x for postgres', 500, 'db', false).message, 'relation contracts.x for postgres');
 	assert.equal(new Redactor(['postgres']).string('user postgres'), `user ${REDACTED}`, 'still redacted by its own credential');
 });
+
+test('case folding is per code point and context-free: astral letters, İ and final sigma next to a secret', () => {
+	for (const [secret, text] of [['𐐀    ', 'İ𐐀    '], ['ΑΣ-Secret-9', 'xΑΣ-Secret-9 '], ['Key-İ-1234', 'a Key-İ-1234']]) {
+		assert.ok(!new Redactor([secret]).string(text).includes(secret), `${secret} in ${text}`);
+	}
+});
