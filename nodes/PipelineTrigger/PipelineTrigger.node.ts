@@ -6,7 +6,7 @@ import {
 	type ITriggerResponse,
 } from 'n8n-workflow';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
-import { poolConfig, postgresRedactor, type PostgresCredential } from '../shared/postgres/pool';
+import { poolConfig, postgresRedactor, redactPostgresText, type PostgresCredential } from '../shared/postgres/pool';
 import { PipelineListener } from '../PipelineCapture/transport/listener';
 
 /**
@@ -65,11 +65,12 @@ export class PipelineTrigger implements INodeType {
 		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
 		const statuses = this.getNodeParameter('statuses', []) as string[];
 		const options = this.getNodeParameter('options', {}) as { channel?: string; catchUpLimit?: number; maxBackoffMs?: number };
+		const redact = postgresRedactor(credential);
+		// Refuses a connection string pasted into Host/Database/User (ContractError, the value not quoted).
 		const { max: _max, idleTimeoutMillis: _idle, ...config } = poolConfig(credential);
 		void _max;
 		void _idle;
 		const logger = this.logger;
-		const redact = postgresRedactor(credential);
 		const listener = new PipelineListener(
 			{ ...config, application_name: 'n8n-nodes-contracts pipeline trigger' },
 			{
@@ -79,10 +80,18 @@ export class PipelineTrigger implements INodeType {
 				maxBackoffMs: options.maxBackoffMs ?? 30_000,
 				onEvents: (events) => this.emit([this.helpers.returnJsonArray(events.map((e) => ({ ...e })))]),
 				// The password is redacted from the logged message (e.g. a connection string pasted into Host).
-				onError: (error) => logger.warn(`Pipeline Trigger: ${redact.string(error.message)} (reconnecting)`),
+				onError: (error) => logger.warn(`Pipeline Trigger: ${redactPostgresText(redact, error.message)} (reconnecting)`),
 			},
 		);
-		await listener.start();
+		try {
+			await listener.start();
+		} catch (error) {
+			// pg's message may name the host or the password: a redacted copy, never the original.
+			const copy = redact.error(error);
+			copy.message = redactPostgresText(redact, copy.message);
+			copy.stack = redactPostgresText(redact, copy.stack ?? '');
+			throw copy;
+		}
 		return { closeFunction: async () => listener.stop() };
 	}
 }

@@ -1,12 +1,13 @@
 /**
  * The credential tests of the HTTP credentials (Telegram Bot API, LLM, embeddings): one GET with a
- * 10-second limit after the base URL check. The result message names the credential field for a bad
+ * 10-second limit after the base URL check, never following a redirect (a 3xx is reported: fetch would
+ * pass a custom key header on to another host). The result message names the credential field for a bad
  * URL, gives the HTTP status (and the server's short description) for a refusal, or the network failure,
  * always with the credential's secrets redacted.
  */
 import type { INodeCredentialTestResult } from 'n8n-workflow';
 import { baseUrlMessage, baseUrlProblem, type UrlField } from './credentialUrl';
-import type { Redactor } from './redact';
+import { REDIRECT_HINT, type Redactor } from './redact';
 
 /** How long a credential test waits for the server (ms). */
 export const CREDENTIAL_TEST_TIMEOUT_MS = 10_000;
@@ -31,7 +32,7 @@ export async function probeCredential(baseUrl: unknown, field: UrlField, path: s
 	if (problem) return { status: 'Error', message: baseUrlMessage(problem, field) };
 	const url = `${(baseUrl as string).replace(/\/+$/, '')}${path}`;
 	try {
-		const res = await fetch(url, { headers, signal: AbortSignal.timeout(CREDENTIAL_TEST_TIMEOUT_MS) });
+		const res = await fetch(url, { headers, redirect: 'manual', signal: AbortSignal.timeout(CREDENTIAL_TEST_TIMEOUT_MS) });
 		const text = await res.text();
 		if (res.ok) return { status: 'OK', message: okMessage };
 		let told: string | null = null;
@@ -42,7 +43,8 @@ export async function probeCredential(baseUrl: unknown, field: UrlField, path: s
 		}
 		// Redacted before it is cut to 300 characters, so no part of a secret is left at the cut.
 		const quoted = told ? ` ${redact.string(told).slice(0, 300)}` : '';
-		return { status: 'Error', message: redact.string(`${field.credential}: the server answered HTTP ${res.status}${quoted}`) };
+		const hint = res.status >= 300 && res.status < 400 ? REDIRECT_HINT : '';
+		return { status: 'Error', message: redact.string(`${field.credential}: the server answered HTTP ${res.status}${quoted}${hint}`) };
 	} catch (error) {
 		const cause = (error as { cause?: unknown }).cause;
 		const detail = cause instanceof Error ? ` (${cause.message})` : '';

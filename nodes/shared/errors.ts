@@ -32,9 +32,18 @@ export class ContractError extends Error {
 		readonly where: ErrorContextInit = {},
 		options?: { cause?: unknown },
 	) {
-		super(rememberedSecrets().string(message), options?.cause !== undefined && rememberedSecrets().active ? { cause: rememberedSecrets().error(options.cause) } : options);
-		this.details = rememberedSecrets().value(details);
+		super(rememberedSecrets().string(message), options?.cause !== undefined && rememberedSecrets().active ? { cause: safely(() => rememberedSecrets().error(options.cause), undefined) } : options);
+		this.details = safely(() => rememberedSecrets().value(details), { redaction: 'failed: details dropped' });
 		this.name = 'ContractError';
+	}
+}
+
+/** `make()`, or `fallback` if it throws (a details getter that throws must not break the error). */
+function safely<T>(make: () => T, fallback: T): T {
+	try {
+		return make();
+	} catch {
+		return fallback;
 	}
 }
 
@@ -52,7 +61,8 @@ export function fromPgError(error: unknown, where: ErrorContextInit): ContractEr
 	if (error instanceof ContractError) return error;
 	const pgError = (error ?? {}) as { code?: unknown; message?: unknown; constraint?: unknown };
 	const code = typeof pgError.code === 'string' ? pgError.code : undefined;
-	const message = typeof pgError.message === 'string' && pgError.message ? pgError.message : String(error);
+	// A URL's user info (`postgres://app:pw@host`) is never quoted, whoever's password it is.
+	const message = (typeof pgError.message === 'string' && pgError.message ? pgError.message : String(error)).replace(/:\/\/[^@/\s]*@/g, '://[REDACTED]@');
 	const transient =
 		(code !== undefined && (TRANSIENT_SQLSTATE.test(code) || TRANSIENT_NET.has(code))) ||
 		/Connection terminated|connection timeout|timeout exceeded when trying to connect/i.test(message);

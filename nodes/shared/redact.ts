@@ -8,9 +8,14 @@
  * headers echoed by a server). Secrets shorter than `MIN_SECRET_LENGTH` (4) characters are ignored: they
  * cannot be told apart from ordinary text.
  *
+ * The search is a plain multi-string search over the lower-cased text (no regular expression is built
+ * from a secret, so no secret length is too long and no secret can reach a SyntaxError). A form longer
+ * than 64 characters is found by its first 64 and removed as far as the text agrees with it: a secret
+ * cut short (a truncated message) is removed too. Object keys are never changed.
+ *
  * Every transport also remembers its secrets process-wide (`rememberSecrets`, at most
- * `MAX_REMEMBERED` (256), secrets of at least 8 characters); `ContractError` redacts those in its
- * message, details and cause, so an error built anywhere in the package cannot carry them either.
+ * `MAX_REMEMBERED` (256), only distinctive secrets: see `isDistinctiveSecret`); `ContractError` redacts
+ * those in its message, details and cause, so an error built anywhere in the package cannot carry them.
  */
 
 /** What a secret is replaced with. */
@@ -42,15 +47,80 @@ function variants(secret: string): string[] {
 	return [...forms].filter((f) => f.length >= MIN_SECRET_LENGTH);
 }
 
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** Forms longer than this are found by their first `PREFIX_LENGTH` characters, then extended (see `Needle`). */
+export const PREFIX_LENGTH = 64;
 
-function patternOf(secrets: Iterable<string>): RegExp | null {
-	const all = new Set<string>();
-	for (const secret of secrets) for (const form of variants(secret)) all.add(form);
-	if (all.size === 0) return null;
-	// Longest first, so a form that contains another is replaced whole.
-	const alternatives = [...all].sort((a, b) => b.length - a.length).map(escapeRegExp);
-	return new RegExp(alternatives.join('|'), 'gi');
+/**
+ * Lower-cases `text` one code point at a time, without context (so a secret and a text holding it fold
+ * the same way), keeping every index: a code point whose lower case has another length (like `İ`) is kept.
+ */
+function fold(text: string): string {
+	// eslint-disable-next-line no-control-regex
+	if (/^[\x00-\x7f]*$/.test(text)) return text.toLowerCase();
+	let out = '';
+	for (const c of text) {
+		const lower = c.toLowerCase();
+		out += lower.length === c.length ? lower : c;
+	}
+	return out;
+}
+
+/** One form of a secret, lower-cased: searched by its first `PREFIX_LENGTH` characters. */
+interface Needle {
+	readonly form: string;
+	readonly key: string;
+}
+
+function needlesOf(secret: string): Needle[] {
+	return variants(secret).map((f) => {
+		const form = fold(f);
+		return { form, key: form.slice(0, PREFIX_LENGTH) };
+	});
+}
+
+/**
+ * The ranges [start, end) of `folded` to redact: every place a needle's key occurs, extended for as long
+ * as the text keeps agreeing with the whole form (so a long secret is removed whole, and a truncated copy
+ * of at least its first `PREFIX_LENGTH` characters too). Plain `indexOf` searches: no regular expression
+ * is ever built from a secret, so no secret can reach a SyntaxError and no size limit applies.
+ */
+function rangesOf(folded: string, needles: readonly Needle[]): [number, number][] {
+	const ranges: [number, number][] = [];
+	for (const { form, key } of needles) {
+		let at = folded.indexOf(key);
+		while (at !== -1) {
+			let end = at + key.length;
+			if (key.length < form.length) {
+				let j = key.length;
+				while (j < form.length && end < folded.length && folded.charCodeAt(end) === form.charCodeAt(j)) {
+					end++;
+					j++;
+				}
+			}
+			ranges.push([at, end]);
+			at = folded.indexOf(key, at + 1);
+		}
+	}
+	return ranges;
+}
+
+function replaceRanges(text: string, ranges: [number, number][]): string {
+	if (ranges.length === 0) return text;
+	ranges.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+	let out = '';
+	let from = 0;
+	let [start, end] = ranges[0];
+	for (let i = 1; i <= ranges.length; i++) {
+		const next = ranges[i];
+		if (next !== undefined && next[0] <= end) {
+			if (next[1] > end) end = next[1];
+			continue;
+		}
+		out += text.slice(from, start) + REDACTED;
+		from = end;
+		if (next !== undefined) [start, end] = next;
+	}
+	return out + text.slice(from);
 }
 
 /** A copy of an error with every secret redacted; keeps name, message, stack, code, errno, syscall, status. */
@@ -63,33 +133,55 @@ export class RedactedError extends Error {
 
 /** Redacts the secrets of one credential (see the module comment for the forms matched). */
 export class Redactor {
-	private readonly pattern: RegExp | null;
+	private readonly needles: readonly Needle[];
 
-	/** @param secrets the credential's secret values; empty, short and non-string ones are ignored */
-	constructor(secrets: Iterable<unknown>) {
-		const usable: string[] = [];
-		for (const s of secrets) if (typeof s === 'string' && s.length >= MIN_SECRET_LENGTH) usable.push(s);
-		this.pattern = patternOf(usable);
+	/**
+	 * @param secrets the credential's secret values; empty, short and non-string ones are ignored
+	 * @param needles already computed forms (internal: the remembered set reuses them)
+	 */
+	constructor(secrets: Iterable<unknown>, needles: readonly Needle[] = []) {
+		const all = [...needles];
+		const seen = new Set(all.map((n) => n.form));
+		for (const s of secrets) {
+			if (typeof s !== 'string' || s.length < MIN_SECRET_LENGTH) continue;
+			for (const n of needlesOf(s)) {
+				if (seen.has(n.form)) continue;
+				seen.add(n.form);
+				all.push(n);
+			}
+		}
+		this.needles = all;
 	}
 
 	/** Whether this redactor has anything to redact. */
 	get active(): boolean {
-		return this.pattern !== null;
-	}
-
-	/** The string with every secret replaced by `[REDACTED]`. */
-	string(value: string): string {
-		if (!this.pattern) return value;
-		return value.replace(this.pattern, REDACTED);
+		return this.needles.length > 0;
 	}
 
 	/**
-	 * A deep copy of `value` with every string (and object key) redacted; errors become RedactedErrors.
-	 * Iterative (no recursion limit), shares repeated and cyclic references like the input; Dates, Buffers
-	 * and typed arrays are kept as they are, other objects copied as plain objects (own enumerable keys).
+	 * The string with every secret replaced by `[REDACTED]` (overlapping matches become one). Never
+	 * throws: if the search fails (out of memory), the whole string is replaced by `[REDACTED]`.
 	 */
-	value<T>(value: T): T {
-		if (!this.pattern) return value;
+	string(value: string): string {
+		if (this.needles.length === 0) return value;
+		try {
+			return replaceRanges(value, rangesOf(fold(value), this.needles));
+		} catch {
+			return REDACTED;
+		}
+	}
+
+	/**
+	 * A deep copy of `value` with every string value redacted (object keys are kept as they are: renaming
+	 * them could make two keys collide). Iterative (no recursion limit), shares repeated and cyclic
+	 * references like the input; Dates, Buffers and typed arrays are kept as they are, other objects copied
+	 * as plain objects (own enumerable keys). A getter that throws makes it throw.
+	 * `options.dropKeys`: lower-case key names whose values become `[REDACTED]` wherever they are (e.g.
+	 * `authorization`); with it the value is always copied, even when there is no secret to redact.
+	 */
+	value<T>(value: T, options: { dropKeys?: ReadonlySet<string> } = {}): T {
+		const dropKeys = options.dropKeys;
+		if (this.needles.length === 0 && (dropKeys === undefined || dropKeys.size === 0)) return value;
 		const seen = new Map<object, unknown>();
 		const copyOf = (v: unknown): unknown => {
 			if (typeof v === 'string') return this.string(v);
@@ -111,8 +203,8 @@ export class Redactor {
 		while (work.length > 0) {
 			const [from, to] = work.pop()!;
 			for (const key of Object.keys(from)) {
-				const target = Array.isArray(to) ? key : this.string(key);
-				Object.defineProperty(to, target, { value: copyOf(from[key]), enumerable: true, writable: true, configurable: true });
+				const item = dropKeys?.has(key.toLowerCase()) ? REDACTED : copyOf(from[key]);
+				Object.defineProperty(to, key, { value: item, enumerable: true, writable: true, configurable: true });
 			}
 		}
 		return root as T;
@@ -155,27 +247,54 @@ function safeString(value: unknown): string {
 	}
 }
 
+/**
+ * Appended to the message of a 3xx answer: a request carrying a secret (an API key header, a token in
+ * the path) never follows a redirect, since fetch would send custom headers such as `x-goog-api-key` on
+ * to another host.
+ */
+export const REDIRECT_HINT = ' (a redirect: requests carrying a credential do not follow redirects; set the base URL to the final address)';
+
 /** A Redactor with nothing to redact. */
 export const NO_SECRETS = new Redactor([]);
 
-const remembered = new Set<string>();
+/** Remembered secrets and their forms, oldest first. */
+const remembered = new Map<string, readonly Needle[]>();
 let rememberedRedactor: Redactor = NO_SECRETS;
 
-/** Remembers secrets process-wide for `redactRemembered` (only those of at least 8 characters). */
+/**
+ * Whether a secret is distinctive enough to be redacted from every error of the process: at least
+ * `MIN_REMEMBERED_LENGTH` (8) characters, from at least two of the classes lower-case letter, upper-case
+ * letter, digit, other; and, when it is letters only, at least 16 characters. An ordinary word
+ * (`postgres`, `Password`) is not remembered, so one tenant's credential cannot mangle another's errors;
+ * it is still redacted by its own credential's Redactor.
+ */
+export function isDistinctiveSecret(secret: unknown): secret is string {
+	if (typeof secret !== 'string' || secret.length < MIN_REMEMBERED_LENGTH) return false;
+	const lower = /\p{Ll}/u.test(secret);
+	const upper = /\p{Lu}/u.test(secret);
+	const digit = /\p{Nd}/u.test(secret);
+	const other = /[^\p{Ll}\p{Lu}\p{Nd}]/u.test(secret);
+	if (Number(lower) + Number(upper) + Number(digit) + Number(other) < 2) return false;
+	const lettersOnly = !/[^\p{L}]/u.test(secret);
+	return !lettersOnly || secret.length >= 16;
+}
+
+/** Remembers secrets process-wide for `rememberedSecrets` (only distinctive ones: `isDistinctiveSecret`). */
 export function rememberSecrets(secrets: Iterable<unknown>): void {
 	let changed = false;
 	for (const s of secrets) {
-		if (typeof s !== 'string' || s.length < MIN_REMEMBERED_LENGTH) continue;
-		if (remembered.has(s)) {
+		if (!isDistinctiveSecret(s)) continue;
+		const known = remembered.get(s);
+		if (known !== undefined) {
 			remembered.delete(s);
-			remembered.add(s);
+			remembered.set(s, known);
 			continue;
 		}
-		remembered.add(s);
+		remembered.set(s, needlesOf(s));
 		changed = true;
-		if (remembered.size > MAX_REMEMBERED) remembered.delete(remembered.values().next().value as string);
+		if (remembered.size > MAX_REMEMBERED) remembered.delete(remembered.keys().next().value as string);
 	}
-	if (changed) rememberedRedactor = new Redactor(remembered);
+	if (changed) rememberedRedactor = new Redactor([], [...remembered.values()].flat());
 }
 
 /** The Redactor of every remembered secret. */
@@ -183,9 +302,24 @@ export function rememberedSecrets(): Redactor {
 	return rememberedRedactor;
 }
 
-/** A Redactor for a credential's secrets, which are also remembered process-wide. */
+/** How many credentials' Redactors `redactorFor` keeps. */
+const MAX_CACHED = 64;
+const cached = new Map<string, Redactor>();
+
+/**
+ * A Redactor for a credential's secrets, which are also remembered process-wide (when distinctive).
+ * The same secrets give the same (cached) Redactor.
+ */
 export function redactorFor(secrets: Iterable<unknown>): Redactor {
 	const list = [...secrets];
 	rememberSecrets(list);
-	return new Redactor(list);
+	const id = JSON.stringify(list.map((s) => (typeof s === 'string' ? s : null)));
+	let redactor = cached.get(id);
+	if (redactor === undefined) {
+		redactor = new Redactor(list);
+		if (cached.size >= MAX_CACHED) cached.delete(cached.keys().next().value as string);
+	}
+	cached.delete(id);
+	cached.set(id, redactor);
+	return redactor;
 }

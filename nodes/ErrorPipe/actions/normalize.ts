@@ -18,6 +18,7 @@ import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import { failure, isUuid, newCorrelationId } from '../../shared/envelope';
 import { field, isRecord, mergeOwn, recordAt, setOwn, UNREADABLE } from '../../shared/json';
 import { MAX_DETAILS_BYTES, MAX_ID_TEXT_LENGTH, MAX_STRING_LENGTH, Sanitizer } from '../../shared/sanitize';
+import { rememberedSecrets } from '../../shared/redact';
 import { absent, fitOrText, INT4_MAX, positiveInt } from './columns';
 
 export interface NormalizeOptions {
@@ -162,12 +163,29 @@ const RESERVED_BYTES = 4 * 1024;
  * MAX_STRING_LENGTH code units and `error.details` to MAX_DETAILS_BYTES (`details.truncated: true`).
  */
 export function normalizeErrorItem(input: unknown, options: NormalizeOptions): NormalizedError {
+	// Secrets first, before anything is sanitised or cut (a secret cut in half could no longer be found):
+	// every remembered secret (../../shared/redact.ts) is redacted from the whole item and the values of
+	// well-known secret headers are replaced, wherever they are; the built envelope is redacted once more.
+	const redactor = rememberedSecrets();
+	let safe: unknown = input;
 	try {
-		return buildEnvelope(input, options);
+		safe = redactor.value(input, { dropKeys: SECRET_HEADERS });
+		const built = buildEnvelope(safe, options);
+		return { ...built, envelope: redactor.value(built.envelope, { dropKeys: SECRET_HEADERS }) };
 	} catch (error) {
-		return { envelope: fallbackEnvelope(error, options, input), jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION, jobClaimToken: null };
+		// `safe` is the raw item when it could not even be copied: the envelope is redacted below.
+		let envelope = fallbackEnvelope(redactor.error(error), options, safe);
+		try {
+			envelope = redactor.value(envelope, { dropKeys: SECRET_HEADERS });
+		} catch {
+			envelope = fallbackEnvelope('unreadable error', options, null);
+		}
+		return { envelope, jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION, jobClaimToken: null };
 	}
 }
+
+/** Headers whose values are secrets: never kept in an envelope, whatever their place in the item. */
+export const SECRET_HEADERS: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization', 'x-telegram-bot-api-secret-token', 'cookie', 'set-cookie', 'x-api-key', 'x-goog-api-key']);
 
 function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedError {
 	const clean = new Sanitizer({ budgetBytes: MAX_DETAILS_BYTES - RESERVED_BYTES });

@@ -11,7 +11,7 @@
  */
 import { ContractError } from '../../shared/errors';
 import { checkedBaseUrl, type UrlField } from '../../shared/credentialUrl';
-import { redactorFor, type Redactor } from '../../shared/redact';
+import { REDIRECT_HINT, redactorFor, type Redactor } from '../../shared/redact';
 import { TooLargeError, type HttpGet, type HttpPostJson, type HttpResponse } from './http';
 
 /** Bot API getFile limit: larger files cannot be downloaded by a bot (bytes). */
@@ -50,20 +50,24 @@ function transportFailure(error: unknown, redact: Redactor): Error {
 /** A failed answer: `<what> failed: HTTP <status> <description>`, redacted. */
 function answerError(what: string, status: number, description: string | undefined, redact: Redactor): BotApiError {
 	const told = typeof description === 'string' ? redact.string(description) : null;
-	return new BotApiError(`${what} failed: HTTP ${status}${told ? ` ${told}` : ''}`, status, told);
+	const hint = status >= 300 && status < 400 ? REDIRECT_HINT : '';
+	return new BotApiError(`${what} failed: HTTP ${status}${told ? ` ${told}` : ''}${hint}`, status, told);
 }
 
+/** A GET with the token in its path: never follows a redirect (a 3xx is reported as a failed answer). */
 async function get(http: HttpGet, redact: Redactor, url: string, options: { timeoutMs: number; maxBytes: number }): Promise<HttpResponse> {
 	try {
-		return await http(url, options);
+		return await http(url, { ...options, redirect: 'manual' });
 	} catch (error) {
 		throw transportFailure(error, redact);
 	}
 }
 
 /**
- * @returns `{ file_path, file_size }`
- * @throws BotApiError (HTTP status and Telegram's description, e.g. 400 "Bad Request: file is too big");
+ * @returns `{ file_path, file_size }`: a relative path (e.g. `documents/file_0.pdf`)
+ * @throws ContractError 502 `upstream` LOCAL_MODE_FILE_PATH, not retryable, when the path is absolute or
+ *         holds the token (a `--local` Bot API server answers `/var/lib/telegram-bot-api/<token>/…`: the
+ *         path is never returned, stored or quoted); BotApiError (HTTP status and Telegram's description, e.g. 400 "Bad Request: file is too big");
  *         ContractError 500 BAD_CREDENTIAL_URL; a RedactedError for a network failure or a timeout
  */
 export async function getFile(http: HttpGet, credential: TelegramCredential, fileId: string, timeoutMs: number): Promise<{ file_path: string; file_size: number | null }> {
@@ -78,7 +82,18 @@ export async function getFile(http: HttpGet, credential: TelegramCredential, fil
 	if (res.status !== 200 || !json.ok || !json.result?.file_path) {
 		throw answerError('getFile', res.status, json.description, redact);
 	}
-	return { file_path: json.result.file_path, file_size: json.result.file_size ?? null };
+	const filePath = json.result.file_path;
+	if (filePath.startsWith('/') || /^[a-z]:[\\/]/i.test(filePath) || redact.string(filePath) !== filePath) {
+		throw new ContractError(
+			'getFile answered an absolute file_path (or one holding the bot token): the Bot API server runs in --local mode, whose files are read from its disk and cannot be downloaded over HTTP; use a Bot API server without --local',
+			502,
+			'upstream',
+			false,
+			{ code: 'LOCAL_MODE_FILE_PATH' },
+			{ operation: 'download' },
+		);
+	}
+	return { file_path: filePath, file_size: json.result.file_size ?? null };
 }
 
 /**
@@ -88,7 +103,7 @@ export async function getFile(http: HttpGet, credential: TelegramCredential, fil
 export async function downloadFile(http: HttpGet, credential: TelegramCredential, filePath: string, timeoutMs: number, maxBytes: number): Promise<HttpResponse> {
 	const { base, redact } = telegramTransport(credential);
 	const res = await get(http, redact, `${base}/file/bot${credential.accessToken}/${filePath}`, { timeoutMs, maxBytes });
-	if (res.status !== 200) throw new BotApiError(`file download failed: HTTP ${res.status}`, res.status, null);
+	if (res.status !== 200) throw answerError('file download', res.status, undefined, redact);
 	return { ...res, url: redact.string(res.url) };
 }
 

@@ -7,7 +7,7 @@
  * (as is, URL-encoded, Base64), a network failure's cause included (../../shared/redact.ts).
  */
 import { checkedBaseUrl, type UrlField } from '../../shared/credentialUrl';
-import { redactorFor } from '../../shared/redact';
+import { REDIRECT_HINT, redactorFor } from '../../shared/redact';
 import type { HttpPostJson } from './http';
 
 /** The Base URL field of the credential, for validation messages. */
@@ -71,7 +71,7 @@ export async function embedTexts(post: HttpPostJson, credential: EmbeddingsCrede
 		} catch (error) {
 			throw new EmbeddingsError(`embeddings endpoint unreachable: ${redact.describe(error)}`, null, true, { cause: redact.error(error) });
 		}
-		if (res.status !== 200) throw new EmbeddingsError(`embeddings endpoint answered HTTP ${res.status}`, res.status, res.status === 429 || res.status >= 500);
+		if (res.status !== 200) throw new EmbeddingsError(`embeddings endpoint answered HTTP ${res.status}${res.status >= 300 && res.status < 400 ? REDIRECT_HINT : ''}`, res.status, res.status === 429 || res.status >= 500);
 		const got = vectorsOf(credential.api, res.body);
 		if (!got || got.length !== batch.length) throw new EmbeddingsError(`embeddings endpoint returned ${got ? got.length : 'no'} vectors for ${batch.length} texts`, 200, false);
 		for (const v of got) {

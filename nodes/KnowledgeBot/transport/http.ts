@@ -3,7 +3,10 @@
  * file downloads WF32), a JSON POST (embeddings, sendMessage) and the model call's sender (WF51).
  * GET:
  * The body is read as a stream and abandoned as soon as it passes `maxBytes`, so a huge page never
- * fills memory. Redirects are followed (up to fetch's default of 20).
+ * fills memory. Redirects are followed (up to fetch's default of 20) unless `redirect: 'manual'` is given
+ * (every Bot API call: the token is in the path), which returns the 3xx answer as it is.
+ * POST (JSON, and the model call's sender): never follows a redirect (they carry an API key or a token;
+ * fetch would pass custom headers like `x-goog-api-key` on to another host): a 3xx is returned as the status.
  */
 import type { Sender } from '../../shared/llm/generate';
 
@@ -16,7 +19,8 @@ export interface HttpResponse {
 	url: string;
 }
 
-export type HttpGet = (url: string, options: { timeoutMs: number; maxBytes: number }) => Promise<HttpResponse>;
+/** `redirect`: 'follow' (default) or 'manual' (the 3xx answer is returned, nothing is sent to its Location). */
+export type HttpGet = (url: string, options: { timeoutMs: number; maxBytes: number; redirect?: 'follow' | 'manual' }) => Promise<HttpResponse>;
 
 /** The body passed the size limit: `bytes` read so far (> limit), `limit` in bytes. */
 export class TooLargeError extends Error {
@@ -28,8 +32,8 @@ export class TooLargeError extends Error {
 /**
  * @throws TooLargeError; TimeoutError/AbortError (time limit, in ms); TypeError (network: refused, DNS…)
  */
-export const httpGet: HttpGet = async (url, { timeoutMs, maxBytes }) => {
-	const res = await fetch(url, { redirect: 'follow', signal: AbortSignal.timeout(timeoutMs), headers: { 'user-agent': 'n8n-nodes-contracts/knowledge-bot' } });
+export const httpGet: HttpGet = async (url, { timeoutMs, maxBytes, redirect = 'follow' }) => {
+	const res = await fetch(url, { redirect, signal: AbortSignal.timeout(timeoutMs), headers: { 'user-agent': 'n8n-nodes-contracts/knowledge-bot' } });
 	const headers: Record<string, string> = {};
 	res.headers.forEach((value, name) => {
 		headers[name] = value;
@@ -58,7 +62,7 @@ export type HttpPostJson = (url: string, body: unknown, options: { headers?: Rec
 
 /** @throws TimeoutError/AbortError (time limit, in ms); TypeError (network) */
 export const httpPostJson: HttpPostJson = async (url, body, { headers = {}, timeoutMs }) => {
-	const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+	const res = await fetch(url, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
 	const text = await res.text();
 	try {
 		return { status: res.status, body: JSON.parse(text) as unknown };
@@ -72,7 +76,7 @@ export const httpPostJson: HttpPostJson = async (url, body, { headers = {}, time
  * only when no answer came (timeout, refused, reset), which the retry policy handles.
  */
 export const fetchSender: Sender = async ({ url, body, headers, timeoutMs }) => {
-	const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+	const res = await fetch(url, { method: 'POST', redirect: 'manual', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
 	const text = await res.text();
 	const answerHeaders: Record<string, string> = {};
 	res.headers.forEach((value, name) => {

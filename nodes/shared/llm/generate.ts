@@ -11,7 +11,7 @@
  */
 import { checkedBaseUrl, type UrlField } from '../credentialUrl';
 import { ContractError, type ErrorContextInit } from '../errors';
-import { redactorFor, type Redactor } from '../redact';
+import { REDIRECT_HINT, redactorFor, type Redactor } from '../redact';
 
 /** The Base URL field of the Contracts LLM API credential, for validation messages. */
 export const LLM_BASE_URL: UrlField = { credential: 'Contracts LLM API', field: 'Base URL', name: 'baseUrl', example: 'https://api.openai.com' };
@@ -114,7 +114,7 @@ export async function generate(credential: LlmCredential, request: LlmRequest, p
 		} catch (error) {
 			last = `no answer: ${redact.string(error instanceof Error ? error.message : String(error))}`;
 		}
-		if (answer && answer.status < 400) {
+		if (answer && answer.status >= 200 && answer.status < 300) {
 			const text = textOf(credential.api, answer.body);
 			if (text === null) throw failure(redact, `the model's answer has no text (${credential.api} format expected)`, 502, 'upstream', false, { code: 'BAD_ANSWER' });
 			let json: unknown = null;
@@ -135,7 +135,7 @@ export async function generate(credential: LlmCredential, request: LlmRequest, p
 		} else if (answer && ![502, 503, 504].includes(answer.status)) {
 			// Redacted before it is cut to 2000 characters, so no part of a key is left at the cut.
 			const quoted = redact.string(JSON.stringify(redact.value(answer.body ?? null)) ?? 'null');
-			throw failure(redact, `the model answered HTTP ${answer.status}`, 502, 'upstream', false, { code: 'MODEL_ERROR', http_status: answer.status, body: quoted.slice(0, 2000) });
+			throw failure(redact, `the model answered HTTP ${answer.status}${answer.status >= 300 && answer.status < 400 ? REDIRECT_HINT : ''}`, 502, 'upstream', false, { code: 'MODEL_ERROR', http_status: answer.status, body: quoted.slice(0, 2000) });
 		} else {
 			if (answer) last = `HTTP ${answer.status}`;
 			wait = policy.backoffBaseMs * 2 ** (attempt - 1);

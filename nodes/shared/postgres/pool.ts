@@ -3,10 +3,12 @@
  * Postgres node does), closed after 5 minutes unused. Idle-client errors (server restart, dropped
  * connection) are caught by `pool.on('error')` so they never crash n8n; the next query reconnects.
  * Secrets: the password is remembered process-wide (../redact.ts), so every ContractError — `fromPgError`
- * included — has it redacted; the credential test redacts it from pg's message.
+ * included — has it redacted; the credential test redacts it from pg's message. A connection string or
+ * user info pasted into Host, Database or User is refused before any connection (`poolConfig`).
  */
 import { createHash } from 'node:crypto';
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
+import { ContractError } from '../errors';
 import { Redactor, rememberSecrets } from '../redact';
 
 /** The fields of the PostgresContractsApi credential. */
@@ -33,21 +35,76 @@ interface Entry {
 const pools = new Map<string, Entry>();
 let sweeper: NodeJS.Timeout | undefined;
 
+/** The credential's fields that must be plain names: key and display name. */
+const PLAIN_FIELDS = [
+	['host', 'Host'],
+	['database', 'Database'],
+	['user', 'User'],
+] as const;
+
+/** A URL's user info (`scheme://user:password@`): whatever sits between `://` and `@`. */
+const USER_INFO = /:\/\/([^@/\s]*)@/g;
+
 /**
- * The redactor of the credential's password, which is also remembered process-wide — unless it equals
- * the credential's user, database or host (a value every message may name: redacting it everywhere would
- * mangle ordinary text, e.g. the embedded test server's postgres/postgres).
+ * Why the credential is refused before any connection (null when it is fine): a Host, Database or User
+ * holding a connection string (`://`), and a Host or Database holding user info (`@`) — a password pasted
+ * there would reach pg's messages. A User may contain `@` (e.g. `app@server`), but not `:` with `@`.
+ * The message names the field and never quotes the value.
+ */
+export function postgresCredentialProblem(credential: PostgresCredential): string | null {
+	for (const [name, label] of PLAIN_FIELDS) {
+		const value = credential[name];
+		if (typeof value !== 'string') continue;
+		const userInfo = name === 'user' ? value.includes('@') && value.includes(':') : value.includes('@');
+		if (value.includes('://') || userInfo) {
+			return `PostgreSQL Contracts credential: ${label} (${name}) must be a plain ${name === 'host' ? 'host name or address' : 'name'}, not a connection string or user info (put the password in the Password field; the value is not shown)`;
+		}
+	}
+	return null;
+}
+
+/**
+ * The redactor of the credential's password, and of the user info of a connection string pasted into
+ * Host, Database or User (`postgres://app:pw@…`: `app:pw` and `pw`). They are also remembered
+ * process-wide (when distinctive, ../redact.ts) — unless the password equals the credential's user,
+ * database or host (a value every message may name: redacting it everywhere would mangle ordinary text,
+ * e.g. the embedded test server's postgres/postgres).
  */
 export function postgresRedactor(credential: PostgresCredential): Redactor {
 	const password = credential.password;
 	const isPublic = typeof password === 'string' && [credential.user, credential.database, credential.host].includes(password);
-	if (!isPublic) rememberSecrets([password]);
-	return new Redactor([password]);
+	const pasted: string[] = [];
+	for (const [name] of PLAIN_FIELDS) {
+		const value = credential[name];
+		if (typeof value !== 'string') continue;
+		for (const m of value.matchAll(USER_INFO)) {
+			pasted.push(m[1]);
+			if (m[1].includes(':')) pasted.push(m[1].slice(m[1].indexOf(':') + 1));
+		}
+	}
+	rememberSecrets(isPublic ? pasted : [password, ...pasted]);
+	return new Redactor([password, ...pasted]);
 }
 
-/** Translates the credential into `pg` pool options. */
+/**
+ * `redactor.string(text)` with any URL user info (`://user:pw@`) replaced too, whatever the secret.
+ */
+export function redactPostgresText(redactor: Redactor, text: string): string {
+	return redactor.string(text).replace(USER_INFO, '://[REDACTED]@');
+}
+
+/**
+ * Translates the credential into `pg` pool options.
+ * @throws ContractError 500 `validation`, not retryable, details `{ code: "BAD_CREDENTIAL_FIELD",
+ *         credential_field }` when `postgresCredentialProblem` refuses it
+ */
 export function poolConfig(credential: PostgresCredential): PoolConfig {
 	postgresRedactor(credential);
+	const problem = postgresCredentialProblem(credential);
+	if (problem) {
+		const field = PLAIN_FIELDS.find(([name]) => problem.includes(`(${name})`))?.[0] ?? 'host';
+		throw new ContractError(problem, 500, 'validation', false, { code: 'BAD_CREDENTIAL_FIELD', credential_field: field });
+	}
 	return {
 		host: credential.host,
 		port: Number(credential.port) || 5432,
