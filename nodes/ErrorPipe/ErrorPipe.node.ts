@@ -7,6 +7,7 @@ import {
 } from 'n8n-workflow';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
+import type { Pool } from 'pg';
 import { runItems } from '../shared/node/runItems';
 import { ERRORPIPE_CONTRACT_VERSION } from '../shared/contracts/ctx';
 import { fallbackEnvelope, normalizeErrorItem, type NormalizedError } from './actions/normalize';
@@ -61,7 +62,15 @@ export class ErrorPipe implements INodeType {
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
-		const pool = getPool(credential);
+		// A credential that cannot give a pool (e.g. a connection string pasted into Host: 500 BAD_CREDENTIAL_FIELD)
+		// must not cost the items their envelopes either: each records that failure in write_failures.
+		let pool: Pool | null = null;
+		let poolFailure: unknown = null;
+		try {
+			pool = getPool(credential);
+		} catch (error) {
+			poolFailure = error;
+		}
 		// The handler never throws: whatever happens to one item, it still gets its envelope (and, when the
 		// database answers, its row), so runItems' stop mode never fails an Error Pipe item.
 		return runItems(this, async (item, itemIndex) => {
@@ -78,7 +87,8 @@ export class ErrorPipe implements INodeType {
 				normalized = { envelope: fallbackEnvelope(error, { source }, item?.json), jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION, jobClaimToken: null };
 			}
 			const { envelope, jobId, contractVersion, jobClaimToken } = normalized;
-			const recorded = await recordError(pool, envelope, jobId, contractVersion, jobClaimToken).catch(
+			const recording = pool ? recordError(pool, envelope, jobId, contractVersion, jobClaimToken) : Promise.reject(poolFailure);
+			const recorded = await recording.catch(
 				(error): RecordResult => ({
 					error_id: null,
 					job: { executed: false },

@@ -227,3 +227,19 @@ test('the node in stop mode: a parameter that cannot be read does not cost the i
 	const { rows } = await db.pool.query('SELECT message FROM ops.errors WHERE id = ANY($1::bigint[]) ORDER BY id', [ids]);
 	assert.deepEqual(rows.map((r) => r.message), ['first', 'second']);
 });
+
+test('the node with a credential that cannot give a pool (a connection string in Host): every item still gets its envelope, the failure named, no password', async () => {
+	const password = `Pw-${randomUUID()}`;
+	const broken = { ...db.credential, host: `postgres://app:${password}@db.invalid:5432/contracts` };
+	const context = { ...nodeContext([{ json: { message: 'first' } }, { json: { message: 'second' } }]), getCredentials: async () => broken } as unknown as IExecuteFunctions;
+	const [out] = await new ErrorPipe().execute.call(context);
+	assert.equal(out.length, 2);
+	for (const item of out) {
+		const envelope = ErrorEnvelope.parse(item.json);
+		const failures = envelope.error.details.write_failures as Array<{ table: string; message: string }>;
+		assert.equal(failures.length, 1);
+		assert.match(failures[0].message, /Host/);
+		assert.equal((envelope._internal as unknown as { error_id: number | null }).error_id, null);
+		assert.ok(!JSON.stringify(item).includes(password), 'the password never appears');
+	}
+});
