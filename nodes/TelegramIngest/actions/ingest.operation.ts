@@ -23,15 +23,17 @@
  * travels on the error output.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import type { SuccessEnvelope } from '../../shared/contracts/envelope';
 import { isUuid, newCorrelationId, success } from '../../shared/envelope';
 import { ContractError, fromPgError } from '../../shared/errors';
 import { isRecord } from '../../shared/json';
 import type { ItemState } from '../../shared/node/runItems';
+import { withTransaction } from '../../shared/postgres/pool';
+import { rememberSecrets } from '../../shared/redact';
 import { classifyBody, safeText, type Body, type Classified, type QuarantineReason } from './body';
-import { FIND_DUPLICATE, FIND_QUARANTINED, INGEST_UPDATE, LOOKUP_BOT, QUARANTINE } from './sql';
+import { FIND_DUPLICATE, FIND_QUARANTINED, INGEST_UPDATE, LOCK_UPDATE, LOOKUP_BOT, QUARANTINE } from './sql';
 
 export interface IngestInput {
 	/** core.bots.bot_key: the `bot` query parameter of the webhook URL (/webhook/telegram?bot=<bot_key>). */
@@ -94,6 +96,22 @@ interface Run {
 
 type Quarantined = Extract<Classified, { kind: 'quarantine' }>;
 
+/** ops.jobs.dedup_key of an update: tg:<bot_id>:<update_id>. */
+function dedupKey(botId: string, updateId: string): string {
+	return `tg:${botId}:${updateId}`;
+}
+
+/**
+ * Runs `work` in one transaction that first holds the advisory lock of (bot, update_id) when `updateId`
+ * is given (LOCK_UPDATE), so storing and quarantining one update_id never interleave.
+ */
+function lockedFor<T>(run: Run, updateId: string | null, work: (client: PoolClient) => Promise<T>): Promise<T> {
+	return withTransaction(run.pool, async (client) => {
+		if (updateId !== null) await client.query(LOCK_UPDATE, [run.bot.bot_id, updateId]);
+		return work(client);
+	});
+}
+
 function meta(run: Run, ids: { chat_id?: unknown; message_id?: unknown; job_id?: number | null }) {
 	const { input, ctx, bot } = run;
 	return {
@@ -142,6 +160,8 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 			bot_key: input.botKey,
 		}, BOTS);
 	}
+	// Remembered process-wide, so any error built later (here or in another node) redacts it.
+	rememberSecrets([bot.webhook_secret]);
 	ctx.tenant_id = bot.tenant_id;
 	ctx.bot_id = bot.bot_id;
 
@@ -172,15 +192,22 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 			input.jobType,
 			keys.update_type,
 			input.maxAttempts,
-			`tg:${bot.bot_id}:${keys.update_id}`,
+			dedupKey(bot.bot_id, keys.update_id),
 			ctx.trace_id,
 			keys.chat_id,
 			keys.message_id,
 			keys.from_id,
 		];
-		row = (await pool.query(INGEST_UPDATE, params)).rows[0];
-		row ??= (await pool.query(FIND_DUPLICATE, [bot.bot_id, keys.update_id])).rows[0];
+		row = await lockedFor(run, keys.update_id, async (client) => {
+			const found =
+				(await client.query(INGEST_UPDATE, params)).rows[0] ??
+				(await client.query(FIND_DUPLICATE, [bot.bot_id, keys.update_id, params[8]])).rows[0];
+			// none (e.g. a job with this dedup key written outside the lock): roll back whatever was inserted
+			if (!found) throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
+			return found;
+		});
 	} catch (error) {
+		if (error instanceof ContractError) throw error;
 		const code = (error as { code?: unknown })?.code;
 		if (typeof code === 'string' && DATA_SQLSTATE.test(code)) {
 			// Safety net: whatever the checks before the insert missed, the database refused as data.
@@ -245,36 +272,41 @@ function errorDetails(run: Run, item: Quarantined, body: Body): Record<string, u
 
 /** Keeps a body in raw.telegram_quarantine (and, for a 200 reason, its ops.errors row) and answers. */
 async function quarantine(run: Run, item: Quarantined, sqlstate?: string): Promise<SuccessEnvelope> {
-	const { pool, input, ctx, bot } = run;
+	const { input, ctx, bot } = run;
 	const { body } = item;
 	const rejected = item.status === 400;
 	ctx.update_id = idValue(item.update_id);
+	// The update_id identifies the body only when it is a parsed update (answered 200); a body that is not
+	// an update, or was not parsed (too_large: update_id null), is a duplicate only by its bytes.
+	const dedupId = rejected ? null : item.update_id;
 	const details: Record<string, unknown> = { message: item.message, path: item.path };
 	if (sqlstate) details.sqlstate = sqlstate;
 	let row: { quarantine_id: string | null; error_id: string | null; job_id: string | null; raw_update_id: string | null; duplicate: boolean } | undefined;
 	try {
 		const sha = Buffer.from(body.sha256, 'hex');
-		row = (
-			await pool.query(QUARANTINE, [
-				bot.bot_id,
-				bot.tenant_id,
-				body.bytes,
-				sha,
-				item.update_id,
-				body.source,
-				item.reason,
-				item.status,
-				JSON.stringify(details),
-				ctx.correlation_id,
-				input.workflow,
-				input.nodeName,
-				item.message,
-				JSON.stringify(errorDetails(run, item, body)),
-				!rejected,
-				ERRORPIPE_CONTRACT_VERSION,
-			])
-		).rows[0];
-		row ??= (await pool.query(FIND_QUARANTINED, [bot.bot_id, sha, item.update_id])).rows[0];
+		const params = [
+			bot.bot_id,
+			bot.tenant_id,
+			body.bytes,
+			sha,
+			item.update_id,
+			body.source,
+			item.reason,
+			item.status,
+			JSON.stringify(details),
+			ctx.correlation_id,
+			input.workflow,
+			input.nodeName,
+			item.message,
+			JSON.stringify(errorDetails(run, item, body)),
+			!rejected,
+			ERRORPIPE_CONTRACT_VERSION,
+			dedupId,
+			dedupId === null ? null : dedupKey(bot.bot_id, dedupId),
+		];
+		row = await lockedFor(run, dedupId, async (client) =>
+			(await client.query(QUARANTINE, params)).rows[0] ?? (await client.query(FIND_QUARANTINED, [bot.bot_id, sha, dedupId])).rows[0],
+		);
 	} catch (error) {
 		throw fromPgError(error, QUARANTINE_TABLE);
 	}
