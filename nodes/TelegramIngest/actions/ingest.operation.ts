@@ -15,8 +15,10 @@
  *  - 400 validation: bot key missing/malformed; a body that is not a Telegram update (not UTF-8/JSON,
  *    not an object, not an Update: the failing field is named) — that body is kept in
  *    raw.telegram_quarantine first (`details.quarantine_id`), the ops.errors row comes from WF99;
- *  - 401 auth: no X-Telegram-Bot-Api-Secret-Token header; 403 auth: wrong secret;
- *  - 404 not_found: no enabled bot with that key;
+ *  - 401 auth: no X-Telegram-Bot-Api-Secret-Token header (checked before the bot is looked up);
+ *  - 403 auth: no enabled bot with that key, or a wrong secret — the same status, kind and message, so a
+ *    caller cannot probe which bot keys exist (details.reason `unknown_bot` / `wrong_secret` tells the
+ *    operator in ops.errors);
  *  - 503 db (retryable): database unreachable / connection lost; 500 db: any other database error
  *    (never for a data error of the update: that is quarantined).
  * ctx (correlation_id, trace_id, workflow, node, contracts.errorpipe) is built before any DB work and
@@ -65,6 +67,14 @@ const RAW = { operation: 'insert', table: 'raw.telegram_updates' } as const;
 const QUARANTINE_TABLE = { operation: 'insert', table: 'raw.telegram_quarantine' } as const;
 /** SQLSTATE classes of a value the database refuses (data exception, program limit such as stack depth). */
 const DATA_SQLSTATE = /^(22|54)/;
+
+/** Compared against when no enabled bot has the key (never equal to a header: it is not a valid one). */
+const UNKNOWN_BOT_SECRET = '\u0000no bot';
+
+/** The one 403 of an unknown/disabled bot key or a wrong secret; `reason` only in details (for ops.errors). */
+function forbidden(reason: 'unknown_bot' | 'wrong_secret'): ContractError {
+	return new ContractError('forbidden: unknown bot key or wrong X-Telegram-Bot-Api-Secret-Token', 403, 'auth', false, { reason }, BOTS);
+}
 
 /** Constant-time comparison of two secrets (hashes first, so lengths leak nothing either). */
 export function secretsMatch(given: string, expected: string): boolean {
@@ -149,28 +159,25 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	}
 	ctx.bot_key = input.botKey;
 
+	if (typeof input.secretToken !== 'string' || input.secretToken === '') {
+		throw new ContractError('missing X-Telegram-Bot-Api-Secret-Token header', 401, 'auth', false, {}, BOTS);
+	}
+
 	let bot: Bot | undefined;
 	try {
 		bot = (await pool.query(LOOKUP_BOT, [input.botKey])).rows[0];
 	} catch (error) {
 		throw fromPgError(error, BOTS);
 	}
-	if (!bot || !bot.enabled) {
-		throw new ContractError(`unknown bot: no enabled bot with key "${input.botKey}"`, 404, 'not_found', false, {
-			bot_key: input.botKey,
-		}, BOTS);
-	}
+	// Unknown bot and wrong secret: one answer (and one comparison each, so timing tells nothing either).
+	const matched = secretsMatch(input.secretToken, bot?.enabled ? bot.webhook_secret : UNKNOWN_BOT_SECRET);
+	if (!bot || !bot.enabled) throw forbidden('unknown_bot');
 	// Remembered process-wide, so any error built later (here or in another node) redacts it.
 	rememberSecrets([bot.webhook_secret]);
 	ctx.tenant_id = bot.tenant_id;
 	ctx.bot_id = bot.bot_id;
 
-	if (typeof input.secretToken !== 'string' || input.secretToken === '') {
-		throw new ContractError('missing X-Telegram-Bot-Api-Secret-Token header', 401, 'auth', false, {}, BOTS);
-	}
-	if (!secretsMatch(input.secretToken, bot.webhook_secret)) {
-		throw new ContractError('wrong X-Telegram-Bot-Api-Secret-Token', 403, 'auth', false, {}, BOTS);
-	}
+	if (!matched) throw forbidden('wrong_secret');
 
 	const run: Run = { pool, input, ctx, bot };
 	const classified = classifyBody(input.rawBody, input.update);
