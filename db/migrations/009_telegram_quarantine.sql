@@ -4,8 +4,12 @@
 -- surrogate, an id outside int8, nesting deeper than 64 levels, more than 1 MiB (answered 200, so
 -- Telegram stops re-sending it). See nodes/TelegramIngest/actions/body.ts for the exact rules.
 --
--- Idempotent like raw.telegram_updates: a re-delivery (same bot and same bytes, or same bot and same
--- readable update_id) finds the first row and writes nothing. For the 200 reasons the ops.errors row is
+-- Idempotent like raw.telegram_updates: a re-delivery finds the first row and writes nothing. A duplicate
+-- is the same bot and the same bytes (body_sha256) — or, for a quarantined UPDATE (status_code 200, its
+-- update_id read from the parsed body), the same bot and update_id. A body that is not an update (400)
+-- or is too large to read (too_large) is a duplicate only by its bytes: its update_id is kept for
+-- information but never identifies it. Telegram Ingest serialises the writes of one (bot, update_id)
+-- with a transaction-level advisory lock, so a stored update and a quarantined one never share an id. For the 200 reasons the ops.errors row is
 -- written by the same statement (details.quarantine_id); for the 400 reasons the error output of the
 -- node goes to WF99, which writes it.
 CREATE TABLE raw.telegram_quarantine (
@@ -29,5 +33,6 @@ CREATE TABLE raw.telegram_quarantine (
   received_at     timestamptz NOT NULL DEFAULT now(),
   UNIQUE (bot_id, body_sha256)
 );
-CREATE UNIQUE INDEX telegram_quarantine_update_idx ON raw.telegram_quarantine (bot_id, update_id) WHERE update_id IS NOT NULL;
+CREATE UNIQUE INDEX telegram_quarantine_update_idx ON raw.telegram_quarantine (bot_id, update_id)
+  WHERE update_id IS NOT NULL AND status_code = 200;
 CREATE INDEX telegram_quarantine_received_idx ON raw.telegram_quarantine (received_at);

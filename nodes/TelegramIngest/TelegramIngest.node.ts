@@ -24,7 +24,7 @@ async function rawBodyOf(fn: IExecuteFunctions, item: INodeExecutionData, itemIn
  * when the Webhook gives it). Output: a SuccessEnvelope (status 200) with `data.job_id`, `data.duplicate`
  * and `data.quarantined` (true when the update was kept in raw.telegram_quarantine because PostgreSQL
  * cannot store it normally; its ops.errors row is already written). A rejected or failed item (400 /
- * 401 / 403 / 404 / 5xx) goes to the error output as
+ * 401 / 403 — an unknown bot key answers like a wrong secret — / 5xx) goes to the error output as
  * `{ error: { message, kind, status_code, retryable, ctx, error_context } }`, ready for
  * "ERR — Source Telegram Ingest" → "Prepare DB Error" → WF99. See actions/body.ts for the quarantine rules.
  */

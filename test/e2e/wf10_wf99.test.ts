@@ -275,3 +275,25 @@ test('an update_id beyond 2^53 is stored exactly; a top-level __proto__ key surv
 	const row = await db.pool.query("SELECT update = $3::jsonb AS same, update ? '__proto__' AS has_key FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = $2", [bot.botId, id, proto]);
 	assert.deepEqual(row.rows, [{ same: true, has_key: true }]);
 });
+
+test('an unknown bot key answers exactly like a wrong secret (403 auth); no secret header value lands in an answer, ops.errors or quarantine row', { timeout: 60_000 }, async () => {
+	const wrongSecret = 'Wrong-header-value-e2e-31415';
+	const wrong = await postUpdate(textWithUrls(), wrongSecret);
+	const unknown = await post('telegram?bot=no_such_bot_e2e', textWithUrls(), { 'X-Telegram-Bot-Api-Secret-Token': bot.secret });
+	assert.deepEqual([unknown.status, unknown.body.ok, unknown.body.kind], [wrong.status, wrong.body.ok, wrong.body.kind]);
+	assert.equal(wrong.status, 403);
+	assert.deepEqual(Object.keys(unknown.body).sort(), Object.keys(wrong.body).sort(), 'same body shape');
+	const poisoned = await postUpdate(Buffer.from(poison('"NUL \\u0000 secret scan"')));
+	assert.equal(poisoned.status, 200, JSON.stringify(poisoned.body));
+	const outputs = [
+		wrong.body,
+		unknown.body,
+		poisoned.body,
+		...(await db.pool.query('SELECT * FROM ops.errors')).rows,
+		...(await db.pool.query("SELECT id, details, encode(body, 'escape') AS body FROM raw.telegram_quarantine WHERE length(body) < 100000")).rows,
+	].map((output) => JSON.stringify(output));
+	for (const secret of [bot.secret, wrongSecret]) {
+		const found = outputs.filter((text) => text.includes(secret));
+		assert.deepEqual(found, [], `no secret header value (${secret === bot.secret ? 'the webhook secret' : 'a wrong one'}) in any output`);
+	}
+});

@@ -2,6 +2,13 @@
  * Property (issue 10 item 3) against real PostgreSQL: for any webhook body, Telegram Ingest never answers
  * 5xx while the database is up, exactly one of {stored, quarantined, duplicate} happens, and what is kept
  * is the body: the quarantined bytes equal it, the stored jsonb equals PostgreSQL's own reading of it.
+ * A duplicate (nothing written) is legitimate only when
+ *  - the same bytes were kept before (stored, or quarantined with either status) — the answer names that
+ *    original (job_id / quarantine_id); or
+ *  - the body is an update (answered 200: stored or quarantinable, never a 400 non-update) whose update_id
+ *    was kept before AS AN UPDATE (stored, or quarantined with status 200 and that update_id) — the answer
+ *    names that original.
+ * Any other "duplicate" loses a body.
  * Runs: PROPERTY_RUNS / 10 (1,000 by default: a database round trip each).
  */
 import assert from 'node:assert/strict';
@@ -36,6 +43,9 @@ async function counts() {
 
 test('property: any body → never 5xx, exactly one of stored / quarantined / duplicate, the body kept as received', { timeout: 600_000 }, async () => {
 	const outcomes: Record<string, number> = {};
+	type Original = { job_id: number | null; quarantine_id: number | null };
+	const keptBySha = new Map<string, Original>();
+	const keptByUpdateId = new Map<string, Original>();
 	await fc.assert(
 		fc.asyncProperty(anyBody(), fc.boolean(), async (bytes, deliverTwice) => {
 			const call: IngestInput = { botKey: bot.botKey, secretToken: bot.secret, rawBody: bytes, update: undefined, jobType: 'telegram_update', maxAttempts: 5, workflow: 'WF10', nodeName: 'Telegram Ingest' };
@@ -73,6 +83,24 @@ test('property: any body → never 5xx, exactly one of stored / quarantined / du
 					assert.ok(Buffer.from(row.rows[0].body).equals(bytes), 'quarantined bytes = the body');
 					assert.ok(Buffer.from(row.rows[0].body_sha256).equals(createHash('sha256').update(bytes).digest()));
 					assert.equal(row.rows[0].status_code, status);
+				}
+				const sha = createHash('sha256').update(bytes).digest('hex');
+				const answered: Original =
+					status === 400 ? { job_id: null, quarantine_id: details.quarantine_id ?? null } : { job_id: data.job_id ?? null, quarantine_id: data.quarantine_id ?? null };
+				if (duplicate) {
+					const original = keptBySha.get(sha);
+					if (original) {
+						assert.deepEqual(answered, original, 'a duplicate of the same bytes names the original');
+					} else {
+						assert.equal(status, 200, 'a body that is not an update (400) is a duplicate only of the same bytes');
+						assert.notEqual(data.update_id, null, 'a duplicate of other bytes needs a readable update_id');
+						const byId = keptByUpdateId.get(String(data.update_id));
+						assert.ok(byId, `update_id ${data.update_id} was kept before as an update`);
+						assert.deepEqual(answered, byId, 'a duplicate by update_id names the original');
+					}
+				} else {
+					keptBySha.set(sha, answered);
+					if (status === 200 && data.update_id !== null && data.update_id !== undefined) keptByUpdateId.set(String(data.update_id), answered);
 				}
 				const key = stored ? 'stored' : quarantined ? `quarantined ${status}` : 'duplicate';
 				outcomes[key] = (outcomes[key] ?? 0) + 1;

@@ -101,14 +101,14 @@ test('a wrong or missing secret is refused (403 / 401) before anything is writte
 	assert.deepEqual(await ingestCounts(db.pool), before);
 });
 
-test('malformed bodies get 400 naming the field; unknown bots 404; nothing is written', async () => {
+test('malformed bodies get 400 naming the field; unknown bots 403; nothing is written', async () => {
 	const before = await ingestCounts(db.pool);
 	const cases: Array<[Partial<IngestInput>, number, RegExp]> = [
 		[{ update: '{"update_id": 1, "message": ' }, 400, /not JSON/],
 		[{ update: { update_id: 'x', message: {} } }, 400, /update_id/],
 		[{ update: { update_id: 5 } }, 400, /exactly one update field/],
 		[{ update: { update_id: 5, message: { message_id: 1 } } }, 400, /message\.chat/],
-		[{ botKey: 'no_such_bot' }, 404, /unknown bot/],
+		[{ botKey: 'no_such_bot' }, 403, /forbidden/],
 		[{ botKey: '../etc' }, 400, /Bot Key/],
 	];
 	for (const [overrides, status, pattern] of cases) {
@@ -123,7 +123,18 @@ test('a disabled bot is refused like an unknown one', async () => {
 	const other = await seedBot(db.pool, 'disabled_bot', 'x');
 	await db.pool.query('UPDATE core.bots SET is_enabled = false WHERE bot_id = $1', [other.botId]);
 	const error = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { botKey: 'disabled_bot', secretToken: 'x' }), {}));
-	assert.equal(error.statusCode, 404);
+	assert.equal(error.statusCode, 403);
+});
+
+test('an unknown bot key cannot be told from a wrong secret (same status, kind, message); no header → 401 for both', async () => {
+	const unknown = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { botKey: 'no_such_bot', secretToken: 'guess' }), {}));
+	const wrong = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { secretToken: 'guess' }), {}));
+	assert.deepEqual([unknown.statusCode, unknown.kind, unknown.message], [wrong.statusCode, wrong.kind, wrong.message]);
+	assert.equal(unknown.statusCode, 403);
+	assert.deepEqual([unknown.details.reason, wrong.details.reason], ['unknown_bot', 'wrong_secret'], 'the operator still sees which');
+	const noHeaderUnknown = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { botKey: 'no_such_bot', secretToken: undefined }), {}));
+	const noHeaderKnown = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { secretToken: undefined }), {}));
+	assert.deepEqual([noHeaderUnknown.statusCode, noHeaderUnknown.message], [401, noHeaderKnown.message]);
 });
 
 test('an incoming X-Correlation-Id is kept; a non-UUID one is replaced', async () => {

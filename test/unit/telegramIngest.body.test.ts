@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { TextDecoder } from 'node:util';
 import fc from 'fast-check';
 import { classifyBody, MAX_DEPTH, REJECTED_REASONS, safeText } from '../../nodes/TelegramIngest/actions/body';
-import { exactInteger, INT8_MAX, numberTokens, pathKey, stringifyDeep, wtf8 } from '../../nodes/TelegramIngest/actions/exactJson';
+import { exactInteger, INT8_MAX, MAX_TOKEN_KEY_LENGTH, numberTokens, pathKey, stringifyDeep, wtf8 } from '../../nodes/TelegramIngest/actions/exactJson';
 import { propertyParams } from '../helpers/property';
 import { anyBody } from '../helpers/telegramIngest.bodies';
 import { textWithUrls } from '../helpers/updates';
@@ -42,6 +42,26 @@ test('numberTokens keeps the written tokens by path (last of a repeated key), at
 	assert.equal(tokens.get(pathKey(['message', 'list', 1])), '2.50');
 	assert.equal(tokens.get(pathKey(['message', 'message_id'])), '2');
 	assert.equal([...tokens.keys()].some((key) => key.startsWith('["deep"')), false, 'deeper than maxDepth: not recorded');
+});
+
+test('numberTokens stays linear: numbers under a key longer than MAX_TOKEN_KEY_LENGTH are not recorded (no path stringified per token)', () => {
+	const long = 'k'.repeat(20_000);
+	const text = `{"${long}":[${Array(20_000).fill('1').join(',')}],"update_id":5,"message":{"chat":{"id":7}}}`;
+	const tokens = numberTokens(text, 4);
+	assert.deepEqual([...tokens.keys()].sort(), [pathKey(['message', 'chat', 'id']), pathKey(['update_id'])]);
+	const edge = 'e'.repeat(MAX_TOKEN_KEY_LENGTH - 2);
+	assert.equal(numberTokens(`{"${edge}":1}`, 4).get(pathKey([edge])), '1', 'a key of exactly the limit (quotes included) is recorded');
+});
+
+test('too_large is decided on the byte count first: a large body that is not JSON, not UTF-8 or not an update is too_large (200), update_id not read', () => {
+	const size = 2 * 1024 * 1024;
+	const bodies = [Buffer.alloc(size, 'x'), Buffer.alloc(size, 0xff), Buffer.from(`{"update_id":5,"junk":"${'y'.repeat(size)}"}`)];
+	for (const bytes of bodies) {
+		const out = classifyBody(bytes, undefined);
+		assert.equal(out.kind, 'quarantine');
+		if (out.kind !== 'quarantine') continue;
+		assert.deepEqual([out.reason, out.status, out.update_id, out.body.bytes.length], ['too_large', 200, null, bytes.length]);
+	}
 });
 
 test('wtf8 is UTF-8 for well-formed text and keeps a lone surrogate; stringifyDeep matches JSON.stringify at any depth', () => {

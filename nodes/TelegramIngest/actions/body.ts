@@ -4,13 +4,15 @@
  * to keep in raw.telegram_quarantine, with the reason and the HTTP status to answer.
  *
  * "Can never be stored normally" means, checked in this order (the first that applies is the reason):
+ *  200 `too_large`: more than MAX_BODY_BYTES (1 MiB) of body — checked first, on the byte count alone,
+ *   before any decoding or parsing (so a 16 MiB body costs a sha256, not a parse); its update_id is not
+ *   read (null), so a re-delivery is recognised by its bytes only;
  *  400 (not a Telegram update; Telegram never sends these):
  *   - `not_json`: the bytes are not UTF-8, or the text is not JSON (RFC 8259; a BOM or an empty body
  *     included);
  *   - `not_object`: JSON, but not an object;
  *   - `invalid_update`: an object that is not an Update (see TelegramUpdate: update_id, one update field…);
  *  200 (a real update that jsonb/bigint cannot hold; answered 2xx so Telegram stops re-sending it):
- *   - `too_large`: more than MAX_BODY_BYTES (1 MiB) of body;
  *   - `too_deep`: objects/arrays nested more than MAX_DEPTH (64) levels (the update object is level 1);
  *   - `nul_character`: a string or key holding U+0000 (jsonb refuses `\u0000`, SQLSTATE 22P05);
  *   - `lone_surrogate`: a string or key holding a lone UTF-16 surrogate (jsonb refuses it, 22P02);
@@ -101,6 +103,7 @@ interface Source {
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function sourceOf(raw: Buffer | undefined, update: unknown): Source {
+	if (raw && raw.length > MAX_BODY_BYTES) return { source: 'raw', bytes: raw, text: { error: 'not decoded: too large' } };
 	if (raw) {
 		try {
 			return { source: 'raw', bytes: raw, text: UTF8.decode(raw) };
@@ -186,6 +189,9 @@ export function classifyBody(raw: Buffer | undefined, update: unknown): Classifi
 		path: path ? showPath(path) : null,
 		update_id: updateId,
 	});
+	if (body.bytes.length > MAX_BODY_BYTES) {
+		return quarantine('too_large', `update quarantined: body is ${body.bytes.length} bytes, more than ${MAX_BODY_BYTES}`, null);
+	}
 	if (typeof src.text !== 'string') return quarantine('not_json', `invalid Telegram update: ${src.text.error}`, null);
 	const text = src.text;
 	let parsed: unknown;
@@ -204,9 +210,6 @@ export function classifyBody(raw: Buffer | undefined, update: unknown): Classifi
 	if (!checked.success) {
 		const issues = checked.error.issues.map((issue) => `${showPath(issue.path)}: ${issue.message}`);
 		return quarantine('invalid_update', `invalid Telegram update: ${issues.join('; ')}`, checked.error.issues[0]?.path ?? null, updateId);
-	}
-	if (body.bytes.length > MAX_BODY_BYTES) {
-		return quarantine('too_large', `update quarantined: body is ${body.bytes.length} bytes, more than ${MAX_BODY_BYTES}`, null, updateId);
 	}
 	const finding = inspect(parsed);
 	if (finding) {

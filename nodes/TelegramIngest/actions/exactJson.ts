@@ -33,11 +33,15 @@ function endOfString(text: string, start: number): number {
 
 const WHITESPACE = new Set([' ', '\t', '\n', '\r']);
 
+/** Keys longer than this (as written, quotes included) are not recorded by `numberTokens`. */
+export const MAX_TOKEN_KEY_LENGTH = 256;
+
 /**
  * The number tokens of a JSON text whose path has at most `maxDepth` segments, keyed by `pathKey(path)`
  * (object keys as strings, array indices as numbers; a repeated key keeps its last value, as JSON.parse
  * and PostgreSQL do). The text must be valid JSON (check with JSON.parse first); iterative, so any depth
- * is fine.
+ * is fine. Linear in the text: a number under a key longer than MAX_TOKEN_KEY_LENGTH is not recorded
+ * (no Telegram id lives there), so each recorded path costs at most maxDepth short keys.
  */
 export function numberTokens(text: string, maxDepth = 4): Map<string, string> {
 	const tokens = new Map<string, string>();
@@ -67,12 +71,15 @@ export function numberTokens(text: string, maxDepth = 4): Map<string, string> {
 		} else if (c === '"') {
 			const end = endOfString(text, i);
 			const top = stack[stack.length - 1];
-			if (expectKey && top && !top.array && stack.length <= maxDepth) top.key = JSON.parse(text.slice(i, end)) as string;
+			if (expectKey && top && !top.array && stack.length <= maxDepth) {
+				top.key = end - i <= MAX_TOKEN_KEY_LENGTH ? (JSON.parse(text.slice(i, end)) as string) : null;
+			}
 			i = end;
 		} else {
 			let end = i + 1;
 			while (end < text.length && /[-+.eE0-9a-z]/.test(text[end])) end++;
-			if ((c === '-' || (c >= '0' && c <= '9')) && stack.length <= maxDepth) {
+			const recordable = stack.length <= maxDepth && stack.every((frame) => frame.array || frame.key !== null);
+			if ((c === '-' || (c >= '0' && c <= '9')) && recordable) {
 				tokens.set(pathKey(stack.map((frame) => (frame.array ? frame.index : (frame.key as string)))), text.slice(i, end));
 			}
 			i = end;

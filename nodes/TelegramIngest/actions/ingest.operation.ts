@@ -15,23 +15,27 @@
  *  - 400 validation: bot key missing/malformed; a body that is not a Telegram update (not UTF-8/JSON,
  *    not an object, not an Update: the failing field is named) — that body is kept in
  *    raw.telegram_quarantine first (`details.quarantine_id`), the ops.errors row comes from WF99;
- *  - 401 auth: no X-Telegram-Bot-Api-Secret-Token header; 403 auth: wrong secret;
- *  - 404 not_found: no enabled bot with that key;
+ *  - 401 auth: no X-Telegram-Bot-Api-Secret-Token header (checked before the bot is looked up);
+ *  - 403 auth: no enabled bot with that key, or a wrong secret — the same status, kind and message, so a
+ *    caller cannot probe which bot keys exist (details.reason `unknown_bot` / `wrong_secret` tells the
+ *    operator in ops.errors);
  *  - 503 db (retryable): database unreachable / connection lost; 500 db: any other database error
  *    (never for a data error of the update: that is quarantined).
  * ctx (correlation_id, trace_id, workflow, node, contracts.errorpipe) is built before any DB work and
  * travels on the error output.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import type { SuccessEnvelope } from '../../shared/contracts/envelope';
 import { isUuid, newCorrelationId, success } from '../../shared/envelope';
 import { ContractError, fromPgError } from '../../shared/errors';
 import { isRecord } from '../../shared/json';
 import type { ItemState } from '../../shared/node/runItems';
+import { withTransaction } from '../../shared/postgres/pool';
+import { rememberSecrets } from '../../shared/redact';
 import { classifyBody, safeText, type Body, type Classified, type QuarantineReason } from './body';
-import { FIND_DUPLICATE, FIND_QUARANTINED, INGEST_UPDATE, LOOKUP_BOT, QUARANTINE } from './sql';
+import { FIND_DUPLICATE, FIND_QUARANTINED, INGEST_UPDATE, LOCK_UPDATE, LOOKUP_BOT, QUARANTINE } from './sql';
 
 export interface IngestInput {
 	/** core.bots.bot_key: the `bot` query parameter of the webhook URL (/webhook/telegram?bot=<bot_key>). */
@@ -64,6 +68,14 @@ const QUARANTINE_TABLE = { operation: 'insert', table: 'raw.telegram_quarantine'
 /** SQLSTATE classes of a value the database refuses (data exception, program limit such as stack depth). */
 const DATA_SQLSTATE = /^(22|54)/;
 
+/** Compared against when no enabled bot has the key (never equal to a header: it is not a valid one). */
+const UNKNOWN_BOT_SECRET = '\u0000no bot';
+
+/** The one 403 of an unknown/disabled bot key or a wrong secret; `reason` only in details (for ops.errors). */
+function forbidden(reason: 'unknown_bot' | 'wrong_secret'): ContractError {
+	return new ContractError('forbidden: unknown bot key or wrong X-Telegram-Bot-Api-Secret-Token', 403, 'auth', false, { reason }, BOTS);
+}
+
 /** Constant-time comparison of two secrets (hashes first, so lengths leak nothing either). */
 export function secretsMatch(given: string, expected: string): boolean {
 	const a = createHash('sha256').update(given).digest();
@@ -93,6 +105,22 @@ interface Run {
 }
 
 type Quarantined = Extract<Classified, { kind: 'quarantine' }>;
+
+/** ops.jobs.dedup_key of an update: tg:<bot_id>:<update_id>. */
+function dedupKey(botId: string, updateId: string): string {
+	return `tg:${botId}:${updateId}`;
+}
+
+/**
+ * Runs `work` in one transaction that first holds the advisory lock of (bot, update_id) when `updateId`
+ * is given (LOCK_UPDATE), so storing and quarantining one update_id never interleave.
+ */
+function lockedFor<T>(run: Run, updateId: string | null, work: (client: PoolClient) => Promise<T>): Promise<T> {
+	return withTransaction(run.pool, async (client) => {
+		if (updateId !== null) await client.query(LOCK_UPDATE, [run.bot.bot_id, updateId]);
+		return work(client);
+	});
+}
 
 function meta(run: Run, ids: { chat_id?: unknown; message_id?: unknown; job_id?: number | null }) {
 	const { input, ctx, bot } = run;
@@ -131,26 +159,25 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	}
 	ctx.bot_key = input.botKey;
 
+	if (typeof input.secretToken !== 'string' || input.secretToken === '') {
+		throw new ContractError('missing X-Telegram-Bot-Api-Secret-Token header', 401, 'auth', false, {}, BOTS);
+	}
+
 	let bot: Bot | undefined;
 	try {
 		bot = (await pool.query(LOOKUP_BOT, [input.botKey])).rows[0];
 	} catch (error) {
 		throw fromPgError(error, BOTS);
 	}
-	if (!bot || !bot.enabled) {
-		throw new ContractError(`unknown bot: no enabled bot with key "${input.botKey}"`, 404, 'not_found', false, {
-			bot_key: input.botKey,
-		}, BOTS);
-	}
+	// Unknown bot and wrong secret: one answer (and one comparison each, so timing tells nothing either).
+	const matched = secretsMatch(input.secretToken, bot?.enabled ? bot.webhook_secret : UNKNOWN_BOT_SECRET);
+	if (!bot || !bot.enabled) throw forbidden('unknown_bot');
+	// Remembered process-wide, so any error built later (here or in another node) redacts it.
+	rememberSecrets([bot.webhook_secret]);
 	ctx.tenant_id = bot.tenant_id;
 	ctx.bot_id = bot.bot_id;
 
-	if (typeof input.secretToken !== 'string' || input.secretToken === '') {
-		throw new ContractError('missing X-Telegram-Bot-Api-Secret-Token header', 401, 'auth', false, {}, BOTS);
-	}
-	if (!secretsMatch(input.secretToken, bot.webhook_secret)) {
-		throw new ContractError('wrong X-Telegram-Bot-Api-Secret-Token', 403, 'auth', false, {}, BOTS);
-	}
+	if (!matched) throw forbidden('wrong_secret');
 
 	const run: Run = { pool, input, ctx, bot };
 	const classified = classifyBody(input.rawBody, input.update);
@@ -172,15 +199,22 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 			input.jobType,
 			keys.update_type,
 			input.maxAttempts,
-			`tg:${bot.bot_id}:${keys.update_id}`,
+			dedupKey(bot.bot_id, keys.update_id),
 			ctx.trace_id,
 			keys.chat_id,
 			keys.message_id,
 			keys.from_id,
 		];
-		row = (await pool.query(INGEST_UPDATE, params)).rows[0];
-		row ??= (await pool.query(FIND_DUPLICATE, [bot.bot_id, keys.update_id])).rows[0];
+		row = await lockedFor(run, keys.update_id, async (client) => {
+			const found =
+				(await client.query(INGEST_UPDATE, params)).rows[0] ??
+				(await client.query(FIND_DUPLICATE, [bot.bot_id, keys.update_id, params[8]])).rows[0];
+			// none (e.g. a job with this dedup key written outside the lock): roll back whatever was inserted
+			if (!found) throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
+			return found;
+		});
 	} catch (error) {
+		if (error instanceof ContractError) throw error;
 		const code = (error as { code?: unknown })?.code;
 		if (typeof code === 'string' && DATA_SQLSTATE.test(code)) {
 			// Safety net: whatever the checks before the insert missed, the database refused as data.
@@ -245,36 +279,41 @@ function errorDetails(run: Run, item: Quarantined, body: Body): Record<string, u
 
 /** Keeps a body in raw.telegram_quarantine (and, for a 200 reason, its ops.errors row) and answers. */
 async function quarantine(run: Run, item: Quarantined, sqlstate?: string): Promise<SuccessEnvelope> {
-	const { pool, input, ctx, bot } = run;
+	const { input, ctx, bot } = run;
 	const { body } = item;
 	const rejected = item.status === 400;
 	ctx.update_id = idValue(item.update_id);
+	// The update_id identifies the body only when it is a parsed update (answered 200); a body that is not
+	// an update, or was not parsed (too_large: update_id null), is a duplicate only by its bytes.
+	const dedupId = rejected ? null : item.update_id;
 	const details: Record<string, unknown> = { message: item.message, path: item.path };
 	if (sqlstate) details.sqlstate = sqlstate;
 	let row: { quarantine_id: string | null; error_id: string | null; job_id: string | null; raw_update_id: string | null; duplicate: boolean } | undefined;
 	try {
 		const sha = Buffer.from(body.sha256, 'hex');
-		row = (
-			await pool.query(QUARANTINE, [
-				bot.bot_id,
-				bot.tenant_id,
-				body.bytes,
-				sha,
-				item.update_id,
-				body.source,
-				item.reason,
-				item.status,
-				JSON.stringify(details),
-				ctx.correlation_id,
-				input.workflow,
-				input.nodeName,
-				item.message,
-				JSON.stringify(errorDetails(run, item, body)),
-				!rejected,
-				ERRORPIPE_CONTRACT_VERSION,
-			])
-		).rows[0];
-		row ??= (await pool.query(FIND_QUARANTINED, [bot.bot_id, sha, item.update_id])).rows[0];
+		const params = [
+			bot.bot_id,
+			bot.tenant_id,
+			body.bytes,
+			sha,
+			item.update_id,
+			body.source,
+			item.reason,
+			item.status,
+			JSON.stringify(details),
+			ctx.correlation_id,
+			input.workflow,
+			input.nodeName,
+			item.message,
+			JSON.stringify(errorDetails(run, item, body)),
+			!rejected,
+			ERRORPIPE_CONTRACT_VERSION,
+			dedupId,
+			dedupId === null ? null : dedupKey(bot.bot_id, dedupId),
+		];
+		row = await lockedFor(run, dedupId, async (client) =>
+			(await client.query(QUARANTINE, params)).rows[0] ?? (await client.query(FIND_QUARANTINED, [bot.bot_id, sha, dedupId])).rows[0],
+		);
 	} catch (error) {
 		throw fromPgError(error, QUARANTINE_TABLE);
 	}

@@ -9,12 +9,22 @@ FROM core.bots b JOIN core.tenants t ON t.tenant_id = b.tenant_id
 WHERE b.bot_key = $1`;
 
 /**
- * Stores one update exactly once, atomically (one statement): raw.telegram_updates (the update as
- * received), ops.jobs (payload = update + meta, dedup key tg:<bot_id>:<update_id>) and
- * raw.telegram_update_keys (the indexed keys and the job id). A duplicate (bot_id, update_id) writes
- * nothing and returns the original job; an update_id already quarantined for this bot writes nothing and
- * returns the quarantine row (job_id NULL). When the original is committed by a concurrent request after
- * this statement's snapshot, zero rows come back and FIND_DUPLICATE (a fresh snapshot) finds it.
+ * Serialises the writes of one (bot, update_id) until the end of the transaction ($1 bot_id, $2 update_id
+ * as int8 text). INGEST_UPDATE and QUARANTINE read different tables (raw.telegram_update_keys / ops.jobs
+ * vs raw.telegram_quarantine), so without it a valid body and a poison body with the same update_id,
+ * sent at once, could both be kept. Run it first in the transaction: the statement after it takes its
+ * snapshot after the lock is granted, so it sees whatever the previous holder committed.
+ */
+export const LOCK_UPDATE = `SELECT pg_advisory_xact_lock(hashtextextended($1::text || ':' || $2::text, 0))`;
+
+/**
+ * Stores one update exactly once, atomically (one statement, run after LOCK_UPDATE): raw.telegram_updates
+ * (the update as received), ops.jobs (payload = update + meta, dedup key tg:<bot_id>:<update_id>) and
+ * raw.telegram_update_keys (the indexed keys and the job id). Nothing is written, and the original comes
+ * back (duplicate = true), when (bot_id, update_id) is already stored (its job), when only its job is left
+ * (raw row pruned by retention: job_id, raw_update_id NULL), or when it was quarantined as an update
+ * (status_code 200: quarantine_id, job_id NULL). A quarantined body that is not an update (400) never
+ * makes an update a duplicate. Zero rows: look again with FIND_DUPLICATE.
  *
  * $1 bot_id, $2 tenant_id, $3 update_id (int8 text), $4 update (JSON text, as received), $5 correlation_id,
  * $6 job_type, $7 update_type, $8 max_attempts, $9 dedup_key, $10 trace_id, $11 chat_id, $12 message_id,
@@ -23,10 +33,15 @@ WHERE b.bot_key = $1`;
  */
 export const INGEST_UPDATE = `
 WITH quarantined AS (
-  SELECT q.id FROM raw.telegram_quarantine q WHERE q.bot_id = $1 AND q.update_id = $3::bigint
+  SELECT q.id FROM raw.telegram_quarantine q WHERE q.bot_id = $1 AND q.update_id = $3::bigint AND q.status_code = 200
+), prior_job AS (
+  SELECT j.id FROM ops.jobs j
+  WHERE j.dedup_key = $9::text
+    AND NOT EXISTS (SELECT 1 FROM raw.telegram_update_keys k WHERE k.bot_id = $1 AND k.update_id = $3::bigint)
 ), raw_row AS (
   INSERT INTO raw.telegram_updates (bot_id, tenant_id, update_id, update, correlation_id)
-  SELECT $1, $2, $3::bigint, $4::jsonb, $5 WHERE NOT EXISTS (SELECT 1 FROM quarantined)
+  SELECT $1, $2, $3::bigint, $4::jsonb, $5
+  WHERE NOT EXISTS (SELECT 1 FROM quarantined) AND NOT EXISTS (SELECT 1 FROM prior_job)
   ON CONFLICT (bot_id, update_id) DO NOTHING
   RETURNING id
 ), job AS (
@@ -35,8 +50,9 @@ WITH quarantined AS (
          jsonb_build_object('tenant_id', $2::uuid, 'bot_id', $1::uuid, 'raw_update_id', raw_row.id,
                             'update_id', $3::bigint, 'update_type', $7::text, 'trace_id', $10::text,
                             'correlation_id', $5::uuid, 'update', $4::jsonb),
-         $8, $5, $9
+         $8, $5, $9::text
   FROM raw_row
+  ON CONFLICT (dedup_key) DO NOTHING
   RETURNING id
 ), keys AS (
   INSERT INTO raw.telegram_update_keys
@@ -50,33 +66,50 @@ SELECT k.job_id, k.raw_update_id, NULL::bigint, true
 FROM raw.telegram_update_keys k
 WHERE k.bot_id = $1 AND k.update_id = $3::bigint AND NOT EXISTS (SELECT 1 FROM raw_row)
 UNION ALL
+SELECT prior_job.id, NULL::bigint, NULL::bigint, true FROM prior_job
+UNION ALL
 SELECT NULL::bigint, NULL::bigint, quarantined.id, true FROM quarantined`;
 
-/** The original of an update stored by another transaction ($1 bot_id, $2 update_id): its job or its quarantine row. */
+/**
+ * The original of an update kept by another transaction ($1 bot_id, $2 update_id, $3 dedup_key): its
+ * keys row, its job alone (raw row pruned), or its quarantine row as an update (status_code 200).
+ */
 export const FIND_DUPLICATE = `
 SELECT job_id, raw_update_id, NULL::bigint AS quarantine_id, true AS duplicate
 FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $2::bigint
 UNION ALL
-SELECT NULL::bigint, NULL::bigint, id, true FROM raw.telegram_quarantine WHERE bot_id = $1 AND update_id = $2::bigint
+SELECT id, NULL::bigint, NULL::bigint, true FROM ops.jobs WHERE dedup_key = $3::text
+UNION ALL
+SELECT NULL::bigint, NULL::bigint, id, true FROM raw.telegram_quarantine
+WHERE bot_id = $1 AND update_id = $2::bigint AND status_code = 200
 LIMIT 1`;
 
 /**
  * Keeps one body in raw.telegram_quarantine, exactly once, and (when $15 is true) writes its one
  * ops.errors row in the same statement, so both exist or neither (kind validation, status_code 422 —
- * the update is unprocessable — while Telegram was answered $8 = 200: details.quarantine.answered). A re-delivery — same bot and same
- * bytes, or same bot and same readable update_id — writes nothing and returns the first row
- * (duplicate = true); so does an update_id already stored normally (job_id of the original).
+ * the update is unprocessable — while Telegram was answered $8 = 200: details.quarantine.answered).
+ * A re-delivery writes nothing and returns the first row (duplicate = true): same bot and same bytes
+ * ($4) always; same bot and same update_id only when $17 is given (a quarantined UPDATE, answered 200,
+ * whose update_id was read from the parsed body) — then an update_id already stored normally (its keys
+ * row, or its job alone) is a duplicate too (job_id of the original). A body that is not an update (400)
+ * or was not parsed (too_large) passes $17 and $18 NULL: it is a duplicate only by its bytes.
+ * Run after LOCK_UPDATE when $17 is given.
  *
- * $1 bot_id, $2 tenant_id, $3 body (bytea), $4 body_sha256 (bytea), $5 update_id (int8 text or NULL),
- * $6 body_source, $7 reason, $8 status_code, $9 details (jsonb text), $10 correlation_id,
+ * $1 bot_id, $2 tenant_id, $3 body (bytea), $4 body_sha256 (bytea), $5 update_id (int8 text or NULL, kept
+ * for information), $6 body_source, $7 reason, $8 status_code, $9 details (jsonb text), $10 correlation_id,
  * $11 workflow (ops.errors.workflow and source), $12 node, $13 message, $14 ops.errors details (jsonb text),
- * $15 write the ops.errors row, $16 contract_version.
+ * $15 write the ops.errors row, $16 contract_version, $17 update_id identifying the update (int8 text or
+ * NULL), $18 its job dedup_key (or NULL).
  * Columns: quarantine_id, error_id, job_id, raw_update_id, duplicate.
  */
 export const QUARANTINE = `
 WITH stored AS (
   SELECT k.job_id, k.raw_update_id FROM raw.telegram_update_keys k
-  WHERE $5::bigint IS NOT NULL AND k.bot_id = $1 AND k.update_id = $5::bigint
+  WHERE k.bot_id = $1 AND k.update_id = $17::bigint
+  UNION ALL
+  SELECT j.id, NULL::bigint FROM ops.jobs j
+  WHERE j.dedup_key = $18::text
+    AND NOT EXISTS (SELECT 1 FROM raw.telegram_update_keys k WHERE k.bot_id = $1 AND k.update_id = $17::bigint)
 ), q AS (
   INSERT INTO raw.telegram_quarantine
     (bot_id, tenant_id, update_id, body, body_source, body_sha256, reason, status_code, details, correlation_id)
@@ -94,13 +127,17 @@ WITH stored AS (
 SELECT q.id AS quarantine_id, (SELECT id FROM e) AS error_id, NULL::bigint AS job_id, NULL::bigint AS raw_update_id, false AS duplicate FROM q
 UNION ALL
 (SELECT x.id, NULL::bigint, NULL::bigint, NULL::bigint, true FROM raw.telegram_quarantine x
- WHERE NOT EXISTS (SELECT 1 FROM q) AND x.bot_id = $1 AND (x.body_sha256 = $4 OR x.update_id = $5::bigint)
+ WHERE NOT EXISTS (SELECT 1 FROM q) AND NOT EXISTS (SELECT 1 FROM stored) AND x.bot_id = $1
+   AND (x.body_sha256 = $4 OR (x.status_code = 200 AND x.update_id = $17::bigint))
  ORDER BY x.id LIMIT 1)
 UNION ALL
-SELECT NULL::bigint, NULL::bigint, stored.job_id, stored.raw_update_id, true FROM stored`;
+(SELECT NULL::bigint, NULL::bigint, stored.job_id, stored.raw_update_id, true FROM stored LIMIT 1)`;
 
-/** A quarantined body committed by a concurrent request ($1 bot_id, $2 body_sha256, $3 update_id or NULL). */
+/**
+ * A quarantined body committed by a concurrent request ($1 bot_id, $2 body_sha256, $3 the update_id
+ * identifying the update, or NULL: see QUARANTINE's $17).
+ */
 export const FIND_QUARANTINED = `
 SELECT id AS quarantine_id, NULL::bigint AS error_id, NULL::bigint AS job_id, NULL::bigint AS raw_update_id, true AS duplicate
-FROM raw.telegram_quarantine WHERE bot_id = $1 AND (body_sha256 = $2 OR update_id = $3::bigint)
+FROM raw.telegram_quarantine WHERE bot_id = $1 AND (body_sha256 = $2 OR (status_code = 200 AND update_id = $3::bigint))
 ORDER BY id LIMIT 1`;
