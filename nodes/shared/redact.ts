@@ -17,6 +17,7 @@
  * `MAX_REMEMBERED` (256), only distinctive secrets: see `isDistinctiveSecret`); `ContractError` redacts
  * those in its message, details and cause, so an error built anywhere in the package cannot carry them.
  */
+import { UNREADABLE } from './json';
 
 /** What a secret is replaced with. */
 export const REDACTED = '[REDACTED]';
@@ -202,8 +203,19 @@ export class Redactor {
 		const root = copyOf(value);
 		while (work.length > 0) {
 			const [from, to] = work.pop()!;
-			for (const key of Object.keys(from)) {
-				const item = dropKeys?.has(key.toLowerCase()) ? REDACTED : copyOf(from[key]);
+			let keys: string[] = [];
+			try {
+				keys = Object.keys(from);
+			} catch {
+				// a proxy whose ownKeys trap throws: copied as an empty object
+			}
+			for (const key of keys) {
+				let item: unknown;
+				try {
+					item = dropKeys?.has(key.toLowerCase()) ? REDACTED : copyOf(from[key]);
+				} catch {
+					item = UNREADABLE; // a getter (or proxy trap) that throws: the copy says so instead of failing
+				}
 				Object.defineProperty(to, key, { value: item, enumerable: true, writable: true, configurable: true });
 			}
 		}
