@@ -17,7 +17,7 @@
  * It records what it did in `sanitized` (something was replaced or converted) and `truncated` (something
  * was cut). The walk recurses at most `maxDepth` levels, so it never overflows the stack. Never throws.
  */
-import { setOwn } from './json';
+import { setOwn, UNREADABLE } from './json';
 
 /** Levels of nested objects/arrays kept below a sanitised value (the value itself is level 1). */
 export const MAX_DEPTH = 64;
@@ -245,7 +245,7 @@ function read(obj: Record<string | number, unknown>, key: string | number): unkn
 	try {
 		return obj[key];
 	} catch {
-		return '[unreadable]';
+		return UNREADABLE;
 	}
 }
 

@@ -28,6 +28,7 @@ import { TextDecoder } from 'node:util';
 import { keyPaths, TelegramUpdate, valueAt, type IdField } from '../../shared/contracts/telegramUpdate';
 import { isRecord } from '../../shared/json';
 import { exactInteger, hasLoneSurrogate, numberTokens, pathKey, stringifyDeep, wtf8 } from './exactJson';
+import { replaceUnstorable } from '../../shared/sanitize';
 
 /** Bodies above this many bytes are quarantined (`too_large`). Telegram updates are a few KiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -83,7 +84,7 @@ export type Classified =
 
 /** Replaces NUL and lone surrogates with U+FFFD and cuts at `max` characters: text PostgreSQL accepts. */
 export function safeText(text: string, max = 500): string {
-	const clean = text.replaceAll('\u0000', '\uFFFD').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+	const clean = replaceUnstorable(text).text;
 	return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }
 
