@@ -24,7 +24,7 @@ import type { Pool } from 'pg';
 import { z } from 'zod';
 import { AclCtx, ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import { Int8Id, sameId, sqlId } from '../../shared/contracts/ids';
-import { parseRequest, TenantId } from '../../shared/contracts/request';
+import { parseRequest, safeJson, TenantId } from '../../shared/contracts/request';
 import { newCorrelationId } from '../../shared/envelope';
 import { ContractError, fromPgError } from '../../shared/errors';
 import type { ItemState } from '../../shared/node/runItems';
@@ -104,10 +104,3 @@ export async function loadContext(pool: Pool, input: unknown, state: ItemState):
 	return { ctx };
 }
 
-function safeJson(text: string): unknown {
-	try {
-		return JSON.parse(text);
-	} catch {
-		return text;
-	}
-}

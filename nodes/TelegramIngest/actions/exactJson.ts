@@ -6,6 +6,7 @@
  *  - `wtf8`: the bytes of a JavaScript string, UTF-8 for every well-formed string and lossless for a lone
  *    surrogate (WTF-8), so a text body is kept exactly even when it cannot be UTF-8.
  */
+import { INT8_MAX, INT8_MIN } from '../../shared/contracts/ids';
 
 /** The key of a path in `numberTokens`' map: the JSON text of the path (array indices as numbers). */
 export function pathKey(path: ReadonlyArray<string | number>): string {
@@ -88,8 +89,7 @@ export function numberTokens(text: string, maxDepth = 4): Map<string, string> {
 	return tokens;
 }
 
-export const INT8_MIN = -(2n ** 63n);
-export const INT8_MAX = 2n ** 63n - 1n;
+export { INT8_MIN, INT8_MAX };
 
 /** What a JSON number token denotes: an integer (exact decimal text, and whether it fits int8) or not. */
 export type ExactInteger = { integer: true; text: string; int8: boolean } | { integer: false };

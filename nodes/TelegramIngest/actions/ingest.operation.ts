@@ -188,7 +188,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	ctx.chat_id = idValue(keys.chat_id);
 	ctx.message_id = idValue(keys.message_id);
 
-	let row: { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean } | undefined;
+	let row: { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean };
 	try {
 		const params = [
 			bot.bot_id,
@@ -229,9 +229,6 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 			}, code);
 		}
 		throw fromPgError(error, RAW);
-	}
-	if (!row) {
-		throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
 	}
 	const jobId = row.job_id === null ? null : Number(row.job_id);
 	ctx.job_id = jobId;

@@ -15,6 +15,7 @@
  */
 import { z } from 'zod';
 
+/** PostgreSQL int8 (bigint) bounds: every Telegram and database id must fit them (seed 003 §0.1). */
 export const INT8_MIN = -(2n ** 63n);
 export const INT8_MAX = 2n ** 63n - 1n;
 

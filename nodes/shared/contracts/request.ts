@@ -37,7 +37,8 @@ export function parseRequest<S extends z.ZodTypeAny>(schema: S, raw: unknown, wh
 	throw new ContractError(`invalid request: ${field} ${issue.message}`, 422, 'validation', false, { code: 'VALIDATION', field }, { operation: 'validate', ...where });
 }
 
-function safeJson(text: string): unknown {
+/** `text` parsed as JSON, or `text` itself when it is not JSON (a request given as a string). Never throws. */
+export function safeJson(text: string): unknown {
 	try {
 		return JSON.parse(text);
 	} catch {

@@ -45,6 +45,11 @@ export function updateFields(update: Record<string, unknown>): string[] {
 	return Object.keys(update).filter((key) => key !== 'update_id');
 }
 
+/**
+ * A Telegram Update (seed 003 WF10): any value with a non-negative integer `update_id` and exactly one update
+ * field besides it, an object; message-like fields are checked with `TelegramMessage`. Validated on the
+ * input itself (passthrough: the update is stored as received, `__proto__` included).
+ */
 export const TelegramUpdate = z.unknown().superRefine((input, ctx) => {
 	const base = UpdateId.safeParse(input);
 	if (!base.success) {

@@ -8,6 +8,11 @@ import { probeCredential } from '../credentialProbe';
 import { redactorFor } from '../redact';
 import { LLM_BASE_URL, type LlmCredential } from './generate';
 
+/**
+ * n8n credential test of Contracts LLM API: the base URL check, then `GET /v1/models` (Bearer key) or, for
+ * Ollama, `GET /api/tags`, without following redirects. Never throws: `{ status: 'OK' | 'Error', message }`,
+ * the key redacted from every message.
+ */
 export async function contractsLlmApiTest(this: ICredentialTestFunctions, credential: ICredentialsDecrypted): Promise<INodeCredentialTestResult> {
 	const data = (credential.data ?? {}) as unknown as LlmCredential;
 	const key = data.apiKey ? String(data.apiKey) : '';

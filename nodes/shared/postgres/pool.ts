@@ -71,6 +71,13 @@ export function postgresCredentialProblem(credential: PostgresCredential): strin
  * e.g. the embedded test server's postgres/postgres).
  */
 export function postgresRedactor(credential: PostgresCredential): Redactor {
+	const secrets = postgresSecrets(credential);
+	rememberSecrets(secrets.remembered);
+	return new Redactor(secrets.all);
+}
+
+/** The credential's secrets (`all`) and those that may be remembered process-wide (`remembered`), as above. */
+function postgresSecrets(credential: PostgresCredential): { all: unknown[]; remembered: unknown[] } {
 	const password = credential.password;
 	const isPublic = typeof password === 'string' && [credential.user, credential.database, credential.host].includes(password);
 	const pasted: string[] = [];
@@ -82,8 +89,7 @@ export function postgresRedactor(credential: PostgresCredential): Redactor {
 			if (m[1].includes(':')) pasted.push(m[1].slice(m[1].indexOf(':') + 1));
 		}
 	}
-	rememberSecrets(isPublic ? pasted : [password, ...pasted]);
-	return new Redactor([password, ...pasted]);
+	return { all: [password, ...pasted], remembered: isPublic ? pasted : [password, ...pasted] };
 }
 
 /**
@@ -99,7 +105,7 @@ export function redactPostgresText(redactor: Redactor, text: string): string {
  *         credential_field }` when `postgresCredentialProblem` refuses it
  */
 export function poolConfig(credential: PostgresCredential): PoolConfig {
-	postgresRedactor(credential);
+	rememberSecrets(postgresSecrets(credential).remembered);
 	const problem = postgresCredentialProblem(credential);
 	if (problem) {
 		const field = PLAIN_FIELDS.find(([name]) => problem.includes(`(${name})`))?.[0] ?? 'host';
@@ -124,10 +130,6 @@ export function poolConfig(credential: PostgresCredential): PoolConfig {
 	};
 }
 
-function keyOf(credential: PostgresCredential): string {
-	return createHash('sha256').update(JSON.stringify(poolConfig(credential))).digest('hex');
-}
-
 function sweep(): void {
 	const now = Date.now();
 	for (const [key, entry] of pools) {
@@ -144,10 +146,11 @@ function sweep(): void {
 
 /** The shared pool of a credential (created on first use). */
 export function getPool(credential: PostgresCredential): Pool {
-	const key = keyOf(credential);
+	const config = poolConfig(credential);
+	const key = createHash('sha256').update(JSON.stringify(config)).digest('hex');
 	let entry = pools.get(key);
 	if (!entry) {
-		const pool = new Pool(poolConfig(credential));
+		const pool = new Pool(config);
 		// An idle client's error (server restart, terminated backend) must not crash n8n.
 		pool.on('error', () => undefined);
 		entry = { pool, lastUsed: Date.now() };
