@@ -5,13 +5,18 @@
  * post realistic Telegram updates to the webhook (a message linking two pages, a document, a photo in a
  * DM, an edit, a channel post, my_chat_member, a duplicate, a wrong secret, a malformed body, a poison update with a NUL that is quarantined), let WF90
  * run the jobs, and print per-stage counts. The linked pages come from a small local web server and the
- * files from a local stand-in of the Bot API (no network needed). n8n keeps running unless `--once`.
+ * files from a local stand-in of the Bot API (no network needed). It also imports M00 + M01 (the MaaS
+ * query API, JWT Auth with a secret generated at start) and shows: no token → 401, a token for
+ * "demo-user" → 201 + request_id, its status → 200 processing (the demo does not run M10+, so the run
+ * stays processing), another user's token → 404. n8n keeps running unless `--once`.
  */
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { startBotApi } from '../test/helpers/botApiStandIn';
 import { pdfWithText } from '../test/helpers/documents';
+import { bearer, mint } from '../test/helpers/jwt';
 import { messageWithLinks, startPageServer } from '../test/helpers/pageServer';
 import { channelPost, documentMessage, editedMessage, myChatMember, photoWithCaption, textWithUrls } from '../test/helpers/updates';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -24,7 +29,9 @@ const harness = require('./lib/n8n');
 const once = process.argv.includes('--once');
 const ROOT = path.join(__dirname, '..');
 const SECRET = 'demo-Secret_token';
-const WORKFLOWS = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF32_file_downloader.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF90_job_runner.json'];
+const WORKFLOWS = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF32_file_downloader.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF90_job_runner.json', 'maas/M00_request_handler.json', 'maas/M01_query_status.json'];
+/** The JWT Auth secret of M00/M01's webhooks for this demo run (never printed). */
+const JWT_SECRET = randomBytes(32).toString('base64url');
 const STAGE: Record<string, string> = {
 	telegram_update: 'WF20 update processor',
 	url_normalize: 'WF30 URL normalizer',
@@ -60,10 +67,10 @@ async function main() {
 	const pages = await startPageServer();
 	const botApi = await startBotApi();
 	const instance = harness.createInstance({ tarball: harness.packPackage(), bin: harness.ensureN8n({ log: console.log }), log: console.log });
-	await instance.importCredentials([harness.postgresCredential(url), harness.telegramCredential(botApi.baseUrl, botApi.token)]);
+	await instance.importCredentials([harness.postgresCredential(url), harness.telegramCredential(botApi.baseUrl, botApi.token), harness.jwtCredential(JWT_SECRET)]);
 	await instance.importAndPublish(WORKFLOWS.map((f) => path.join(ROOT, 'workflows-json', f)));
 	const n8nUrl = await instance.start();
-	await instance.waitForWebhooks(['telegram']);
+	await instance.waitForWebhooks(['telegram', 'api/query']);
 	console.log(`n8n 2.4.8 running at ${n8nUrl} (user folder ${instance.folder})\n`);
 
 	const hook = `${n8nUrl}/webhook/telegram?bot=demo_bot`;
@@ -129,6 +136,28 @@ async function main() {
 		(SELECT count(*) FROM kg.chunks c WHERE c.document_id = d.id)::int AS chunks FROM content.documents d LEFT JOIN content.urls u ON u.id = d.url_id ORDER BY d.id`);
 	console.log('\ncontent.documents:');
 	for (const d of docs.rows) console.log(`  #${d.id} ${d.doc_type} ${d.name} — ${d.status}, ${d.token_count ?? '?'} tokens, ${d.chunks} chunks`);
+	console.log('\nMaaS query API (M00 + M01, JWT Auth; token minted with the demo secret):');
+	const query = (auth: string | null) =>
+		fetch(`${n8nUrl}/webhook/api/query`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', ...(auth ? bearer(auth) : {}) },
+			body: JSON.stringify({ query: 'What is compare-and-swap?' }),
+		});
+	const status = (id: string, auth: string) => fetch(`${n8nUrl}/webhook/api/query/status?id=${encodeURIComponent(id)}`, { headers: bearer(auth) });
+	const line = (label: string, res: Response, body: string) => console.log(`  ${label.padEnd(40)} → HTTP ${res.status} ${body.slice(0, 160)}`);
+	const anonymous = await query(null);
+	line('POST /api/query without a token', anonymous, await anonymous.text());
+	const demoToken = mint('demo-user', { secret: JWT_SECRET, expiresIn: '1h' });
+	const created = await query(demoToken);
+	const createdText = await created.text();
+	line('POST /api/query as demo-user', created, createdText);
+	const requestId = String((JSON.parse(createdText) as { request_id?: unknown }).request_id ?? '');
+	const own = await status(requestId, demoToken);
+	line('GET status as demo-user', own, `${await own.text()} (stays processing: the demo does not run M10+)`);
+	const other = await status(requestId, mint('other-user', { secret: JWT_SECRET, expiresIn: '1h' }));
+	const otherText = await other.text();
+	line('GET status as other-user', other, other.ok ? otherText : `${(JSON.parse(otherText) as { error?: { message?: string } }).error?.message ?? otherText}`);
+
 	const errors = await db.query(`SELECT id, status_code, kind, node, message, correlation_id FROM ops.errors ORDER BY id`);
 	console.log('\nops.errors:');
 	for (const e of errors.rows) console.log(`  #${e.id} ${e.status_code} ${e.kind} [${e.node}] ${e.message} correlation ${e.correlation_id}`);

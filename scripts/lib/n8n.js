@@ -17,6 +17,7 @@ const { freePort } = require('./postgres');
 
 const N8N_VERSION = '2.4.8';
 const ROOT = path.join(__dirname, '..', '..');
+const TRANSCRIPT_MAX = 32 * 1024 * 1024;
 const CACHE = process.env.N8N_CONTRACTS_CACHE || path.join(os.homedir(), '.cache', 'n8n-nodes-contracts');
 
 function sh(cmd, args, opts = {}) {
@@ -91,6 +92,9 @@ class N8nInstance {
 		this.log = log;
 		this.process = undefined;
 		this.output = [];
+		// everything n8n printed (up to TRANSCRIPT_MAX characters), for tests that scan the whole log
+		this.transcriptChunks = [];
+		this.transcriptLength = 0;
 	}
 
 	env(extra = {}) {
@@ -158,8 +162,13 @@ class N8nInstance {
 			stdio: ['ignore', 'pipe', 'pipe'],
 		});
 		const keep = (chunk) => {
-			this.output.push(chunk.toString());
+			const text = chunk.toString();
+			this.output.push(text);
 			if (this.output.length > 500) this.output.shift();
+			if (this.transcriptLength < TRANSCRIPT_MAX) {
+				this.transcriptChunks.push(text);
+				this.transcriptLength += text.length;
+			}
 		};
 		this.process.stdout.on('data', keep);
 		this.process.stderr.on('data', keep);
@@ -209,6 +218,11 @@ class N8nInstance {
 		return this.output.join('').slice(-8000);
 	}
 
+	/** All of n8n's stdout + stderr since start() (the first TRANSCRIPT_MAX characters and a little more). */
+	transcript() {
+		return this.transcriptChunks.join('');
+	}
+
 	async stop() {
 		if (!this.process || this.process.exitCode !== null) return;
 		const exited = new Promise((resolve) => this.process.once('exit', resolve));
@@ -252,4 +266,15 @@ function telegramCredential(baseUrl, accessToken, { id = 'tgContracts01', name =
 	return { id, name, type: 'contractsTelegramApi', data: { accessToken, baseUrl } };
 }
 
-module.exports = { ensureN8n, packPackage, createInstance, postgresCredential, arangoCredential, telegramCredential, N8N_VERSION, ROOT };
+/**
+ * n8n's JWT Auth credential (type `jwtAuth`) that every Webhook node of the shipped A31–A37, M00 and M01
+ * workflows references (id jwtContracts01): HS256 with a shared `secret` (a passphrase). Callers send
+ * `Authorization: Bearer <token>` signed with the same secret (scripts/mint-token.js); n8n answers 401
+ * without a token and 403 for a bad signature or an expired token, before the workflow runs.
+ */
+function jwtCredential(secret, { id = 'jwtContracts01', name = 'Contracts Webhook JWT' } = {}) {
+	if (typeof secret !== 'string' || secret.length === 0) throw new Error('jwtCredential: the secret must be a non-empty string');
+	return { id, name, type: 'jwtAuth', data: { keyType: 'passphrase', secret, algorithm: 'HS256' } };
+}
+
+module.exports = { ensureN8n, packPackage, createInstance, postgresCredential, arangoCredential, telegramCredential, jwtCredential, N8N_VERSION, ROOT };

@@ -6,6 +6,10 @@
  * webhook's answer and the requests the node sent (bind vars from the body or If-Match, transaction
  * steps), a conflict → 409 ErrorEnvelope + ops.errors, the three AI failure classes, the cron sweep, and
  * with ArangoDB unreachable → 503 ErrorEnvelope (db, retryable) + ops.errors for every webhook.
+ * Issue 11: every call carries an HS256 token (test/helpers/jwt.ts, a secret per run); without one,
+ * with an expired, wrongly signed or unsigned one n8n refuses it (401/403) before the workflow runs;
+ * the user the nodes act as is the token's sub (a body user_id that differs → 403 + ops.errors row;
+ * A's token cannot release B's lock); no token appears in ops.errors or n8n's log.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,8 +19,10 @@ import { after, before, test } from 'node:test';
 import { ErrorEnvelope, SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { ArangoStandIn } from '../helpers/arangoStandIn';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
-import { arangoCredential, startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
+import { bearer, garbage, mint, testSecret, tokensIn, unsigned, type MintOptions } from '../helpers/jwt';
+import { arangoCredential, jwtCredential, startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
 import { OLLAMA_ISSUES, OllamaStandIn } from '../helpers/ollamaStandIn';
+import { shippedWebhooks } from '../helpers/webhooks';
 
 const ARANGO_WORKFLOWS = path.join(WORKFLOWS, 'arango');
 
@@ -41,6 +47,16 @@ let db: TestDatabase;
 let n8n: RunningN8n;
 const arango = new ArangoStandIn();
 const ollama = new OllamaStandIn();
+const SECRET = testSecret();
+/** The user of the seed bodies: every call's token is for this sub unless a test says otherwise. */
+const USER = 'user_123';
+/** Every token minted in this file, for the final scan. */
+const minted = new Set<string>();
+function token(sub: string, options: Partial<MintOptions> = {}): string {
+	const t = mint(sub, { secret: SECRET, ...options });
+	minted.add(t);
+	return t;
+}
 
 before(
 	async () => {
@@ -56,7 +72,10 @@ before(
 				writeFileSync(path.join(dir, f), text);
 				return path.join(dir, f);
 			});
-		n8n = await startN8n(db.url, [path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files], CALLS.map((c) => c.path), [arangoCredential(arango.url)]);
+		n8n = await startN8n(db.url, [path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files], CALLS.map((c) => c.path), [
+			arangoCredential(arango.url),
+			jwtCredential(SECRET),
+		]);
 	},
 	{ timeout: 30 * 60_000 },
 );
@@ -68,16 +87,25 @@ after(async () => {
 	await db?.drop();
 });
 
-async function call(c: (typeof CALLS)[number]) {
+/** Posts `c.body` with a token for USER (or `auth`: another token, or null for none). */
+async function call(c: (typeof CALLS)[number], auth: string | null = token(USER)) {
 	arango.requests.length = 0;
 	const res = await fetch(`${n8n.url}/webhook/${c.path}`, {
 		method: 'POST',
-		headers: { 'content-type': 'application/json', ...(c.headers ?? {}) },
+		headers: { 'content-type': 'application/json', ...(c.headers ?? {}), ...(auth === null ? {} : bearer(auth)) },
 		body: JSON.stringify(c.body),
 	});
 	const text = await res.text();
-	return { status: res.status, text, json: JSON.parse(text) as unknown };
+	let json: unknown;
+	try {
+		json = JSON.parse(text);
+	} catch {
+		json = undefined;
+	}
+	return { status: res.status, text, json };
 }
+
+const errorCount = async () => (await db.pool.query('SELECT count(*)::int AS n FROM ops.errors')).rows[0].n as number;
 
 const byPath = (p: string) => CALLS.find((c) => c.path === p)!;
 
@@ -157,7 +185,7 @@ test('a stale _rev → 409 ErrorEnvelope with the current _rev, and one ops.erro
 });
 
 test('a validation failure (no expected_rev, no If-Match) → 422 naming the field, recorded too', async () => {
-	const res = await call({ ...byPath('arango/lock'), body: { atom_id: 'a1', user_id: 'u1' } });
+	const res = await call({ ...byPath('arango/lock'), body: { atom_id: 'a1' } });
 	assert.equal(res.status, 422);
 	const envelope = ErrorEnvelope.parse(res.json);
 	assert.equal((envelope.error.details.node_details as Record<string, unknown>).field, 'expected_rev');
@@ -185,6 +213,102 @@ test('ArangoDB unreachable: every webhook → 503 ErrorEnvelope (db, retryable) 
 	} finally {
 		await arango.up();
 	}
+});
+
+test('every Webhook of A31–A37 uses JWT Auth with the Contracts Webhook JWT credential', () => {
+	const files = readdirSync(ARANGO_WORKFLOWS).filter((f) => /^A3[1-7]/.test(f)).map((f) => path.join(ARANGO_WORKFLOWS, f));
+	const hooks = shippedWebhooks(files);
+	assert.deepEqual(hooks.map((h) => h.path).sort(), CALLS.map((c) => c.path).sort(), 'one CALLS entry per shipped webhook');
+	for (const h of hooks) assert.deepEqual([h.authentication, h.jwtCredentialId], ['jwtAuth', 'jwtContracts01'], `${h.file} ${h.node}`);
+});
+
+test('no token: every arango webhook answers n8n\'s 401, sends nothing to ArangoDB and records no ops.errors row', async () => {
+	const before = await errorCount();
+	for (const c of CALLS) {
+		const res = await call(c, null);
+		assert.equal(res.status, 401, `${c.path}: ${res.text}`);
+		assert.deepEqual(sent(), [], `${c.path} reached ArangoDB`);
+	}
+	// also a malformed Authorization header (no token after the scheme)
+	const res = await fetch(`${n8n.url}/webhook/arango/lock`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer' }, body: '{}' });
+	assert.equal(res.status, 401);
+	assert.equal(await errorCount(), before);
+});
+
+for (const [label, bad] of [
+	['an expired', () => token(USER, { expiresIn: -30 })],
+	['a wrongly signed (another secret)', () => token(USER, { secret: testSecret() })],
+	['an unsigned (alg none)', () => unsigned(USER)],
+	['a garbage', () => garbage()],
+] as const) {
+	test(`${label} token → n8n's 403 on every arango webhook; the workflow does not run`, async () => {
+		const before = await errorCount();
+		for (const c of CALLS) {
+			const t = bad();
+			minted.add(t);
+			const res = await call(c, t);
+			assert.equal(res.status, 403, `${c.path}: ${res.text}`);
+			assert.deepEqual(sent(), [], `${c.path} reached ArangoDB`);
+			assert.ok(!res.text.includes(t), 'the answer does not echo the token');
+		}
+		assert.equal(await errorCount(), before);
+	});
+}
+
+test('merge: the user_id bind var is the token\'s sub when the body names no user', async () => {
+	const { user_id: _omitted, ...body } = byPath('arango/merge').body;
+	const res = await call({ ...byPath('arango/merge'), body }, token('user_from_token'));
+	assert.equal(res.status, 200, res.text);
+	assert.equal(sentQueries()[0].bindVars.user_id, 'user_from_token');
+});
+
+test('A\'s valid token cannot release B\'s lock (423, ops.errors row); B\'s token can', async () => {
+	// The stand-in plays an atom locked by user_B: LOCKED unless the query's user_id is user_B (the AQL's
+	// owner check itself is covered by the AQL tests).
+	arango.replyFn = (query, bindVars) =>
+		/locked_by: null, locked_until: null/.test(query) && bindVars.user_id !== 'user_B'
+			? { rows: [{ outcome: 'LOCKED', current_rev: '_a1', locked_by: 'user_B', locked_until: Date.now() + 300_000 }] }
+			: undefined;
+	try {
+		const body = { atom_id: 'atom_uuid_v5', expected_rev: '_a1' };
+		const asA = await call({ ...byPath('arango/unlock'), body }, token('user_A'));
+		assert.equal(asA.status, 423, asA.text);
+		const envelope = ErrorEnvelope.parse(asA.json);
+		assert.equal(envelope.error.kind, 'locked');
+		assert.equal(sentQueries()[0].bindVars.user_id, 'user_A');
+		const rows = await db.pool.query('SELECT node, status_code FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+		assert.deepEqual(rows.rows, [{ node: 'Unlock Atom', status_code: 423 }]);
+		// the body cannot claim B's identity either: user_id = user_B with A's token is a mismatch
+		const claimed = await call({ ...byPath('arango/unlock'), body: { ...body, user_id: 'user_B' } }, token('user_A'));
+		assert.equal(claimed.status, 403, claimed.text);
+		assert.deepEqual(sent(), []);
+		const asB = await call({ ...byPath('arango/unlock'), body }, token('user_B'));
+		assert.equal(asB.status, 200, asB.text);
+	} finally {
+		arango.replyFn = undefined;
+	}
+});
+
+for (const p of ['arango/lock', 'arango/unlock', 'arango/archive', 'arango/merge']) {
+	test(`${p}: a body user_id ≠ the token's sub → 403 ErrorEnvelope (IDENTITY_MISMATCH), one ops.errors row, nothing sent to ArangoDB`, async () => {
+		const c = byPath(p);
+		const res = await call({ ...c, body: { ...c.body, user_id: 'someone_else' } }, token(USER));
+		assert.equal(res.status, 403, res.text);
+		const envelope = ErrorEnvelope.parse(res.json);
+		assert.equal(envelope.error.kind, 'auth');
+		assert.equal((envelope.error.details.node_details as Record<string, unknown>).code, 'IDENTITY_MISMATCH');
+		assert.deepEqual(sent(), []);
+		const rows = await db.pool.query('SELECT node, kind, status_code FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+		assert.deepEqual(rows.rows, [{ node: c.node, kind: 'auth', status_code: 403 }]);
+	});
+}
+
+test('no token used in this file appears in any ops.errors row or in n8n\'s log', async () => {
+	assert.ok(minted.size > 10);
+	const { rows } = await db.pool.query('SELECT row_to_json(e)::text AS row FROM ops.errors e');
+	assert.ok(rows.length > 0, 'the suite recorded errors to scan');
+	assert.deepEqual(tokensIn(rows.map((r) => r.row).join('\n'), minted), []);
+	assert.deepEqual(tokensIn(n8n.transcript(), minted), []);
 });
 
 test('A3.8: the published cron workflow runs the expired-lock sweep within a minute', { timeout: 90_000 }, async () => {

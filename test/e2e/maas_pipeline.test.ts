@@ -6,6 +6,11 @@
  * signal 2 lands in lsm_storage before the same user's next run completes; after the trigger's backend
  * is terminated the next query still completes; a model that always fails ends the run FAILED after
  * the retries, with ops.errors rows and nothing stuck; bad input gets an ErrorEnvelope.
+ * Issue 11: M00/M01's Webhooks use JWT Auth; every call carries a token for its user (test/helpers/jwt.ts,
+ * a secret per run) and the run's owner is the token's sub. Without a token, or with an expired /
+ * wrongly signed one, n8n refuses the call and no row is written; a body user_id ≠ sub → 403 + one
+ * ops.errors row; another user's run polls as 404, shaped exactly like an unknown id; no token appears
+ * in ops.errors or n8n's log.
  */
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
@@ -14,11 +19,24 @@ import { after, before, test } from 'node:test';
 import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { ModelStandIn } from '../helpers/modelStandIn';
-import { startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
+import { bearer, mint, testSecret, tokensIn, unsigned, type MintOptions } from '../helpers/jwt';
+import { jwtCredential, startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
+import { shippedWebhooks } from '../helpers/webhooks';
 
 let db: TestDatabase;
 let n8n: RunningN8n;
 const model = new ModelStandIn();
+const SECRET = testSecret();
+/** Every token minted in this file, for the final scan. */
+const minted = new Set<string>();
+function token(sub: string, options: Partial<MintOptions> = {}): string {
+	const t = mint(sub, { secret: SECRET, ...options });
+	minted.add(t);
+	return t;
+}
+const MAAS = path.join(WORKFLOWS, 'maas');
+/** The status-polling webhook whose path carries the id (n8n serves it under its webhookId). */
+const PATH_ID_HOOK = '5e0c1a9e-7d1f-4c1a-9f00-00000000a01d';
 
 /** The stand-in model: JSON for the Analyzer, a summary for the Archivist, text for the others. */
 function normalModel(body: Record<string, unknown>) {
@@ -36,9 +54,10 @@ before(
 		db = await setupDatabase();
 		await model.up();
 		model.respond = normalModel;
-		const maas = readdirSync(path.join(WORKFLOWS, 'maas')).filter((f) => f.endsWith('.json')).map((f) => path.join(WORKFLOWS, 'maas', f));
+		const maas = readdirSync(MAAS).filter((f) => f.endsWith('.json')).map((f) => path.join(MAAS, f));
 		n8n = await startN8n(db.url, [path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas], ['api/query'], [
 			{ id: 'llmContracts01', name: 'Contracts LLM', type: 'contractsLlmApi', data: { api: 'openai', baseUrl: model.url, apiKey: 'sk-stand-in', model: 'stand-in' } },
+			jwtCredential(SECRET),
 		]);
 	},
 	{ timeout: 30 * 60_000 },
@@ -50,15 +69,39 @@ after(async () => {
 	await db?.drop();
 });
 
-async function ask(body: unknown) {
-	const res = await fetch(`${n8n.url}/webhook/api/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-	return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+/** The owner of each run this file started (request_id → user), so polling uses the owner's token. */
+const owners = new Map<string, string>();
+
+async function answer(res: Response) {
+	const text = await res.text();
+	let json: Record<string, unknown> = {};
+	try {
+		json = JSON.parse(text) as Record<string, unknown>;
+	} catch {
+		// n8n's own refusals may be plain text
+	}
+	return { status: res.status, text, json };
 }
 
-async function poll(id: string) {
-	const res = await fetch(`${n8n.url}/webhook/api/query/status?id=${encodeURIComponent(id)}`);
-	return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+/** POST /api/query as `user` (a token for that sub; `auth` overrides: another token, or null for none). */
+async function ask(user: string, body: unknown, auth: string | null = token(user)) {
+	const res = await fetch(`${n8n.url}/webhook/api/query`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', ...(auth === null ? {} : bearer(auth)) },
+		body: JSON.stringify(body),
+	});
+	const out = await answer(res);
+	if (typeof out.json.request_id === 'string') owners.set(out.json.request_id, user);
+	return out;
 }
+
+/** GET the status of `id` as its owner (or with `auth`: another token, or null for none). */
+async function poll(id: string, auth: string | null = token(owners.get(id) ?? 'nobody')) {
+	const res = await fetch(`${n8n.url}/webhook/api/query/status?id=${encodeURIComponent(id)}`, { headers: auth === null ? {} : bearer(auth) });
+	return answer(res);
+}
+
+const count = async (table: string) => (await db.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number;
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
 	const end = Date.now() + ms;
@@ -79,7 +122,7 @@ const finished = (id: string) => async () => {
 };
 
 test('POST /api/query → 201 processing, then the polling API answers completed with the model\'s answer', async () => {
-	const asked = await ask({ user_id: 'user-1', query: 'What is compare-and-swap?' });
+	const asked = await ask('user-1', { user_id: 'user-1', query: 'What is compare-and-swap?' });
 	assert.equal(asked.status, 201);
 	assert.equal(asked.json.status, 'processing');
 	const id = asked.json.request_id as string;
@@ -87,15 +130,15 @@ test('POST /api/query → 201 processing, then the polling API answers completed
 	const done = await until('completion', finished(id));
 	assert.equal(done.status, 'completed', JSON.stringify(done));
 	assert.match(String(done.answer), /^Answer to: <context>## Element 1: query\nWhat is compare-and-swap\?/);
-	const viaPath = await fetch(`${n8n.url}/webhook/5e0c1a9e-7d1f-4c1a-9f00-00000000a01d/api/query/${id}/status`);
+	const viaPath = await fetch(`${n8n.url}/webhook/${PATH_ID_HOOK}/api/query/${id}/status`, { headers: bearer(token('user-1')) });
 	assert.deepEqual(await viaPath.json(), done, 'the /api/query/:id/status form answers the same');
 	const { rows } = await db.pool.query('SELECT analysis_result, draft_context IS NOT NULL AS drafted, final_context_payload IS NOT NULL AS payload FROM maas.pipeline_runs WHERE id = $1', [id]);
 	assert.deepEqual(rows[0], { analysis_result: { needs_context: false, context_type: 'none', time_scope: 'now', search_keywords: [], context_found: {} }, drafted: true, payload: true });
 });
 
 test('Archivist: signal 2 lands in lsm_storage; the same user\'s next run waits for it, then completes with that memory', async () => {
-	const first = (await ask({ user_id: 'user-2', query: 'first question' })).json.request_id as string;
-	const second = (await ask({ user_id: 'user-2', query: 'second question' })).json.request_id as string;
+	const first = (await ask('user-2', { user_id: 'user-2', query: 'first question' })).json.request_id as string;
+	const second = (await ask('user-2', { query: 'second question' })).json.request_id as string;
 	await until('both completed', async () => {
 		const a = await finished(first)();
 		const b = await finished(second)();
@@ -120,14 +163,14 @@ test('after the trigger\'s backend is terminated, the next query still completes
 		"SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = 'n8n-nodes-contracts pipeline trigger' AND datname = current_database()",
 	);
 	assert.ok(rows.length >= 1, 'the trigger has its own connection');
-	const id = (await ask({ user_id: 'user-3', query: 'after the outage' })).json.request_id as string;
+	const id = (await ask('user-3', { query: 'after the outage' })).json.request_id as string;
 	assert.equal((await until('completion after reconnect', finished(id))).status, 'completed');
 });
 
 test('a model that always fails: the run ends FAILED after the retries, ops.errors records it, nothing stuck', { timeout: 120_000 }, async () => {
 	model.respond = () => ({ status: 503 });
 	try {
-		const id = (await ask({ user_id: 'user-4', query: 'doomed' })).json.request_id as string;
+		const id = (await ask('user-4', { user_id: 'user-4', query: 'doomed' })).json.request_id as string;
 		const done = await until('the failure', finished(id), 90_000);
 		assert.equal(done.status, 'failed');
 		assert.match(String(done.error), /failed after 4 attempts/);
@@ -142,13 +185,98 @@ test('a model that always fails: the run ends FAILED after the retries, ops.erro
 });
 
 test('bad input: no query → 422 ErrorEnvelope naming the field (one ops.errors row); unknown id → 404', async () => {
-	const res = await ask({ user_id: 'user-5' });
+	const res = await ask('user-5', { user_id: 'user-5' });
 	assert.equal(res.status, 422);
 	const envelope = ErrorEnvelope.parse(res.json);
 	assert.equal((envelope.error.details.node_details as Record<string, unknown>).field, 'query');
 	const { rows } = await db.pool.query('SELECT node FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
 	assert.deepEqual(rows, [{ node: 'Create Run' }]);
-	const missing = await poll('6f1c2d3e-0000-4000-8000-000000000000');
+	const missing = await poll('6f1c2d3e-0000-4000-8000-000000000000', token('user-5'));
 	assert.equal(missing.status, 404);
 	assert.equal(ErrorEnvelope.parse(missing.json).error.kind, 'not_found');
+});
+
+test('every Webhook of M00 and M01 uses JWT Auth with the Contracts Webhook JWT credential', () => {
+	const hooks = shippedWebhooks(['M00_request_handler.json', 'M01_query_status.json'].map((f) => path.join(MAAS, f)));
+	assert.equal(hooks.length, 3);
+	for (const h of hooks) assert.deepEqual([h.authentication, h.jwtCredentialId], ['jwtAuth', 'jwtContracts01'], `${h.file} ${h.node}`);
+});
+
+test('no token: every M00/M01 webhook answers n8n\'s 401; no pipeline_runs or ops.errors row', async () => {
+	const runs = await count('maas.pipeline_runs');
+	const errors = await count('ops.errors');
+	const hooks = shippedWebhooks(['M00_request_handler.json', 'M01_query_status.json'].map((f) => path.join(MAAS, f)));
+	for (const h of hooks) {
+		const res = await fetch(`${n8n.url}/webhook/${h.urlPath}${h.method === 'GET' ? '?id=6f1c2d3e-0000-4000-8000-000000000000' : ''}`, {
+			method: h.method,
+			headers: { 'content-type': 'application/json' },
+			body: h.method === 'GET' ? undefined : JSON.stringify({ user_id: 'user-6', query: 'free ride?' }),
+		});
+		assert.equal(res.status, 401, `${h.method} ${h.urlPath}: ${await res.text()}`);
+	}
+	assert.deepEqual([await count('maas.pipeline_runs'), await count('ops.errors')], [runs, errors]);
+});
+
+test('an expired, wrongly signed or unsigned token → n8n\'s 403 on POST /api/query and GET status; no rows', async () => {
+	const id = (await ask('user-7', { query: 'mine' })).json.request_id as string;
+	assert.ok(id);
+	const runs = await count('maas.pipeline_runs');
+	const errors = await count('ops.errors');
+	for (const bad of [token('user-7', { expiresIn: -30 }), token('user-7', { secret: testSecret() }), unsigned('user-7')]) {
+		minted.add(bad);
+		const asked = await ask('user-7', { query: 'again' }, bad);
+		assert.equal(asked.status, 403, asked.text);
+		const polled = await poll(id, bad);
+		assert.equal(polled.status, 403, polled.text);
+		assert.ok(!asked.text.includes(bad) && !polled.text.includes(bad), 'the answer does not echo the token');
+	}
+	assert.deepEqual([await count('maas.pipeline_runs'), await count('ops.errors')], [runs, errors]);
+});
+
+test('a body user_id ≠ the token\'s sub → 403 ErrorEnvelope (IDENTITY_MISMATCH), exactly one ops.errors row, no run', async () => {
+	const runs = await count('maas.pipeline_runs');
+	const errors = await count('ops.errors');
+	const res = await ask('user-8', { user_id: 'user-9', query: 'on someone else\'s account' });
+	assert.equal(res.status, 403, res.text);
+	const envelope = ErrorEnvelope.parse(res.json);
+	assert.equal(envelope.error.kind, 'auth');
+	assert.equal((envelope.error.details.node_details as Record<string, unknown>).code, 'IDENTITY_MISMATCH');
+	const { rows } = await db.pool.query('SELECT node, kind, status_code FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+	assert.deepEqual(rows, [{ node: 'Create Run', kind: 'auth', status_code: 403 }]);
+	assert.deepEqual([await count('maas.pipeline_runs'), await count('ops.errors')], [runs, errors + 1]);
+});
+
+/** An envelope with the queried id replaced and per-call values (correlation, times, ids of the call) removed. */
+function shape(json: Record<string, unknown>, id: string): unknown {
+	const PER_CALL = /^(correlation_id|execution_id|timestamp|occurred_at|received_at|started_at|created_at|duration_ms|trace_id|span_id|error_id)$/;
+	const walk = (v: unknown): unknown => {
+		if (typeof v === 'string') return v.split(id).join('<id>');
+		if (Array.isArray(v)) return v.map(walk);
+		if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => !PER_CALL.test(k)).map(([k, x]) => [k, walk(x)]));
+		return v;
+	};
+	return walk(json);
+}
+
+test('polling B\'s run with A\'s token → 404, shaped exactly like an unknown id (both forms of the status URL)', async () => {
+	const bRun = (await ask('user-B', { query: 'B\'s secret question' })).json.request_id as string;
+	assert.equal((await poll(bRun)).status, 200, 'B polls her own run');
+	const asA = await poll(bRun, token('user-A'));
+	assert.equal(asA.status, 404, asA.text);
+	const unknownId = '6f1c2d3e-0000-4000-8000-00000000abcd';
+	const unknown = await poll(unknownId, token('user-A'));
+	assert.equal(unknown.status, 404);
+	assert.equal(ErrorEnvelope.parse(asA.json).error.kind, 'not_found');
+	assert.deepEqual(shape(asA.json, bRun), shape(unknown.json, unknownId));
+	assert.ok(!asA.text.includes('B\'s secret question'));
+	const viaPath = await fetch(`${n8n.url}/webhook/${PATH_ID_HOOK}/api/query/${bRun}/status`, { headers: bearer(token('user-A')) });
+	assert.equal(viaPath.status, 404);
+});
+
+test('no token used in this file appears in any ops.errors row or in n8n\'s log', async () => {
+	assert.ok(minted.size > 10);
+	const { rows } = await db.pool.query('SELECT row_to_json(e)::text AS row FROM ops.errors e');
+	assert.ok(rows.length > 0, 'the suite recorded errors to scan');
+	assert.deepEqual(tokensIn(rows.map((r) => r.row).join('\n'), minted), []);
+	assert.deepEqual(tokensIn(n8n.transcript(), minted), []);
 });

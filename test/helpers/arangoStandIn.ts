@@ -2,7 +2,8 @@
  * A stand-in ArangoDB on 127.0.0.1 (a real HTTP server) for tests that run the node inside n8n and for
  * the round-trip bench. It answers `/_api/cursor`, `/_api/transaction/begin` and commit/abort with the
  * shapes of real ArangoDB 3.12 responses (../shared/reference), choosing the result rows of a query by
- * a phrase of its AQL; a test can queue other rows or an ArangoDB error for the next matching query,
+ * a phrase of its AQL; a test can queue other rows or an ArangoDB error for the next matching query
+ * (or set `replyFn` to choose answers from the query and its bind vars),
  * and take the server down (connections refused) and up again on the same port.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -16,7 +17,7 @@ export interface StandInRequest {
 	body: Record<string, unknown> | null;
 }
 
-type Reply = { rows: unknown[]; stats?: { writesExecuted?: number; writesIgnored?: number } } | { error: [number, number, string] };
+export type Reply = { rows: unknown[]; stats?: { writesExecuted?: number; writesIgnored?: number } } | { error: [number, number, string] };
 
 /** The OK result row of each ArangoCAS query, keyed by a phrase unique to that AQL (first match wins). */
 export const OK_ROWS: [RegExp, unknown[]][] = [
@@ -40,6 +41,11 @@ export const OK_ROWS: [RegExp, unknown[]][] = [
 export class ArangoStandIn extends SwitchableServer {
 	readonly requests: StandInRequest[] = [];
 	private queued: { pattern: RegExp; reply: Reply }[] = [];
+	/**
+	 * A per-test answer chooser, asked (after the queue) for every cursor query: return a Reply to answer
+	 * with it, undefined for the OK row. E.g. a lock held by one user: LOCKED unless bind var user_id is hers.
+	 */
+	replyFn: ((query: string, bindVars: Record<string, unknown>) => Reply | undefined) | undefined;
 	private trx = 1000;
 
 	/** @param rttMs latency added to every answer (ms) */
@@ -77,7 +83,9 @@ export class ArangoStandIn extends SwitchableServer {
 		if (path.endsWith('/_api/cursor')) {
 			const query = String(body?.query ?? '');
 			const i = this.queued.findIndex((q) => q.pattern.test(query));
-			const reply: Reply = i >= 0 ? this.queued.splice(i, 1)[0].reply : { rows: OK_ROWS.find(([p]) => p.test(query))![1] };
+			const bindVars = (body?.bindVars ?? {}) as Record<string, unknown>;
+			const reply: Reply =
+				i >= 0 ? this.queued.splice(i, 1)[0].reply : (this.replyFn?.(query, bindVars) ?? { rows: OK_ROWS.find(([p]) => p.test(query))![1] });
 			if ('error' in reply) {
 				const [code, errorNum, errorMessage] = reply.error;
 				return this.send(res, code, { ...real.RestCursorDeleteQueryFail_single.body, code, errorNum, errorMessage });

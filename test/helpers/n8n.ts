@@ -8,7 +8,10 @@ const harness = require('../../scripts/lib/n8n');
 
 export interface RunningN8n {
 	url: string;
+	/** The last 8,000 characters n8n printed (for failure messages). */
 	logs(): string;
+	/** Everything n8n printed since it started (for secret scans). */
+	transcript(): string;
 	stop(): Promise<void>;
 }
 
@@ -17,6 +20,11 @@ export const WORKFLOWS = path.join(__dirname, '..', '..', 'workflows-json');
 /** The ArangoDbApi credential of the shipped arango workflows, pointed at `url`. */
 export function arangoCredential(url: string): unknown {
 	return harness.arangoCredential(url);
+}
+
+/** The JWT Auth credential (HS256 passphrase `secret`) every Webhook of A31–A37, M00 and M01 references. */
+export function jwtCredential(secret: string): unknown {
+	return harness.jwtCredential(secret);
 }
 
 /**
@@ -38,6 +46,7 @@ export async function startN8n(
 	return {
 		url,
 		logs: () => instance.logs(),
+		transcript: () => instance.transcript(),
 		async stop() {
 			await instance.stop();
 			instance.remove();
