@@ -10,7 +10,7 @@ import { isUuid, newCorrelationId, success } from '../shared/envelope';
 import { isRecord } from '../shared/json';
 import { resourceProperties } from '../shared/node/resources';
 import { runItems } from '../shared/node/runItems';
-import { readFields } from '../shared/node/fields';
+import { readOperationInput } from '../shared/node/identity';
 import { findOperation, RESOURCES } from './actions';
 import { arangoDbApiTest } from './transport/credentialTest';
 import { getDatabase, type ArangoCredential } from './transport/database';
@@ -31,6 +31,9 @@ function header(json: Record<string, unknown>, name: string): unknown {
  * 423 LOCKED, 422 validation, 503 ArangoDB unreachable) go to the error output as
  * `{ error: { message, kind, status_code, retryable, details: { code, … }, ctx, error_context } }`,
  * which the Error Pipe (WF99) turns into an ErrorEnvelope and records in ops.errors.
+ * Lock, Unlock, Archive and Merge act as the user of the item's verified JWT by default (Identity
+ * fields, ../shared/node/identity.ts): 401 UNAUTHENTICATED / 403 IDENTITY_CLAIM_INVALID /
+ * 403 IDENTITY_MISMATCH fail the item before any request to ArangoDB.
  */
 export class ArangoCas implements INodeType {
 	description: INodeTypeDescription = {
@@ -89,7 +92,7 @@ export class ArangoCas implements INodeType {
 			};
 			state.ctx = ctx;
 			const operation = findOperation(resource, operationValue);
-			const input = readFields(this, itemIndex, operation.fields);
+			const input = readOperationInput(this, itemIndex, operation.fields, item.json);
 			const result = await operation.execute(db, input, { executionId });
 			const envelope = success(result.data, {
 				source: workflow,

@@ -9,7 +9,7 @@ import {
 import { ERRORPIPE_CONTRACT_VERSION } from '../shared/contracts/ctx';
 import { isUuid, newCorrelationId, success } from '../shared/envelope';
 import { isRecord } from '../shared/json';
-import { readFields } from '../shared/node/fields';
+import { readOperationInput } from '../shared/node/identity';
 import { resourceProperties } from '../shared/node/resources';
 import { runItems } from '../shared/node/runItems';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
@@ -28,7 +28,9 @@ import type { LlmCredential } from '../shared/llm/generate';
  * Output 0 "Done": a SuccessEnvelope per result. Output 1 "Not Captured": a Capture that another worker
  * won (not an error). Failures (404, 409 ILLEGAL_TRANSITION with the legal transitions, 422, 503) go to
  * the error output as `{ error: { message, kind, status_code, retryable, details, ctx, error_context } }`
- * for the Error Pipe (WF99).
+ * for the Error Pipe (WF99). Create Run and Get Status act as the user of the item's verified JWT by
+ * default (Identity fields, ../shared/node/identity.ts: 401/403 kind auth before any SQL), and Get
+ * Status answers only the run's owner (404 for anyone else, as for an unknown id).
  */
 export class PipelineCapture implements INodeType {
 	description: INodeTypeDescription = {
@@ -83,6 +85,7 @@ export class PipelineCapture implements INodeType {
 				const correlationId = isUuid(incoming) ? incoming : newCorrelationId();
 				state.ctx = { correlation_id: correlationId, workflow, node: nodeName, operation: `${resource}.${operationValue}`, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
 				const operation = findPipelineOperation(resource, operationValue);
+				const input = readOperationInput(this, itemIndex, operation.fields, item.json);
 				const result = await operation.execute(
 					{
 						pool,
@@ -105,7 +108,7 @@ export class PipelineCapture implements INodeType {
 							},
 						}),
 					},
-					readFields(this, itemIndex, operation.fields),
+					input,
 				);
 				const envelope = (data: Record<string, unknown>) =>
 					success(data, { source: workflow, status_code: result.statusCode ?? 200, correlation: { correlation_id: correlationId, workflow, node: nodeName } }) as unknown as INodeExecutionData['json'];

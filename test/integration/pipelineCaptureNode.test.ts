@@ -37,8 +37,16 @@ function run(params: Record<string, unknown>[], items: INodeExecutionData[] = pa
 	return new PipelineCapture().execute.call(context);
 }
 
+/** The item n8n's Webhook node emits after verifying a JWT whose `sub` is `sub` (Authentication = JWT Auth). */
+function tokenItem(sub: unknown, json: Record<string, unknown> = {}): INodeExecutionData {
+	return { json: { headers: { authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.test-token-secret.sig' }, jwtPayload: { sub, iat: 1_700_000_000 }, ...json } };
+}
+
+/** Create Run with the default Identity (token): n8n passes no User ID parameter. */
+const createParams = (query: string) => ({ resource: 'run', operation: 'createRun', identity: 'token', identityClaim: 'sub', query });
+
 test('Create Run → Capture by two items: one on "Done" with the capture token, one on "Not Captured"', async () => {
-	const [created] = await run([{ resource: 'run', operation: 'createRun', userId: 'u1', query: 'hello' }]);
+	const [created] = await run([createParams('hello')], [tokenItem('u1')]);
 	const envelope = SuccessEnvelope.parse(created[0].json);
 	assert.equal(envelope.status_code, 201);
 	const id = envelope.data.request_id as string;
@@ -81,7 +89,7 @@ test('State Machine: an import with an unguarded cycle is refused (400, named); 
 	edited.states.NEW.transitions[0].disabled = true;
 	const [imported] = await run([{ resource: 'stateMachine', operation: 'import', body: { importMode: 'REPLACE', workflows: [edited] }, model: 'pipeline_runs', modelVersion: 1 }]);
 	assert.deepEqual(SuccessEnvelope.parse(imported[0].json).data.workflows, ['pipeline-runs']);
-	const [created] = await run([{ resource: 'run', operation: 'createRun', userId: 'sm-user', query: 'q' }]);
+	const [created] = await run([createParams('q')], [tokenItem('sm-user')]);
 	const id = SuccessEnvelope.parse(created[0].json).data.request_id;
 	const [failed] = await run([{ resource: 'run', operation: 'capture', runId: id, transition: 'CAPTURE_ANALYSIS' }]);
 	const illegal = failed[0].json.error as Record<string, any>;
@@ -91,4 +99,55 @@ test('State Machine: an import with an unguarded cycle is refused (400, named); 
 	assert.deepEqual(body.workflows[0].states.COMPLETED, {});
 	assert.deepEqual((body.workflows[0].states.NEW as { transitions: unknown[] }).transitions[0], { name: 'CAPTURE_ANALYSIS', next: 'ANALYZING', manual: true, disabled: true });
 	await run([{ resource: 'stateMachine', operation: 'import', body: { importMode: 'REPLACE', workflows: [shippedDefinition()] }, model: 'pipeline_runs', modelVersion: 1 }]);
+});
+
+/** Rows of `user` in pipeline_runs and raw_logs. */
+async function rowsOf(user: string) {
+	const { rows } = await db.pool.query<{ runs: number; logs: number }>(
+		'SELECT (SELECT count(*)::int FROM maas.pipeline_runs WHERE user_id = $1) AS runs, (SELECT count(*)::int FROM maas.raw_logs WHERE user_id = $1) AS logs',
+		[user],
+	);
+	return rows[0];
+}
+
+test('Create Run takes the token\'s sub: no body user_id or the same one is accepted; a different one → 403 and nothing written', async () => {
+	const [created] = await run(
+		[createParams('first'), createParams('second'), createParams('third'), createParams('as bob')],
+		[tokenItem('alice-1'), tokenItem('alice-1', { body: { user_id: 'alice-1', query: 'second' } }), tokenItem(1234, { body: { user_id: 1234 } }), tokenItem('alice-1', { body: { user_id: 'bob-1' } })],
+	);
+	const ids = created.slice(0, 3).map((i) => SuccessEnvelope.parse(i.json).data.request_id as string);
+	const { rows } = await db.pool.query<{ id: string; user_id: string }>('SELECT id, user_id FROM maas.pipeline_runs WHERE id = ANY($1::uuid[]) ORDER BY created_at', [ids]);
+	assert.deepEqual(rows.map((r) => [r.id, r.user_id]), [[ids[0], 'alice-1'], [ids[1], 'alice-1'], [ids[2], '1234']]);
+	const refused = created[3].json.error as Record<string, any>;
+	assert.deepEqual([refused.status_code, refused.kind, refused.retryable, refused.details.code], [403, 'auth', false, 'IDENTITY_MISMATCH']);
+	assert.equal(refused.ctx.operation, 'run.createRun', 'the error item keeps its ctx');
+	assert.deepEqual(await rowsOf('bob-1'), { runs: 0, logs: 0 });
+	assert.deepEqual(await rowsOf('alice-1'), { runs: 2, logs: 2 }, 'the refused item wrote nothing as alice either');
+	assert.ok(!JSON.stringify(refused).includes('test-token-secret'), 'the token is not in the error');
+	const [anonymous] = await run([createParams('no token')], [{ json: { body: { user_id: 'carol-1', query: 'no token' } } }]);
+	assert.deepEqual([(anonymous[0].json.error as Record<string, any>).status_code, (anonymous[0].json.error as Record<string, any>).details.code], [401, 'UNAUTHENTICATED']);
+	assert.deepEqual(await rowsOf('carol-1'), { runs: 0, logs: 0 });
+});
+
+test('Get Status answers the run\'s owner only: another user\'s token gets the same 404 as an unknown id', async () => {
+	const [created] = await run([createParams('mine')], [tokenItem('owner-1')]);
+	const id = SuccessEnvelope.parse(created[0].json).data.request_id as string;
+	const unknown = '7d4c8d2e-0000-4000-8000-000000000000';
+	const correlation = { 'x-correlation-id': 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' };
+	const status = (runId: string) => ({ resource: 'run', operation: 'getStatus', runId, identity: 'token', identityClaim: 'sub' });
+	const [answers] = await run(
+		[status(id), status(id), status(unknown)],
+		[tokenItem('owner-1', { params: { id } }), tokenItem('other-1', { headers: correlation }), tokenItem('other-1', { headers: correlation })],
+	);
+	assert.deepEqual(SuccessEnvelope.parse(answers[0].json).data, { request_id: id, status: 'processing' });
+	const foreign = answers[1].json.error as Record<string, any>;
+	const missing = answers[2].json.error as Record<string, any>;
+	assert.deepEqual([foreign.status_code, foreign.details.code], [404, 'NOT_FOUND']);
+	const withoutIds = (error: unknown) => JSON.parse(JSON.stringify(error).replaceAll(id, '<id>').replaceAll(unknown, '<id>'));
+	assert.deepEqual(withoutIds(foreign), withoutIds(missing), 'another user\'s run and an unknown id answer alike');
+	// User ID Field identity: the same owner check; an empty User ID is refused, never "any owner"
+	const byField = (userId: unknown) => ({ resource: 'run', operation: 'getStatus', runId: id, identity: 'field', userId });
+	const [fields] = await run([byField('owner-1'), byField('other-1'), byField('')]);
+	assert.equal(SuccessEnvelope.parse(fields[0].json).data.status, 'processing');
+	assert.deepEqual([1, 2].map((i) => (fields[i].json.error as Record<string, any>).status_code), [404, 422]);
 });

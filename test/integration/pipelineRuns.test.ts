@@ -94,7 +94,7 @@ test('Capture refused by the blocking rule: "Not Captured" with the run still NE
 
 test('the whole path NEW → COMPLETED, results stored with their step, then the polling answer', async () => {
 	const { request_id } = await createRun(db.pool, { user_id: 'u3', query: 'q' });
-	assert.deepEqual(await getStatus(db.pool, { run_id: request_id }), { request_id, status: 'processing' });
+	assert.deepEqual(await getStatus(db.pool, { run_id: request_id, user_id: 'u3' }), { request_id, status: 'processing' });
 	for (const [take, done, result] of STEPS) {
 		const c = await capture(db.pool, def, { run_id: request_id, transition: take, worker: 'w' });
 		assert.ok(c.captured);
@@ -102,7 +102,7 @@ test('the whole path NEW → COMPLETED, results stored with their step, then the
 	}
 	const { rows } = await db.pool.query('SELECT status, analysis_result, draft_context, final_context_payload, final_answer FROM maas.pipeline_runs WHERE id = $1', [request_id]);
 	assert.deepEqual(rows[0], { status: 'COMPLETED', analysis_result: { needs_context: false }, draft_context: 'draft', final_context_payload: '<context>payload</context>', final_answer: 'The answer.' });
-	assert.deepEqual(await getStatus(db.pool, { run_id: request_id }), { request_id, status: 'completed', answer: 'The answer.' });
+	assert.deepEqual(await getStatus(db.pool, { run_id: request_id, user_id: null }), { request_id, status: 'completed', answer: 'The answer.' });
 	await expectError(failRun(db.pool, def, { run_id: request_id, error: { message: 'late' } }), 409, 'ALREADY_TERMINAL');
 });
 
@@ -119,14 +119,14 @@ test('illegal transitions are refused with the legal ones listed; a wrong captur
 	assert.deepEqual(wrong.details.legal, ['ANALYSIS_DONE', 'RELEASE', 'FAIL']);
 	await expectError(completeStep(db.pool, def, { run_id: request_id, transition: 'RESPONSE_DONE', capture_token: c.run.capture_token, result: 'x' }), 409, 'ILLEGAL_TRANSITION');
 	await expectError(capture(db.pool, def, { run_id: '7d4c8d2e-0000-4000-8000-000000000000', transition: 'CAPTURE_ANALYSIS', worker: 'w' }), 404, 'NOT_FOUND');
-	await expectError(getStatus(db.pool, { run_id: 'not-a-uuid' }), 422, 'VALIDATION');
+	await expectError(getStatus(db.pool, { run_id: 'not-a-uuid', user_id: 'u4' }), 422, 'VALIDATION');
 });
 
 test('Fail: from any non-terminal state, with the error; the polling answer says failed', async () => {
 	const { request_id } = await createRun(db.pool, { user_id: 'u5', query: 'q' });
 	await capture(db.pool, def, { run_id: request_id, transition: 'CAPTURE_ANALYSIS', worker: 'w' });
 	await failRun(db.pool, def, { run_id: request_id, error: { message: 'model timed out 3 times' } });
-	assert.deepEqual(await getStatus(db.pool, { run_id: request_id }), { request_id, status: 'failed', error: 'model timed out 3 times' });
+	assert.deepEqual(await getStatus(db.pool, { run_id: request_id, user_id: 'u5' }), { request_id, status: 'failed', error: 'model timed out 3 times' });
 });
 
 test('Sweep: a run stuck in progress goes back to waiting (its old worker can no longer complete); a waiting run is re-emitted', async () => {

@@ -3,7 +3,7 @@
  * incoming item's webhook body (`$json.body.<snake_case>`) or of the item itself, so a Webhook node
  * carrying the seed's input body can be wired in without editing a field.
  */
-import type { IExecuteFunctions, INodeProperties } from 'n8n-workflow';
+import type { IDisplayOptions, IExecuteFunctions, INodeProperties } from 'n8n-workflow';
 
 export interface OperationRef {
 	resource: string;
@@ -20,26 +20,53 @@ export function fromBody(key: string): string {
 	return `={{ ($json.body || $json).${key} }}`;
 }
 
-export type FieldInit = Omit<INodeProperties, 'displayOptions' | 'default' | 'type'> & Partial<Pick<INodeProperties, 'default' | 'type'>>;
+export type FieldInit = Omit<INodeProperties, 'displayOptions' | 'default' | 'type'> &
+	Partial<Pick<INodeProperties, 'default' | 'type'>> & {
+		/**
+		 * Further display conditions on fields of the same operation (`{ identity: ['field'] }`), merged
+		 * into `displayOptions.show` beside the resource and operation. Such a field is read only while they hold.
+		 */
+		show?: NonNullable<IDisplayOptions['show']>;
+	};
 
 /** Declares the fields of one operation; string fields default to `fromBody(snake_case name)`. */
 export function fieldsOf(ref: OperationRef, fields: FieldInit[]): INodeProperties[] {
-	return fields.map((f) => ({
+	return fields.map(({ show, ...f }) => ({
 		type: 'string',
 		default: fromBody(snakeOf(f.name)),
 		...f,
-		displayOptions: { show: { resource: [ref.resource], operation: [ref.operation] } },
+		displayOptions: { show: { ...show, resource: [ref.resource], operation: [ref.operation] } },
 	})) as INodeProperties[];
+}
+
+/** The display conditions of `field` other than its resource and operation. */
+function extraConditions(field: INodeProperties): [string, unknown][] {
+	return Object.entries(field.displayOptions?.show ?? {}).filter(([name]) => name !== 'resource' && name !== 'operation');
+}
+
+/**
+ * Whether `field` is shown for this item: each extra condition names a sibling field whose value (its
+ * default when unset) must be one of the listed values. n8n drops a hidden parameter from the node,
+ * and reading an absent parameter throws, so a hidden field is not read at all.
+ */
+function isShown(fn: IExecuteFunctions, itemIndex: number, field: INodeProperties, fields: INodeProperties[]): boolean {
+	return extraConditions(field).every(([name, allowed]) => {
+		const sibling = fields.find((f) => f.name === name);
+		const value = fn.getNodeParameter(name, itemIndex, sibling?.default) as unknown;
+		return Array.isArray(allowed) && allowed.includes(value);
+	});
 }
 
 /**
  * Reads the operation's fields for one item into `{ snake_case_name: value }`, the input its zod
- * schema validates. Empty strings become `undefined` so "missing" and "empty" fail alike.
+ * schema validates. Empty strings become `undefined` so "missing" and "empty" fail alike; a field
+ * hidden by its extra display conditions (FieldInit `show`) is left out.
  */
 export function readFields(fn: IExecuteFunctions, itemIndex: number, fields: INodeProperties[]): Record<string, unknown> {
 	const input: Record<string, unknown> = {};
 	for (const field of fields) {
 		if (field.type === 'notice') continue;
+		if (!isShown(fn, itemIndex, field, fields)) continue;
 		const value = fn.getNodeParameter(field.name, itemIndex, undefined) as unknown;
 		input[snakeOf(field.name)] = value === '' ? undefined : value;
 	}

@@ -27,12 +27,20 @@ function context(items: INodeExecutionData[], params: Record<string, unknown>[],
 		getNode: () => ({ name: 'Lock Atom', type: 'n8n-nodes-contracts.arangoCas', typeVersion: 1, position: [0, 0], parameters: {}, id: '1' }),
 		getCredentials: async () => ({ url: ARANGO_URL, database: ARANGO_DB, authMode: 'basic', username: 'root', password: 'pw', timeoutMs: 5000 }),
 		getExecutionId: () => '99',
-		getNodeParameter: (name: string, i: number, fallback?: unknown) => (name in params[i] ? params[i][name] : fallback),
+		// as n8n 2.4.8: an absent parameter (a hidden field) without a fallback throws
+		getNodeParameter: (name: string, i: number, fallback?: unknown) => {
+			const value = name in params[i] ? params[i][name] : fallback;
+			if (value === undefined) throw new Error(`Could not get parameter ${name}`);
+			return value;
+		},
 		continueOnFail: () => continueOnFail,
 	} as unknown as IExecuteFunctions;
 }
 
-const lockParams = (atomId: string) => ({ resource: 'atom', operation: 'lock', atomId, userId: 'u1', expectedRev: '_r1', leaseMinutes: 5, options: { workflow: 'A3.6' } });
+/** Lock parameters as n8n passes them with the default Identity (token): no User ID parameter at all. */
+const lockParams = (atomId: string) => ({ resource: 'atom', operation: 'lock', atomId, identity: 'token', identityClaim: 'sub', expectedRev: '_r1', leaseMinutes: 5, options: { workflow: 'A3.6' } });
+/** What n8n's Webhook node puts on its item after verifying a JWT (Authentication = JWT Auth). */
+const verified = (sub: unknown, extra: Record<string, unknown> = {}) => ({ jwtPayload: { sub, iat: 1_700_000_000 }, ...extra });
 
 test('every field belongs to exactly one resource/operation and every operation has its dropdown entry', () => {
 	const { properties } = new ArangoCas().description;
@@ -50,7 +58,7 @@ test('execute: one SuccessEnvelope per item, paired, sent with the item\'s param
 	const stub = new ArangoStub()
 		.cursor([{ outcome: 'OK', atom_rev: '_r2', new_locked_until: 123 }])
 		.cursor([{ outcome: 'LOCKED', locked_by: 'u2', locked_until: 456 }]);
-	const items = [{ json: { headers: { 'x-correlation-id': 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' } } }, { json: {} }];
+	const items = [{ json: verified('u1', { headers: { 'x-correlation-id': 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' } }) }, { json: verified('u1') }];
 	const [out] = await new ArangoCas().execute.call(context(items, [lockParams('a1'), lockParams('a2')], true));
 	assert.equal(out.length, 2);
 	assert.deepEqual(out.map((i) => i.pairedItem), [{ item: 0 }, { item: 1 }]);
@@ -66,3 +74,72 @@ test('execute: one SuccessEnvelope per item, paired, sent with the item\'s param
 		collection: 'atoms',
 	});
 });
+
+/** Parameters of each operation that acts as a user, with the default Identity (token). */
+const ACTING: Record<string, Record<string, unknown>> = {
+	lock: lockParams('a1'),
+	unlock: { resource: 'atom', operation: 'unlock', atomId: 'a1', identity: 'token', identityClaim: 'sub', expectedRev: '_r1' },
+	archive: { resource: 'atom', operation: 'archive', atomId: 'a1', identity: 'token', identityClaim: 'sub', expectedRev: '_r1', reason: 'gone' },
+	merge: {
+		resource: 'proposal',
+		operation: 'merge',
+		winnerProposalId: 'p1',
+		currentActiveId: 'a1',
+		identity: 'token',
+		identityClaim: 'sub',
+		structureEdgeId: 'structure_links/e1',
+		expectedEdgeRev: '_e1',
+		allowOutdated: false,
+	},
+};
+
+test('Lock and Unlock act as the token\'s user: bind var user_id is the verified claim (sub, or the claim set), never the body\'s', async () => {
+	const stub = new ArangoStub()
+		.cursor([{ outcome: 'OK', atom_rev: '_r2', new_locked_until: 123 }])
+		.cursor([{ outcome: 'OK', atom_rev: '_r3' }])
+		.cursor([{ outcome: 'OK', atom_rev: '_r4' }]);
+	const items = [
+		{ json: verified('user-7', { body: { user_id: 'user-7', atom_id: 'a1' } }) },
+		{ json: { jwtPayload: { sub: 'service-account', uid: 8 }, body: { user_id: '8' } } },
+		{ json: verified(42, { body: { user_id: 42 } }) },
+	];
+	const params = [ACTING.lock, { ...ACTING.unlock, identityClaim: 'uid' }, ACTING.unlock];
+	const [out] = await new ArangoCas().execute.call(context(items, params, true));
+	const envelopes = out.map((i) => SuccessEnvelope.parse(i.json));
+	assert.deepEqual(stub.queries().map((q) => q.bindVars.user_id), ['user-7', '8', '42']);
+	assert.equal(envelopes[0].data.locked_by, 'user-7');
+});
+
+test('User ID Field identity: the field is the user, whatever the token says', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'OK', atom_rev: '_r2', new_locked_until: 123 }]);
+	// n8n drops the hidden Identity Claim parameter in field mode (the context throws if it were read)
+	const lock = { resource: 'atom', operation: 'lock', atomId: 'a1', identity: 'field', userId: 'carol', expectedRev: '_r1', leaseMinutes: 5 };
+	const [out] = await new ArangoCas().execute.call(context([{ json: verified('alice', { body: { user_id: 'dave' } }) }], [lock], true));
+	assert.equal(SuccessEnvelope.parse(out[0].json).data.locked_by, 'carol');
+	assert.deepEqual(stub.queries().map((q) => q.bindVars.user_id), ['carol']);
+});
+
+test('a body user_id that differs from the token → 403 IDENTITY_MISMATCH, ctx kept, and no request reaches ArangoDB', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'OK', atom_rev: '_r2', new_locked_until: 123 }]);
+	const correlation = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
+	const items = [{ json: verified('alice', { body: { user_id: 'bob' }, headers: { 'x-correlation-id': correlation, authorization: 'Bearer eyJhbGciOi.secret-part.sig' } }) }];
+	const [out] = await new ArangoCas().execute.call(context(items, [ACTING.unlock], true));
+	const error = out[0].json.error as Record<string, any>;
+	assert.deepEqual([error.status_code, error.kind, error.retryable, error.details.code], [403, 'auth', false, 'IDENTITY_MISMATCH']);
+	assert.deepEqual([error.ctx.operation, error.ctx.correlation_id, error.error_context.correlation_id], ['atom.unlock', correlation, correlation]);
+	assert.equal(stub.requests.length, 0, 'no request sent');
+	assert.ok(!stub.isDone(), 'the scripted reply is still unused');
+	assert.ok(!JSON.stringify(out).includes('secret-part'), 'the Authorization header is not in the error item');
+});
+
+for (const [name, params] of Object.entries(ACTING)) {
+	test(`${name}: an item without a verified token → 401 UNAUTHENTICATED before any request; in stop mode the item fails`, async () => {
+		const stub = new ArangoStub().cursor([{ outcome: 'OK' }]);
+		const [out] = await new ArangoCas().execute.call(context([{ json: { body: { user_id: 'u1' } } }], [params], true));
+		const error = out[0].json.error as Record<string, any>;
+		assert.deepEqual([error.status_code, error.kind, error.details.code, error.ctx.operation], [401, 'auth', 'UNAUTHENTICATED', `${params.resource}.${params.operation}`]);
+		assert.match(error.message, /JWT Auth/);
+		assert.equal(stub.requests.length, 0);
+		await assert.rejects(new ArangoCas().execute.call(context([{ json: {} }], [params], false)), /no verified token/);
+	});
+}

@@ -2,7 +2,8 @@
  * Atom → Archive (seed 000 §3.7): archiving replaces deletion. The atom stays (status "archived",
  * archived_at, archive_reason, archived_by) and every structure edge pointing to it is removed.
  *
- * Input: `atom_id`, `user_id`, `expected_rev`, `reason`.
+ * Input: `atom_id`, `user_id` (the Identity fields: the verified token's claim by default; 401/403
+ * kind auth, see shared/node/identity.ts), `expected_rev`, `reason`.
  * Output data: `{ success: true, atom_id, archived_at (ms), atom_rev, structure_edges_removed }`.
  * Errors: 404 NOT_FOUND; 409 PROTECTED_BY_BASELINE with `baselines: [{ id, tag }]`; 423 LOCKED (an
  * expired lock counts as free); 409 INVALID_STATE when already archived; 409 REV_CONFLICT with
@@ -15,6 +16,7 @@ import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -71,7 +73,7 @@ export const archive: Operation = {
 	description: 'Archive an atom and remove it from the document structure (§3.7, baseline protection, CAS on _rev)',
 	fields: fieldsOf(ref, [
 		ATOM_ID_FIELD,
-		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who archives (must hold the lock if the atom is locked)' },
+		...identityFields('Who archives (must hold the lock if the atom is locked)'),
 		expectedRevField('Expected Revision', 'expectedRev', 'expected_rev', 'atom'),
 		{ displayName: 'Reason', name: 'reason', description: 'Why the atom is archived (stored in archive_reason)' },
 	]),

@@ -1,8 +1,9 @@
 /**
  * Atom → Lock (seed 000 §3.6.1): takes the edit lock of an atom for a lease, compare-and-swap on `_rev`.
  *
- * Input: `atom_id` (key or atoms/<key>), `user_id`, `expected_rev` (from the body or the webhook's
- * If-Match header), `lease_minutes` (default 5).
+ * Input: `atom_id` (key or atoms/<key>), `user_id` (the Identity fields: the verified token's claim
+ * by default; 401/403 kind auth, see shared/node/identity.ts), `expected_rev` (from the body or the
+ * webhook's If-Match header), `lease_minutes` (default 5).
  * Output data: `{ success: true, atom_id, locked_by, locked_until, atom_rev }`; `locked_until` is ms since epoch.
  * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds an unexpired lock (no lock stealing; the
  * holder may renew); 409 REV_CONFLICT with `current_rev`; 422 invalid input.
@@ -13,6 +14,7 @@ import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -53,7 +55,7 @@ export const lock: Operation = {
 	description: 'Take the edit lock of an atom for a lease (§3.6.1, CAS on _rev, no lock stealing)',
 	fields: fieldsOf(ref, [
 		ATOM_ID_FIELD,
-		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who takes the lock (stored in locked_by)' },
+		...identityFields('Who takes the lock (stored in locked_by)'),
 		expectedRevField('Expected Revision', 'expectedRev', 'expected_rev', 'atom'),
 		{
 			displayName: 'Lease (Minutes)',

@@ -1,7 +1,8 @@
 /**
  * Atom → Unlock (seed 000 §3.6.2): clears the lock, owner only, compare-and-swap on `_rev`.
  *
- * Input: `atom_id`, `user_id`, `expected_rev`.
+ * Input: `atom_id`, `user_id` (the Identity fields: the verified token's claim by default; 401/403
+ * kind auth, see shared/node/identity.ts), `expected_rev`.
  * Output data: `{ success: true, atom_id, atom_rev }`.
  * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds an unexpired lock (an expired lock is free,
  * so anyone may clear it; an unlocked atom unlocks again as a no-op CAS); 409 REV_CONFLICT with
@@ -11,6 +12,7 @@ import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -45,7 +47,7 @@ export const unlock: Operation = {
 	description: 'Release the lock of an atom, owner only (§3.6.2, CAS on _rev)',
 	fields: fieldsOf(ref, [
 		ATOM_ID_FIELD,
-		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who releases the lock: must be its holder while it is unexpired' },
+		...identityFields('Who releases the lock: must be its holder while it is unexpired'),
 		expectedRevField('Expected Revision', 'expectedRev', 'expected_rev', 'atom'),
 	]),
 	async execute(db, raw) {

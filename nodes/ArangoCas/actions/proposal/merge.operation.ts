@@ -2,7 +2,8 @@
  * Proposal → Merge (seed 000 §3.2, the critical one): the winner proposal replaces the current active
  * atom in the document, with no lost update and no orphan active atom.
  *
- * Input: `winner_proposal_id`, `current_active_id`, `user_id`, `structure_edge_id`
+ * Input: `winner_proposal_id`, `current_active_id`, `user_id` (the Identity fields: the verified
+ * token's claim by default; 401/403 kind auth, see shared/node/identity.ts), `structure_edge_id`
  * (structure_links/<key>), `expected_edge_rev` (or If-Match), `allow_outdated` (default false).
  * Output data (the §3.2 RETURN): `{ success: true, new_active_atom_id, archived_atom_id,
  * structure_edge_id, structure_edge_rev, rebased_proposals_count, rebased_proposals: [{ id, outdated }],
@@ -26,6 +27,7 @@ import { ContractError } from '../../../shared/errors';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import { inStreamTransaction } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -130,7 +132,7 @@ export const mergeProposal: Operation = {
 	fields: fieldsOf(ref, [
 		{ displayName: 'Winner Proposal ID', name: 'winnerProposalId', required: true, description: 'Key of the proposal atom that wins' },
 		{ displayName: 'Current Active ID', name: 'currentActiveId', required: true, description: 'Key of the atom it replaces' },
-		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who merges (must hold the lock if the current atom is locked)' },
+		...identityFields('Who merges (must hold the lock if the current atom is locked)'),
 		{ displayName: 'Structure Edge ID', name: 'structureEdgeId', required: true, description: 'The structure_links/&lt;key&gt; edge that places the current atom in the document' },
 		expectedRevField('Expected Edge Revision', 'expectedEdgeRev', 'expected_edge_rev', 'structure edge'),
 		{

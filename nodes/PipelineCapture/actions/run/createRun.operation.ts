@@ -1,10 +1,13 @@
 /**
  * Run → Create Run (seed 001 step 0, Request Handler): a NEW pipeline run and its raw_logs `user_query`
  * row in one statement; the trigger notifies 'pipeline_events'.
- * Input: `user_id`, `query`. Output (201): `{ request_id, status: "processing", raw_log_id }`.
- * Errors: 422 (field named), 503 database unreachable.
+ * Input: `user_id` (the Identity fields: the verified token's claim by default; see
+ * shared/node/identity.ts), `query`.
+ * Output (201): `{ request_id, status: "processing", raw_log_id }`.
+ * Errors: 401/403 identity (nothing written), 422 (field named), 503 database unreachable.
  */
 import { fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import type { PipelineOperation } from '../types';
 import { createRun } from './runs';
 
@@ -14,7 +17,7 @@ export const createRunOperation: PipelineOperation = {
 	action: 'Create a pipeline run',
 	description: 'Start a run for a user query (status NEW) and log the query',
 	fields: fieldsOf({ resource: 'run', operation: 'createRun' }, [
-		{ displayName: 'User ID', name: 'userId', required: true, description: 'Who asks' },
+		...identityFields('Who asks (the run\'s owner: only they can poll its status)'),
 		{ displayName: 'Query', name: 'query', required: true, typeOptions: { rows: 3 }, description: 'The user\'s question' },
 	]),
 	async execute(ctx, input) {

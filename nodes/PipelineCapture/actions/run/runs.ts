@@ -49,11 +49,17 @@ function notFound(id: string): ContractError {
 	return new ContractError(`pipeline run ${id} does not exist`, 404, 'not_found', false, { code: 'NOT_FOUND', run_id: id }, { operation: 'update', ...RUNS });
 }
 
+/** A user id (string or number, trimmed). @throws ContractError 422 when missing or empty */
+function userIdOf(value: unknown): string {
+	const userId = typeof value === 'string' || typeof value === 'number' ? String(value).trim() : '';
+	if (!userId) throw new ContractError('invalid input: user_id is required', 422, 'validation', false, { code: 'VALIDATION', field: 'user_id' }, { operation: 'validate', ...RUNS });
+	return userId;
+}
+
 /** Create Run (step 0): `{ request_id, status: "processing", raw_log_id }`. */
 export async function createRun(pool: Pool, input: { user_id: unknown; query: unknown; correlation_id?: string | null }) {
-	const userId = typeof input.user_id === 'string' || typeof input.user_id === 'number' ? String(input.user_id).trim() : '';
+	const userId = userIdOf(input.user_id);
 	const text = typeof input.query === 'string' ? input.query.trim() : '';
-	if (!userId) throw new ContractError('invalid input: user_id is required', 422, 'validation', false, { code: 'VALIDATION', field: 'user_id' }, { operation: 'validate', ...RUNS });
 	if (!text) throw new ContractError('invalid input: query is required', 422, 'validation', false, { code: 'VALIDATION', field: 'query' }, { operation: 'validate', ...RUNS });
 	const [row] = await query<{ id: string; raw_log_id: string }>(pool, CREATE_RUN, [userId, text, input.correlation_id ?? null], 'insert');
 	return { request_id: row.id, status: 'processing', raw_log_id: Number(row.raw_log_id) };
@@ -163,11 +169,15 @@ export async function failRun(pool: Pool, definition: WorkflowDefinition, input:
 /**
  * Get Status (seed 001 step 4, polling): `{ request_id, status: "processing" }`,
  * `{ request_id, status: "completed", answer }` or `{ request_id, status: "failed", error }`.
- * @throws 404 unknown run
+ * `user_id`: the caller; only that user's run is found. `null` reads any user's run (for callers that
+ * are not a user, e.g. a maintenance workflow; the Get Status operation always passes its identity).
+ * @throws 404 NOT_FOUND for an unknown run and, with the same message and details, for another
+ *         user's run (ids cannot be probed); 422 run_id not a UUID, user_id missing
  */
-export async function getStatus(pool: Pool, input: { run_id: unknown }) {
+export async function getStatus(pool: Pool, input: { run_id: unknown; user_id: unknown }) {
 	const id = runId(input.run_id);
-	const [row] = await query<{ status: string; final_answer: string | null; error: Record<string, unknown> | null }>(pool, GET_RUN, [id], 'select');
+	const owner = input.user_id === null ? null : userIdOf(input.user_id);
+	const [row] = await query<{ status: string; final_answer: string | null; error: Record<string, unknown> | null }>(pool, GET_RUN, [id, owner], 'select');
 	if (!row) throw new ContractError(`pipeline run ${id} does not exist`, 404, 'not_found', false, { code: 'NOT_FOUND', run_id: id }, { operation: 'select', ...RUNS });
 	if (row.status === 'COMPLETED') return { request_id: id, status: 'completed', answer: row.final_answer };
 	if (row.status === 'FAILED') return { request_id: id, status: 'failed', error: typeof row.error?.message === 'string' ? row.error.message : row.error };

@@ -91,7 +91,8 @@ SELECT true AS moved, moved.* FROM moved
 UNION ALL
 SELECT false AS moved, r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`;
 
-export const GET_RUN = `SELECT id, status, final_answer, error, created_at, updated_at FROM maas.pipeline_runs WHERE id = $1`;
+/** Get Status: the run $1, only when its owner is $2 (NULL: any owner); another user's run is no row, as an unknown one. */
+export const GET_RUN = `SELECT id, status, final_answer, error, created_at, updated_at FROM maas.pipeline_runs WHERE id = $1 AND ($2::text IS NULL OR user_id = $2::text)`;
 
 /** Sweep, part 1: runs stuck in progress ($1 states, mapped to their waiting state by $2) longer than $3 s go back. */
 export const RELEASE_STUCK = `

@@ -1,0 +1,187 @@
+/**
+ * Who is calling: the Identity fields of the operations that act as a user (ArangoCAS atom.lock,
+ * atom.unlock, atom.archive, proposal.merge; PipelineCapture run.createRun, run.getStatus), and the
+ * resolver that turns them and the input item into the operation's `user_id`.
+ *
+ * - Identity "Verified Token Claim" (`token`, the default): `user_id` is a claim (default `sub`) of the
+ *   item's `json.jwtPayload`, which n8n's Webhook node puts on its item after verifying the caller's JWT
+ *   (Authentication = JWT Auth). A body `user_id` that differs from it is refused.
+ * - Identity "User ID Field" (`field`): `user_id` is the User ID field, for callers n8n authenticated
+ *   another way (Header Auth from a trusted backend) and sub-workflows.
+ *
+ * Errors are ContractErrors of kind `auth`, never retryable: 401 UNAUTHENTICATED, 403
+ * IDENTITY_CLAIM_INVALID, 403 IDENTITY_MISMATCH. They name the claim, never the token, a header or the
+ * body's value.
+ */
+import type { IDataObject, IExecuteFunctions, INodeProperties } from 'n8n-workflow';
+import { ContractError } from '../errors';
+import { isRecord } from '../json';
+import { replaceUnstorable } from '../sanitize';
+import { fromBody, readFields, type FieldInit } from './fields';
+
+/** Longest identity accepted from a token claim (the operations' user_id limit). */
+export const MAX_IDENTITY_LENGTH = 256;
+/** Claim read when the Identity Claim field is empty. */
+export const DEFAULT_CLAIM = 'sub';
+
+const WHERE = { operation: 'authenticate' };
+
+/**
+ * The three Identity fields, for `fieldsOf` (in place of a plain User ID field):
+ * `identity` (options `token` | `field`, default `token`), `identityClaim` (shown for `token`, default
+ * `sub`) and `userId` (shown for `field`, default: the body's, else the item's `user_id`).
+ * @param who what the user does in this operation, e.g. "Who takes the lock (stored in locked_by)"
+ */
+export function identityFields(who: string): FieldInit[] {
+	return [
+		{
+			displayName: 'Identity',
+			name: 'identity',
+			type: 'options',
+			default: 'token',
+			options: [
+				{
+					name: 'Verified Token Claim',
+					value: 'token',
+					description:
+						'The user is a claim of the JWT the Webhook node verified (its Authentication set to JWT Auth); a body user_id that differs is refused with 403',
+				},
+				{
+					name: 'User ID Field',
+					value: 'field',
+					description: 'The user is the User ID field: only for callers n8n authenticated another way (e.g. Header Auth from a trusted backend) or sub-workflows',
+				},
+			],
+			description: `${who}: where that user comes from. Without a verified token the item fails with 401; an unusable claim or a different body user_id with 403.`,
+		},
+		{
+			displayName: 'Identity Claim',
+			name: 'identityClaim',
+			default: DEFAULT_CLAIM,
+			show: { identity: ['token'] },
+			description: 'Claim of the verified JWT payload ($json.jwtPayload) that holds the user ID: a non-empty string or an integer, at most 256 characters',
+		},
+		{
+			displayName: 'User ID',
+			name: 'userId',
+			required: true,
+			default: fromBody('user_id'),
+			show: { identity: ['field'] },
+			description: `${who}. Trusted as given: use only behind a caller n8n authenticated.`,
+		},
+	];
+}
+
+/** The Identity fields' values as `readFields` returns them. */
+export interface IdentityParams {
+	/** `token` (default when unset) or `field`. */
+	identity?: unknown;
+	/** Claim name for `token` (default `sub`). */
+	identity_claim?: unknown;
+	/** The User ID field for `field`. */
+	user_id?: unknown;
+}
+
+function authError(message: string, statusCode: 401 | 403, details: Record<string, unknown>): ContractError {
+	return new ContractError(message, statusCode, 'auth', false, details, WHERE);
+}
+
+function invalidParam(field: string, message: string): ContractError {
+	return new ContractError(`invalid input: ${field} ${message}`, 422, 'validation', false, { code: 'VALIDATION', field }, { operation: 'validate' });
+}
+
+/** Reads `record[key]` as an own property (never the prototype's); a throwing getter reads as `failed`. */
+function ownValue(record: Record<string, unknown>, key: string): { value?: unknown; failed?: true } {
+	try {
+		return Object.prototype.hasOwnProperty.call(record, key) ? { value: record[key] } : {};
+	} catch {
+		return { failed: true };
+	}
+}
+
+/**
+ * The identity a verified token gives: claim `claim` of `json.jwtPayload`, as a string (a safe integer
+ * is String()-ed), after checking that the body does not name another user.
+ * @throws ContractError 401 UNAUTHENTICATED when `json.jwtPayload` is not an object (no JWT verified)
+ * @throws ContractError 403 IDENTITY_CLAIM_INVALID when the claim is missing, not a non-blank string or
+ *         safe integer, longer than 256 characters, or contains NUL or a lone surrogate (`details.claim`)
+ * @throws ContractError 403 IDENTITY_MISMATCH when `json.body.user_id` is neither null nor undefined and
+ *         differs from the identity (a number is compared as its String(); any other type differs)
+ */
+export function tokenIdentity(json: IDataObject | Record<string, unknown>, claim: string): string {
+	const payload = ownValue(json, 'jwtPayload');
+	if (!isRecord(payload.value)) {
+		throw authError(
+			"no verified token on the item (json.jwtPayload is missing): set the Webhook node's Authentication to JWT Auth, or Identity to User ID Field",
+			401,
+			{ code: 'UNAUTHENTICATED' },
+		);
+	}
+	const raw = ownValue(payload.value, claim).value; // an unreadable claim reads as missing
+	const invalid = (reason: string) =>
+		authError(`the token's claim "${claim}" ${reason}: issue tokens whose "${claim}" is the user ID, or set Identity Claim to the claim that holds it`, 403, {
+			code: 'IDENTITY_CLAIM_INVALID',
+			claim,
+		});
+	if (raw === undefined || raw === null) throw invalid('is missing');
+	if (!(typeof raw === 'string' && raw.trim() !== '') && !(typeof raw === 'number' && Number.isSafeInteger(raw))) {
+		throw invalid('is not a non-empty string or an integer');
+	}
+	const identity = String(raw);
+	if (identity.length > MAX_IDENTITY_LENGTH) throw invalid(`is longer than ${MAX_IDENTITY_LENGTH} characters`);
+	if (replaceUnstorable(identity).replaced) throw invalid('contains NUL or a lone surrogate');
+	const body = ownValue(json, 'body');
+	// Only an object body carries a user_id; an unreadable one cannot be checked, so it is refused.
+	const claimed = isRecord(body.value) ? ownValue(body.value, 'user_id') : body.failed ? body : {};
+	if (claimed.failed || (claimed.value !== undefined && claimed.value !== null && !sameUser(claimed.value, identity))) {
+		throw authError(
+			`the body's user_id is not the user of the token (claim "${claim}"): send the token of that user, or leave user_id out of the body`,
+			403,
+			{ code: 'IDENTITY_MISMATCH', claim, field: 'body.user_id' },
+		);
+	}
+	return identity;
+}
+
+/** A body user_id names `identity`: the same string, or a number whose String() is it. */
+function sameUser(value: unknown, identity: string): boolean {
+	if (typeof value === 'string') return value === identity;
+	if (typeof value === 'number') return String(value) === identity;
+	return false;
+}
+
+/**
+ * The `user_id` an operation acts as, from its Identity fields and the input item's json.
+ * `token` (or unset): `tokenIdentity(json, identity_claim || "sub")`, a string. `field`: the User ID
+ * field as read (the operation validates it: 422 when missing).
+ * @throws ContractError 401/403 (see tokenIdentity); 422 VALIDATION for an Identity other than
+ *         token/field or an Identity Claim that is not a name of 1–256 characters
+ */
+export function resolveUserId(params: IdentityParams, json: IDataObject | Record<string, unknown>): unknown {
+	const mode = params.identity ?? 'token';
+	if (mode === 'field') return params.user_id;
+	if (mode !== 'token') throw invalidParam('identity', 'must be token or field');
+	const claim = params.identity_claim ?? DEFAULT_CLAIM;
+	if (typeof claim !== 'string' || claim.trim() === '' || claim.length > MAX_IDENTITY_LENGTH) {
+		throw invalidParam('identity_claim', `must be a claim name of 1–${MAX_IDENTITY_LENGTH} characters`);
+	}
+	return tokenIdentity(json, claim.trim());
+}
+
+/** Whether an operation's fields include the Identity fields. */
+export function hasIdentity(fields: INodeProperties[]): boolean {
+	return fields.some((f) => f.name === 'identity');
+}
+
+/**
+ * Reads an operation's fields for one item (`readFields`) and, when it has the Identity fields,
+ * replaces `identity`, `identity_claim` and `user_id` by the resolved `user_id`. Both contract nodes call
+ * it after setting the item's ctx, so an identity error item keeps its ctx.
+ * @throws ContractError 401/403/422 as resolveUserId
+ */
+export function readOperationInput(fn: IExecuteFunctions, itemIndex: number, fields: INodeProperties[], json: IDataObject): Record<string, unknown> {
+	const input = readFields(fn, itemIndex, fields);
+	if (!hasIdentity(fields)) return input;
+	const { identity, identity_claim, user_id, ...rest } = input;
+	return { ...rest, user_id: resolveUserId({ identity, identity_claim, user_id }, json) };
+}
