@@ -248,7 +248,7 @@ test('a body user_id ≠ the token\'s sub → 403 ErrorEnvelope (IDENTITY_MISMAT
 
 /** An envelope with the queried id replaced and per-call values (correlation, times, ids of the call) removed. */
 function shape(json: Record<string, unknown>, id: string): unknown {
-	const PER_CALL = /^(correlation_id|execution_id|timestamp|occurred_at|received_at|started_at|created_at|duration_ms|trace_id|span_id|error_id)$/;
+	const PER_CALL = /^(ts|correlation_id|execution_id|timestamp|occurred_at|received_at|started_at|created_at|duration_ms|trace_id|span_id|error_id)$/;
 	const walk = (v: unknown): unknown => {
 		if (typeof v === 'string') return v.split(id).join('<id>');
 		if (Array.isArray(v)) return v.map(walk);
