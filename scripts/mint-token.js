@@ -49,6 +49,8 @@ function parse(argv) {
 function main() {
 	const args = parse(process.argv.slice(2));
 	if (!args.sub) usage('--sub is required');
+	// The contract nodes refuse a claim with leading or trailing white space (403 IDENTITY_CLAIM_INVALID).
+	if (args.sub !== args.sub.trim()) usage('--sub has leading or trailing white space');
 	let secret;
 	if (args.secretFile) {
 		try {

@@ -262,6 +262,13 @@ test('merge: the user_id bind var is the token\'s sub when the body names no use
 	assert.equal(sentQueries()[0].bindVars.user_id, 'user_from_token');
 });
 
+test('proposal: the author bind var is the token\'s sub when the body names no author', async () => {
+	const { author: _omitted, ...body } = byPath('arango/proposal').body;
+	const res = await call({ ...byPath('arango/proposal'), body }, token('author_from_token'));
+	assert.equal(res.status, 201, res.text);
+	assert.equal(sentQueries()[0].bindVars.author, 'author_from_token');
+});
+
 test('A\'s valid token cannot release B\'s lock (423, ops.errors row); B\'s token can', async () => {
 	// The stand-in plays an atom locked by user_B: LOCKED unless the query's user_id is user_B (the AQL's
 	// owner check itself is covered by the AQL tests).
@@ -289,10 +296,10 @@ test('A\'s valid token cannot release B\'s lock (423, ops.errors row); B\'s toke
 	}
 });
 
-for (const p of ['arango/lock', 'arango/unlock', 'arango/archive', 'arango/merge']) {
-	test(`${p}: a body user_id ≠ the token's sub → 403 ErrorEnvelope (IDENTITY_MISMATCH), one ops.errors row, nothing sent to ArangoDB`, async () => {
+for (const [p, key] of [['arango/lock', 'user_id'], ['arango/unlock', 'user_id'], ['arango/archive', 'user_id'], ['arango/merge', 'user_id'], ['arango/proposal', 'author']]) {
+	test(`${p}: a body ${key} ≠ the token's sub → 403 ErrorEnvelope (IDENTITY_MISMATCH), one ops.errors row, nothing sent to ArangoDB`, async () => {
 		const c = byPath(p);
-		const res = await call({ ...c, body: { ...c.body, user_id: 'someone_else' } }, token(USER));
+		const res = await call({ ...c, body: { ...c.body, [key]: 'someone_else' } }, token(USER));
 		assert.equal(res.status, 403, res.text);
 		const envelope = ErrorEnvelope.parse(res.json);
 		assert.equal(envelope.error.kind, 'auth');

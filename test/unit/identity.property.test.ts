@@ -52,7 +52,8 @@ test('the resolver returns the claim as a string or throws 401/403 auth; the err
 					assert.ok(error.statusCode === 401 || error.statusCode === 403, `401 or 403, got ${error.statusCode}`);
 					assert.equal(error.kind, 'auth');
 					assert.equal(error.retryable, false);
-					assert.equal(error.statusCode === 401, payloadShape === 'not-an-object', '401 exactly when no payload object was verified');
+					const noPayload = payloadShape === 'not-an-object' && (notAnObject === undefined || notAnObject === null);
+					assert.equal(error.statusCode === 401, noPayload, '401 exactly when no payload was verified (a non-object payload is a 403)');
 					const expected = error.statusCode === 401 ? ['UNAUTHENTICATED'] : ['IDENTITY_CLAIM_INVALID', 'IDENTITY_MISMATCH'];
 					assert.ok(expected.includes(error.details.code as string), String(error.details.code));
 					const text = JSON.stringify({ message: error.message, details: error.details, stack: error.stack });
@@ -63,6 +64,7 @@ test('the resolver returns the claim as a string or throws 401/403 auth; the err
 				assert.equal(payloadShape, 'own', 'an identity only from an own claim of a payload object');
 				assert.ok(result === value || (typeof value === 'number' && result === String(value)), 'the identity is the claim');
 				assert.ok((result as string).length >= 1 && (result as string).length <= 256);
+				assert.equal(result, (result as string).trim(), 'the identity is exactly what the operations store (they trim)');
 				assert.ok(bodyUser === undefined || bodyUser === null || String(bodyUser) === result, 'a differing body user_id never passes');
 			},
 		),

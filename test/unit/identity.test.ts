@@ -41,11 +41,19 @@ test('a custom claim name reads that claim (not sub); missing there → 403 nami
 	assert.match(missing.message, /"uid" is missing/);
 });
 
-test('no jwtPayload object on the item → 401 UNAUTHENTICATED saying how to fix it', () => {
-	for (const json of [{}, { jwtPayload: null }, { jwtPayload: 'alice' }, { jwtPayload: ['alice'] }, { body: { user_id: 'alice' } }, { headers: { authorization: 'Bearer x' } }]) {
+test('no jwtPayload on the item → 401 UNAUTHENTICATED saying how to fix it', () => {
+	for (const json of [{}, { jwtPayload: null }, { body: { user_id: 'alice' } }, { headers: { authorization: 'Bearer x' } }]) {
 		const error = refusal({}, json);
 		assertAuth(error, 401, 'UNAUTHENTICATED');
 		assert.match(error.message, /set the Webhook node's Authentication to JWT Auth, or Identity to User ID Field/);
+	}
+});
+
+test('a verified payload that is not a JSON object (jsonwebtoken returns a string payload as is) → 403 IDENTITY_CLAIM_INVALID', () => {
+	for (const json of [{ jwtPayload: 'alice' }, { jwtPayload: ['alice'] }, { jwtPayload: 42 }]) {
+		const error = refusal({}, json);
+		assertAuth(error, 403, 'IDENTITY_CLAIM_INVALID');
+		assert.match(error.message, /payload is not a JSON object/);
 	}
 });
 
@@ -55,6 +63,10 @@ test('an unusable claim → 403 IDENTITY_CLAIM_INVALID (missing, blank, not a st
 		[null, /is missing/],
 		['', /not a non-empty string/],
 		['   ', /not a non-empty string/],
+		[' alice', /leading or trailing white space/],
+		['alice\u00a0', /leading or trailing white space/],
+		['\ufeffalice', /leading or trailing white space/],
+		['alice\n', /leading or trailing white space/],
 		[1.5, /not a non-empty string or an integer/],
 		[2 ** 53, /not a non-empty string or an integer/],
 		[Number.NaN, /not a non-empty string or an integer/],
@@ -154,6 +166,19 @@ test('readOperationInput: reads only the shown fields (n8n drops hidden ones) an
 	assert.deepEqual(field, { atom_id: 'a1', user_id: 'carol' });
 	// an empty Identity Claim field reads as the default claim
 	assert.deepEqual(readOperationInput(nodeContext({ atomId: 'a1', identity: 'token', identityClaim: '' }), 0, FIELDS, { jwtPayload: { sub: 'alice' } }).user_id, 'alice');
+	// an operation whose identity is its author (proposal create): the Author field, body.author checked
+	const AUTHOR = fieldsOf({ resource: 'proposal', operation: 'create' }, [{ displayName: 'Comment', name: 'comment', description: 'c' }, ...identityFields('Who proposes', 'author')]);
+	assert.deepEqual(readOperationInput(nodeContext({ comment: 'c', identity: 'token', identityClaim: 'sub' }), 0, AUTHOR, { jwtPayload: { sub: 'alice' } }), { comment: 'c', author: 'alice' });
+	assert.deepEqual(readOperationInput(nodeContext({ comment: 'c', identity: 'field', author: 'carol' }), 0, AUTHOR, {}), { comment: 'c', author: 'carol' });
+	let mismatch: unknown;
+	try {
+		readOperationInput(nodeContext({ comment: 'c', identity: 'token', identityClaim: 'sub' }), 0, AUTHOR, { jwtPayload: { sub: 'alice' }, body: { author: 'bob', user_id: 'bob' } });
+	} catch (error) {
+		mismatch = error;
+	}
+	assert.ok(mismatch instanceof ContractError);
+	assertAuth(mismatch, 403, 'IDENTITY_MISMATCH');
+	assert.equal(mismatch.details.field, 'body.author');
 	const plain = fieldsOf({ resource: 'atom', operation: 'unlockExpired' }, [{ displayName: 'Atom ID', name: 'atomId', description: 'Key' }]);
 	assert.deepEqual(readOperationInput(nodeContext({ atomId: 'a1' }), 0, plain, {}), { atom_id: 'a1' }, 'no Identity fields: input unchanged, no token needed');
 });

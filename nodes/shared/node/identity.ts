@@ -17,7 +17,7 @@ import type { IDataObject, IExecuteFunctions, INodeProperties } from 'n8n-workfl
 import { ContractError } from '../errors';
 import { isRecord } from '../json';
 import { replaceUnstorable } from '../sanitize';
-import { fromBody, readFields, type FieldInit } from './fields';
+import { fromBody, readFields, snakeOf, type FieldInit } from './fields';
 
 /** Longest identity accepted from a token claim (the operations' user_id limit). */
 export const MAX_IDENTITY_LENGTH = 256;
@@ -31,8 +31,11 @@ const WHERE = { operation: 'authenticate' };
  * `identity` (options `token` | `field`, default `token`), `identityClaim` (shown for `token`, default
  * `sub`) and `userId` (shown for `field`, default: the body's, else the item's `user_id`).
  * @param who what the user does in this operation, e.g. "Who takes the lock (stored in locked_by)"
+ * @param as the input key the identity fills and the body key checked against the token: `user_id`
+ *        (field `userId`, "User ID") or `author` (field `author`, "Author")
  */
-export function identityFields(who: string): FieldInit[] {
+export function identityFields(who: string, as: 'user_id' | 'author' = 'user_id'): FieldInit[] {
+	const field = as === 'author' ? { displayName: 'Author', name: 'author' } : { displayName: 'User ID', name: 'userId' };
 	return [
 		{
 			displayName: 'Identity',
@@ -49,10 +52,10 @@ export function identityFields(who: string): FieldInit[] {
 				{
 					name: 'User ID Field',
 					value: 'field',
-					description: 'The user is the User ID field: only for callers n8n authenticated another way (e.g. Header Auth from a trusted backend) or sub-workflows',
+					description: `The user is the ${field.displayName} field: only for callers n8n authenticated another way (e.g. Header Auth from a trusted backend) or sub-workflows`,
 				},
 			],
-			description: `${who}: where that user comes from. Without a verified token the item fails with 401; an unusable claim or a different body user_id with 403.`,
+			description: `${who}: where that user comes from. Without a verified token the item fails with 401; an unusable claim or a different body ${as} with 403.`,
 		},
 		{
 			displayName: 'Identity Claim',
@@ -62,10 +65,9 @@ export function identityFields(who: string): FieldInit[] {
 			description: 'Claim of the verified JWT payload ($json.jwtPayload) that holds the user ID: a non-empty string or an integer, at most 256 characters',
 		},
 		{
-			displayName: 'User ID',
-			name: 'userId',
+			...field,
 			required: true,
-			default: fromBody('user_id'),
+			default: fromBody(as),
 			show: { identity: ['field'] },
 			description: `${who}. Trusted as given: use only behind a caller n8n authenticated.`,
 		},
@@ -78,7 +80,7 @@ export interface IdentityParams {
 	identity?: unknown;
 	/** Claim name for `token` (default `sub`). */
 	identity_claim?: unknown;
-	/** The User ID field for `field`. */
+	/** The User ID (or Author) field for `field`. */
 	user_id?: unknown;
 }
 
@@ -102,14 +104,25 @@ function ownValue(record: Record<string, unknown>, key: string): { value?: unkno
 /**
  * The identity a verified token gives: claim `claim` of `json.jwtPayload`, as a string (a safe integer
  * is String()-ed), after checking that the body does not name another user.
- * @throws ContractError 401 UNAUTHENTICATED when `json.jwtPayload` is not an object (no JWT verified)
- * @throws ContractError 403 IDENTITY_CLAIM_INVALID when the claim is missing, not a non-blank string or
- *         safe integer, longer than 256 characters, or contains NUL or a lone surrogate (`details.claim`)
- * @throws ContractError 403 IDENTITY_MISMATCH when `json.body.user_id` is neither null nor undefined and
+ * The identity is returned exactly as the operations store it: a claim with leading or trailing white
+ * space is refused rather than trimmed, so " alice" can never act as "alice".
+ * @param bodyKey the body key that must not name another user (`user_id`, or `author` for proposals)
+ * @throws ContractError 401 UNAUTHENTICATED when `json.jwtPayload` is missing (no JWT verified)
+ * @throws ContractError 403 IDENTITY_CLAIM_INVALID when the payload is not an object, or the claim is
+ *         missing, not a non-blank string or safe integer, has leading/trailing white space, is longer than
+ *         256 characters, or contains NUL or a lone surrogate (`details.claim`)
+ * @throws ContractError 403 IDENTITY_MISMATCH when `json.body[bodyKey]` is neither null nor undefined and
  *         differs from the identity (a number is compared as its String(); any other type differs)
  */
-export function tokenIdentity(json: IDataObject | Record<string, unknown>, claim: string): string {
+export function tokenIdentity(json: IDataObject | Record<string, unknown>, claim: string, bodyKey = 'user_id'): string {
 	const payload = ownValue(json, 'jwtPayload');
+	const invalid = (reason: string) =>
+		authError(`the token's claim "${claim}" ${reason}: issue tokens whose "${claim}" is the user ID, or set Identity Claim to the claim that holds it`, 403, {
+			code: 'IDENTITY_CLAIM_INVALID',
+			claim,
+		});
+	// A verified token whose payload is not a JSON object (jsonwebtoken returns it as a string) has no claims.
+	if (payload.value !== undefined && payload.value !== null && !isRecord(payload.value)) throw invalid('is missing (the token\'s payload is not a JSON object)');
 	if (!isRecord(payload.value)) {
 		throw authError(
 			"no verified token on the item (json.jwtPayload is missing): set the Webhook node's Authentication to JWT Auth, or Identity to User ID Field",
@@ -118,26 +131,22 @@ export function tokenIdentity(json: IDataObject | Record<string, unknown>, claim
 		);
 	}
 	const raw = ownValue(payload.value, claim).value; // an unreadable claim reads as missing
-	const invalid = (reason: string) =>
-		authError(`the token's claim "${claim}" ${reason}: issue tokens whose "${claim}" is the user ID, or set Identity Claim to the claim that holds it`, 403, {
-			code: 'IDENTITY_CLAIM_INVALID',
-			claim,
-		});
 	if (raw === undefined || raw === null) throw invalid('is missing');
 	if (!(typeof raw === 'string' && raw.trim() !== '') && !(typeof raw === 'number' && Number.isSafeInteger(raw))) {
 		throw invalid('is not a non-empty string or an integer');
 	}
 	const identity = String(raw);
+	if (identity !== identity.trim()) throw invalid('has leading or trailing white space');
 	if (identity.length > MAX_IDENTITY_LENGTH) throw invalid(`is longer than ${MAX_IDENTITY_LENGTH} characters`);
 	if (replaceUnstorable(identity).replaced) throw invalid('contains NUL or a lone surrogate');
 	const body = ownValue(json, 'body');
-	// Only an object body carries a user_id; an unreadable one cannot be checked, so it is refused.
-	const claimed = isRecord(body.value) ? ownValue(body.value, 'user_id') : body.failed ? body : {};
+	// Only an object body carries a user id; an unreadable one cannot be checked, so it is refused.
+	const claimed = isRecord(body.value) ? ownValue(body.value, bodyKey) : body.failed ? body : {};
 	if (claimed.failed || (claimed.value !== undefined && claimed.value !== null && !sameUser(claimed.value, identity))) {
 		throw authError(
-			`the body's user_id is not the user of the token (claim "${claim}"): send the token of that user, or leave user_id out of the body`,
+			`the body's ${bodyKey} is not the user of the token (claim "${claim}"): send the token of that user, or leave ${bodyKey} out of the body`,
 			403,
-			{ code: 'IDENTITY_MISMATCH', claim, field: 'body.user_id' },
+			{ code: 'IDENTITY_MISMATCH', claim, field: `body.${bodyKey}` },
 		);
 	}
 	return identity;
@@ -154,10 +163,11 @@ function sameUser(value: unknown, identity: string): boolean {
  * The `user_id` an operation acts as, from its Identity fields and the input item's json.
  * `token` (or unset): `tokenIdentity(json, identity_claim || "sub")`, a string. `field`: the User ID
  * field as read (the operation validates it: 422 when missing).
+ * @param bodyKey the body key checked against the token (`user_id`, or `author`)
  * @throws ContractError 401/403 (see tokenIdentity); 422 VALIDATION for an Identity other than
  *         token/field or an Identity Claim that is not a name of 1–256 characters
  */
-export function resolveUserId(params: IdentityParams, json: IDataObject | Record<string, unknown>): unknown {
+export function resolveUserId(params: IdentityParams, json: IDataObject | Record<string, unknown>, bodyKey = 'user_id'): unknown {
 	const mode = params.identity ?? 'token';
 	if (mode === 'field') return params.user_id;
 	if (mode !== 'token') throw invalidParam('identity', 'must be token or field');
@@ -165,7 +175,7 @@ export function resolveUserId(params: IdentityParams, json: IDataObject | Record
 	if (typeof claim !== 'string' || claim.trim() === '' || claim.length > MAX_IDENTITY_LENGTH) {
 		throw invalidParam('identity_claim', `must be a claim name of 1–${MAX_IDENTITY_LENGTH} characters`);
 	}
-	return tokenIdentity(json, claim.trim());
+	return tokenIdentity(json, claim.trim(), bodyKey);
 }
 
 /** Whether an operation's fields include the Identity fields. */
@@ -173,15 +183,23 @@ export function hasIdentity(fields: INodeProperties[]): boolean {
 	return fields.some((f) => f.name === 'identity');
 }
 
+/** The input key the identity fills: that of the field shown for Identity = User ID Field (`user_id` or `author`). */
+function identityKey(fields: INodeProperties[]): string {
+	const field = fields.find((f) => (f.displayOptions?.show?.identity as unknown[] | undefined)?.includes('field'));
+	return field ? snakeOf(field.name) : 'user_id';
+}
+
 /**
  * Reads an operation's fields for one item (`readFields`) and, when it has the Identity fields,
- * replaces `identity`, `identity_claim` and `user_id` by the resolved `user_id`. Both contract nodes call
- * it after setting the item's ctx, so an identity error item keeps its ctx.
+ * replaces `identity`, `identity_claim` and the identity key (`user_id`, or `author` for proposals) by the
+ * resolved identity. Both contract nodes call it after setting the item's ctx, so an identity error item
+ * keeps its ctx.
  * @throws ContractError 401/403/422 as resolveUserId
  */
 export function readOperationInput(fn: IExecuteFunctions, itemIndex: number, fields: INodeProperties[], json: IDataObject): Record<string, unknown> {
 	const input = readFields(fn, itemIndex, fields);
 	if (!hasIdentity(fields)) return input;
-	const { identity, identity_claim, user_id, ...rest } = input;
-	return { ...rest, user_id: resolveUserId({ identity, identity_claim, user_id }, json) };
+	const key = identityKey(fields);
+	const { identity, identity_claim, [key]: value, ...rest } = input;
+	return { ...rest, [key]: resolveUserId({ identity, identity_claim, user_id: value }, json, key) };
 }

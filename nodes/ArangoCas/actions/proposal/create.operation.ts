@@ -2,7 +2,8 @@
  * Proposal → Create (seed 000 §3.4, manual proposal): a new atom with status "proposal" and its
  * `alternative` proposal_links edge to the active atom; the document structure does not change.
  *
- * Input: `target_active_id`, `new_content`, `comment`, `author`.
+ * Input: `target_active_id`, `new_content`, `comment`, `author` (by default the verified token's `sub`,
+ * see nodes/shared/node/identity.ts; a body `author` naming someone else is a 403).
  * Output data (201): `{ proposal_id, proposal_rev, status: "proposal", proposal_link_id }`.
  * Errors: 404 NOT_FOUND when the target does not exist; 409 INVALID_STATE when it is not active;
  * 422 invalid input. One AQL query (atom and edge are created together or not at all).
@@ -11,6 +12,7 @@ import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -64,7 +66,7 @@ export const createProposal: Operation = {
 		{ displayName: 'Target Active Atom ID', name: 'targetActiveId', required: true, description: 'Key of the active atom the proposal changes' },
 		{ displayName: 'New Content', name: 'newContent', required: true, typeOptions: { rows: 4 }, description: 'The proposed text' },
 		{ displayName: 'Comment', name: 'comment', description: 'Why (stored on the proposal_links edge)' },
-		{ displayName: 'Author', name: 'author', required: true, description: 'Who proposes' },
+		...identityFields('Who proposes (stored as the proposal\'s author)', 'author'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(CreateProposalInput, raw, 'atoms');
