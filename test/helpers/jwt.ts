@@ -4,6 +4,7 @@
  * jsonwebtoken's form (seconds as a number, or "1h", "-1s" for an already expired token). A fresh random
  * secret per test run comes from `testSecret()`; a token signed with another secret is "wrongly signed".
  */
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 
@@ -50,4 +51,16 @@ export function tokensIn(text: string, tokens: Iterable<string>): string[] {
 		const signature = t.split('.')[2] ?? '';
 		return text.includes(t) || (signature.length >= 16 && text.includes(signature));
 	});
+}
+
+/**
+ * Asserts that none of `minted` (more than 10 tokens) appears in any `ops.errors` row of `pool`'s
+ * database (at least one row must exist to scan) or in n8n's `transcript`.
+ */
+export async function assertNoTokenLeaked(pool: { query(sql: string): Promise<{ rows: { row: string }[] }> }, transcript: string, minted: Set<string>): Promise<void> {
+	assert.ok(minted.size > 10, 'the suite minted tokens to look for');
+	const { rows } = await pool.query('SELECT row_to_json(e)::text AS row FROM ops.errors e');
+	assert.ok(rows.length > 0, 'the suite recorded errors to scan');
+	assert.deepEqual(tokensIn(rows.map((r) => r.row).join('\n'), minted), []);
+	assert.deepEqual(tokensIn(transcript, minted), []);
 }
