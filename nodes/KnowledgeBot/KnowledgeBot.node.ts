@@ -24,7 +24,8 @@ import type { TelegramCredential } from './transport/botApi';
  * Knowledge Bot — the worker steps of the Telegram knowledge bot (seed 003 §1), each the core of one
  * workflow: Telegram Update → Process (WF20), URL → Normalize (WF30) and Fetch (WF31), Telegram File →
  * Download (WF32, with the Contracts Telegram Bot API credential), Document →
- * Extract (WF33), Chunk (WF40) and Embed (WF41, pgvector, with the Contracts Embeddings API credential).
+ * Extract (WF33), Chunk (WF40) and Embed (WF41, with the Contracts Embeddings API credential; pgvector HNSW
+ * where migration 007 is applied, else the exact store of migration 011 — actions/vectorRoute.ts).
  *
  * Input: an item with `req` (the workflow's input of seed 003) and optionally `ctx` (travelling
  * context: correlation_id, job_id… kept on errors). Output: a SuccessEnvelope per item, `data` as the

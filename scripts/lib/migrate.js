@@ -7,6 +7,9 @@
  * A file whose first line is `-- requires-extension: <name>` is applied only where the server offers
  * that extension (pg_available_extensions); otherwise it is reported in `missing`, with the reason, and
  * not recorded, so a later run applies it once the extension is installed.
+ * After migrating, the vector store the Knowledge Bot will use is reported (`vector_store`, the same rule
+ * as nodes/KnowledgeBot/actions/vectorRoute.ts): `pgvector_hnsw` where 007's table exists, else `exact`
+ * (migration 011's table, no extension).
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -22,7 +25,18 @@ function requiredExtension(sql) {
 	return match ? match[1] : null;
 }
 
-/** @returns {Promise<{applied: string[], skipped: string[], missing: {file: string, extension: string, reason: string}[]}>} */
+/** The vector route of the database (vectorRoute.ts): `{ route, table, pgvector_version }`, route null when neither table exists. */
+async function vectorStore(client) {
+	const { rows } = await client.query(`SELECT to_regclass('kg.chunk_embeddings_1536') IS NOT NULL AS hnsw,
+		to_regclass('kg.chunk_embeddings_1536_exact') IS NOT NULL AS exact,
+		(SELECT extversion FROM pg_extension WHERE extname = 'vector') AS version`);
+	const { hnsw, exact, version } = rows[0];
+	if (hnsw) return { route: 'pgvector_hnsw', table: 'kg.chunk_embeddings_1536', pgvector_version: version };
+	if (exact) return { route: 'exact', table: 'kg.chunk_embeddings_1536_exact', pgvector_version: version };
+	return { route: null, table: null, pgvector_version: version };
+}
+
+/** @returns {Promise<{applied: string[], skipped: string[], missing: {file: string, extension: string, reason: string}[], vector_store: {route: string|null, table: string|null, pgvector_version: string|null}}>} */
 async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {}) {
 	const files = fs
 		.readdirSync(dir)
@@ -33,6 +47,7 @@ async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {
 	const applied = [];
 	const skipped = [];
 	const missing = [];
+	let vector_store;
 	try {
 		await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
 		await client.query(`CREATE TABLE IF NOT EXISTS public.contracts_migrations (
@@ -72,11 +87,19 @@ async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {
 			applied.push(file);
 			log(`applied ${file}`);
 		}
+		vector_store = await vectorStore(client);
 	} finally {
 		await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
 		await client.end();
 	}
-	return { applied, skipped, missing };
+	return { applied, skipped, missing, vector_store };
 }
 
-module.exports = { migrate, MIGRATIONS_DIR };
+/** One line saying which vector store WF41/WF51 use and why. */
+function describeVectorStore(store) {
+	if (store.route === 'pgvector_hnsw') return `pgvector ${store.pgvector_version} HNSW on ${store.table}${/^0\.[0-7]\./.test(store.pgvector_version || '') ? ' (pgvector < 0.8: a filtered search that comes back short is re-run exactly)' : ' (iterative scans keep k under the ACL filter)'}`;
+	if (store.route === 'exact') return `exact search on ${store.table} (no pgvector here: the ACL filter selects the visible rows, the node computes their cosine)`;
+	return 'none (neither kg.chunk_embeddings_1536 nor kg.chunk_embeddings_1536_exact exists)';
+}
+
+module.exports = { migrate, describeVectorStore, MIGRATIONS_DIR };

@@ -1,5 +1,5 @@
 /**
- * Knowledge Bot operations on real PostgreSQL: Process (WF20), Normalize (WF30), Chunk (WF40).
+ * Knowledge Bot operations on real PostgreSQL: Process (WF20), Normalize (WF30), Chunk (WF40), Embed's vector route (WF41).
  * Replays are no-ops (every table compared row by row), failures roll back, errors name the field.
  */
 import assert from 'node:assert/strict';
@@ -241,17 +241,26 @@ test('Chunk: chunks with overlap, idempotent, shrinking text removes the tail; 4
 	assert.equal(overlap.details.field, 'req.chunking.overlap');
 });
 
-test('Embed on a server without pgvector: 500 PGVECTOR_MISSING saying migration 007 was not applied', async (t) => {
-	const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM pg_available_extensions WHERE name = 'vector'");
-	if (rows[0].n > 0) {
-		t.skip('this server has pgvector: the missing-table path cannot happen (the vector SQL is tested on PGlite)');
-		return;
+test('Embed on this server: the vector route of the database (exact without pgvector); with no vector store table, 500 VECTOR_STORE_MISSING, and the route found again once it is back', async () => {
+	const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'vector'");
+	const expected = rows[0].n > 0 ? 'pgvector_hnsw' : 'exact';
+	const id = await insertDocument(-100999, 'some text', 'done'); // no chunks: nothing to embed, no embeddings call
+	const model = (await db.pool.query("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'route-probe', 1536) RETURNING id")).rows[0].id;
+	const req = { tenant_id: tenant, document_id: id, model_id: model };
+	assert.deepEqual((await run(embedOperation, req)).data, { document_id: id, model_id: model, embeddings_upserted: 0, chunks_embedded: 0, vector_route: expected });
+	const tables = ['chunk_embeddings_1536', 'chunk_embeddings_1536_exact'];
+	const present = (await db.pool.query("SELECT relname FROM pg_class WHERE relnamespace = 'kg'::regnamespace AND relname = ANY($1)", [tables])).rows.map((r) => r.relname as string);
+	for (const t of present) await db.pool.query(`ALTER TABLE kg.${t} RENAME TO ${t}_away`);
+	try {
+		for (const attempt of ['cached route, table gone', 'looked up again']) {
+			const error = await failure(embedOperation, req);
+			assert.deepEqual([error.statusCode, error.details.code, error.retryable], [500, 'VECTOR_STORE_MISSING', false], attempt);
+			assert.match(error.message, /db:migrate/);
+		}
+	} finally {
+		for (const t of present) await db.pool.query(`ALTER TABLE kg.${t}_away RENAME TO ${t}`);
 	}
-	const id = await insertDocument(-100999, 'some text', 'done');
-	const model = await db.pool.query("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'no-vector-here', 1536) RETURNING id");
-	const error = await failure(embedOperation, { tenant_id: tenant, document_id: id, model_id: model.rows[0].id });
-	assert.deepEqual([error.statusCode, error.details.code, error.retryable], [500, 'PGVECTOR_MISSING', false]);
-	assert.match(error.message, /007_kg_vectors\.sql was not applied/);
+	assert.equal((await run(embedOperation, req)).data.vector_route, expected);
 });
 
 test('questions to the bot become qa_answer jobs: a DM text (not a /command), a group text mentioning @bot (not an edit)', async () => {

@@ -12,7 +12,7 @@ import { Client } from 'pg';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { resolvePostgres, createDatabase } = require('../../scripts/lib/postgres');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { migrate } = require('../../scripts/lib/migrate');
+const { migrate, describeVectorStore } = require('../../scripts/lib/migrate');
 
 let server: { url: string; stop(): Promise<void> };
 const dbs: { url: string; drop(): Promise<void> }[] = [];
@@ -57,7 +57,7 @@ test('every table of seed 003 exists after one run; a second run applies nothing
 	assert.deepEqual(again.applied, []);
 });
 
-test('pgvector absent: 007 is reported with the reason and left unrecorded, the rest migrates', async (t) => {
+test('pgvector absent: 007 is reported with the reason and left unrecorded, the rest migrates (011 too), and the vector store reported is the exact one', async (t) => {
 	const url = await fresh();
 	const [{ has }] = await query(url, "SELECT count(*)::int AS has FROM pg_available_extensions WHERE name = 'vector'");
 	if (has > 0) {
@@ -70,6 +70,22 @@ test('pgvector absent: 007 is reported with the reason and left unrecorded, the 
 	const recorded = await query(url, 'SELECT filename FROM public.contracts_migrations ORDER BY 1');
 	assert.ok(!recorded.some((r) => r.filename === '007_kg_vectors.sql'));
 	assert.ok(recorded.some((r) => r.filename === '006_knowledge_schema.sql'));
+	assert.ok(recorded.some((r) => r.filename === '011_kg_vectors_exact.sql'));
+	assert.deepEqual(result.vector_store, { route: 'exact', table: 'kg.chunk_embeddings_1536_exact', pgvector_version: null });
+	assert.match(describeVectorStore(result.vector_store), /^exact search on kg\.chunk_embeddings_1536_exact \(no pgvector here/);
+});
+
+test('the vector store reported follows the tables: pgvector HNSW where 007\'s table exists, none without either', async () => {
+	const url = await fresh();
+	await migrate(url);
+	await query(url, 'DROP TABLE IF EXISTS kg.chunk_embeddings_1536; CREATE TABLE kg.chunk_embeddings_1536 (chunk_id bigint)'); // stands for 007's table
+	assert.equal((await migrate(url)).vector_store.route, 'pgvector_hnsw');
+	await query(url, 'DROP TABLE kg.chunk_embeddings_1536; DROP TABLE kg.chunk_embeddings_1536_exact');
+	const none = (await migrate(url)).vector_store;
+	assert.equal(none.route, null);
+	assert.match(describeVectorStore(none), /^none/);
+	assert.match(describeVectorStore({ route: 'pgvector_hnsw', table: 'kg.chunk_embeddings_1536', pgvector_version: '0.7.4' }), /pgvector < 0\.8: a filtered search that comes back short is re-run exactly/);
+	assert.match(describeVectorStore({ route: 'pgvector_hnsw', table: 'kg.chunk_embeddings_1536', pgvector_version: '0.8.0' }), /iterative scans keep k/);
 });
 
 test('a migration whose extension becomes available is applied by the next run', async () => {

@@ -1,21 +1,26 @@
 /**
  * Document → Embed: WF41 of seed 003. Embeds the chunks of a document that have no vector for the
- * model yet, or one computed from older text (kg.chunk_embeddings_1536.chunk_sha256), through the
+ * model yet, or one computed from older text (`chunk_sha256` of the vector row), through the
  * Contracts Embeddings API credential (task RETRIEVAL_DOCUMENT, batches of 100), and upserts them —
- * re-running it embeds nothing new.
+ * re-running it embeds nothing new. The vectors go to the database's vector store (vectorRoute.ts):
+ * kg.chunk_embeddings_1536 (pgvector, migration 007) where it exists, else kg.chunk_embeddings_1536_exact
+ * (migration 011, no extension).
  * Input `req`: `{ tenant_id, document_id, model_id }` (kg.embedding_models: provider, name, dims = 1536).
- * Output: `{ document_id, model_id, embeddings_upserted, chunks_embedded }`.
+ * Output: `{ document_id, model_id, embeddings_upserted, chunks_embedded, vector_route }` (vector_route:
+ *   `pgvector_hnsw` | `exact`).
  * Errors: 422 `req.<field>` or MODEL_DIMS (a model not of 1536 dimensions); 404 MODEL_NOT_FOUND /
- *   DOCUMENT_NOT_FOUND; 502 upstream (retryable: 429, 5xx, network; not: other 4xx, wrong dimensions);
- *   500 PGVECTOR_MISSING (migration 007 not applied); 503/500 db.
+ *   DOCUMENT_NOT_FOUND; 502 upstream (retryable: 429, 5xx, network; not: other 4xx, wrong dimensions, a
+ *   component beyond float32); 500 VECTOR_STORE_MISSING (migrations not applied); 503/500 db.
  */
 import type { Pool } from 'pg';
 import { z } from 'zod';
 import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError } from '../../../shared/errors';
-import { EmbeddingsError, vectorLiteral } from '../../transport/embeddings';
+import { EmbeddingsError } from '../../transport/embeddings';
 import type { KnowledgeOperation } from '../types';
-import { CHUNKS_TO_EMBED, EMBEDDINGS_TABLE, UPSERT_EMBEDDINGS, VECTOR_DIMS, vectorError } from '../vectorSql';
+import { EXACT_TABLE } from '../exactSql';
+import { chunksToEmbed, upsertEmbeddings, vectorError } from '../vectorStore';
+import { EMBEDDINGS_TABLE, VECTOR_DIMS } from '../vectorSql';
 
 export const EmbedRequest = z.object({
 	tenant_id: TenantId,
@@ -24,7 +29,7 @@ export const EmbedRequest = z.object({
 	trace_id: z.string().nullish(),
 });
 
-const WHERE = { table: EMBEDDINGS_TABLE };
+const WHERE = { table: 'kg.chunks' };
 
 /** Maps an embeddings failure to a 502 ContractError (kind rate_limit for 429). */
 export function embeddingsFailure(error: unknown): ContractError {
@@ -41,11 +46,11 @@ export async function loadModel(pool: Pool, modelId: number): Promise<{ id: numb
 	try {
 		rows = (await pool.query('SELECT id, provider, name, dims FROM kg.embedding_models WHERE id = $1', [modelId])).rows;
 	} catch (error) {
-		throw vectorError(error, { operation: 'select', table: 'kg.embedding_models' });
+		throw vectorError(pool, error, { operation: 'select', table: 'kg.embedding_models' });
 	}
 	if (rows.length === 0) throw new ContractError(`embedding model ${modelId} not found`, 404, 'not_found', false, { code: 'MODEL_NOT_FOUND', model_id: modelId }, { operation: 'select', table: 'kg.embedding_models' });
 	const dims = Number(rows[0].dims);
-	if (dims !== VECTOR_DIMS) throw new ContractError(`embedding model ${modelId} has ${dims} dimensions; ${EMBEDDINGS_TABLE} holds ${VECTOR_DIMS}`, 422, 'validation', false, { code: 'MODEL_DIMS', field: 'req.model_id' }, { operation: 'select', table: 'kg.embedding_models' });
+	if (dims !== VECTOR_DIMS) throw new ContractError(`embedding model ${modelId} has ${dims} dimensions; ${EMBEDDINGS_TABLE} and ${EXACT_TABLE} hold ${VECTOR_DIMS}`, 422, 'validation', false, { code: 'MODEL_DIMS', field: 'req.model_id' }, { operation: 'select', table: 'kg.embedding_models' });
 	return { id: Number(rows[0].id), name: String(rows[0].name), dims };
 }
 
@@ -53,7 +58,7 @@ export const embedOperation: KnowledgeOperation = {
 	value: 'embed',
 	name: 'Embed',
 	action: 'Embed the chunks of a document',
-	description: 'Compute and store the vectors of a document\'s new or changed chunks (WF41; needs pgvector)',
+	description: 'Compute and store the vectors of a document\'s new or changed chunks (WF41; pgvector HNSW where installed, else an exact store)',
 	workflow: 'WF41',
 	async execute({ pool, state, embed }, raw) {
 		const req = parseRequest(EmbedRequest, raw, WHERE);
@@ -61,27 +66,31 @@ export const embedOperation: KnowledgeOperation = {
 		const model = await loadModel(pool, req.model_id);
 		let doc: Record<string, unknown>[];
 		let chunks: Record<string, unknown>[];
+		let route: Awaited<ReturnType<typeof chunksToEmbed>>['route'];
 		try {
 			doc = (await pool.query('SELECT chat_id FROM content.documents WHERE tenant_id = $1 AND id = $2', [req.tenant_id, req.document_id])).rows;
 			if (doc.length === 0) throw new ContractError(`document ${req.document_id} not found`, 404, 'not_found', false, { code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id }, { operation: 'select', table: 'content.documents' });
-			chunks = (await pool.query(CHUNKS_TO_EMBED, [req.tenant_id, req.document_id, model.id])).rows;
+			({ route, rows: chunks } = await chunksToEmbed(pool, req.tenant_id, req.document_id, model.id));
 		} catch (error) {
-			throw vectorError(error, { operation: 'select', ...WHERE });
+			throw vectorError(pool, error, { operation: 'select', ...WHERE });
 		}
 		state.ctx!.chat_id = Number(doc[0].chat_id);
-		if (chunks.length === 0) return { document_id: req.document_id, model_id: model.id, embeddings_upserted: 0, chunks_embedded: 0 };
+		const done = (upserted: number, embedded: number) => ({ document_id: req.document_id, model_id: model.id, embeddings_upserted: upserted, chunks_embedded: embedded, vector_route: route.route });
+		if (chunks.length === 0) return done(0, 0);
 		let vectors: number[][];
 		try {
 			vectors = await embed(model, chunks.map((c) => String(c.text)), 'RETRIEVAL_DOCUMENT');
 		} catch (error) {
 			throw embeddingsFailure(error);
 		}
-		const rows = chunks.map((c, i) => ({ chunk_id: Number(c.id), embedding: vectorLiteral(vectors[i]), chunk_sha256: c.text_sha256 }));
+		const rows = chunks.map((c, i) => ({ chunk_id: Number(c.id), vector: vectors[i], chunk_sha256: String(c.text_sha256) }));
+		let upserted: number;
 		try {
-			const result = await pool.query(UPSERT_EMBEDDINGS, [req.tenant_id, model.id, JSON.stringify(rows)]);
-			return { document_id: req.document_id, model_id: model.id, embeddings_upserted: result.rows.length, chunks_embedded: rows.length };
+			upserted = await upsertEmbeddings(pool, req.tenant_id, model.id, rows);
 		} catch (error) {
-			throw vectorError(error, { operation: 'upsert', ...WHERE });
+			if (error instanceof RangeError) throw new ContractError(`embeddings endpoint returned a vector the store cannot hold: ${error.message}`, 502, 'upstream', false, { code: 'EMBEDDINGS_FAILED', http_status: 200 }, { operation: 'embed', table: route.table });
+			throw vectorError(pool, error, { operation: 'upsert', table: route.table });
 		}
+		return done(upserted, rows.length);
 	},
 };

@@ -18,7 +18,8 @@
  * Input `req`: `{ tenant_id, tg_user_id, channel, chat_id, question, question_message_version_id, trace_id }`
  *   (+ k 1–20, default 5; send_reply, default true).
  * Output: `{ session_id, turn_id, answer_text, citations: [{ rank, chunk_id, score, snippet, source_ref }],
- *   telegram_message_id }`.
+ *   telegram_message_id, vector_route }` (vector_route: `pgvector_hnsw` | `exact` — the vector store searched
+ *   (vectorRoute.ts); null when a retried job found its turn and nothing was searched).
  * Ids are exact (shared/contracts/ids.ts): a number beyond 2^53 − 1 is refused 422, send it as a string.
  * The reply goes to the chat Context Loader allowed: a group the asker is a member of, or the asker's own dm
  *   (a dm request naming another chat is refused 403 DM_NOT_OWN_CHAT there, before anything is read or sent).
@@ -26,7 +27,7 @@
  *   them) is refused 422 `req.question` — Update → Process stores message texts with them replaced by U+FFFD,
  *   so a question it enqueues never has one.
  * Errors: 422 `req.<field>`; 403/404 ACL; 404 NO_EMBEDDING_MODEL; 502 embeddings/model/Bot API
- *   (retryable as their classes); 500 PGVECTOR_MISSING; 503/500 db.
+ *   (retryable as their classes); 500 VECTOR_STORE_MISSING; 503/500 db.
  */
 import type { Pool } from 'pg';
 import { z } from 'zod';
@@ -143,6 +144,7 @@ export const answerOperation: KnowledgeOperation = {
 		let answer: string;
 		let citations: Citation[];
 		let sentId: number | null = null;
+		let vectorRoute: string | null = null;
 		if (existing.length > 0) {
 			turnId = Number(existing[0].id);
 			answer = String(existing[0].answer_text);
@@ -158,7 +160,7 @@ export const answerOperation: KnowledgeOperation = {
 			} catch (error) {
 				throw embeddingsFailure(error);
 			}
-			const chunks = await retrieveChunks(pool, ctx, vector, { model_id: model.id, k: req.k });
+			const chunks = await retrieveChunks(pool, ctx, vector, { model_id: model.id, k: req.k, onRoute: (r) => (vectorRoute = r.route) });
 			citations = citationsOf(chunks);
 			let modelName: string | null = null;
 			if (chunks.length === 0) {
@@ -189,6 +191,6 @@ export const answerOperation: KnowledgeOperation = {
 			}
 			await query(pool, 'UPDATE audit.qa_turns SET telegram_message_id = $2 WHERE id = $1', [turnId, sentId], { operation: 'update', ...WHERE });
 		}
-		return { session_id: sessionId, turn_id: turnId, answer_text: answer, citations, telegram_message_id: sentId };
+		return { session_id: sessionId, turn_id: turnId, answer_text: answer, citations, telegram_message_id: sentId, vector_route: vectorRoute };
 	},
 };

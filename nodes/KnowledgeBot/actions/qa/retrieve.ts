@@ -1,6 +1,7 @@
 /**
  * Retrieval for WF51: the `k` chunks nearest to a question vector that everyone who reads the reply may see
- * (seed 003 §0.2, SEARCH_CHUNKS), given the ctx Context Loader (WF00c) built: in a `group`, only that chat's
+ * (seed 003 §0.2, vectorAcl.ts), on the database's vector route (vectorStore.ts: pgvector HNSW, or the exact
+ * search without the extension), given the ctx Context Loader (WF00c) built: in a `group`, only that chat's
  * group documents; in a `dm` (the asker's own private chat), the asker's dms and the groups they are a member
  * of (everything of the tenant for an admin). Refuses a ctx that is not allowed or names the wrong chat.
  */
@@ -8,8 +9,9 @@ import type { Pool } from 'pg';
 import type { AclCtx } from '../../../shared/contracts/ctx';
 import { parseExactId, sameId } from '../../../shared/contracts/ids';
 import { ContractError } from '../../../shared/errors';
-import { vectorLiteral } from '../../transport/embeddings';
-import { EMBEDDINGS_TABLE, SEARCH_CHUNKS, vectorError } from '../vectorSql';
+import type { VectorRoute } from '../vectorRoute';
+import { searchChunks, vectorError } from '../vectorStore';
+import { EMBEDDINGS_TABLE as TABLE } from '../vectorSql';
 
 export interface RetrievedChunk {
 	chunk_id: number;
@@ -36,15 +38,15 @@ function exactOf(value: unknown): number | string {
 
 /**
  * @param ctx the request's ctx: `channel` and `chat_id` say where the reply goes, so what may be cited
- * @param k most chunks returned (1–100)
+ * @param options.k most chunks returned (1–100); options.onRoute is told which vector route answered (vectorRoute.ts)
  * @throws ContractError 403 NOT_ALLOWED for a ctx without is_allowed or a blocked role; 403 DM_NOT_OWN_CHAT for
  *   a dm ctx naming a chat other than the asker's own (chat_id null or = tg_user_id); 422 a tg_user_id or a
  *   group's chat_id that is not an exact int8 (ids.ts), or a channel that is neither group nor dm
- *   (`ctx.<field>`); 500 PGVECTOR_MISSING; 503/500 db
+ *   (`ctx.<field>`); 500 VECTOR_STORE_MISSING; 503/500 db
  */
-export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' | 'tg_user_id' | 'role' | 'is_allowed' | 'channel' | 'chat_id'>, vector: number[], options: { model_id: number; k: number }): Promise<RetrievedChunk[]> {
-	const where = { operation: 'select', table: EMBEDDINGS_TABLE };
-	const invalid = (field: string, message: string) => new ContractError(`the ctx's ${field} ${message}`, 422, 'validation', false, { code: 'VALIDATION', field: `ctx.${field}` }, { operation: 'validate', table: EMBEDDINGS_TABLE });
+export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' | 'tg_user_id' | 'role' | 'is_allowed' | 'channel' | 'chat_id'>, vector: number[], options: { model_id: number; k: number; onRoute?: (route: VectorRoute) => void }): Promise<RetrievedChunk[]> {
+	const where = { operation: 'select', table: TABLE };
+	const invalid = (field: string, message: string) => new ContractError(`the ctx's ${field} ${message}`, 422, 'validation', false, { code: 'VALIDATION', field: `ctx.${field}` }, { operation: 'validate', table: TABLE });
 	if (!ctx.is_allowed || ctx.role === 'blocked') {
 		throw new ContractError('the ctx does not allow reading', 403, 'auth', false, { code: 'NOT_ALLOWED' }, where);
 	}
@@ -65,7 +67,8 @@ export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' |
 	}
 	try {
 		// the ids go to SQL as their exact decimal strings ($4::bigint, $8::bigint), never through a JS number
-		const { rows } = await pool.query(SEARCH_CHUNKS, [ctx.tenant_id, options.model_id, vectorLiteral(vector), String(user.value), ctx.role === 'admin', options.k, ctx.channel, chat]);
+		const { route, rows } = await searchChunks(pool, { tenant_id: ctx.tenant_id, model_id: options.model_id, vector, user: String(user.value), admin: ctx.role === 'admin', k: options.k, channel: ctx.channel, chat });
+		options.onRoute?.(route);
 		return rows.map((r) => ({
 			...r,
 			chunk_id: Number(r.chunk_id),
@@ -75,6 +78,6 @@ export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' |
 			score: Number(r.score),
 		})) as RetrievedChunk[];
 	} catch (error) {
-		throw vectorError(error, { operation: 'select', table: EMBEDDINGS_TABLE });
+		throw vectorError(pool, error, { operation: 'select', table: TABLE });
 	}
 }

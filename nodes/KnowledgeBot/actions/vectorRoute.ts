@@ -1,0 +1,79 @@
+/**
+ * Which vector store a database has (issue 12), found once per pool and cached on it:
+ *  - `pgvector_hnsw`: kg.chunk_embeddings_1536 exists (migration 007: the server has pgvector) — vectors in
+ *    `vector(1536)` with an HNSW index; `iterative_scan` when pgvector is ≥ 0.8;
+ *  - `exact`: otherwise, kg.chunk_embeddings_1536_exact (migration 011, always applied) — no extension.
+ * The cache is per pool (one per credential, so per database), never process-wide: several n8n processes,
+ * or one with credentials for several databases, each see their own database's route. A route whose table
+ * disappeared is forgotten by `forgetVectorRoute` (vectorStore.ts calls it on 42P01) and looked up again.
+ * A server that gains pgvector later switches to `pgvector_hnsw` once 007 is applied and n8n restarted (the
+ * cache lives as long as the pool); the vectors of the exact table are not copied: re-run WF41 (Embed) for
+ * the documents, which then finds their chunks without a vector in 007's table.
+ */
+import type { Pool } from 'pg';
+import { ContractError, fromPgError } from '../../shared/errors';
+import { EXACT_TABLE } from './exactSql';
+import { EMBEDDINGS_TABLE } from './vectorSql';
+
+export interface VectorRoute {
+	route: 'pgvector_hnsw' | 'exact';
+	/** the table holding the vectors */
+	table: string;
+	/** pgvector's extversion, null when the extension is not installed */
+	pgvector_version: string | null;
+	/** pgvector ≥ 0.8: `hnsw.iterative_scan` keeps k under a selective filter */
+	iterative_scan: boolean;
+}
+
+const DETECT = `SELECT to_regclass('kg.chunk_embeddings_1536') IS NOT NULL AS hnsw,
+       to_regclass('kg.chunk_embeddings_1536_exact') IS NOT NULL AS exact,
+       (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS version`;
+
+/** `major.minor` of a version string is at least 0.8. */
+export function hasIterativeScan(version: string | null): boolean {
+	const match = /^(\d+)\.(\d+)/.exec(version ?? '');
+	if (!match) return false;
+	const [major, minor] = [Number(match[1]), Number(match[2])];
+	return major > 0 || minor >= 8;
+}
+
+/**
+ * The route of the database behind `db`, asked now (no cache).
+ * @throws ContractError 500 VECTOR_STORE_MISSING when neither table exists (run `npm run db:migrate`); 503/500 db
+ */
+export async function detectVectorRoute(db: Pick<Pool, 'query'>): Promise<VectorRoute> {
+	let row: { hnsw: boolean; exact: boolean; version: string | null };
+	try {
+		row = (await db.query(DETECT)).rows[0];
+	} catch (error) {
+		throw fromPgError(error, { operation: 'select', table: 'pg_class' });
+	}
+	if (row.hnsw) return { route: 'pgvector_hnsw', table: EMBEDDINGS_TABLE, pgvector_version: row.version, iterative_scan: hasIterativeScan(row.version) };
+	if (row.exact) return { route: 'exact', table: EXACT_TABLE, pgvector_version: row.version, iterative_scan: false };
+	throw new ContractError(
+		`no vector store: neither ${EMBEDDINGS_TABLE} (migration 007, pgvector) nor ${EXACT_TABLE} (migration 011) exists; run npm run db:migrate`,
+		500,
+		'db',
+		false,
+		{ code: 'VECTOR_STORE_MISSING' },
+		{ operation: 'select', table: EXACT_TABLE },
+	);
+}
+
+const routes = new WeakMap<object, Promise<VectorRoute>>();
+
+/** The pool's route, looked up on first use and cached on the pool (a failed lookup is not cached). */
+export function vectorRoute(pool: Pick<Pool, 'query'>): Promise<VectorRoute> {
+	let route = routes.get(pool);
+	if (!route) {
+		route = detectVectorRoute(pool);
+		routes.set(pool, route);
+		route.catch(() => routes.delete(pool));
+	}
+	return route;
+}
+
+/** Drops the pool's cached route (its table is gone); the next call looks it up again. */
+export function forgetVectorRoute(pool: Pick<Pool, 'query'>): void {
+	routes.delete(pool);
+}

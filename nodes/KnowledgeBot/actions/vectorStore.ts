@@ -1,0 +1,136 @@
+/**
+ * The knowledge bot's vectors on either route (vectorRoute.ts): what WF41 embeds and stores, and the
+ * search of WF51. Same inputs, same outputs, same ordering (nearest first, ties by chunk id) on both:
+ *  - `pgvector_hnsw` (vectorSql.ts): the HNSW scan in one transaction with SET LOCAL
+ *    `hnsw.ef_search` = max(40, k) and, on pgvector ≥ 0.8, `hnsw.iterative_scan = relaxed_order` (the
+ *    candidates re-sorted), so a selective ACL filter still gets k rows; on older pgvector a result shorter
+ *    than k is re-run as an exact scan (index scans off: the visible rows only are scored, in SQL);
+ *  - `exact` (exactSql.ts): the ACL filter in SQL first, then the cosine of every visible row computed in
+ *    the node as its row arrives (no vector is kept), the k best kept, then those k chunks read.
+ */
+import { types, type CustomTypesConfig, type Pool, type PoolClient } from 'pg';
+import { ContractError, fromPgError, type ErrorContextInit } from '../../shared/errors';
+import { cosineScorer, float32Bytes, TopK } from './cosine';
+import { CHUNK_DETAILS, EXACT_CHUNKS_TO_EMBED, EXACT_UPSERT_EMBEDDINGS, VISIBLE_EMBEDDINGS } from './exactSql';
+import { forgetVectorRoute, vectorRoute, type VectorRoute } from './vectorRoute';
+import { CHUNKS_TO_EMBED, SEARCH_CHUNKS, UPSERT_EMBEDDINGS } from './vectorSql';
+
+type Db = Pick<Pool, 'query'>;
+
+/** A search, its ACL inputs already checked (retrieve.ts). Ids are exact decimal strings. */
+export interface SearchParams {
+	tenant_id: string;
+	model_id: number;
+	vector: number[];
+	/** the asker's tg_user_id */
+	user: string;
+	admin: boolean;
+	k: number;
+	channel: string;
+	/** the group's chat_id (null for dm) */
+	chat: string | null;
+}
+
+/** A row of the search: the chunk's columns (vectorAcl.CHUNK_COLUMNS, as pg returns them) and `score`, the cosine similarity. */
+export type SearchRow = Record<string, unknown> & { chunk_id: unknown; score: number };
+
+/**
+ * Maps a failure of the vector SQL: a table missing (42P01: migrations not applied, or 007's table dropped)
+ * forgets the pool's route and is a 500 `VECTOR_STORE_MISSING`; anything else as fromPgError.
+ */
+export function vectorError(pool: Db, error: unknown, where: ErrorContextInit): ContractError {
+	if (error instanceof ContractError) return error;
+	const code = (error as { code?: unknown } | null)?.code;
+	if (code === '42P01' || code === '42704') {
+		forgetVectorRoute(pool);
+		return new ContractError('the vector store table is missing: run npm run db:migrate (migration 011, or 007 with pgvector)', 500, 'db', false, { code: 'VECTOR_STORE_MISSING', sqlstate: code }, where, { cause: error });
+	}
+	return fromPgError(error, where);
+}
+
+/** The chunks of a document with no vector for the model on the pool's route, or one of older text: `{ id, text, text_sha256 }`. */
+export async function chunksToEmbed(pool: Db, tenantId: string, documentId: number, modelId: number): Promise<{ route: VectorRoute; rows: Record<string, unknown>[] }> {
+	const route = await vectorRoute(pool);
+	const sql = route.route === 'exact' ? EXACT_CHUNKS_TO_EMBED : CHUNKS_TO_EMBED;
+	return { route, rows: (await pool.query(sql, [tenantId, documentId, modelId])).rows };
+}
+
+/**
+ * Stores vectors (rewriting only rows whose chunk_sha256 changed); returns how many rows were written.
+ * @throws RangeError a component beyond float32 (exact route; pgvector refuses it with a pg error)
+ */
+export async function upsertEmbeddings(pool: Db, tenantId: string, modelId: number, rows: { chunk_id: number | string; vector: number[]; chunk_sha256: string }[]): Promise<number> {
+	const route = await vectorRoute(pool);
+	if (route.route === 'exact') {
+		const bytes = rows.map((r) => float32Bytes(r.vector));
+		const result = await pool.query(EXACT_UPSERT_EMBEDDINGS, [tenantId, modelId, rows.map((r) => String(r.chunk_id)), bytes, rows.map((r) => r.chunk_sha256)]);
+		return result.rows.length;
+	}
+	const json = rows.map((r) => ({ chunk_id: r.chunk_id, embedding: `[${r.vector.join(',')}]`, chunk_sha256: r.chunk_sha256 }));
+	return (await pool.query(UPSERT_EMBEDDINGS, [tenantId, modelId, JSON.stringify(json)])).rows.length;
+}
+
+/** pg's own parser of a bytea in text form (hex or escape) */
+const parseBytea = types.getTypeParser(17, 'text') as (text: string) => Buffer;
+const BYTEA = 17;
+
+async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
+	const score = cosineScorer(p.vector);
+	const top = new TopK(p.k);
+	// each vector is scored by the type parser as its row arrives: 100k visible rows keep 100k numbers, not 600 MB
+	const { rows } = await pool.query({
+		text: VISIBLE_EMBEDDINGS,
+		values: [p.tenant_id, p.model_id, p.user, p.admin, p.channel, p.chat],
+		types: { getTypeParser: ((oid: number) => (oid === BYTEA ? (text: string) => score(parseBytea(text)) : (text: string) => text)) as CustomTypesConfig['getTypeParser'] },
+	});
+	for (const row of rows as { chunk_id: string; embedding: number }[]) top.offer({ id: row.chunk_id, score: row.embedding });
+	const best = top.result();
+	if (best.length === 0) return [];
+	const details = (await pool.query(CHUNK_DETAILS, [p.tenant_id, p.user, p.admin, p.channel, p.chat, best.map((b) => b.id)])).rows;
+	const byId = new Map(details.map((d) => [String(d.chunk_id), d]));
+	// a chunk deleted, or no longer visible, between the two statements is left out
+	return best.filter((b) => byId.has(b.id)).map((b) => ({ ...byId.get(b.id)!, score: b.score }) as SearchRow);
+}
+
+/** `fn` on one connection inside BEGIN … COMMIT: a pg.Pool's client, or the single-connection database itself (PGlite). */
+async function inTransaction<T>(pool: Db, fn: (db: Db) => Promise<T>): Promise<T> {
+	const pooled = typeof (pool as Partial<Pool>).connect === 'function' && typeof (pool as Partial<Pool>).totalCount === 'number';
+	const client: PoolClient | Db = pooled ? await (pool as Pool).connect() : pool;
+	try {
+		await client.query('BEGIN');
+		const result = await fn(client);
+		await client.query('COMMIT');
+		return result;
+	} catch (error) {
+		await client.query('ROLLBACK').catch(() => undefined);
+		throw error;
+	} finally {
+		if (pooled) (client as PoolClient).release();
+	}
+}
+
+async function searchHnsw(pool: Db, p: SearchParams, route: VectorRoute): Promise<SearchRow[]> {
+	const params = [p.tenant_id, p.model_id, `[${p.vector.join(',')}]`, p.user, p.admin, p.k, p.channel, p.chat];
+	return inTransaction(pool, async (db) => {
+		await db.query("SELECT set_config('hnsw.ef_search', $1, true)", [String(Math.min(1000, Math.max(40, p.k)))]);
+		if (route.iterative_scan) await db.query("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)");
+		let rows = (await db.query(SEARCH_CHUNKS, params)).rows;
+		if (!route.iterative_scan && rows.length < p.k) {
+			// the HNSW candidates ran out before k visible rows: an exact scan of the visible rows instead
+			await db.query("SELECT set_config('enable_indexscan', 'off', true)");
+			rows = (await db.query(SEARCH_CHUNKS, params)).rows;
+		}
+		return rows.map((r) => ({ ...r, score: Number(r.score) }) as SearchRow);
+	});
+}
+
+/**
+ * The `k` nearest chunks visible to the asker (vectorAcl.ts), nearest first, on the pool's route
+ * (`route` overrides it: tests of a route's fallback).
+ * @throws pg errors (callers map them with vectorError); ContractError VECTOR_STORE_MISSING
+ */
+export async function searchChunks(pool: Db, params: SearchParams, route?: VectorRoute): Promise<{ route: VectorRoute; rows: SearchRow[] }> {
+	const chosen = route ?? (await vectorRoute(pool));
+	const rows = chosen.route === 'exact' ? await searchExact(pool, params) : await searchHnsw(pool, params, chosen);
+	return { route: chosen, rows };
+}
