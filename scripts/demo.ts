@@ -8,17 +8,29 @@
  * files from a local stand-in of the Bot API (no network needed). It also imports M00 + M01 (the MaaS
  * query API, JWT Auth with a secret generated at start) and shows: no token → 401, a token for
  * "demo-user" → 201 + request_id, its status → 200 processing (the demo does not run M10+, so the run
- * stays processing), another user's token → 404. n8n keeps running unless `--once`.
+ * stays processing), another user's token → 404.
+ * Then the bot answers: the chunks are embedded by WF41 (embeddings from a local stand-in that hashes words,
+ * so a question sharing a document's words finds that document nearest), and a member asks twice — in a DM
+ * and as an @mention in the group — as Telegram updates through WF10; WF90 → WF20 → qa_answer → WF51
+ * retrieves the chunks the readers of the reply may see (exact route without pgvector, HNSW with it), a
+ * local model stand-in answers from source [1] (extractiveAnswer.ts), the reply goes out via the Bot API
+ * stand-in, and the demo prints the question, the reply as sent, its citations and the audit.qa_* rows.
+ * Every secret (bot token, API keys, JWT secret) is random per run and never printed: the demo checks its
+ * own output and n8n's log for them before it ends. n8n keeps running unless `--once`.
  */
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import { detectVectorRoute } from '../nodes/KnowledgeBot/actions/vectorRoute';
 import { startBotApi } from '../test/helpers/botApiStandIn';
 import { pdfWithText } from '../test/helpers/documents';
+import { startEmbeddings } from '../test/helpers/embeddingStandIn';
+import { extractiveAnswer } from '../test/helpers/extractiveAnswer';
+import { ModelStandIn } from '../test/helpers/modelStandIn';
 import { bearer, mint } from '../test/helpers/jwt';
 import { messageWithLinks, startPageServer } from '../test/helpers/pageServer';
-import { channelPost, documentMessage, editedMessage, myChatMember, photoWithCaption, textWithUrls } from '../test/helpers/updates';
+import { channelPost, documentMessage, editedMessage, myChatMember, newUpdateId, photoWithCaption, textWithUrls } from '../test/helpers/updates';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { resolvePostgres, withDatabase } = require('./lib/postgres');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -29,9 +41,24 @@ const harness = require('./lib/n8n');
 const once = process.argv.includes('--once');
 const ROOT = path.join(__dirname, '..');
 const SECRET = 'demo-Secret_token';
-const WORKFLOWS = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF32_file_downloader.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF90_job_runner.json', 'maas/M00_request_handler.json', 'maas/M01_query_status.json'];
+const WORKFLOWS = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF32_file_downloader.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF41_embedder.json', 'WF50_qa_session_upserter.json', 'WF51_answerer.json', 'WF90_job_runner.json', 'maas/M00_request_handler.json', 'maas/M01_query_status.json'];
 /** The JWT Auth secret of M00/M01's webhooks for this demo run (never printed). */
 const JWT_SECRET = randomBytes(32).toString('base64url');
+/** The stand-ins' bot token and API keys, random per run (never printed; the demo checks). */
+const BOT_TOKEN = `${1_000_000 + randomBytes(3).readUIntBE(0, 3)}:${randomBytes(24).toString('base64url')}`;
+const EMBEDDINGS_KEY = `demo-emb-${randomBytes(16).toString('hex')}`;
+const LLM_KEY = `sk-demo-${randomBytes(16).toString('hex')}`;
+const SECRETS = [SECRET, JWT_SECRET, BOT_TOKEN, EMBEDDINGS_KEY, LLM_KEY];
+/** Everything the demo prints, to check it for secrets at the end. */
+const printed: string[] = [];
+const print = console.log.bind(console);
+console.log = (...args: unknown[]) => {
+	printed.push(args.map(String).join(' '));
+	print(...args);
+};
+const GROUP = { id: -1001234567890, title: 'Research group', type: 'supergroup' };
+const ALICE = { id: 111222333, is_bot: false, first_name: 'Alice', username: 'alice', language_code: 'en' };
+const BOT_USERNAME = 'demo_kb_bot';
 const STAGE: Record<string, string> = {
 	telegram_update: 'WF20 update processor',
 	url_normalize: 'WF30 URL normalizer',
@@ -60,14 +87,34 @@ async function main() {
 	await db.connect();
 	await db.query(
 		`WITH t AS (INSERT INTO core.tenants (name) VALUES ('Demo tenant') RETURNING tenant_id)
-		 INSERT INTO core.bots (tenant_id, bot_key, webhook_secret, username) SELECT tenant_id, 'demo_bot', $1, 'demo_kb_bot' FROM t`,
-		[SECRET],
+		 INSERT INTO core.bots (tenant_id, bot_key, webhook_secret, username) SELECT tenant_id, 'demo_bot', $1, $2 FROM t`,
+		[SECRET, BOT_USERNAME],
 	);
+	// what an admin sets up for the bot to answer: Alice may ask, the group is registered, an embedding model is active
+	await db.query(
+		`WITH t AS (SELECT tenant_id FROM core.tenants WHERE name = 'Demo tenant'), u AS (INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) SELECT tenant_id, $1, 'user' FROM t)
+		 INSERT INTO core.tenant_chats (tenant_id, chat_id, chat_type, title) SELECT tenant_id, $2, $3, $4 FROM t`,
+		[ALICE.id, GROUP.id, GROUP.type, GROUP.title],
+	);
+	await db.query("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'gemini-embedding-001', 1536)");
+	const route = await detectVectorRoute(db);
+	console.log(`vector route: ${route.route} (${route.table}${route.pgvector_version ? `, pgvector ${route.pgvector_version}` : ', no pgvector'})`);
 
 	const pages = await startPageServer();
-	const botApi = await startBotApi();
+	const botApi = await startBotApi(BOT_TOKEN);
+	const embeddings = await startEmbeddings();
+	const model = new ModelStandIn();
+	model.respond = extractiveAnswer;
+	await model.up();
 	const instance = harness.createInstance({ tarball: harness.packPackage(), bin: harness.ensureN8n({ log: console.log }), log: console.log });
-	await instance.importCredentials([harness.postgresCredential(url), harness.telegramCredential(botApi.baseUrl, botApi.token), harness.jwtCredential(JWT_SECRET)]);
+	await instance.importCredentials([
+		harness.postgresCredential(url),
+		harness.telegramCredential(botApi.baseUrl, botApi.token),
+		harness.jwtCredential(JWT_SECRET),
+		// the shipped WF41/WF51 reference these ids; point baseUrl/apiKey (and model) at a real endpoint instead (README)
+		{ id: 'embContracts01', name: 'Contracts Embeddings', type: 'contractsEmbeddingsApi', data: { api: 'gemini', baseUrl: embeddings.baseUrl, apiKey: EMBEDDINGS_KEY } },
+		{ id: 'llmContracts01', name: 'Contracts LLM', type: 'contractsLlmApi', data: { api: 'openai', baseUrl: model.url, apiKey: LLM_KEY, model: 'demo-extractive' } },
+	]);
 	await instance.importAndPublish(WORKFLOWS.map((f) => path.join(ROOT, 'workflows-json', f)));
 	const n8nUrl = await instance.start();
 	await instance.waitForWebhooks(['telegram', 'api/query']);
@@ -94,6 +141,7 @@ async function main() {
 		['edited message with a link', edit, SECRET],
 		['channel post', channelPost(), SECRET],
 		['my_chat_member', myChatMember(), SECRET],
+		['chat_member: Alice joins', aliceJoins(), SECRET],
 		['duplicate of the first', text, SECRET],
 		['wrong secret', textWithUrls(), 'not-the-secret'],
 		['malformed body', { update_id: 'x', message: {} }, SECRET],
@@ -108,7 +156,7 @@ async function main() {
 		});
 		console.log(`${label.padEnd(30)} → HTTP ${res.status} ${await res.text()}`);
 	}
-	console.log('\nWF90 (every 10 s) runs the jobs: WF20 → WF30 → WF31 / WF32 → WF33 → WF40 …');
+	console.log('\nWF90 (every 10 s) runs the jobs: WF20 → WF30 → WF31 / WF32 → WF33 → WF40 → WF41 …');
 	const deadline = Date.now() + 150_000;
 	while (Date.now() < deadline) {
 		const { rows } = await db.query("SELECT count(*)::int AS open FROM ops.jobs WHERE status IN ('queued', 'running') AND job_type <> 'qa_answer'");
@@ -161,13 +209,20 @@ async function main() {
 	const errors = await db.query(`SELECT id, status_code, kind, node, message, correlation_id FROM ops.errors ORDER BY id`);
 	console.log('\nops.errors:');
 	for (const e of errors.rows) console.log(`  #${e.id} ${e.status_code} ${e.kind} [${e.node}] ${e.message} correlation ${e.correlation_id}`);
+
+	await askTheBot(db, hook, botApi.sent);
 	await db.end();
+	const leaks = leakedSecrets(instance.transcript());
+	if (leaks.length > 0) throw new Error(`a secret of this run appeared in ${leaks.join(' and ')}`);
+	console.log('\nsecrets (webhook secret, bot token, API keys, JWT secret): in none of the lines above, nor in n8n\'s log');
 
 	if (once) {
 		await instance.stop();
 		instance.remove();
 		await pages.close();
 		await botApi.close();
+		await embeddings.close();
+		await model.down();
 		await server.stop();
 		return;
 	}
@@ -179,6 +234,97 @@ async function main() {
 	};
 	process.on('SIGINT', stop);
 	process.on('SIGTERM', stop);
+}
+
+/** Alice joins the group (a chat_member update): WF20 records her membership, which lets her ask about its documents. */
+function aliceJoins() {
+	return {
+		update_id: newUpdateId(),
+		chat_member: { chat: GROUP, from: ALICE, date: 1_763_800_050, old_chat_member: { user: ALICE, status: 'left' }, new_chat_member: { user: ALICE, status: 'member' } },
+	};
+}
+
+/** A text message from Alice, in her DM with the bot or in the group with an @mention of the bot. */
+function question(where: 'dm' | 'group', messageId: number, text: string) {
+	const mention = `@${BOT_USERNAME}`;
+	const body = where === 'group' ? `${mention} ${text}` : text;
+	return {
+		update_id: newUpdateId(),
+		message: {
+			message_id: messageId,
+			from: ALICE,
+			chat: where === 'group' ? GROUP : { id: ALICE.id, first_name: ALICE.first_name, username: ALICE.username, type: 'private' },
+			date: Math.floor(Date.now() / 1000),
+			text: body,
+			...(where === 'group' ? { entities: [{ type: 'mention', offset: 0, length: mention.length }] } : {}),
+		},
+	};
+}
+
+/** Where a secret of this run appears: the demo's own output, n8n's log (names only, never the secret). */
+function leakedSecrets(n8nLog: string): string[] {
+	const where: string[] = [];
+	const out = printed.join('\n');
+	if (SECRETS.some((s) => out.includes(s))) where.push("the demo's output");
+	if (SECRETS.some((s) => n8nLog.includes(s))) where.push("n8n's log");
+	return where;
+}
+
+/**
+ * The bot answers: Alice asks in her DM and with an @mention in the group, through WF10; WF90 runs WF20,
+ * then the qa_answer jobs (WF51). Prints each question, the reply as sent to Telegram, its citations from
+ * audit.qa_citations (document, score, snippet) and the audit.qa_* rows.
+ */
+async function askTheBot(db: Client, hook: string, sent: { chat_id: number; text: string }[]) {
+	const started = Date.now();
+	const asks: Array<['dm' | 'group', number, string]> = [
+		['dm', 5201, 'What do the meeting notes say about vector indexes?'],
+		['group', 5202, 'what is dense passage retrieval?'],
+	];
+	console.log('\nThe bot answers (Alice asks as Telegram updates through WF10; WF90 → WF20 → qa_answer → WF51):');
+	const before = (await db.query("SELECT coalesce(max(id), 0) AS id FROM ops.jobs WHERE job_type = 'qa_answer'")).rows[0].id;
+	for (const [where, messageId, text] of asks) {
+		const update = question(where, messageId, text);
+		const res = await fetch(hook, { method: 'POST', headers: { 'content-type': 'application/json', 'X-Telegram-Bot-Api-Secret-Token': SECRET }, body: JSON.stringify(update) });
+		console.log(`  ${(where === 'dm' ? 'question in a DM' : 'question in the group').padEnd(22)} → HTTP ${res.status} ${await res.text()}`);
+	}
+	const deadline = Date.now() + 90_000;
+	let jobs: { id: string; status: string; attempts: number }[] = [];
+	while (Date.now() < deadline) {
+		jobs = (await db.query("SELECT id, status, attempts FROM ops.jobs WHERE job_type = 'qa_answer' AND id > $1 ORDER BY id", [before])).rows;
+		const open = (await db.query("SELECT count(*)::int AS n FROM ops.jobs WHERE status IN ('queued', 'running')")).rows[0].n;
+		if (jobs.length === asks.length && open === 0) break;
+		await new Promise((r) => setTimeout(r, 1000));
+	}
+	console.log(`  WF51 answerer jobs: ${jobs.map((j) => `#${j.id} ${j.status}`).join(', ') || 'none'} (${((Date.now() - started) / 1000).toFixed(0)} s after the questions)`);
+	const turns = await db.query(`SELECT t.id, s.channel, s.chat_id, t.question, t.answer_text, t.model, t.telegram_message_id
+		FROM audit.qa_turns t JOIN audit.qa_sessions s ON s.session_id = t.session_id ORDER BY t.id`);
+	for (const t of turns.rows) {
+		const reply = sent.find((m) => String(m.chat_id) === String(t.chat_id) && m.text.startsWith(t.answer_text));
+		console.log(`\n  Q (${t.channel}, chat ${t.chat_id}): ${t.question}`);
+		console.log(`  reply sent to Telegram (message ${t.telegram_message_id ?? 'not sent'}):`);
+		for (const l of (reply?.text ?? '(no sendMessage seen)').split('\n')) console.log(`    | ${l}`);
+		const cites = await db.query(
+			`SELECT c.rank, c.score, c.snippet, d.id AS document_id, d.doc_type, k.chunk_no,
+			        coalesce(d.title, f.file_name, u.normalized_url, d.source_key, 'chunk ' || c.chunk_id) AS document
+			 FROM audit.qa_citations c LEFT JOIN kg.chunks k ON k.id = c.chunk_id LEFT JOIN content.documents d ON d.id = k.document_id
+			 LEFT JOIN content.urls u ON u.id = d.url_id LEFT JOIN tg.files f ON f.tenant_id = d.tenant_id AND 'file:' || f.file_unique_id = d.source_key
+			 WHERE c.turn_id = $1 ORDER BY c.rank`,
+			[t.id],
+		);
+		console.log('  citations (audit.qa_citations):');
+		for (const c of cites.rows) {
+			const snippet = String(c.snippet).replace(/\s+/g, ' ');
+			console.log(`    [${c.rank}] document ${c.document_id ?? '?'} ${c.document} (${c.doc_type ?? '?'}, chunk ${c.chunk_no ?? '?'}) score ${Number(c.score).toFixed(4)} "${snippet.length > 60 ? `${snippet.slice(0, 59)}…` : snippet}"`);
+		}
+	}
+	const audit = await db.query(`SELECT 'audit.qa_sessions' AS t, count(*)::int AS n, string_agg(channel || ' chat ' || chat_id || ' user ' || tg_user_id, '; ' ORDER BY started_at) AS rows FROM audit.qa_sessions
+		UNION ALL SELECT 'audit.qa_turns', count(*)::int, string_agg('#' || id || ' model ' || coalesce(model, '-') || ' telegram message ' || coalesce(telegram_message_id::text, '-'), '; ' ORDER BY id) FROM audit.qa_turns
+		UNION ALL SELECT 'audit.qa_citations', count(*)::int, string_agg(DISTINCT 'turn #' || turn_id || ': ' || (SELECT count(*) FROM audit.qa_citations x WHERE x.turn_id = c.turn_id), '; ') FROM audit.qa_citations c`);
+	console.log('\n  audit.qa_* rows:');
+	for (const r of audit.rows) console.log(`    ${r.t.padEnd(19)} ${String(r.n).padStart(2)}  ${r.rows ?? ''}`);
+	const failed = await db.query("SELECT e.job_id, e.status_code, e.node, e.message FROM ops.errors e JOIN ops.jobs j ON j.id = e.job_id WHERE j.job_type = 'qa_answer' ORDER BY e.id");
+	for (const e of failed.rows) console.log(`  ops.errors for job #${e.job_id}: ${e.status_code} [${e.node}] ${e.message}`);
 }
 
 main().catch((error) => {
