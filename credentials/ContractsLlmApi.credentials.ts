@@ -1,11 +1,12 @@
 import type { IAuthenticateGeneric, ICredentialType, INodeProperties } from 'n8n-workflow';
 
 /**
- * The model endpoint of the MaaS pipeline (seed 001): an OpenAI-compatible (`POST /v1/chat/completions`)
- * or Ollama-compatible (`POST /api/generate`) server, its key and default model. Used by Pipeline
+ * The model endpoint of the MaaS pipeline (seed 001) and of WF51: an OpenAI-compatible (`POST /v1/chat/completions`),
+ * Gemini (`POST /v1beta/openai/chat/completions` at https://generativelanguage.googleapis.com, the key as
+ * Bearer) or Ollama-compatible (`POST /api/generate`) server, its key and default model. Used by Pipeline
  * Capture's Model → Generate. Tested by the nodes' `contractsLlmApiTest`: the Base URL is checked
  * (http:// or https://, no spaces, no user info; the message names the field), then the models are listed
- * (`GET /v1/models` or `/api/tags`). The key is redacted from every error (nodes/shared/redact.ts).
+ * (`GET /v1/models`, `/v1beta/openai/models` or `/api/tags`). The key is redacted from every error (nodes/shared/redact.ts).
  */
 export class ContractsLlmApi implements ICredentialType {
 	name = 'contractsLlmApi';
@@ -23,6 +24,7 @@ export class ContractsLlmApi implements ICredentialType {
 			type: 'options',
 			options: [
 				{ name: 'OpenAI-Compatible (/v1/chat/completions)', value: 'openai' },
+				{ name: 'Gemini (OpenAI-Compatible, /v1beta/openai/chat/completions)', value: 'gemini' },
 				{ name: 'Ollama-Compatible (/api/generate)', value: 'ollama' },
 			],
 			default: 'openai',

@@ -30,6 +30,18 @@ test('OpenAI style: messages, key and model sent; the answer\'s text returned', 
 	assert.deepEqual(sent.body, { model: 'gpt-x', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Hi' }], temperature: 0.7, max_tokens: 2000 });
 });
 
+test('Gemini style: the OpenAI chat format at Gemini\'s OpenAI-compatible path, the key as Bearer', async () => {
+	model.requests.length = 0;
+	model.script.push({ text: 'Hallo.' });
+	const gemini = { api: 'gemini' as const, baseUrl: model.url, apiKey: 'AIza-test-key', model: 'gemini-2.5-flash' };
+	const result = await generate(gemini, request, FAST, send);
+	assert.deepEqual([result.text, result.model], ['Hallo.', 'gemini-2.5-flash']);
+	const [sent] = model.requests;
+	assert.equal(sent.path, '/v1beta/openai/chat/completions');
+	assert.equal(sent.authorization, 'Bearer AIza-test-key');
+	assert.deepEqual(sent.body.messages, [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Hi' }]);
+});
+
 test('Ollama style with JSON: format json, the answer parsed; prose → 422 INVALID_JSON', async () => {
 	model.requests.length = 0;
 	model.script.push({ text: '{"needs_context":true}' }, { text: 'Sure! Here it is.' });

@@ -17,7 +17,8 @@ import { REDIRECT_HINT, redactorFor, type Redactor } from '../redact';
 export const LLM_BASE_URL: UrlField = { credential: 'Contracts LLM API', field: 'Base URL', name: 'baseUrl', example: 'https://api.openai.com' };
 
 export interface LlmCredential {
-	api: 'openai' | 'ollama';
+	/** `openai` and `gemini` speak the OpenAI chat format (at CHAT_PATHS[api]); `ollama` its /api/generate. */
+	api: 'openai' | 'gemini' | 'ollama';
 	baseUrl: string;
 	apiKey?: string;
 	model?: string;
@@ -68,9 +69,22 @@ function failure(redact: Redactor, message: string, status: number, kind: Constr
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Path of the chat endpoint per API style, appended to the Base URL: OpenAI's, Gemini's OpenAI-compatible
+ * endpoint (https://generativelanguage.googleapis.com + /v1beta/openai/chat/completions, key as Bearer), Ollama's.
+ */
+export const CHAT_PATHS: Record<LlmCredential['api'], string> = {
+	openai: '/v1/chat/completions',
+	gemini: '/v1beta/openai/chat/completions',
+	ollama: '/api/generate',
+};
+
+/** Path of the model list the credential test asks for, per API style. */
+export const MODEL_LIST_PATHS: Record<LlmCredential['api'], string> = { openai: '/v1/models', gemini: '/v1beta/openai/models', ollama: '/api/tags' };
+
 function textOf(api: LlmCredential['api'], body: unknown): string | null {
 	const b = body as { choices?: { message?: { content?: unknown } }[]; response?: unknown } | null;
-	const text = api === 'openai' ? b?.choices?.[0]?.message?.content : b?.response;
+	const text = api === 'ollama' ? b?.response : b?.choices?.[0]?.message?.content;
 	return typeof text === 'string' ? text : null;
 }
 
@@ -83,9 +97,9 @@ export async function generate(credential: LlmCredential, request: LlmRequest, p
 	const model = request.model || credential.model || 'llama3';
 	const redact = redactorFor([credential.apiKey]);
 	const base = checkedBaseUrl(credential.baseUrl, LLM_BASE_URL);
-	const url = credential.api === 'openai' ? `${base}/v1/chat/completions` : `${base}/api/generate`;
+	const url = `${base}${CHAT_PATHS[credential.api] ?? CHAT_PATHS.openai}`;
 	const body =
-		credential.api === 'openai'
+		credential.api !== 'ollama'
 			? {
 					model,
 					messages: [
