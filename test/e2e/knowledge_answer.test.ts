@@ -5,6 +5,10 @@
  * the exact store of migration 011): a member's question in the group and in their dm gets a cited reply
  * via the Bot API, the audit.qa_* rows are written, and no citation, prompt or reply names a chunk of a group
  * the asker is not in or of another user's dm. The error paths end in WF99 with the node named and the job failed.
+ * Privacy end to end: Telegram updates posted to WF10 (chat_member joins, leaves, kicks and restrictions;
+ * questions as dm texts and group @mentions) → WF90 → WF20 → qa_answer → WF51, for two tenants whose bots
+ * share a group; every answer, reply, model call and audit.qa_citations row is checked against a visibility
+ * oracle the test computes from the facts it sent (test/helpers/visibilityOracle.ts), not the product's ACL.
  * WF50, WF11 and WF60 are called as sub-workflows (a test webhook → Execute Workflow): their answer, and a
  * database failure injected in each → a 500 ErrorEnvelope and an ops.errors row naming the node.
  */
@@ -15,8 +19,12 @@ import { detectVectorRoute } from '../../nodes/KnowledgeBot/actions/vectorRoute'
 import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { startEmbeddings, type EmbeddingStandIn } from '../helpers/embeddingStandIn';
+import { memberUpdate, type MemberStatus, type TgChatRef, type TgUserRef } from '../helpers/memberUpdates';
 import { ModelStandIn } from '../helpers/modelStandIn';
 import { startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
+import { dmQuestion, groupMention } from '../helpers/questionUpdates';
+import { VisibilityOracle, type Outcome } from '../helpers/visibilityOracle';
+import { NOTHING_FOUND } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('../../scripts/lib/n8n');
 
@@ -34,9 +42,9 @@ before(
 		botApi = await startBotApi();
 		embeddings = await startEmbeddings();
 		await model.up();
-		const workflows = ['WF99_global_err_handler.json', 'WF11_transport_watchdog.json', 'WF41_embedder.json', 'WF50_qa_session_upserter.json', 'WF51_answerer.json', 'WF60_retention.json', 'WF90_job_runner.json'];
+		const workflows = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF11_transport_watchdog.json', 'WF20_update_processor.json', 'WF41_embedder.json', 'WF50_qa_session_upserter.json', 'WF51_answerer.json', 'WF60_retention.json', 'WF90_job_runner.json'];
 		const files = [...workflows.map((f) => path.join(WORKFLOWS, f)), path.join(__dirname, 'workflows', 'test_call_workflow.json')];
-		n8n = await startN8n(db.url, files, ['test/call'], [
+		n8n = await startN8n(db.url, files, ['test/call', 'telegram'], [
 			harness.telegramCredential(botApi.baseUrl, botApi.token),
 			{ id: 'embContracts01', name: 'Contracts Embeddings', type: 'contractsEmbeddingsApi', data: { api: 'gemini', baseUrl: embeddings.baseUrl, apiKey: 'k' } },
 			{ id: 'llmContracts01', name: 'Contracts LLM', type: 'contractsLlmApi', data: { api: 'openai', baseUrl: model.url, apiKey: 'sk-stand-in', model: 'stand-in' } },
@@ -177,5 +185,189 @@ test('WF50, WF11, WF60 and WF51 as sub-workflows: their answers, and a database 
 	} finally {
 		for (const c of cases) await q(`DROP TRIGGER IF EXISTS e2e_fail_call ON ${c.table}`);
 		await q('DROP FUNCTION public.e2e_fail_call()');
+	}
+});
+
+test('privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get cited answers in the group and their dm; who left, was kicked or restricted out, another tenant\'s user and everyone but a dm\'s owner (and admins) get none of those chunks; nothing visible → the fixed answer and no model call; audit.qa_citations agrees with an independent oracle', { timeout: 420_000 }, async () => {
+	const q = (sql: string, params: unknown[] = []) => db.pool.query(sql, params);
+	const oracle = new VisibilityOracle();
+	// two tenants whose bots are both administrators of one Telegram supergroup G; tenant A also has group H
+	const botA = { ...(await seedBot(db.pool, 'acme_bot', 'acme-Secret_1')), username: 'acme_kb_bot', tgId: 6_100_000_001 };
+	const botB = { ...(await seedBot(db.pool, 'other_bot', 'other-Secret_1')), username: 'other_kb_bot', tgId: 6_100_000_002 };
+	for (const b of [botA, botB]) await q('UPDATE core.bots SET username = $2 WHERE bot_id = $1', [b.botId, b.username]);
+	const G: TgChatRef = { id: -1_001_000_000_501, title: 'Platform team', type: 'supergroup' };
+	const H: TgChatRef = { id: -1_001_000_000_502, title: 'Board', type: 'supergroup' };
+	const person = (id: number, first_name: string): TgUserRef => ({ id, is_bot: false, first_name, username: first_name.toLowerCase() });
+	const U = {
+		member: person(7001, 'Mira'), leaver: person(7002, 'Leon'), restrictedOut: person(7003, 'Rita'), kicked: person(7004, 'Karl'),
+		restrictedIn: person(7005, 'Rosa'), dmOwner: person(7006, 'Olga'), admin: person(7007, 'Ada'), outsider: person(7008, 'Xavi'),
+	};
+	for (const [tenant, user, role] of [[botA.tenantId, U.member, 'user'], [botA.tenantId, U.leaver, 'user'], [botA.tenantId, U.restrictedOut, 'user'], [botA.tenantId, U.kicked, 'user'], [botA.tenantId, U.restrictedIn, 'user'], [botA.tenantId, U.dmOwner, 'user'], [botA.tenantId, U.admin, 'admin'], [botB.tenantId, U.outsider, 'user']] as const) {
+		await q('INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) VALUES ($1, $2, $3)', [tenant, user.id, role]);
+		oracle.setRole(tenant, user.id, role);
+	}
+	for (const [tenant, chat] of [[botA.tenantId, G], [botA.tenantId, H], [botB.tenantId, G]] as const) {
+		await q('INSERT INTO core.tenant_chats (tenant_id, chat_id, chat_type, title) VALUES ($1, $2, $3, $4)', [tenant, chat.id, chat.type, chat.title]);
+		oracle.registerChat(tenant, chat.id);
+	}
+
+	async function deliver(bot: typeof botA, update: Record<string, unknown>): Promise<number> {
+		const res = await fetch(`${n8n.url}/webhook/telegram?bot=${bot.botKey}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': bot.secret }, body: JSON.stringify(update) });
+		const body = (await res.json()) as { ok: boolean; job_id: number; quarantined: boolean };
+		assert.equal(res.status, 200, JSON.stringify(body));
+		assert.equal(body.quarantined, false);
+		return Number(body.job_id);
+	}
+	const now = Math.floor(Date.now() / 1000);
+	/** a chat_member (or the bot's my_chat_member) update through WF10; the oracle learns what Telegram said */
+	async function change(bot: typeof botA, chat: TgChatRef, user: TgUserRef, from: MemberStatus, to: MemberStatus, date: number, isMember?: boolean, mine = false) {
+		oracle.applyStatus(bot.tenantId, chat.id, user.id, to, isMember);
+		return deliver(bot, memberUpdate({ chat, user, from, to, isMember, date, by: to === 'kicked' || mine ? U.admin : user, mine }));
+	}
+	async function finished(jobIds: number[], what: string) {
+		const rows = await waitForJobs(jobIds, 120_000);
+		assert.deepEqual(rows.filter((r) => r.status !== 'succeeded'), [], `${what}: ${n8n.logs().slice(-2000)}`);
+	}
+
+	// 1. the bots are added to G; users join (chat_member), the outsider as seen by both bots
+	const joined = now - 3600;
+	const setup: number[] = [];
+	for (const bot of [botA, botB]) setup.push(await change(bot, G, { id: bot.tgId, is_bot: true, first_name: 'KB', username: bot.username }, 'left', 'administrator', joined - 60, undefined, true));
+	for (const user of [U.member, U.leaver, U.restrictedOut, U.kicked, U.restrictedIn, U.outsider]) setup.push(await change(botA, G, user, 'left', 'member', joined));
+	setup.push(await change(botB, G, U.outsider, 'left', 'member', joined));
+	const modelId = (await q("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'gemini-embedding-001', 1536) ON CONFLICT (provider, name) DO UPDATE SET is_active = true RETURNING id")).rows[0].id;
+	// one chunk per document; each text carries a codeword to find it in prompts
+	const docs: { tenant: string; chat: number; visibility: 'group' | 'dm'; owner: number | null; title: string; text: string }[] = [
+		{ tenant: botA.tenantId, chat: G.id, visibility: 'group', owner: null, title: 'Runbook', text: 'Restart the worker pool after every schema migration. Codeword Amber.' },
+		{ tenant: botA.tenantId, chat: G.id, visibility: 'group', owner: null, title: 'On-call', text: 'Announce a worker pool restart in the group first. Codeword Birch.' },
+		{ tenant: botA.tenantId, chat: H.id, visibility: 'group', owner: null, title: 'Board budget', text: 'The worker pool restart budget of the board. Codeword Cedar.' },
+		{ tenant: botA.tenantId, chat: U.dmOwner.id, visibility: 'dm', owner: U.dmOwner.id, title: 'Olga private', text: 'My own worker pool restart checklist. Codeword Dahlia.' },
+		{ tenant: botA.tenantId, chat: U.member.id, visibility: 'dm', owner: U.member.id, title: 'Mira private', text: 'Remind me to restart the worker pool. Codeword Elm.' },
+		{ tenant: botB.tenantId, chat: G.id, visibility: 'group', owner: null, title: 'Other runbook', text: 'The other tenant restarts the worker pool weekly. Codeword Fir.' },
+	];
+	const codeword = new Map<number, string>();
+	for (const [i, d] of docs.entries()) {
+		const doc = (await q("INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, dm_owner_user_id, text, status, title) VALUES ($1, 'url', $2, $3, $4, $5, $6, 'done', $7) RETURNING id", [d.tenant, `url:priv${i}`, d.chat, d.visibility, d.owner, d.text, d.title])).rows[0].id;
+		const chunk = Number((await q('INSERT INTO kg.chunks (tenant_id, document_id, chunk_no, text, char_start, char_end, text_sha256) VALUES ($1, $2, 0, $3, 0, length($3), md5($3)) RETURNING id', [d.tenant, doc, d.text])).rows[0].id);
+		oracle.addChunk({ chunk_id: chunk, tenant: d.tenant, chat: d.chat, visibility: d.visibility, owner: d.owner });
+		codeword.set(chunk, d.text.match(/Codeword (\w+)/)![1]);
+		setup.push(Number((await q("INSERT INTO ops.jobs (tenant_id, job_type, payload) VALUES ($1, 'document_embed', jsonb_build_object('tenant_id', $2::text, 'document_id', $3::bigint, 'model_id', $4::int)) RETURNING id", [d.tenant, d.tenant, doc, modelId])).rows[0].id));
+	}
+	await finished(setup, 'joins and embeddings');
+
+	// the model stand-in answers citing [1], naming the ask it was given
+	const modelCallsBefore = model.requests.length;
+	model.respond = (body) => ({ text: `Answer to ask ${JSON.stringify(body).match(/\(ask (\d+)\)/)?.[1] ?? '?'} [1].` });
+	interface Ask { n: number; bot: typeof botA; user: TgUserRef; where: TgChatRef | 'dm'; sees: string[] | string; messageId: number; chat: number; outcome: Outcome }
+	const asks: Ask[] = [];
+	let messageId = 500;
+	/** `sees`: the codewords of the chunks the answer must cite — or the refusal code — written by hand; the oracle must agree */
+	async function ask(n: number, bot: typeof botA, user: TgUserRef, where: TgChatRef | 'dm', sees: string[] | string) {
+		const text = `how do we restart the worker pool? (ask ${n})`;
+		const chat = where === 'dm' ? user.id : where.id;
+		const outcome = oracle.outcome({ tenant: bot.tenantId, user: String(user.id), channel: where === 'dm' ? 'dm' : 'group', chat: String(chat) });
+		const a: Ask = { n, bot, user, where, sees, messageId: ++messageId, chat, outcome };
+		const expected = 'refused' in outcome ? outcome.refused : outcome.visible.map((c) => codeword.get(c)!).sort();
+		assert.deepEqual(expected, typeof sees === 'string' ? sees : [...sees].sort(), `ask ${n}: the oracle and the hand-written expectation differ`);
+		asks.push(a);
+		return deliver(bot, where === 'dm' ? dmQuestion(user, text, a.messageId, now) : groupMention(where, user, bot.username, text, a.messageId, now));
+	}
+	const modelCalls = (n: number) => model.requests.filter((r) => JSON.stringify(r.body).includes(`(ask ${n})`));
+	async function answered(from: number) {
+		const mine = asks.filter((a) => a.n >= from);
+		const deadline = Date.now() + 150_000;
+		let jobs: { id: string; status: string; n: number }[] = [];
+		while (Date.now() < deadline) {
+			jobs = (await q("SELECT id, status, substring(payload->>'question' from '\\(ask (\\d+)\\)')::int AS n FROM ops.jobs WHERE job_type = 'qa_answer' AND tenant_id = ANY($1::uuid[])", [[botA.tenantId, botB.tenantId]])).rows.filter((j) => j.n >= from);
+			if (jobs.length === mine.length && jobs.every((j) => !['queued', 'running'].includes(j.status))) break;
+			await new Promise((r) => setTimeout(r, 1000));
+		}
+		assert.deepEqual(jobs.map((j) => j.n).sort((a, b) => a - b), mine.map((a) => a.n), `one qa_answer job per question: ${JSON.stringify(jobs)}\n${n8n.logs().slice(-2000)}`);
+		for (const a of mine) {
+			const job = jobs.find((j) => j.n === a.n)!;
+			const replies = botApi.sent.filter((m) => String(m.chat_id) === String(a.chat) && m.reply_parameters?.message_id === a.messageId);
+			const turns = (await q(`SELECT t.answer_text, s.channel, s.chat_id::text AS chat, s.tg_user_id::text AS user, s.tenant_id,
+				coalesce((SELECT array_agg(c.chunk_id::int ORDER BY c.chunk_id) FROM audit.qa_citations c WHERE c.turn_id = t.id), '{}') AS cited
+				FROM audit.qa_turns t JOIN audit.qa_sessions s ON s.session_id = t.session_id WHERE t.question = $1`, [`how do we restart the worker pool? (ask ${a.n})`])).rows;
+			if ('refused' in a.outcome) {
+				assert.equal(job.status, 'failed', `ask ${a.n} (${a.outcome.refused}) must be refused`);
+				const errors = (await q("SELECT node, status_code, details->'node_details'->>'code' AS code FROM ops.errors WHERE job_id = $1", [job.id])).rows;
+				assert.deepEqual(errors, [{ node: 'Answer Question', status_code: 403, code: a.outcome.refused }], `ask ${a.n}`);
+				assert.deepEqual(turns, [], `ask ${a.n}: no turn`);
+				assert.deepEqual(replies, [], `ask ${a.n}: no reply`);
+				assert.equal(modelCalls(a.n).length, 0, `ask ${a.n}: the model is not asked`);
+				continue;
+			}
+			const visible = a.outcome.visible;
+			assert.equal(job.status, 'succeeded', `ask ${a.n}`);
+			assert.deepEqual(turns, [{ answer_text: visible.length ? `Answer to ask ${a.n} [1].` : NOTHING_FOUND, channel: a.where === 'dm' ? 'dm' : 'group', chat: String(a.chat), user: String(a.user.id), tenant_id: a.bot.tenantId, cited: visible }], `ask ${a.n}: the turn cites exactly the visible chunks`);
+			assert.equal(replies.length, 1, `ask ${a.n}: one reply to the question`);
+			const calls = modelCalls(a.n);
+			if (visible.length === 0) {
+				assert.equal(replies[0].text, NOTHING_FOUND, `ask ${a.n}`);
+				assert.equal(calls.length, 0, `ask ${a.n}: nothing visible → the model is not asked`);
+				continue;
+			}
+			const sources = replies[0].text.split('\n\nSources:\n');
+			assert.equal(sources[0], `Answer to ask ${a.n} [1].`);
+			assert.equal(sources[1].split('\n').length, visible.length, `ask ${a.n}: one Sources line per cited chunk`);
+			assert.equal(calls.length, 1, `ask ${a.n}: one model call`);
+			const prompt = JSON.stringify(calls[0].body);
+			for (const [chunk, word] of codeword) assert.equal(prompt.includes(`Codeword ${word}`), visible.includes(chunk), `ask ${a.n}: ${word} in the prompt iff visible`);
+		}
+	}
+
+	// 2. everyone asks while the memberships are as joined
+	const round1 = [
+		await ask(1, botA, U.member, G, ['Amber', 'Birch']),
+		await ask(2, botA, U.member, 'dm', ['Amber', 'Birch', 'Elm']),
+		await ask(3, botA, U.leaver, 'dm', ['Amber', 'Birch']),
+		await ask(4, botA, U.restrictedOut, 'dm', ['Amber', 'Birch']),
+		await ask(5, botA, U.kicked, 'dm', ['Amber', 'Birch']),
+		await ask(6, botA, U.dmOwner, 'dm', ['Dahlia']),
+		await ask(7, botA, U.admin, 'dm', ['Amber', 'Birch', 'Cedar', 'Dahlia', 'Elm']),
+		await ask(8, botA, U.admin, G, ['Amber', 'Birch']),
+		await ask(9, botB, U.outsider, G, ['Fir']),
+		await ask(10, botB, U.outsider, 'dm', ['Fir']),
+		await ask(11, botA, U.outsider, 'dm', 'NOT_ALLOWED'),
+		await ask(12, botA, U.dmOwner, G, 'NOT_A_MEMBER'),
+	];
+	await finished(round1, 'round 1 updates');
+	await answered(1);
+
+	// 3. Leon leaves, Rita is restricted and out of the chat, Karl is kicked, Rosa is restricted but stays
+	const later = now - 60;
+	await finished([
+		await change(botA, G, U.leaver, 'member', 'left', later),
+		await change(botA, G, U.restrictedOut, 'member', 'restricted', later, false),
+		await change(botA, G, U.kicked, 'member', 'kicked', later),
+		await change(botA, G, U.restrictedIn, 'member', 'restricted', later, true),
+	], 'membership changes');
+	const stored = (await q('SELECT tg_user_id::text AS user, status, is_member FROM tg.chat_memberships_current WHERE tenant_id = $1 AND chat_id = $2 ORDER BY 1', [botA.tenantId, G.id])).rows;
+	for (const row of stored) assert.equal(row.is_member, oracle.isMember(botA.tenantId, G.id, row.user), `WF20 stored ${JSON.stringify(row)}`);
+
+	// 4. they ask again
+	const round2 = [
+		await ask(13, botA, U.leaver, 'dm', []),
+		await ask(14, botA, U.leaver, G, 'NOT_A_MEMBER'),
+		await ask(15, botA, U.restrictedOut, 'dm', []),
+		await ask(16, botA, U.restrictedOut, G, 'NOT_A_MEMBER'),
+		await ask(17, botA, U.kicked, 'dm', []),
+		await ask(18, botA, U.restrictedIn, 'dm', ['Amber', 'Birch']),
+		await ask(19, botA, U.restrictedIn, G, ['Amber', 'Birch']),
+		await ask(20, botA, U.outsider, G, 'NOT_ALLOWED'),
+		await ask(21, botA, U.member, 'dm', ['Amber', 'Birch', 'Elm']),
+	];
+	await finished(round2, 'round 2 updates');
+	await answered(13);
+
+	// 5. every citation of both tenants, checked against the oracle as it stood when the question was asked
+	const citations = (await q(`SELECT t.question, c.chunk_id::int AS chunk_id FROM audit.qa_citations c JOIN audit.qa_turns t ON t.id = c.turn_id
+		JOIN audit.qa_sessions s ON s.session_id = t.session_id WHERE s.tenant_id = ANY($1::uuid[])`, [[botA.tenantId, botB.tenantId]])).rows;
+	assert.ok(citations.length > 0);
+	assert.equal(model.requests.length - modelCallsBefore, asks.filter((a) => 'visible' in a.outcome && a.outcome.visible.length > 0).length, 'the model is asked once per question with something visible, never otherwise');
+	for (const c of citations) {
+		const a = asks.find((x) => c.question === `how do we restart the worker pool? (ask ${x.n})`);
+		assert.ok(a && 'visible' in a.outcome && a.outcome.visible.includes(c.chunk_id), `audit.qa_citations names chunk ${c.chunk_id} (${codeword.get(c.chunk_id)}) for "${c.question}", which its asker may not see`);
 	}
 });
