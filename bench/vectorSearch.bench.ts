@@ -6,17 +6,35 @@
  *  - pgvector HNSW (iterative scan) on PGlite with pgvector (in-process WASM, single-threaded: slower than a
  *    native server) for the sizes up to BENCH_HNSW_MAX (default 10,000; the index build is ~85 s at 10k).
  * Each cell: the median of BENCH_VECTOR_RUNS (default 7) searches after one warm-up, in ms.
- * Not part of `npm test`.
+ * Not part of `npm test`. bench/answer.bench.ts imports `searchBench` and `searchTable` (its search part).
  */
 import { vectorRoute } from '../nodes/KnowledgeBot/actions/vectorRoute';
 import { searchChunks, upsertEmbeddings, type SearchParams } from '../nodes/KnowledgeBot/actions/vectorStore';
 import { setupDatabase } from '../test/helpers/db';
 import { vectorDatabase } from '../test/helpers/pglite';
 
-const SIZES = (process.env.BENCH_VECTOR_SIZES ?? '1000,5000,10000,100000').split(',').map(Number);
-const HNSW_MAX = Number(process.env.BENCH_HNSW_MAX ?? 10_000);
-// PGlite builds one index per size (sizes above HNSW_MAX are skipped there)
-const RUNS = Number(process.env.BENCH_VECTOR_RUNS ?? 7);
+export interface SearchBenchOptions {
+	/** corpus sizes in chunks, ascending (the exact route grows one database through them) */
+	sizes: number[];
+	/** PGlite builds one HNSW index per size; sizes above this are not measured there */
+	hnswMax: number;
+	/** measured searches per cell (after one warm-up); the cell is their median */
+	runs: number;
+}
+
+/** One cell pair of the table: search ms with every chunk visible and with 1% visible. */
+export interface SearchResult {
+	route: string;
+	size: number;
+	all: number;
+	onePercent: number;
+}
+
+const OPTIONS: SearchBenchOptions = {
+	sizes: (process.env.BENCH_VECTOR_SIZES ?? '1000,5000,10000,100000').split(',').map(Number),
+	hnswMax: Number(process.env.BENCH_HNSW_MAX ?? 10_000),
+	runs: Number(process.env.BENCH_VECTOR_RUNS ?? 7),
+};
 const DIMS = 1536;
 const TENANT = '00000000-0000-4000-8000-0000000000d1';
 type Db = Parameters<typeof upsertEmbeddings>[0];
@@ -47,10 +65,10 @@ async function grow(db: Db, ids: { model: number; big: number; small: number }, 
 	}
 }
 
-async function median(fn: () => Promise<unknown>): Promise<number> {
+async function median(fn: () => Promise<unknown>, runs: number): Promise<number> {
 	await fn();
 	const times: number[] = [];
-	for (let i = 0; i < RUNS; i++) {
+	for (let i = 0; i < runs; i++) {
 		const t = performance.now();
 		await fn();
 		times.push(performance.now() - t);
@@ -59,36 +77,35 @@ async function median(fn: () => Promise<unknown>): Promise<number> {
 	return times[Math.floor(times.length / 2)];
 }
 
-async function measure(db: Db, model: number): Promise<[number, number]> {
+async function measure(db: Db, model: number, runs: number): Promise<[number, number]> {
 	const params = (user: string): SearchParams => ({ tenant_id: TENANT, model_id: model, vector: query, user, admin: false, k: 5, channel: 'dm', chat: null });
-	return [await median(() => searchChunks(db, params('2'))), await median(() => searchChunks(db, params('3')))];
+	return [await median(() => searchChunks(db, params('2')), runs), await median(() => searchChunks(db, params('3')), runs)];
 }
 
-const results: { route: string; size: number; all: number; onePercent: number }[] = [];
-
-async function exact() {
+async function exact({ sizes, runs }: SearchBenchOptions, results: SearchResult[]) {
 	const db = await setupDatabase();
 	try {
 		await db.pool.query('DROP TABLE IF EXISTS kg.chunk_embeddings_1536'); // the exact route, whatever the server
 		const ids = await schema(db.pool);
 		let have = 0;
-		for (const size of SIZES) {
+		for (const size of sizes) {
 			const t = performance.now();
 			await grow(db.pool, ids, have, size);
 			have = size;
 			await db.pool.query('VACUUM ANALYZE');
 			process.stderr.write(`exact: ${size} chunks stored in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
 			if ((await vectorRoute(db.pool)).route !== 'exact') throw new Error('not the exact route');
-			const [all, onePercent] = await measure(db.pool, ids.model);
-			results.push({ route: 'exact (PostgreSQL)', size, all, onePercent });
+			const [all, onePercent] = await measure(db.pool, ids.model, runs);
+			const version = (await db.pool.query("SELECT current_setting('server_version') AS v")).rows[0].v as string;
+			results.push({ route: `exact (PostgreSQL ${version.split(' ')[0]})`, size, all, onePercent });
 		}
 	} finally {
 		await db.drop();
 	}
 }
 
-async function hnsw() {
-	for (const size of SIZES.filter((s) => s <= HNSW_MAX)) {
+async function hnsw({ sizes, hnswMax, runs }: SearchBenchOptions, results: SearchResult[]) {
+	for (const size of sizes.filter((s) => s <= hnswMax)) {
 		const vdb = await vectorDatabase();
 		try {
 			const ids = await schema(vdb.pool);
@@ -99,7 +116,7 @@ async function hnsw() {
 			await vdb.db.query('ANALYZE');
 			process.stderr.write(`hnsw: index over ${size} chunks built in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
 			const route = await vectorRoute(vdb.pool);
-			const [all, onePercent] = await measure(vdb.pool, ids.model);
+			const [all, onePercent] = await measure(vdb.pool, ids.model, runs);
 			results.push({ route: `pgvector ${route.pgvector_version} HNSW, iterative (PGlite)`, size, all, onePercent });
 		} finally {
 			await vdb.close();
@@ -107,20 +124,36 @@ async function hnsw() {
 	}
 }
 
-async function main() {
-	await exact();
-	await hnsw();
-	console.log(`search ms (median of ${RUNS}), k = 5, 1536 dims`);
-	console.log('route | chunks | asker sees all | asker sees 1%');
-	for (const r of results) console.log(`${r.route} | ${r.size} | ${r.all.toFixed(1)} | ${r.onePercent.toFixed(1)}`);
-	const under = results.filter((r) => r.route.startsWith('exact') && r.all < 200).map((r) => r.size);
-	console.log(`exact route under 200 ms with every chunk visible: up to ${under.length ? Math.max(...under) : 'none'} of the sizes measured`);
+/** Both routes over `options.sizes` (exact on the test PostgreSQL, HNSW on PGlite up to `hnswMax`); progress on stderr. */
+export async function searchBench(options: SearchBenchOptions): Promise<SearchResult[]> {
+	const results: SearchResult[] = [];
+	await exact(options, results);
+	await hnsw(options, results);
+	return results;
 }
 
-main().then(
-	() => process.exit(0),
-	(error) => {
-		console.error(error);
-		process.exit(1);
-	},
-);
+/** The printed table (one line per route and size) and the largest size the exact route searched under 200 ms. */
+export function searchTable(results: SearchResult[], { sizes, hnswMax, runs }: SearchBenchOptions): string[] {
+	const lines = [`search ms (median of ${runs}), k = 5, 1536 dims`, 'route | chunks | asker sees all | asker sees 1%'];
+	for (const r of results) lines.push(`${r.route} | ${r.size} | ${r.all.toFixed(1)} | ${r.onePercent.toFixed(1)}`);
+	const skipped = sizes.filter((s) => s > hnswMax);
+	if (skipped.length) lines.push(`pgvector HNSW (PGlite) | ${skipped.join(', ')} | not measured: the index build in PGlite's WASM takes about a minute per 10k rows (BENCH_HNSW_MAX=${hnswMax})`);
+	const under = results.filter((r) => r.route.startsWith('exact') && r.all < 200).map((r) => r.size);
+	lines.push(`exact route under 200 ms with every chunk visible: up to ${under.length ? Math.max(...under) : 'none'} of the sizes measured`);
+	return lines;
+}
+
+async function main() {
+	const results = await searchBench(OPTIONS);
+	for (const line of searchTable(results, OPTIONS)) console.log(line);
+}
+
+if (require.main === module) {
+	main().then(
+		() => process.exit(0),
+		(error) => {
+			console.error(error);
+			process.exit(1);
+		},
+	);
+}
