@@ -8,8 +8,9 @@
  *  - `exact` (exactSql.ts): the ACL filter in SQL first, then the cosine of every visible row computed in
  *    the node as its row arrives (no vector is kept), the k best kept, then those k chunks read.
  */
-import { types, type CustomTypesConfig, type Pool, type PoolClient } from 'pg';
+import { types, type CustomTypesConfig, type Pool } from 'pg';
 import { ContractError, fromPgError, type ErrorContextInit } from '../../shared/errors';
+import { inTransaction } from '../../shared/postgres/transaction';
 import { cosineScorer, float32Bytes, TopK } from './cosine';
 import { CHUNK_DETAILS, EXACT_CHUNKS_TO_EMBED, EXACT_UPSERT_EMBEDDINGS, VISIBLE_EMBEDDINGS } from './exactSql';
 import { forgetVectorRoute, vectorRoute, type VectorRoute } from './vectorRoute';
@@ -90,23 +91,6 @@ async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
 	const byId = new Map(details.map((d) => [String(d.chunk_id), d]));
 	// a chunk deleted, or no longer visible, between the two statements is left out
 	return best.filter((b) => byId.has(b.id)).map((b) => ({ ...byId.get(b.id)!, score: b.score }) as SearchRow);
-}
-
-/** `fn` on one connection inside BEGIN … COMMIT: a pg.Pool's client, or the single-connection database itself (PGlite). */
-async function inTransaction<T>(pool: Db, fn: (db: Db) => Promise<T>): Promise<T> {
-	const pooled = typeof (pool as Partial<Pool>).connect === 'function' && typeof (pool as Partial<Pool>).totalCount === 'number';
-	const client: PoolClient | Db = pooled ? await (pool as Pool).connect() : pool;
-	try {
-		await client.query('BEGIN');
-		const result = await fn(client);
-		await client.query('COMMIT');
-		return result;
-	} catch (error) {
-		await client.query('ROLLBACK').catch(() => undefined);
-		throw error;
-	} finally {
-		if (pooled) (client as PoolClient).release();
-	}
 }
 
 async function searchHnsw(pool: Db, p: SearchParams, route: VectorRoute): Promise<SearchRow[]> {

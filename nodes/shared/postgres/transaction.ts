@@ -1,8 +1,23 @@
-/** Runs `fn` in one transaction on a pooled client: COMMIT on success, ROLLBACK on any error (rethrown). */
+/**
+ * Runs `fn` in one transaction: COMMIT on success, ROLLBACK on any error (rethrown). On a pg.Pool the
+ * transaction runs on one pooled client (released after; a client whose ROLLBACK failed is destroyed,
+ * not returned to the pool). A database that is a single connection (no `connect`, e.g. PGlite in tests)
+ * runs BEGIN … COMMIT on itself.
+ */
 import type { Pool, PoolClient } from 'pg';
 
-export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-	const client = await pool.connect();
+/** Anything with pg's `query(text, values)`: a single-connection database. */
+export type SingleConnection = Pick<Pool, 'query'>;
+
+function isPool(db: Pool | SingleConnection): db is Pool {
+	return typeof (db as Partial<Pool>).connect === 'function' && typeof (db as Partial<Pool>).totalCount === 'number';
+}
+
+export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T>;
+export async function inTransaction<T>(db: Pool | SingleConnection, fn: (client: PoolClient | SingleConnection) => Promise<T>): Promise<T>;
+export async function inTransaction<T>(db: Pool | SingleConnection, fn: (client: PoolClient & SingleConnection) => Promise<T>): Promise<T> {
+	const pooled = isPool(db);
+	const client = (pooled ? await db.connect() : db) as PoolClient & SingleConnection;
 	let broken = false;
 	try {
 		await client.query('BEGIN');
@@ -15,6 +30,6 @@ export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => P
 		});
 		throw error;
 	} finally {
-		client.release(broken);
+		if (pooled) client.release(broken);
 	}
 }
