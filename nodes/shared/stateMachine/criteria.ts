@@ -10,7 +10,7 @@
  *    case-folded text and INOT_* are their negations;
  *  - a path with `[*]`, or one that ends on an array, matches if any element matches;
  *  - group: AND / OR with short-circuit, empty AND true, empty OR false; lifecycle: state,
- *    creationDate (chronological), previousTransition; array: values[i] EQUALS element i, null skips.
+ *    creationDate (chronological), previousTransition; array: values[i] EQUALS element i, null skips (a condition without a values array matches nothing).
  * JSONPath is evaluated by jsonpath-plus.
  */
 import { JSONPath } from 'jsonpath-plus';
@@ -159,7 +159,11 @@ export function evaluate(condition: Condition | null | undefined, entity: unknow
 		case 'array': {
 			const found = JSONPath({ path: condition.jsonPath, json: entity as object, wrap: true }) as unknown[];
 			const array = found.length === 1 && Array.isArray(found[0]) ? (found[0] as unknown[]) : found;
-			return condition.value.every((expected, i) => expected === null || matchesOne(array[i], condition.operatorType ?? 'EQUALS', expected));
+			// `values` is the format's field; an unparsed condition with our earlier `value` is read the same way
+			const raw = condition as unknown as { values?: unknown; value?: unknown };
+			const expectedValues = Array.isArray(raw.values) ? raw.values : Array.isArray(raw.value) ? raw.value : null;
+			if (!expectedValues) return false;
+			return expectedValues.every((expected, i) => expected === null || matchesOne(array[i], condition.operatorType ?? 'EQUALS', expected));
 		}
 	}
 }

@@ -54,14 +54,30 @@ export interface ArrayCondition {
 	type: 'array';
 	jsonPath: string;
 	operatorType?: OperatorType;
-	/** values[i] is compared with element i of the array at jsonPath; a null entry is skipped. */
-	value: unknown[];
+	/**
+	 * The format's field (plural): values[i] is compared with element i of the array at jsonPath; a null
+	 * entry is skipped. Our earlier singular `value` is accepted at import as an alias and stored as `values`.
+	 */
+	values: unknown[];
 }
 export type Condition = SimpleCondition | LifecycleCondition | GroupCondition | ArrayCondition;
 
+/**
+ * An array condition written with our earlier singular `value` (and no `values`) is read as `values`,
+ * so definitions stored before the format's plural field was adopted still load; export writes `values`.
+ * Both fields at once is refused (which one was meant is unknowable).
+ */
+function legacyArrayValue(input: unknown): unknown {
+	if (input === null || typeof input !== 'object' || Array.isArray(input)) return input;
+	const c = input as Record<string, unknown>;
+	if (c.type !== 'array' || !('value' in c) || 'values' in c) return input;
+	const { value, ...rest } = c;
+	return { ...rest, values: value };
+}
+
 /** The Condition DSL (simple, lifecycle, group, array). */
 export const Condition: z.ZodType<Condition> = z.lazy(() =>
-	z.discriminatedUnion('type', [
+	z.preprocess(legacyArrayValue, z.discriminatedUnion('type', [
 		z.object({ type: z.literal('simple'), jsonPath: z.string().min(1), operatorType: OperatorType, value: z.unknown().optional() }),
 		z.object({
 			type: z.literal('lifecycle'),
@@ -70,9 +86,16 @@ export const Condition: z.ZodType<Condition> = z.lazy(() =>
 			value: z.unknown().optional(),
 		}),
 		z.object({ type: z.literal('group'), operator: z.enum(['AND', 'OR']), conditions: z.array(Condition) }),
-		z.object({ type: z.literal('array'), jsonPath: z.string().min(1), operatorType: OperatorType.optional(), value: z.array(z.unknown()) }),
-	]),
-) as z.ZodType<Condition>;
+		z.object({
+			type: z.literal('array'),
+			jsonPath: z.string().min(1),
+			operatorType: OperatorType.optional(),
+			values: z.array(z.unknown()),
+			// present only when both were written (legacyArrayValue renames a lone `value`)
+			value: z.undefined({ errorMap: () => ({ message: "give values (the format's field) or the legacy value, not both" }) }).optional(),
+		}),
+	])),
+) as unknown as z.ZodType<Condition>;
 
 export const ProcessorDefinition = z.object({
 	/** Only "EXTERNAL" exists in v0.6.1; anything else fails import. */
@@ -119,8 +142,15 @@ export type WorkflowDefinition = z.infer<typeof WorkflowDefinition>;
 /** The JSON as written (defaults not yet applied). */
 export type WorkflowDefinitionInput = z.input<typeof WorkflowDefinition>;
 
-export const ImportMode = z.enum(['MERGE', 'REPLACE', 'ACTIVATE']);
+/**
+ * MERGE | REPLACE | ACTIVATE, case-insensitive (`merge`, `Replace`…); absent, null or an empty (or
+ * blank) string is the default MERGE (seed 004: "MERGE (default)").
+ */
+export const ImportMode = z.preprocess(
+	(v) => (v === undefined || v === null ? 'MERGE' : typeof v === 'string' ? (v.trim() === '' ? 'MERGE' : v.toUpperCase()) : v),
+	z.enum(['MERGE', 'REPLACE', 'ACTIVATE']),
+);
 export type ImportMode = z.infer<typeof ImportMode>;
 
-export const ImportRequest = z.object({ importMode: ImportMode.default('MERGE'), workflows: z.array(WorkflowDefinition).min(1) });
+export const ImportRequest = z.object({ importMode: ImportMode, workflows: z.array(WorkflowDefinition).min(1) });
 export type ImportRequest = z.infer<typeof ImportRequest>;

@@ -69,9 +69,9 @@ const CASES: [string, Condition, boolean][] = [
 	['lifecycle previousTransition', { type: 'lifecycle', field: 'previousTransition', operatorType: 'STARTS_WITH', value: 'CRE' }, true],
 	['lifecycle creationDate is chronological', { type: 'lifecycle', field: 'creationDate', operatorType: 'GREATER_THAN', value: '2024-03-01T09:00:00+00:00' }, true],
 	['lifecycle creationDate BEFORE (text order would say otherwise)', { type: 'lifecycle', field: 'creationDate', operatorType: 'LESS_THAN', value: '2024-03-01T12:00:00+03:00' }, false],
-	['array: element i equals values[i]', { type: 'array', jsonPath: '$.tags', value: ['physics', 'chemistry'] }, true],
-	['array: null entry is skipped', { type: 'array', jsonPath: '$.tags', value: [null, 'chemistry'] }, true],
-	['array: a mismatch', { type: 'array', jsonPath: '$.tags', value: ['chemistry'] }, false],
+	['array: element i equals values[i]', { type: 'array', jsonPath: '$.tags', values: ['physics', 'chemistry'] }, true],
+	['array: null entry is skipped', { type: 'array', jsonPath: '$.tags', values: [null, 'chemistry'] }, true],
+	['array: a mismatch', { type: 'array', jsonPath: '$.tags', values: ['chemistry'] }, false],
 ];
 
 for (const [name, condition, expected] of CASES) {
@@ -95,4 +95,12 @@ test('group short-circuits: OR stops at the first match, AND at the first miss',
 	evaluate({ type: 'group', operator: 'OR', conditions: [simple('$.name', 'CONTAINS', 'Marie'), simple('$.year', 'EQUALS', 1)] }, counting, meta);
 	evaluate({ type: 'group', operator: 'AND', conditions: [simple('$.name', 'CONTAINS', 'zz'), simple('$.year', 'EQUALS', 1)] }, counting, meta);
 	assert.equal(calls, 0);
+});
+
+test('array: evaluate() reads the format\'s `values` on an unparsed condition, and a legacy `value` the same way; no array → false', () => {
+	const entity = { tags: ['physics', 'chemistry'] };
+	assert.equal(evaluate({ type: 'array', jsonPath: '$.tags', values: ['physics'] } as never, entity, { state: null }), true);
+	assert.equal(evaluate({ type: 'array', jsonPath: '$.tags', value: ['physics'] } as never, entity, { state: null }), true);
+	assert.equal(evaluate({ type: 'array', jsonPath: '$.tags', value: ['chemistry'] } as never, entity, { state: null }), false);
+	assert.equal(evaluate({ type: 'array', jsonPath: '$.tags' } as never, entity, { state: null }), false);
 });

@@ -170,3 +170,34 @@ test('the shipped pipeline_runs definition: valid, NEW → … → COMPLETED by 
 	}
 	await assert.rejects(fireManual(wf, 'NEW', 'ANALYSIS_DONE', {}), (e: ContractError) => e.statusCode === 404 && (e.details.available as string[]).join() === 'CAPTURE_ANALYSIS,FAIL');
 });
+
+test('array conditions: the format\'s `values` is accepted at import and exported as written; a lone legacy `value` is read as `values`', () => {
+	const wf = (criterion: unknown) => ({ workflows: [{ name: 'w', initialState: 'A', criterion, states: { A: {} } }] });
+	const plural = parseImport(wf({ type: 'array', jsonPath: '$.tags', values: ['physics', null] })).workflows[0];
+	assert.deepEqual(exportDefinition(plural).criterion, { type: 'array', jsonPath: '$.tags', values: ['physics', null] });
+	const legacy = parseImport(wf({ type: 'array', jsonPath: '$.tags', value: ['physics'] })).workflows[0];
+	assert.deepEqual(exportDefinition(legacy).criterion, { type: 'array', jsonPath: '$.tags', values: ['physics'] });
+	const both = rejects(() => parseImport(wf({ type: 'array', jsonPath: '$.tags', values: ['a'], value: ['b'] })), /workflows\.0\.criterion\.value/);
+	assert.equal(both.details.code, 'VALIDATION_FAILED');
+	rejects(() => parseImport(wf({ type: 'array', jsonPath: '$.tags' })), /workflows\.0\.criterion\.values Required/);
+});
+
+test('importMode: case-insensitive; absent, null and "" are MERGE; anything else is refused naming importMode', () => {
+	const workflows = [{ name: 'w', initialState: 'A', states: { A: {} } }];
+	for (const [given, expected] of [['merge', 'MERGE'], ['Replace', 'REPLACE'], ['aCtIvAtE', 'ACTIVATE'], ['', 'MERGE'], [undefined, 'MERGE'], [null, 'MERGE']] as const) {
+		assert.equal(parseImport({ importMode: given, workflows }).importMode, expected, `importMode ${JSON.stringify(given)}`);
+	}
+	for (const bad of ['UPSERT', 'MERGE!', 3, true]) {
+		const error = rejects(() => parseImport({ importMode: bad, workflows }), /importMode/);
+		assert.deepEqual([error.statusCode, error.details.code, error.details.field], [400, 'VALIDATION_FAILED', 'importMode']);
+	}
+});
+
+test('processor type: only EXTERNAL (exact) is accepted; others are VALIDATION_FAILED naming the path', () => {
+	const body = (type: unknown) => ({ workflows: [{ name: 'w', initialState: 'A', states: { A: { transitions: [{ name: 'X', next: 'A', manual: true, processors: [{ type, name: 'p' }] }] } } }] });
+	assert.equal(parseImport(body('EXTERNAL')).workflows[0].states.A.transitions[0].processors[0].type, 'EXTERNAL');
+	for (const type of ['external', 'INTERNAL', '', null, undefined, 1]) {
+		const error = rejects(() => parseImport(body(type)), /processors\.0\.type/);
+		assert.deepEqual([error.statusCode, error.details.code, error.details.field], [400, 'VALIDATION_FAILED', 'workflows.0.states.A.transitions.0.processors.0.type']);
+	}
+});
