@@ -81,15 +81,15 @@ test('cascade: the first automated transition in declaration order whose criteri
 		B: {},
 		X: {},
 	});
-	assert.deepEqual(await cascade(wf, 'NEW', { n: 3 }), { ok: true, state: 'S', fired: ['SMALL'], warnings: [] });
-	assert.deepEqual(await cascade(wf, 'NEW', { n: 30 }), { ok: true, state: 'B', fired: ['ANY'], warnings: [] });
+	assert.deepEqual(await cascade(wf, 'NEW', { n: 3 }), { ok: true, state: 'S', fired: ['SMALL'], warnings: [], entity: { n: 3 } });
+	assert.deepEqual(await cascade(wf, 'NEW', { n: 30 }), { ok: true, state: 'B', fired: ['ANY'], warnings: [], entity: { n: 30 } });
 });
 
-test('cascade: the 11th visit of a state ends it with the reason (guarded loop)', async () => {
+test('cascade: the 11th visit of a state aborts it with the reason; nothing applied (guarded loop)', async () => {
 	const wf = def({ A: { transitions: [{ name: 'AB', next: 'B', criterion: always }] }, B: { transitions: [{ name: 'BA', next: 'A', criterion: always }] } });
 	const result = await cascade(wf, 'A', {});
-	assert.equal(result.ok, false);
-	assert.equal(result.fired.length, 19, 'A counted once at the start: A×10, B×10 → 19 transitions fired');
+	assert.deepEqual([result.ok, result.state, result.fired, result.code, result.stoppedAt], [false, 'A', [], 'CASCADE_LIMIT', 'B']);
+	assert.equal(result.attempted!.length, 19, 'A counted once at the start: A×10, B×10 → 19 transitions attempted');
 	assert.match(result.reason!, /state A visited more than 10 times/);
 });
 
@@ -98,9 +98,7 @@ test('cascade: the 100th automated transition ends it (a chain of 150 states)', 
 	for (let i = 0; i < 150; i++) states[`S${i}`] = { transitions: [{ name: `T${i}`, next: `S${i + 1}` }] };
 	states.S150 = {};
 	const result = await cascade(def(states), 'S0', {});
-	assert.equal(result.ok, false);
-	assert.equal(result.fired.length, 99);
-	assert.equal(result.state, 'S99');
+	assert.deepEqual([result.ok, result.state, result.fired, result.stoppedAt, result.attempted!.length], [false, 'S0', [], 'S99', 99]);
 	assert.match(result.reason!, /cascade depth limit 100/);
 });
 
@@ -118,11 +116,11 @@ test('manual: unknown → 404 with the available transitions, disabled → 409, 
 	await assert.rejects(fireManual(wf, 'A', 'JUMP', {}), (e: ContractError) => e.statusCode === 404 && e.details.code === 'TRANSITION_NOT_FOUND' && (e.details.available as string[]).join() === 'FAIL');
 	await assert.rejects(fireManual(wf, 'A', 'OFF', {}), (e: ContractError) => e.statusCode === 409 && e.details.code === 'TRANSITION_DISABLED');
 	await assert.rejects(fireManual(wf, 'A', 'GO', { ok: false }), (e: ContractError) => e.statusCode === 409 && e.details.code === 'CRITERION_NOT_MET');
-	assert.deepEqual(await fireManual(wf, 'A', 'GO', { ok: true }), { ok: true, state: 'B', fired: ['GO'], warnings: [] });
+	assert.deepEqual(await fireManual(wf, 'A', 'GO', { ok: true }), { ok: true, state: 'B', fired: ['GO'], warnings: [], entity: { ok: true } });
 	assert.deepEqual(availableTransitions(wf, 'A', { ok: true }), ['GO', 'FAIL']);
 });
 
-test('processors: a SYNC failure leaves the entity in the source state; ASYNC_NEW_TX failures are warnings', async () => {
+test('processors: a SYNC failure aborts the whole operation (state before it); ASYNC_NEW_TX failures are warnings', async () => {
 	const processor = (name: string, executionMode: string) => ({ type: 'EXTERNAL' as const, name, executionMode, config: {} });
 	const wf = def({
 		A: { transitions: [{ name: 'AB', next: 'B', processors: [processor('soft', 'ASYNC_NEW_TX')] }] },
@@ -130,7 +128,17 @@ test('processors: a SYNC failure leaves the entity in the source state; ASYNC_NE
 		C: {},
 	});
 	const result = await cascade(wf, 'A', {}, {}, { runProcessor: async (p) => { if (p.name) throw new Error(`${p.name} down`); } });
-	assert.deepEqual(result, { ok: false, state: 'B', fired: ['AB'], warnings: ['processor soft failed: soft down'], reason: 'processor hard failed: hard down' });
+	assert.deepEqual(result, {
+		ok: false,
+		state: 'A',
+		fired: [],
+		warnings: ['processor soft failed: soft down'],
+		entity: {},
+		reason: 'processor hard failed: hard down',
+		code: 'WORKFLOW_FAILED',
+		stoppedAt: 'B',
+		attempted: ['AB'],
+	});
 });
 
 test('selectWorkflow: the first active workflow whose criterion matches', () => {

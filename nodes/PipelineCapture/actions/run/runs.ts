@@ -5,8 +5,9 @@
  */
 import type { Pool } from 'pg';
 import { ContractError, fromPgError } from '../../../shared/errors';
-import type { WorkflowDefinition } from '../../../shared/stateMachine';
-import { cascade, evaluate } from '../../../shared/stateMachine';
+import { withTransaction } from '../../../shared/postgres/pool';
+import type { EngineOptions, EngineResult, WorkflowDefinition } from '../../../shared/stateMachine';
+import { abortError, evaluate, fireManual, runTransitionProcessors } from '../../../shared/stateMachine';
 import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../transport/definition';
 import {
 	ARCHIVE_RUN,
@@ -37,7 +38,7 @@ function runId(value: unknown): string {
 	return value;
 }
 
-async function query<T extends Record<string, unknown>>(pool: Pool, sql: string, params: unknown[], operation: string): Promise<T[]> {
+async function query<T extends Record<string, unknown>>(pool: Pick<Pool, 'query'>, sql: string, params: unknown[], operation: string): Promise<T[]> {
 	try {
 		return (await pool.query<T>(sql, params)).rows;
 	} catch (error) {
@@ -82,10 +83,17 @@ export interface CaptureResult {
  * Capture: moves the run along `transition` (a CAPTURE_* of the definition) when it is in that
  * transition's source state. `captured: false` with the run as it is now (the state the winner took it
  * to, never the stale source state) and the `reason` when another worker was first or the run is blocked.
+ * The transition's processors run for the winner only, inside the capture's transaction: a SYNC /
+ * ASYNC_SAME_TX failure rolls the capture back (the run stays waiting) and answers 400.
  * @throws 404 unknown run; 409 ILLEGAL_TRANSITION (not in the definition, legal ones listed) or
- *         CRITERION_NOT_MET
+ *         CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG
  */
-export async function capture(pool: Pool, definition: WorkflowDefinition, input: { run_id: unknown; transition: string; worker: string }): Promise<CaptureResult> {
+export async function capture(
+	pool: Pool,
+	definition: WorkflowDefinition,
+	input: { run_id: unknown; transition: string; worker: string },
+	options: EngineOptions = {},
+): Promise<CaptureResult> {
 	const id = runId(input.run_id);
 	const edge = edgeNamed(definition, input.transition);
 	const declared = definition.states[edge.from].transitions.find((t) => t.name === edge.name)!;
@@ -98,7 +106,21 @@ export async function capture(pool: Pool, definition: WorkflowDefinition, input:
 	}
 	// The first step of a run waits for the user's previous run to be archived (seed 001 blocking rule).
 	const blocking = edge.from === definition.initialState;
-	const rows = await query<RunRow & { captured: boolean }>(pool, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update');
+	const rows =
+		declared.processors.length === 0
+			? await query<RunRow & { captured: boolean }>(pool, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update')
+			: await withTransaction(pool, async (client) => {
+					const taken = await query<RunRow & { captured: boolean }>(client, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update');
+					if (taken[0]?.captured) {
+						// the run as captured, without the capture token (a credential of the worker) and the flag
+						const row: Record<string, unknown> = { ...taken[0] };
+						delete row.captured;
+						delete row.capture_token;
+						const result = await runTransitionProcessors(edge.from, declared, row, options);
+						if (!result.ok) throw abortError(result, { run_id: id });
+					}
+					return taken;
+				});
 	if (rows.length === 0) throw notFound(id);
 	const { captured, ...run } = rows[0];
 	// the loser's row is the committed one (read FOR SHARE after the winner): still in the source state only
@@ -109,14 +131,22 @@ export async function capture(pool: Pool, definition: WorkflowDefinition, input:
 
 /**
  * Complete Step: stores the step's result (analysis_result / final_context_payload / final_answer, by
- * the target state) and moves the run on, in one statement, only for the holder of the capture token.
+ * the target state) and moves the run on, only for the holder of the capture token; then the
+ * transition's processors and the automated cascade (seed 004 engine) run, all in one transaction.
+ * All or nothing: a SYNC / ASYNC_SAME_TX processor failure rolls everything back (the run stays in the
+ * step's in-progress state under its capture: retry Complete Step, or Fail) and answers 400
+ * WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG; a cascade limit rolls back too, then ends the run FAILED
+ * from that in-progress state with `error.code` CASCADE_LIMIT and the reason (a retry would loop again).
+ * `options.runProcessor` runs EXTERNAL processors (see shared/stateMachine/processors.ts).
  * @throws 404; 409 ILLEGAL_TRANSITION (listing the transitions legal from the run's current state) when
- *         the run is no longer where this worker captured it (released, failed, or completed)
+ *         the run is no longer where this worker captured it (released, failed, or completed); 409
+ *         CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG
  */
 export async function completeStep(
 	pool: Pool,
 	definition: WorkflowDefinition,
 	input: { run_id: unknown; transition: string; capture_token: unknown; result: unknown; draft_context?: unknown },
+	options: EngineOptions = {},
 ): Promise<RunRow> {
 	const id = runId(input.run_id);
 	const edge = edgeNamed(definition, input.transition);
@@ -133,21 +163,47 @@ export async function completeStep(
 	}
 	const value = column === 'analysis_result' ? JSON.stringify(input.result ?? null) : input.result === null || input.result === undefined ? null : typeof input.result === 'string' ? input.result : JSON.stringify(input.result);
 	const draft = input.draft_context === undefined || input.draft_context === null ? null : String(input.draft_context);
-	const rows = await query<RunRow & { moved: boolean }>(pool, completeStepSql(column), [id, edge.from, edge.to, edge.name, input.capture_token, value, draft], 'update');
-	if (rows.length === 0) throw notFound(id);
-	const { moved, ...run } = rows[0];
-	if (!moved) {
-		const legal = edgesOf(definition).filter((e) => e.from === run.status).map((e) => e.name);
-		throw new ContractError(
-			`run ${id} is ${String(run.status)}, not ${edge.from} under this capture: ${edge.name} refused (legal now: ${legal.join(', ') || 'none'})`,
-			409,
-			'conflict',
-			false,
-			{ code: 'ILLEGAL_TRANSITION', run_id: id, status: run.status, transition: edge.name, legal },
-			{ operation: 'update', ...RUNS },
-		);
+	const aborted: { result?: EngineResult } = {};
+	try {
+		return await withTransaction(pool, async (client) => {
+			const rows = await query<RunRow & { moved: boolean }>(client, completeStepSql(column), [id, edge.from, edge.to, edge.name, input.capture_token, value, draft], 'update');
+			if (rows.length === 0) throw notFound(id);
+			const { moved, ...run } = rows[0];
+			if (!moved) {
+				const legal = edgesOf(definition).filter((e) => e.from === run.status).map((e) => e.name);
+				throw new ContractError(
+					`run ${id} is ${String(run.status)}, not ${edge.from} under this capture: ${edge.name} refused (legal now: ${legal.join(', ') || 'none'})`,
+					409,
+					'conflict',
+					false,
+					{ code: 'ILLEGAL_TRANSITION', run_id: id, status: run.status, transition: edge.name, legal },
+					{ operation: 'update', ...RUNS },
+				);
+			}
+			// the entity processors and criteria see: the run row as written so far in this transaction (the
+			// step's result stored, `status` the step's target); the engine's lifecycle state is tracked apart
+			const result = await fireManual(definition, edge.from, edge.name, run, { previousTransition: previousOf(run) }, options);
+			if (!result.ok) {
+				aborted.result = result;
+				throw abortError(result, { run_id: id });
+			}
+			if (result.fired.length === 1) return run as RunRow;
+			const [cascaded] = await query<RunRow>(client, APPLY_CASCADE, [id, edge.to, result.state, result.fired[result.fired.length - 1]], 'update');
+			return cascaded ?? (run as RunRow);
+		});
+	} catch (error) {
+		const result = aborted.result;
+		if (!result || result.code !== 'CASCADE_LIMIT') throw error;
+		// rolled back; the pipeline cannot retry a deterministic loop: FAILED from the state before the step
+		const failure = JSON.stringify({ message: result.reason, code: 'CASCADE_LIMIT', stopped_at: result.stoppedAt, attempted: result.attempted });
+		const [failed] = await query<RunRow>(pool, FAIL_AFTER_ABORT, [id, edge.from, input.capture_token, failure], 'update');
+		if (!failed) throw error;
+		return failed;
 	}
-	return runCascade(pool, definition, run as RunRow);
+}
+
+function previousOf(run: Record<string, unknown>): string | null {
+	return typeof run.previous_transition === 'string' ? run.previous_transition : null;
 }
 
 /**
@@ -265,25 +321,16 @@ export async function archiveRun(pool: Pool, input: { run_id: unknown; summary: 
 	return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id };
 }
 
+/** The end state of a cascade, in the Complete Step transaction ($2: the state the step moved to). */
 const APPLY_CASCADE = `
 UPDATE maas.pipeline_runs
-SET status = $3, previous_transition = $4, error = coalesce($5::jsonb, error), capture_token = NULL, updated_at = now()
+SET status = $3, previous_transition = $4, capture_token = NULL, updated_at = now()
 WHERE id = $1 AND status = $2
 RETURNING *`;
 
-/**
- * After a manual transition, the automated cascade of the state machine (seed 004 engine): the first
- * automated transition whose criterion matches the run fires, and so on. The end state is written with a
- * CAS on the state the run was in; a cascade stopped by the visit or depth limit ends the run FAILED with
- * the reason in `error` (`code: CASCADE_LIMIT`). A definition without automated transitions (the shipped
- * one) changes nothing here.
- */
-export async function runCascade(pool: Pool, definition: WorkflowDefinition, run: RunRow): Promise<RunRow> {
-	const result = await cascade(definition, run.status, run, { previousTransition: (run.previous_transition as string) ?? null });
-	if (result.ok && result.fired.length === 0) return run;
-	const to = result.ok ? result.state : 'FAILED';
-	const last = result.ok ? result.fired[result.fired.length - 1] : 'CASCADE_LIMIT';
-	const error = result.ok ? null : JSON.stringify({ message: result.reason, code: 'CASCADE_LIMIT', fired: result.fired });
-	const [moved] = await query<RunRow>(pool, APPLY_CASCADE, [run.id, run.status, to, last, error], 'update');
-	return moved ?? run;
-}
+/** FAILED after an aborted Complete Step ($2 its source state, $3 the capture token, $4 the error). */
+const FAIL_AFTER_ABORT = `
+UPDATE maas.pipeline_runs
+SET status = 'FAILED', previous_transition = 'CASCADE_LIMIT', error = $4::jsonb, capture_token = NULL, updated_at = now()
+WHERE id = $1 AND status = $2 AND capture_token = $3
+RETURNING *`;
