@@ -17,6 +17,8 @@ import { contractsLlmApiTest } from '../shared/llm/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { findPipelineOperation, PIPELINE_RESOURCES } from './actions';
 import { pipelineDefinition } from './transport/definition';
+import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './transport/calculationNodes';
+import { externalProcessorRunner } from '../shared/stateMachine';
 import type { LlmCredential } from '../shared/llm/generate';
 
 
@@ -52,6 +54,7 @@ export class PipelineCapture implements INodeType {
 		],
 		properties: [
 			...resourceProperties(PIPELINE_RESOURCES),
+			CALCULATION_NODES_PROPERTY,
 			{
 				displayName: 'Options',
 				name: 'options',
@@ -91,6 +94,7 @@ export class PipelineCapture implements INodeType {
 						pool,
 						definition: () => pipelineDefinition(pool),
 						worker: options.worker || `n8n-${executionId}`,
+						runProcessor: externalProcessorRunner(calculationNodesOf(this, itemIndex, resource, operationValue), subWorkflowCaller(this, executionId)),
 						llm: async () => ({
 							credential: (await this.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
 							send: async ({ url, body, headers, timeoutMs }) => {

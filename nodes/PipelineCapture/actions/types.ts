@@ -1,7 +1,7 @@
 /** The shape every PipelineCapture operation module exports (one file per operation). */
 import type { INodeProperties } from 'n8n-workflow';
 import type { Pool } from 'pg';
-import type { WorkflowDefinition } from '../../shared/stateMachine';
+import type { EngineOptions, WorkflowDefinition } from '../../shared/stateMachine';
 import type { LlmCredential, Sender } from '../../shared/llm/generate';
 
 export interface PipelineContext {
@@ -12,6 +12,11 @@ export interface PipelineContext {
 	worker: string;
 	/** The Contracts LLM API credential and an HTTP sender (Model resource only). */
 	llm(): Promise<{ credential: LlmCredential; send: Sender }>;
+	/**
+	 * Runs the EXTERNAL processors of the transitions Capture / Complete Step fire: dispatched to the
+	 * sub-workflows of the node's Calculation Nodes parameter (shared/stateMachine/processors.ts).
+	 */
+	runProcessor?: EngineOptions['runProcessor'];
 }
 
 /** `data` of the SuccessEnvelope, and the output: 0 "Done", 1 "Not Captured" (a lost race, nothing claimed). */

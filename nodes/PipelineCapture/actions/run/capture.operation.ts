@@ -7,7 +7,9 @@
  * error: `reason: "TAKEN"` (another worker was first; `status` is the state that won, e.g. ANALYZING, read
  * after the winner committed) or `"BLOCKED"` (seed 001 blocking rule: an older run of the user is not archived
  * yet; `status` is still the source state, NEW).
- * Errors: 404 unknown run; 409 ILLEGAL_TRANSITION (legal ones listed); 422; 503.
+ * The transition's EXTERNAL processors run for the winner (Calculation Nodes); a SYNC failure undoes the capture.
+ * Errors: 404 unknown run; 409 ILLEGAL_TRANSITION (legal ones listed); 400 WORKFLOW_FAILED /
+ * NO_COMPUTE_MEMBER_FOR_TAG (a processor); 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
@@ -34,7 +36,7 @@ export const captureOperation: PipelineOperation = {
 		},
 	]),
 	async execute(ctx, input) {
-		const result = await capture(ctx.pool, await ctx.definition(), { run_id: input.run_id, transition: String(input.transition), worker: ctx.worker });
+		const result = await capture(ctx.pool, await ctx.definition(), { run_id: input.run_id, transition: String(input.transition), worker: ctx.worker }, { runProcessor: ctx.runProcessor });
 		const base = { captured: result.captured, run_id: result.run.id, status: result.run.status, transition: result.transition.name };
 		return result.captured ? { data: { ...base, capture_token: result.run.capture_token, run: result.run }, output: 0 } : { data: { ...base, reason: result.reason }, output: 1 };
 	},

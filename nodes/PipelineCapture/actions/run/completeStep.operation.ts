@@ -3,8 +3,11 @@
  * only for the worker holding the capture token. ANALYSIS_DONE stores `analysis_result` (JSON),
  * ASSEMBLY_DONE `final_context_payload` (and `draft_context` when given), RESPONSE_DONE `final_answer`.
  * Input: `run_id`, `transition`, `capture_token`, `result`, `draft_context`.
- * Output: `{ run_id, status }`. Errors: 404; 409 ILLEGAL_TRANSITION (run released, failed or completed
- * meanwhile; legal transitions listed); 422; 503.
+ * Then the transition's EXTERNAL processors (Calculation Nodes) and the automated cascade, all or nothing.
+ * Output: `{ run_id, status }` (status FAILED when the cascade hit a limit). Errors: 404; 409
+ * ILLEGAL_TRANSITION (run released, failed or completed meanwhile; legal transitions listed), 409
+ * CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (a processor failed or has no
+ * sub-workflow: nothing applied, the run stays captured); 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
@@ -40,7 +43,7 @@ export const completeStepOperation: PipelineOperation = {
 			capture_token: input.capture_token,
 			result: input.result,
 			draft_context: input.draft_context,
-		});
+		}, { runProcessor: ctx.runProcessor });
 		return { data: { run_id: run.id, status: run.status }, output: 0 };
 	},
 };
