@@ -62,3 +62,36 @@ test('export: 404 WORKFLOW_NOT_FOUND for an unknown model; the shipped pipeline 
 	assert.equal(exported.entityName, 'pipeline_runs');
 	assert.deepEqual(exported.workflows, body.workflows, 'the shipped file is already in export form');
 });
+
+test('import modes in any case: "replace" replaces, "Activate" activates, "" merges', async () => {
+	const ref = { model: 'case-model', modelVersion: 1 };
+	await importWorkflows(db.pool, ref, { importMode: 'merge', workflows: [wf('a'), wf('b')] });
+	await importWorkflows(db.pool, ref, { importMode: '', workflows: [wf('c')] });
+	assert.deepEqual(await state('case-model'), ['a:true', 'b:true', 'c:true']);
+	await importWorkflows(db.pool, ref, { importMode: 'Activate', workflows: [wf('b')] });
+	assert.deepEqual(await state('case-model'), ['a:false', 'b:true', 'c:false']);
+	await importWorkflows(db.pool, ref, { importMode: 'replace', workflows: [wf('d')] });
+	assert.deepEqual(await state('case-model'), ['d:true']);
+});
+
+test('the seed-004 table (fixtures) through PostgreSQL: each import exported as the seed writes it', async () => {
+	const table = JSON.parse(readFileSync(path.join(__dirname, '..', 'fixtures', 'stateMachine', 'seed004-table.json'), 'utf8')) as {
+		accepted: { import: unknown; export: Record<string, unknown> }[];
+	};
+	for (const [i, c] of table.accepted.entries()) {
+		const ref = { model: `table-${i}`, modelVersion: 1 };
+		await importWorkflows(db.pool, ref, c.import);
+		assert.deepEqual(await exportWorkflows(db.pool, ref), { entityName: ref.model, modelVersion: 1, workflows: [c.export] });
+	}
+});
+
+test('an array condition stored with our earlier singular `value` still loads, and exports as `values`', async () => {
+	const ref = { model: 'legacy-array', modelVersion: 1 };
+	const legacy = { ...wf('old'), active: true, criterion: { type: 'array', jsonPath: '$.tags', value: ['x', null] } };
+	await db.pool.query(
+		`INSERT INTO ops.workflow_definitions (model, model_version, name, position, active, definition) VALUES ($1, 1, 'old', 1, true, $2)`,
+		[ref.model, JSON.stringify(legacy)],
+	);
+	const exported = (await exportWorkflows(db.pool, ref)) as { workflows: { criterion: unknown }[] };
+	assert.deepEqual(exported.workflows[0].criterion, { type: 'array', jsonPath: '$.tags', values: ['x', null] });
+});
