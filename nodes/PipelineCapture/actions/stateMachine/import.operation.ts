@@ -1,7 +1,8 @@
 /**
  * State Machine → Import (seed 004 import): WorkflowDefinitions into ops.workflow_definitions for a model
  * (default `pipeline_runs` v1, the one Pipeline Capture runs on), with MERGE / REPLACE / ACTIVATE.
- * Validated first (states exist, no unguarded automated cycle — named); a refused import writes nothing.
+ * `importMode` in any case; absent or "" is MERGE. Validated first (states exist, no unguarded automated
+ * cycle — named; processor type EXTERNAL only); a refused import writes nothing.
  * Input: `body` `{ importMode, workflows }`. Output: `{ success: true, model, model_version, workflows }`.
  * Errors: 400 VALIDATION_FAILED (the field or the problems named); 503.
  */
