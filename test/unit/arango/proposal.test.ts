@@ -137,10 +137,12 @@ for (const [outcome, facts, status, expected] of FAILED_CHECKS) {
 }
 
 test('Merge: a concurrent write on the edge (1200 during the switch) → 409 and abort', async () => {
-	const stub = new ArangoStub().begin('78').cursorError(...CONFLICT_1200).abort('78');
+	const stub = new ArangoStub().begin('78').cursorError(...CONFLICT_1200).abort('78').cursor(['_e9']);
 	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
 	assert.deepEqual([error.statusCode, error.details.code], [409, 'REV_CONFLICT']);
-	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE']);
+	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE', 'POST'], 'begin, switch, abort, then the edge read again');
+	assert.equal(error.details.current_rev, '_e9', 'the edge _rev after the conflict');
+	assert.equal(stub.queries()[1].trxId, undefined);
 });
 
 test('Merge: a switch that did not change both atoms is aborted, never committed (no orphan active atom)', async () => {

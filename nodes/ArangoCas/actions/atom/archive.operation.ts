@@ -7,7 +7,7 @@
  * Output data: `{ success: true, atom_id, archived_at (ms), atom_rev, structure_edges_removed }`.
  * Errors: 404 NOT_FOUND; 409 PROTECTED_BY_BASELINE with `baselines: [{ id, tag }]`; 423 LOCKED (an
  * expired lock counts as free); 409 INVALID_STATE when already archived; 409 REV_CONFLICT with
- * `current_rev`; 422 invalid input.
+ * `current_rev` (also after a lost race, 1200: read again after the conflict); 422 invalid input.
  * One AQL query: every read (baseline_items traversal, the atom) comes before the two writes, and
  * structure_links is removed before atoms is updated, so no collection is touched after its write
  * (error 1579). A conflicting concurrent write fails the whole query (1200 → 409): nothing is removed.
@@ -17,6 +17,7 @@ import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
+import { withCurrentRev } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -80,11 +81,11 @@ export const archive: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(ArchiveInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.atom_id, expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
 			query: ARCHIVE_AQL,
 			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev, reason: input.reason },
 			...where,
-		});
+		}));
 		const row = rows[0];
 		assertOk(row, `atoms/${input.atom_id}`, {
 			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },

@@ -6,7 +6,7 @@
  * webhook's If-Match header), `lease_minutes` (default 5).
  * Output data: `{ success: true, atom_id, locked_by, locked_until, atom_rev }`; `locked_until` is ms since epoch.
  * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds an unexpired lock (no lock stealing; the
- * holder may renew); 409 REV_CONFLICT with `current_rev`; 422 invalid input.
+ * holder may renew); 409 REV_CONFLICT with `current_rev` (after a lost race, 1200, read again); 422 invalid input.
  * One AQL query (one round trip): the checks read the atom, the CAS UPDATE (`ignoreRevs: false` on
  * the document read) runs only when they pass, and a concurrent change still fails it with 1200 → 409.
  */
@@ -15,6 +15,7 @@ import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
+import { withCurrentRev } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -68,11 +69,11 @@ export const lock: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(LockInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.atom_id, expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
 			query: LOCK_AQL,
 			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev, lease_ms: Math.round(input.lease_minutes * 60_000) },
 			...where,
-		});
+		}));
 		const row = rows[0];
 		assertOk(row, `atoms/${input.atom_id}`, {
 			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },

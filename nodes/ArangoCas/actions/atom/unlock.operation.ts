@@ -6,13 +6,14 @@
  * Output data: `{ success: true, atom_id, atom_rev }`.
  * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds an unexpired lock (an expired lock is free,
  * so anyone may clear it; an unlocked atom unlocks again as a no-op CAS); 409 REV_CONFLICT with
- * `current_rev`; 422 invalid input. One AQL query.
+ * `current_rev` (after a lost race, 1200, read again); 422 invalid input. One AQL query.
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
+import { withCurrentRev } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -53,11 +54,11 @@ export const unlock: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(UnlockInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.atom_id, expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
 			query: UNLOCK_AQL,
 			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev },
 			...where,
-		});
+		}));
 		const row = rows[0];
 		assertOk(row, `atoms/${input.atom_id}`, {
 			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },

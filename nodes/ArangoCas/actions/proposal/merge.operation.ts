@@ -11,7 +11,8 @@
  * Errors: 404 NOT_FOUND (`missing`); 423 LOCKED (current atom locked by another user, expired locks are
  * free); 409 INVALID_STATE (current not active or winner not a proposal); 409 EDGE_MISMATCH (the edge
  * no longer points to current); 409 NOT_A_PROPOSAL; 409 PROPOSAL_OUTDATED; 409 REV_CONFLICT (edge `_rev`
- * differs: `current_rev`; or a concurrent write: 1200); 422 invalid input.
+ * differs: `current_rev`; or a concurrent write: 1200, after which the edge's `_rev` is read again for
+ * `current_rev`); 422 invalid input.
  *
  * One stream transaction (4 round trips: begin, 2 queries, commit), because proposal_links is written
  * twice (rebase UPDATE + winner-link REMOVE) and AQL allows one modification per collection per query:
@@ -28,6 +29,7 @@ import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
+import { withCurrentRev } from '../../transport/conflict';
 import { inStreamTransaction } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -150,7 +152,9 @@ export const mergeProposal: Operation = {
 		const currentId = `atoms/${input.current_active_id}`;
 		const edgeId = `structure_links/${input.structure_edge_id}`;
 		const where = { operation: 'merge', collection: 'structure_links' };
-		return inStreamTransaction(db, { write: MERGE_WRITE_COLLECTIONS }, async (run) => {
+		// A lost race (1200) aborts the transaction; the edge's _rev is then read again for current_rev.
+		const edgeTarget = { collection: 'structure_links', key: input.structure_edge_id, expectedRev: input.expected_edge_rev };
+		return withCurrentRev(db, edgeTarget, () => inStreamTransaction(db, { write: MERGE_WRITE_COLLECTIONS }, async (run) => {
 			const switched = await run<OutcomeRow>({
 				query: MERGE_SWITCH_AQL,
 				bindVars: {
@@ -194,6 +198,6 @@ export const mergeProposal: Operation = {
 					removed_proposal_links: unlinked.rows,
 				},
 			};
-		});
+		}));
 	},
 };
