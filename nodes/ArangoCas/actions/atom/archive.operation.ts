@@ -8,7 +8,8 @@
  * Errors: 404 NOT_FOUND; 409 PROTECTED_BY_BASELINE with `baselines: [{ id, tag }]`; 423 LOCKED (an
  * expired lock counts as free); 409 INVALID_STATE when already archived; 409 REV_CONFLICT with
  * `current_rev` (also after a lost race, 1200: read again after the conflict); 422 invalid input.
- * One AQL query: every read (baseline_items traversal, the atom) comes before the two writes, and
+ * One AQL query, declaring the traversal's vertex collections (`WITH atoms, baselines`: a cluster
+ * refuses an undeclared one, error 1521); every read (baseline_items traversal, the atom) comes before the two writes, and
  * structure_links is removed before atoms is updated, so no collection is touched after its write
  * (error 1579). A conflicting concurrent write fails the whole query (1200 → 409): nothing is removed.
  */
@@ -21,7 +22,8 @@ import { withCurrentRev } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
-export const ARCHIVE_AQL = `LET now = DATE_NOW()
+export const ARCHIVE_AQL = `WITH atoms, baselines
+LET now = DATE_NOW()
 LET atom_id = CONCAT("atoms/", @atom_key)
 LET atom = DOCUMENT("atoms", @atom_key)
 LET protected_baselines = (

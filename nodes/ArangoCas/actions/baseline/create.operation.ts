@@ -8,7 +8,8 @@
  * Errors: 404 NOT_FOUND (no such doc); 422 ILLEGAL_EDGES with `edges: [{ id, from, to }]` when the doc
  * has direct docs → atoms structure edges (v2.1 constraint: checked before anything is written);
  * 409 UNIQUE_VIOLATION when the doc already has a baseline with that tag; 422 invalid input.
- * One AQL query. The traversal uses `order: "bfs", uniqueVertices: "global"`, so an atom reachable by
+ * One AQL query, declaring the traversal's vertex collections (`WITH docs, atoms`: a cluster refuses
+ * an undeclared one, error 1521). The traversal uses `order: "bfs", uniqueVertices: "global"`, so an atom reachable by
  * two paths is snapshotted once (the default `uniqueVertices: "none"` would visit it twice), with the
  * order of the edge on its shortest path. Reads (docs, structure_links, the traversal) come before the
  * writes (baselines, then baseline_items), as AQL requires.
@@ -20,7 +21,8 @@ import { fieldsOf } from '../../../shared/node/fields';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
-export const CREATE_BASELINE_AQL = `LET now = DATE_NOW()
+export const CREATE_BASELINE_AQL = `WITH docs, atoms
+LET now = DATE_NOW()
 LET doc_id = CONCAT("docs/", @doc_key)
 LET doc = DOCUMENT("docs", @doc_key)
 LET illegal = (
