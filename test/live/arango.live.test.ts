@@ -198,3 +198,60 @@ test('live: analysis context, result and error artifacts', { skip: SKIP }, async
 	const failed = await saveError.execute(db, { target_atom_id: atom._key, prompt_id: prompt._id, status_code: 503 }, RUN);
 	assert.equal(failed.data.error_code, 'MODEL_ERROR');
 });
+
+/** Sets a lock the way the seed writes it: `locked_until` = DATE_ADD(DATE_NOW(), minutes, 'minutes'), an ISO string. */
+async function seedLock(key: string, user: string, minutes: number): Promise<string> {
+	const cursor = await db.query({
+		query: `UPDATE @key WITH { locked_by: @user, locked_until: DATE_ADD(DATE_NOW(), @minutes, 'minutes') } IN atoms RETURN NEW`,
+		bindVars: { key, user, minutes },
+	});
+	const [stored] = await cursor.all();
+	assert.equal(typeof stored.locked_until, 'string', 'the seed\'s DATE_ADD writes an ISO string');
+	return stored._rev;
+}
+
+test('live (§3.6.2): only the owner unlocks, even an expired lock; the sweep clears it', { skip: SKIP }, async () => {
+	const { atom } = await seedDoc(0);
+	await db.collection('atoms').update(atom._key, { locked_by: 'u1', locked_until: Date.now() - 60_000 });
+	const rev = (await atomDoc(atom._key))._rev;
+	const other = await rejection(unlock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: rev }, RUN));
+	assert.deepEqual([other.statusCode, other.details.locked_by], [423, 'u1']);
+	assert.equal((await atomDoc(atom._key)).locked_by, 'u1', 'nothing changed');
+	const swept = await unlockExpired.execute(db, {}, RUN);
+	assert.ok((swept.data.unlocked as { id: string }[]).some((u) => u.id === atom._id));
+	assert.equal((await atomDoc(atom._key)).locked_by, null);
+});
+
+test('live (§3.6.1 deviation): the holder renews its own lock; another user still gets 423', { skip: SKIP }, async () => {
+	const { atom } = await seedDoc(0);
+	const first = await lock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, lease_minutes: 1 }, RUN);
+	const renewed = await lock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: String(first.data.atom_rev), lease_minutes: 10 }, RUN);
+	assert.ok(Number(renewed.data.locked_until) > Number(first.data.locked_until));
+	const other = await rejection(lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: String(renewed.data.atom_rev) }, RUN));
+	assert.equal(other.statusCode, 423);
+});
+
+test('live: an ISO locked_until (seed DATE_ADD) is honoured by lock, unlock, archive, merge and the sweep', { skip: SKIP }, async () => {
+	const { atom, edge, props } = await seedDoc(1);
+	// future ISO deadline held by u1: active for every check
+	let rev = await seedLock(atom._key, 'u1', 5);
+	const locked = await rejection(lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: rev }, RUN));
+	assert.equal(locked.statusCode, 423);
+	assert.ok(Math.abs(Number(locked.details.locked_until) - (Date.now() + 5 * 60_000)) < 60_000, 'reported in ms');
+	const archived = await rejection(archive.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: rev }, RUN));
+	assert.equal(archived.statusCode, 423);
+	const merged = await rejection(mergeProposal.execute(db, { winner_proposal_id: props[0]._key, current_active_id: atom._key, user_id: 'u2', structure_edge_id: edge._id, expected_edge_rev: edge._rev }, RUN));
+	assert.equal(merged.statusCode, 423);
+	const swept = await unlockExpired.execute(db, {}, RUN);
+	assert.ok(!(swept.data.unlocked as { id: string }[]).some((u) => u.id === atom._id), 'an unexpired ISO lock is not swept');
+	const byOwner = await unlock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: rev }, RUN);
+	assert.ok(byOwner.data.atom_rev);
+	// past ISO deadline: free for lock (and swept)
+	rev = await seedLock(atom._key, 'u1', -5);
+	const taken = await lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: rev }, RUN);
+	assert.equal(taken.data.locked_by, 'u2');
+	rev = await seedLock(atom._key, 'u1', -5);
+	const sweep = await unlockExpired.execute(db, {}, RUN);
+	assert.ok((sweep.data.unlocked as { id: string }[]).some((u) => u.id === atom._id), 'an expired ISO lock is swept');
+	assert.equal((await atomDoc(atom._key)).locked_by, null);
+});

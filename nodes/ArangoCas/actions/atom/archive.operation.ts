@@ -6,7 +6,7 @@
  * kind auth, see shared/node/identity.ts), `expected_rev`, `reason`.
  * Output data: `{ success: true, atom_id, archived_at (ms), atom_rev, structure_edges_removed }`.
  * Errors: 404 NOT_FOUND; 409 PROTECTED_BY_BASELINE with `baselines: [{ id, tag }]`; 423 LOCKED (an
- * expired lock counts as free); 409 INVALID_STATE when already archived; 409 REV_CONFLICT with
+ * expired lock counts as free; an ISO `locked_until` is compared in ms, ../lockTime.ts); 409 INVALID_STATE when already archived; 409 REV_CONFLICT with
  * `current_rev` (also after a lost race, 1200: read again after the conflict); 422 invalid input.
  * One AQL query, declaring the traversal's vertex collections (`WITH atoms, baselines`: a cluster
  * refuses an undeclared one, error 1521); every read (baseline_items traversal, the atom) comes before the two writes, and
@@ -20,6 +20,7 @@ import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/
 import { identityFields } from '../../../shared/node/identity';
 import { withCurrentRev } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
+import { lockedUntilMs } from '../lockTime';
 import type { Operation } from '../types';
 
 export const ARCHIVE_AQL = `WITH atoms, baselines
@@ -30,7 +31,8 @@ LET protected_baselines = (
   FOR baseline IN 1..1 INBOUND atom_id baseline_items
     RETURN { id: baseline._id, tag: baseline.tag }
 )
-LET lock_is_active = atom != null AND atom.locked_by != null AND atom.locked_until != null AND atom.locked_until > now
+LET locked_until = ${lockedUntilMs('atom')}
+LET lock_is_active = atom != null AND atom.locked_by != null AND locked_until != null AND locked_until > now
 LET outcome = atom == null ? "NOT_FOUND"
   : LENGTH(protected_baselines) > 0 ? "PROTECTED_BY_BASELINE"
   : (lock_is_active AND atom.locked_by != @user_id) ? "LOCKED"
@@ -53,7 +55,7 @@ RETURN {
   current_rev: atom._rev,
   status: atom.status,
   locked_by: atom.locked_by,
-  locked_until: atom.locked_until,
+  locked_until: locked_until,
   baselines: protected_baselines,
   archived_at: archived.archived_at,
   atom_rev: archived._rev,
