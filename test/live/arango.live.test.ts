@@ -255,3 +255,13 @@ test('live: an ISO locked_until (seed DATE_ADD) is honoured by lock, unlock, arc
 	assert.ok((sweep.data.unlocked as { id: string }[]).some((u) => u.id === atom._id), 'an expired ISO lock is swept');
 	assert.equal((await atomDoc(atom._key)).locked_by, null);
 });
+
+test('live: Save Error on a missing atom keeps the AI error (artifact naming the atom, no failed_for edge)', { skip: SKIP }, async () => {
+	const missing = `gone_${randomUUID().slice(0, 8)}`;
+	const saved = await saveError.execute(db, { target_atom_id: missing, status_code: 503, error_message: 'model crashed' }, RUN);
+	assert.deepEqual([saved.statusCode, saved.data.error_code, saved.data.target_missing], [201, 'MODEL_ERROR', true]);
+	const artifact = await db.collection('artifacts').document(String(saved.data.error_artifact_id));
+	assert.deepEqual([artifact.type, artifact.target_missing, artifact.error_details.target_atom_id], ['ai_error', true, `atoms/${missing}`]);
+	const edges = await (await db.query({ query: 'FOR e IN semantic_links FILTER e._from == @a RETURN e', bindVars: { a: artifact._id } })).all();
+	assert.equal(edges.length, 0);
+});
