@@ -265,3 +265,57 @@ test('live: Save Error on a missing atom keeps the AI error (artifact naming the
 	const edges = await (await db.query({ query: 'FOR e IN semantic_links FILTER e._from == @a RETURN e', bindVars: { a: artifact._id } })).all();
 	assert.equal(edges.length, 0);
 });
+
+/** The statuses of many concurrent pairs, and the 409s they answered (each loser must be a 409). */
+function settle(results: PromiseSettledResult<unknown>[]): boolean[] {
+	for (const r of results) if (r.status === 'rejected') assert.equal((r.reason as ContractError).statusCode, 409, String(r.reason));
+	return results.map((r) => r.status === 'fulfilled');
+}
+
+test('live race: Archive vs Create Baseline serialise — an archived atom is never in a baseline', { skip: SKIP }, async () => {
+	for (let round = 0; round < 20; round++) {
+		const { doc, atom } = await seedDoc(0);
+		const [archived, baselined] = settle(
+			await Promise.allSettled([
+				archive.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, reason: 'race' }, RUN),
+				createBaseline.execute(db, { doc_id: doc._id, version_tag: `v${round}` }, RUN),
+			]),
+		);
+		const stored = await atomDoc(atom._key);
+		const items = await (await db.query({ query: 'FOR i IN baseline_items FILTER i._to == @a RETURN i', bindVars: { a: atom._id } })).all();
+		assert.ok(!(stored.status === 'archived' && items.length > 0), `round ${round}: archived atom in a baseline (archive ${archived}, baseline ${baselined})`);
+		assert.ok(archived || baselined, 'one of the two commits');
+	}
+});
+
+test('live race: Create Proposal vs Merge serialise — no proposal stays linked to the archived atom', { skip: SKIP }, async () => {
+	for (let round = 0; round < 20; round++) {
+		const { atom, edge, props } = await seedDoc(1);
+		const [created, merged] = settle(
+			await Promise.allSettled([
+				createProposal.execute(db, { target_active_id: atom._key, new_content: 'late', author: 'u2' }, RUN),
+				mergeProposal.execute(db, { winner_proposal_id: props[0]._key, current_active_id: atom._key, user_id: 'u1', structure_edge_id: edge._id, expected_edge_rev: edge._rev }, RUN),
+			]),
+		);
+		const stale = await (await db.query({ query: 'FOR l IN proposal_links FILTER l._to == @a RETURN l', bindVars: { a: atom._id } })).all();
+		if (merged) assert.equal(stale.length, 0, `round ${round}: a proposal (created ${created}) is still linked to the merged-away atom`);
+		assert.ok(created || merged, 'one of the two commits');
+	}
+});
+
+test('live race: Create Proposal vs Archive serialise — a proposal that commits is ordered before the archive', { skip: SKIP }, async () => {
+	for (let round = 0; round < 20; round++) {
+		const { atom } = await seedDoc(0);
+		const [created, archived] = settle(
+			await Promise.allSettled([
+				createProposal.execute(db, { target_active_id: atom._key, new_content: 'late', author: 'u2' }, RUN),
+				archive.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, reason: 'race' }, RUN),
+			]),
+		);
+		const stored = await atomDoc(atom._key);
+		// the archive CAS-compares the _rev it was given: a proposal's touch before it makes it fail
+		if (created && archived) assert.fail(`round ${round}: both committed, so one did not see the other`);
+		assert.equal(stored.status, archived ? 'archived' : 'active');
+		assert.ok(created || archived);
+	}
+});

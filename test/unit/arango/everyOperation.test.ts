@@ -49,7 +49,7 @@ for (const resource of RESOURCES) {
 		const name = `${resource.value}.${op.value}`;
 		for (const f of FAILURES) {
 			test(`${name}: ${f.name} → ${f.status} ${f.code}`, async () => {
-				const inTransaction = op.value === 'merge';
+				const inTransaction = name === 'proposal.merge' || name === 'proposal.create';
 				const stub = new ArangoStub();
 				if (inTransaction) stub.begin('500');
 				f.script(stub);

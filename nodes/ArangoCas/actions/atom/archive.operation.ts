@@ -12,6 +12,9 @@
  * refuses an undeclared one, error 1521); every read (baseline_items traversal, the atom) comes before the two writes, and
  * structure_links is removed before atoms is updated, so no collection is touched after its write
  * (error 1579). A conflicting concurrent write fails the whole query (1200 → 409): nothing is removed.
+ * Serialisation (issue 13): the CAS update of the atom is what orders Archive against Create Baseline
+ * and Create Proposal, which CAS-touch the same atom (baseline/create.operation.ts,
+ * proposal/create.operation.ts): of two concurrent ones, the later writer gets 1200 → 409.
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
