@@ -24,9 +24,9 @@ test('Create proposal: one stream transaction: CAS-touch the active target, then
 	assert.deepEqual((begin.body as { collections: unknown }).collections, { write: ['atoms', 'proposal_links'], read: [] });
 	const [touch, insert] = stub.queries();
 	assert.deepEqual([touch.trxId, insert.trxId], ['90', '90'], 'both steps in the transaction');
-	assert.deepEqual(touch.bindVars, { target_key: 'a1' });
+	assert.deepEqual(touch.bindVars, { target_key: 'a1', author: 'u1' });
 	assert.match(touch.query, /target\.status != "active" \? "INVALID_STATE"/);
-	assert.match(touch.query, /UPDATE a WITH \{ last_proposal_at: now \} IN atoms OPTIONS \{ ignoreRevs: false \}/, 'the target is CAS-touched: a concurrent Merge/Archive write conflicts');
+	assert.match(touch.query, /UPDATE a WITH \{ last_proposal_at: now, last_proposal_by: @author \} IN atoms OPTIONS \{ ignoreRevs: false \}/, 'the target is CAS-touched: a concurrent Merge/Archive write conflicts');
 	assert.deepEqual(insert.bindVars, { target_key: 'a1', new_content: 'Fixed text', comment: 'typo', author: 'u1' });
 	assert.match(insert.query, /INSERT \{ content: @new_content, status: "proposal"/);
 	assert.match(insert.query, /type: "alternative"[\s\S]*outdated: false/);

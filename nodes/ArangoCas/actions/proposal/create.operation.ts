@@ -9,7 +9,8 @@
  * 409 REV_CONFLICT when a Merge or Archive of the target runs at the same time (1200); 422 invalid input.
  * One stream transaction (begin, 2 queries, commit; any failure aborts, so atom and edge are created
  * together or not at all):
- *  1. PROPOSAL_TOUCH_AQL checks the target (exists, active) and CAS-touches it (`last_proposal_at`);
+ *  1. PROPOSAL_TOUCH_AQL checks the target (exists, active) and CAS-touches it (`last_proposal_at`,
+ *     `last_proposal_by`: the author);
  *  2. CREATE_PROPOSAL_AQL inserts the draft atom and its link (atoms is written again: a second query).
  * Why the touch (issue 13): Merge reads the target's proposal links to rebase them and CAS-updates the
  * target; a proposal created while it runs would be missed by the rebase and stay linked to an archived
@@ -34,7 +35,7 @@ LET outcome = target == null ? "NOT_FOUND"
   : "OK"
 LET touched = FIRST(
   FOR a IN (outcome == "OK" ? [target] : [])
-    UPDATE a WITH { last_proposal_at: now } IN atoms OPTIONS { ignoreRevs: false }
+    UPDATE a WITH { last_proposal_at: now, last_proposal_by: @author } IN atoms OPTIONS { ignoreRevs: false }
     RETURN NEW
 )
 RETURN { outcome: outcome, status: target.status, target_rev: touched._rev }`;
@@ -89,7 +90,7 @@ export const createProposal: Operation = {
 		const input = parseInput(CreateProposalInput, raw, 'atoms');
 		const where = { operation: 'insert', collection: 'atoms' };
 		return inStreamTransaction(db, { write: CREATE_PROPOSAL_WRITE_COLLECTIONS }, async (run) => {
-			const checked = await run<OutcomeRow>({ query: PROPOSAL_TOUCH_AQL, bindVars: { target_key: input.target_active_id }, operation: 'update', collection: 'atoms' });
+			const checked = await run<OutcomeRow>({ query: PROPOSAL_TOUCH_AQL, bindVars: { target_key: input.target_active_id, author: input.author }, operation: 'update', collection: 'atoms' });
 			const row = checked.rows[0];
 			assertOk(row, `atoms/${input.target_active_id}`, {
 				NOT_FOUND: { missing: [`atoms/${input.target_active_id}`] },
