@@ -93,7 +93,13 @@ test('live: 50 parallel locks of one atom → exactly one owner, 49 refusals', {
 	);
 	const won = results.filter((r) => r.status === 'fulfilled');
 	assert.equal(won.length, 1);
-	for (const r of results) if (r.status === 'rejected') assert.ok([409, 423].includes((r.reason as ContractError).statusCode));
+	for (const r of results) {
+		if (r.status !== 'rejected') continue;
+		const e = r.reason as ContractError;
+		assert.ok([409, 423].includes(e.statusCode));
+		// a lost race (1200) reads the _rev again after the conflict: never null while the atom exists
+		if (e.statusCode === 409) assert.equal(typeof e.details.current_rev, 'string', JSON.stringify(e.details));
+	}
 	const stored = await atomDoc(atom._key);
 	assert.equal(stored.locked_by, (won[0] as PromiseFulfilledResult<{ data: Record<string, unknown> }>).value.data.locked_by);
 });
@@ -191,4 +197,125 @@ test('live: analysis context, result and error artifacts', { skip: SKIP }, async
 	assert.match(String(context.data.prompt), /- \[HIGH\] d/);
 	const failed = await saveError.execute(db, { target_atom_id: atom._key, prompt_id: prompt._id, status_code: 503 }, RUN);
 	assert.equal(failed.data.error_code, 'MODEL_ERROR');
+});
+
+/** Sets a lock the way the seed writes it: `locked_until` = DATE_ADD(DATE_NOW(), minutes, 'minutes'), an ISO string. */
+async function seedLock(key: string, user: string, minutes: number): Promise<string> {
+	const cursor = await db.query({
+		query: `UPDATE @key WITH { locked_by: @user, locked_until: DATE_ADD(DATE_NOW(), @minutes, 'minutes') } IN atoms RETURN NEW`,
+		bindVars: { key, user, minutes },
+	});
+	const [stored] = await cursor.all();
+	assert.equal(typeof stored.locked_until, 'string', 'the seed\'s DATE_ADD writes an ISO string');
+	return stored._rev;
+}
+
+test('live (§3.6.2): only the owner unlocks, even an expired lock; the sweep clears it', { skip: SKIP }, async () => {
+	const { atom } = await seedDoc(0);
+	await db.collection('atoms').update(atom._key, { locked_by: 'u1', locked_until: Date.now() - 60_000 });
+	const rev = (await atomDoc(atom._key))._rev;
+	const other = await rejection(unlock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: rev }, RUN));
+	assert.deepEqual([other.statusCode, other.details.locked_by], [423, 'u1']);
+	assert.equal((await atomDoc(atom._key)).locked_by, 'u1', 'nothing changed');
+	const swept = await unlockExpired.execute(db, {}, RUN);
+	assert.ok((swept.data.unlocked as { id: string }[]).some((u) => u.id === atom._id));
+	assert.equal((await atomDoc(atom._key)).locked_by, null);
+});
+
+test('live (§3.6.1 deviation): the holder renews its own lock; another user still gets 423', { skip: SKIP }, async () => {
+	const { atom } = await seedDoc(0);
+	const first = await lock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, lease_minutes: 1 }, RUN);
+	const renewed = await lock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: String(first.data.atom_rev), lease_minutes: 10 }, RUN);
+	assert.ok(Number(renewed.data.locked_until) > Number(first.data.locked_until));
+	const other = await rejection(lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: String(renewed.data.atom_rev) }, RUN));
+	assert.equal(other.statusCode, 423);
+});
+
+test('live: an ISO locked_until (seed DATE_ADD) is honoured by lock, unlock, archive, merge and the sweep', { skip: SKIP }, async () => {
+	const { atom, edge, props } = await seedDoc(1);
+	// future ISO deadline held by u1: active for every check
+	let rev = await seedLock(atom._key, 'u1', 5);
+	const locked = await rejection(lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: rev }, RUN));
+	assert.equal(locked.statusCode, 423);
+	assert.ok(Math.abs(Number(locked.details.locked_until) - (Date.now() + 5 * 60_000)) < 60_000, 'reported in ms');
+	const archived = await rejection(archive.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: rev }, RUN));
+	assert.equal(archived.statusCode, 423);
+	const merged = await rejection(mergeProposal.execute(db, { winner_proposal_id: props[0]._key, current_active_id: atom._key, user_id: 'u2', structure_edge_id: edge._id, expected_edge_rev: edge._rev }, RUN));
+	assert.equal(merged.statusCode, 423);
+	const swept = await unlockExpired.execute(db, {}, RUN);
+	assert.ok(!(swept.data.unlocked as { id: string }[]).some((u) => u.id === atom._id), 'an unexpired ISO lock is not swept');
+	const byOwner = await unlock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: rev }, RUN);
+	assert.ok(byOwner.data.atom_rev);
+	// past ISO deadline: free for lock (and swept)
+	rev = await seedLock(atom._key, 'u1', -5);
+	const taken = await lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: rev }, RUN);
+	assert.equal(taken.data.locked_by, 'u2');
+	rev = await seedLock(atom._key, 'u1', -5);
+	const sweep = await unlockExpired.execute(db, {}, RUN);
+	assert.ok((sweep.data.unlocked as { id: string }[]).some((u) => u.id === atom._id), 'an expired ISO lock is swept');
+	assert.equal((await atomDoc(atom._key)).locked_by, null);
+});
+
+test('live: Save Error on a missing atom keeps the AI error (artifact naming the atom, no failed_for edge)', { skip: SKIP }, async () => {
+	const missing = `gone_${randomUUID().slice(0, 8)}`;
+	const saved = await saveError.execute(db, { target_atom_id: missing, status_code: 503, error_message: 'model crashed' }, RUN);
+	assert.deepEqual([saved.statusCode, saved.data.error_code, saved.data.target_missing], [201, 'MODEL_ERROR', true]);
+	const artifact = await db.collection('artifacts').document(String(saved.data.error_artifact_id));
+	assert.deepEqual([artifact.type, artifact.target_missing, artifact.error_details.target_atom_id], ['ai_error', true, `atoms/${missing}`]);
+	const edges = await (await db.query({ query: 'FOR e IN semantic_links FILTER e._from == @a RETURN e', bindVars: { a: artifact._id } })).all();
+	assert.equal(edges.length, 0);
+});
+
+/** The statuses of many concurrent pairs, and the 409s they answered (each loser must be a 409). */
+function settle(results: PromiseSettledResult<unknown>[]): boolean[] {
+	for (const r of results) if (r.status === 'rejected') assert.equal((r.reason as ContractError).statusCode, 409, String(r.reason));
+	return results.map((r) => r.status === 'fulfilled');
+}
+
+test('live race: Archive vs Create Baseline serialise — an archived atom is never in a baseline', { skip: SKIP }, async () => {
+	for (let round = 0; round < 20; round++) {
+		const { doc, atom } = await seedDoc(0);
+		const [archived, baselined] = settle(
+			await Promise.allSettled([
+				archive.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, reason: 'race' }, RUN),
+				createBaseline.execute(db, { doc_id: doc._id, version_tag: `v${round}` }, RUN),
+			]),
+		);
+		const stored = await atomDoc(atom._key);
+		const items = await (await db.query({ query: 'FOR i IN baseline_items FILTER i._to == @a RETURN i', bindVars: { a: atom._id } })).all();
+		assert.ok(!(stored.status === 'archived' && items.length > 0), `round ${round}: archived atom in a baseline (archive ${archived}, baseline ${baselined})`);
+		assert.ok(archived || baselined, 'one of the two commits');
+	}
+});
+
+test('live race: Create Proposal vs Merge serialise — no proposal stays linked to the archived atom', { skip: SKIP }, async () => {
+	for (let round = 0; round < 20; round++) {
+		const { atom, edge, props } = await seedDoc(1);
+		const [created, merged] = settle(
+			await Promise.allSettled([
+				createProposal.execute(db, { target_active_id: atom._key, new_content: 'late', author: 'u2' }, RUN),
+				mergeProposal.execute(db, { winner_proposal_id: props[0]._key, current_active_id: atom._key, user_id: 'u1', structure_edge_id: edge._id, expected_edge_rev: edge._rev }, RUN),
+			]),
+		);
+		const stale = await (await db.query({ query: 'FOR l IN proposal_links FILTER l._to == @a RETURN l', bindVars: { a: atom._id } })).all();
+		if (merged) assert.equal(stale.length, 0, `round ${round}: a proposal (created ${created}) is still linked to the merged-away atom`);
+		assert.ok(created || merged, 'one of the two commits');
+	}
+});
+
+test('live race: Create Proposal vs Archive serialise — a proposal that commits is ordered before the archive', { skip: SKIP }, async () => {
+	for (let round = 0; round < 20; round++) {
+		const { atom } = await seedDoc(0);
+		const [created, archived] = settle(
+			await Promise.allSettled([
+				createProposal.execute(db, { target_active_id: atom._key, new_content: 'late', author: 'u2' }, RUN),
+				archive.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, reason: 'race' }, RUN),
+			]),
+		);
+		const stored = await atomDoc(atom._key);
+		// the archive CAS-compares the _rev it was given: a proposal's touch before it makes it fail
+		if (created && archived) assert.fail(`round ${round}: both committed, so one did not see the other`);
+		assert.equal(stored.status, archived ? 'archived' : 'active');
+		assert.ok(created || archived);
+	}
 });

@@ -102,7 +102,7 @@ test('Save Error: no answer → TIMEOUT artifact, failed_for + created_with edge
 		{ target_atom_id: 'a1', prompt_id: 'prompts/p1', model: 'llama3', temperature: '0.2', request_id: '4711', status_code: '', error_message: 'timeout of 60000ms exceeded' },
 		RUN,
 	);
-	assert.deepEqual(result, { statusCode: 201, data: { success: false, error_code: 'TIMEOUT', error_artifact_id: 'artifacts/e1' } });
+	assert.deepEqual(result, { statusCode: 201, data: { success: false, error_code: 'TIMEOUT', error_artifact_id: 'artifacts/e1', target_missing: false } });
 	const [q] = stub.queries();
 	assert.deepEqual(q.bindVars, {
 		target_key: 'a1',
@@ -120,10 +120,22 @@ test('Save Error: no answer → TIMEOUT artifact, failed_for + created_with edge
 	assertQueriesSafe(stub);
 });
 
-test('Save Error: unknown atom → 404; a status outside 100–599 → 422', async () => {
+test('Save Error: an unknown atom keeps the AI error: the artifact is written (target named, no failed_for edge), 201 target_missing', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'OK', target_missing: true, error_artifact_id: 'artifacts/e2' }], { writesExecuted: 1 });
+	const result = await saveError.execute(stub.database(), { target_atom_id: 'gone', status_code: 502 }, RUN);
+	assert.deepEqual(result, { statusCode: 201, data: { success: false, error_code: 'MODEL_ERROR', error_artifact_id: 'artifacts/e2', target_missing: true } });
+	const [q] = stub.queries();
+	assert.match(q.query, /FOR x IN \[1\]\s+INSERT \{\s+type: "ai_error"/, 'the artifact does not depend on the atom');
+	assert.match(q.query, /target_missing: atom == null/);
+	assert.match(q.query, /target_atom_id: CONCAT\("atoms\/", @target_key\)/);
+	assert.match(q.query, /\(error_artifact == null OR atom == null\) \? \[\] : \[error_artifact\]\)\s+INSERT \{ _from: a\._id, _to: atom\._id, type: "failed_for"/, 'no edge to a missing atom');
+	assertQueriesSafe(stub);
+});
+
+test('Save Error: no artifact written (never expected) → 500 NO_RESULT; a status outside 100–599 → 422', async () => {
 	const stub = new ArangoStub().cursor([{ outcome: 'NOT_FOUND', error_artifact_id: null }]);
 	const missing = await failure(saveError, stub.database(), { target_atom_id: 'a1', status_code: 502 });
-	assert.deepEqual([missing.statusCode, missing.details.missing], [404, ['atoms/a1']]);
+	assert.deepEqual([missing.statusCode, missing.details.code], [500, 'NO_RESULT']);
 	const bad = await failure(saveError, stub.database(), { target_atom_id: 'a1', status_code: 'abc' });
 	assert.deepEqual([bad.statusCode, bad.details.field], [422, 'status_code']);
 });

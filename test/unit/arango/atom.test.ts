@@ -3,7 +3,11 @@ import { afterEach, test } from 'node:test';
 import { archive } from '../../../nodes/ArangoCas/actions/atom/archive.operation';
 import { lock } from '../../../nodes/ArangoCas/actions/atom/lock.operation';
 import { unlock } from '../../../nodes/ArangoCas/actions/atom/unlock.operation';
-import { unlockExpired } from '../../../nodes/ArangoCas/actions/atom/unlockExpired.operation';
+import { UNLOCK_EXPIRED_AQL, unlockExpired } from '../../../nodes/ArangoCas/actions/atom/unlockExpired.operation';
+import { LOCK_AQL } from '../../../nodes/ArangoCas/actions/atom/lock.operation';
+import { UNLOCK_AQL } from '../../../nodes/ArangoCas/actions/atom/unlock.operation';
+import { ARCHIVE_AQL } from '../../../nodes/ArangoCas/actions/atom/archive.operation';
+import { MERGE_SWITCH_AQL } from '../../../nodes/ArangoCas/actions/proposal/merge.operation';
 import { ArangoStub, CONFLICT_1200 } from '../../helpers/arangoHttp';
 import { assertQueriesSafe, failure, RUN } from '../../helpers/arangoOps';
 
@@ -48,12 +52,27 @@ test('Lock: a stale _rev answers 409 REV_CONFLICT with the current _rev', async 
 	assert.deepEqual(error.details, { code: 'REV_CONFLICT', expected_rev: '_rev1', current_rev: '_rev9' });
 });
 
-test('Lock: a write that loses the race (errorNum 1200 from the cursor) answers 409 REV_CONFLICT', async () => {
-	const stub = new ArangoStub().cursorError(...CONFLICT_1200);
+test('Lock: a write that loses the race (errorNum 1200) answers 409 REV_CONFLICT with the _rev read after the conflict', async () => {
+	const stub = new ArangoStub().cursorError(...CONFLICT_1200).cursor(['_rev8']);
 	const error = await failure(lock, stub.database(), LOCK_INPUT);
 	assert.deepEqual([error.statusCode, error.kind], [409, 'conflict']);
-	assert.equal(error.details.code, 'REV_CONFLICT');
-	assert.equal(error.details.arango_error_num, 1200);
+	assert.deepEqual([error.details.code, error.details.arango_error_num], ['REV_CONFLICT', 1200]);
+	assert.deepEqual([error.details.expected_rev, error.details.current_rev], ['_rev1', '_rev8']);
+	const [, read] = stub.queries();
+	assert.deepEqual(read.bindVars, { collection: 'atoms', key: 'a1' });
+	assert.ok(stub.isDone());
+	assertQueriesSafe(stub);
+});
+
+test('Lock: after a 1200 the atom is gone, or the read fails too → 409 with current_rev null', async () => {
+	const gone = new ArangoStub().cursorError(...CONFLICT_1200).cursor([null]);
+	const a = await failure(lock, gone.database(), LOCK_INPUT);
+	assert.deepEqual([a.statusCode, a.details.current_rev], [409, null]);
+	ArangoStub.reset();
+	const down = new ArangoStub().cursorError(...CONFLICT_1200).cursorNetworkError('ECONNRESET');
+	const b = await failure(lock, down.database(), LOCK_INPUT);
+	assert.deepEqual([b.statusCode, b.details.code, b.details.current_rev], [409, 'REV_CONFLICT', null]);
+	assert.ok(down.isDone());
 });
 
 test('Lock: an unknown atom answers 404 NOT_FOUND naming it', async () => {
@@ -168,4 +187,36 @@ test('Unlock Expired: default batch 500, bounded to 1000', async () => {
 	assert.equal(stub.queries()[0].bindVars.batch_size, 500);
 	const error = await failure(unlockExpired, stub.database(), { batch_size: 5000 });
 	assert.deepEqual([error.statusCode, error.details.field], [422, 'batch_size']);
+});
+
+/** The lock checks, as sent: `locked_until` is compared only after normalising it to ms (ISO via DATE_TIMESTAMP). */
+const INDEX_PREFILTER = /FILTER atom\.locked_until != null AND \(atom\.locked_until < now OR atom\.locked_until >= ""\)/;
+const LOCK_CHECKS = { LOCK_AQL, ARCHIVE_AQL, MERGE_SWITCH_AQL, UNLOCK_EXPIRED_AQL };
+
+for (const [name, aql] of Object.entries(LOCK_CHECKS)) {
+	test(`${name}: an ISO locked_until (the seed's DATE_ADD) is compared in ms, never as a string`, () => {
+		// (the sweep's index prefilter, tested below, is a superset: numbers below now and every string)
+		const checks = aql.replace(INDEX_PREFILTER, '');
+		assert.doesNotMatch(checks, /\.locked_until\s*(?:[<>]=?)\s*now/, 'no raw comparison: AQL orders a string above every number');
+		assert.match(aql, /IS_NUMBER\((\w+)\.locked_until\) \? \1\.locked_until : IS_STRING\(\1\.locked_until\) \? DATE_TIMESTAMP\(\1\.locked_until\) : null/);
+		assert.match(aql, /(?:locked_until|until_ms) != null AND (?:locked_until|until_ms) [<>] now/, 'a null (absent, unparsable) deadline is no lock and is not swept');
+	});
+}
+
+test('Unlock Expired: the index range takes numbers below now and every string (ISO deadlines), then compares in ms', () => {
+	assert.match(UNLOCK_EXPIRED_AQL, INDEX_PREFILTER);
+	assert.ok(UNLOCK_EXPIRED_AQL.indexOf('until_ms < now') < UNLOCK_EXPIRED_AQL.indexOf('LIMIT'), 'the ms check filters before LIMIT');
+});
+
+test('Unlock (§3.6.2): only the owner unlocks, whether the lock expired or not (no expiry in the check)', async () => {
+	assert.match(UNLOCK_AQL, /\(atom\.locked_by != null AND atom\.locked_by != @user_id\) \? "LOCKED"/);
+	assert.doesNotMatch(UNLOCK_AQL, /DATE_NOW|lock_is_active/, 'expiry plays no part: expired locks are the cron\'s job');
+	// an expired lock of u2 (the ISO deadline in the past, reported in ms) is refused to u1
+	const stub = new ArangoStub().cursor([{ outcome: 'LOCKED', current_rev: '_rev2', locked_by: 'u2', locked_until: Date.parse('2020-01-01T00:00:00.000Z') }]);
+	const error = await failure(unlock, stub.database(), UNLOCK_INPUT);
+	assert.deepEqual([error.statusCode, error.details], [423, { code: 'LOCKED', locked_by: 'u2', locked_until: 1_577_836_800_000 }]);
+});
+
+test('Lock: the holder renewing its own lock is allowed (documented deviation from §3.6.1); others get 423', () => {
+	assert.match(LOCK_AQL, /\(lock_is_active AND atom\.locked_by != @user_id\) \? "LOCKED"/);
 });

@@ -25,6 +25,23 @@ test('Create baseline: one query; each reachable active atom once (bfs, global u
 	assertQueriesSafe(stub);
 });
 
+test('Create baseline: CAS-touches every snapshotted atom before inserting, so a concurrent Archive conflicts (1200 → 409)', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'OK', illegal: [], baseline_id: 'baselines/b1', frozen_at: 1, items: ['atoms/a1'] }], { writesExecuted: 3 });
+	await createBaseline.execute(stub.database(), INPUT, RUN);
+	const { query } = stub.queries()[0];
+	assert.match(query, /RETURN \{ id: v\._id, key: v\._key, rev: v\._rev, order: e\.order \}/, 'the traversal keeps the _rev it read');
+	assert.match(query, /FOR item IN \(outcome == "OK" \? reachable : \[\]\)\s+UPDATE \{ _key: item\.key, _rev: item\.rev \} WITH \{ baselined_at: now \} IN atoms OPTIONS \{ ignoreRevs: false \}/);
+	assert.ok(query.indexOf('IN atoms') < query.indexOf('INTO baselines'), 'atoms are touched before anything else is written');
+	assertQueriesSafe(stub);
+});
+
+test('Create baseline: an atom archived (or changed) under it → the whole query fails with 409 REV_CONFLICT', async () => {
+	const stub = new ArangoStub().cursorError(409, 1200, 'AQL: conflict, _rev values do not match [node #21: UpdateNode] (while executing)');
+	const error = await failure(createBaseline, stub.database(), INPUT);
+	assert.deepEqual([error.statusCode, error.kind, error.details.code], [409, 'conflict', 'REV_CONFLICT']);
+	assert.equal(stub.requests.length, 1, 'one query: nothing to roll back, nothing read again (no expected_rev)');
+});
+
 test('Create baseline: docs → atoms edges → 422 ILLEGAL_EDGES listing them', async () => {
 	const edges = [{ id: 'structure_links/x1', from: 'docs/doc_1', to: 'atoms/a9' }];
 	const stub = new ArangoStub().cursor([{ outcome: 'ILLEGAL_EDGES', illegal: edges }]);

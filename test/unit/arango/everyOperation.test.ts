@@ -2,7 +2,8 @@
  * The failures every ArangoCAS operation shares, for each operation of the node: ArangoDB unreachable
  * (503, retryable), a document that vanished under a write (errorNum 1202 → 404), a conflicting write
  * (errorNum 1200 → 409), and a missing collection (1203 → 500 with the migration hint). Operations in a
- * stream transaction must abort it on each.
+ * stream transaction must abort it on each. After a 1200 the CAS operations read the document's `_rev`
+ * again (one more query, after any abort) and answer it as `current_rev`.
  */
 import assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
@@ -27,6 +28,15 @@ const INPUTS: Record<string, Record<string, unknown>> = {
 	'analysis.saveError': { target_atom_id: 'atom_uuid_v5', prompt_id: 'prompts/p1', status_code: 500 },
 };
 
+/** The CAS operations and the document whose `_rev` a 409 after a lost race reports. */
+const CAS_TARGET: Record<string, { collection: string; key: string; expected_rev: string }> = {
+	'atom.lock': { collection: 'atoms', key: 'atom_uuid_v5', expected_rev: '_r1' },
+	'atom.unlock': { collection: 'atoms', key: 'atom_uuid_v5', expected_rev: '_r1' },
+	'atom.archive': { collection: 'atoms', key: 'atom_uuid_v5', expected_rev: '_r1' },
+	'proposal.reject': { collection: 'atoms', key: 'atom_draft_y', expected_rev: '_r1' },
+	'proposal.merge': { collection: 'structure_links', key: 'e1', expected_rev: '_e1' },
+};
+
 const FAILURES: { name: string; script: (stub: ArangoStub) => ArangoStub; status: number; kind: string; retryable: boolean; code: string }[] = [
 	{ name: 'ArangoDB unreachable', script: (s) => s.cursorNetworkError('ECONNREFUSED'), status: 503, kind: 'db', retryable: true, code: 'UNREACHABLE' },
 	{ name: 'document not found (1202)', script: (s) => s.cursorError(404, 1202, 'AQL: document not found [node #5: UpdateNode] (while executing)'), status: 404, kind: 'not_found', retryable: false, code: 'NOT_FOUND' },
@@ -39,13 +49,24 @@ for (const resource of RESOURCES) {
 		const name = `${resource.value}.${op.value}`;
 		for (const f of FAILURES) {
 			test(`${name}: ${f.name} → ${f.status} ${f.code}`, async () => {
-				const inTransaction = op.value === 'merge';
+				const inTransaction = name === 'proposal.merge' || name === 'proposal.create';
 				const stub = new ArangoStub();
 				if (inTransaction) stub.begin('500');
 				f.script(stub);
 				if (inTransaction) stub.abort('500');
+				const cas = f.code === 'REV_CONFLICT' ? CAS_TARGET[name] : undefined;
+				if (cas) stub.cursor(['_rNow']);
 				const error = await failure(op, stub.database(), INPUTS[name]);
 				assert.deepEqual([error.statusCode, error.kind, error.retryable, error.details.code], [f.status, f.kind, f.retryable, f.code]);
+				if (cas) {
+					const read = stub.queries().at(-1)!;
+					assert.deepEqual(read.bindVars, { collection: cas.collection, key: cas.key }, 'the conflicting document is read again');
+					assert.equal(read.trxId, undefined, 'outside the aborted transaction');
+					assert.equal(stub.requests.at(-1)!.path.endsWith('/_api/cursor'), true, 'read after the abort');
+					assert.deepEqual([error.details.current_rev, error.details.expected_rev], ['_rNow', cas.expected_rev]);
+				} else if (f.code === 'REV_CONFLICT') {
+					assert.equal(stub.queries().length, 1, 'no CAS target: nothing read again');
+				}
 				assert.ok(error.where.collection, 'error_context names a collection');
 				assert.ok(stub.isDone(), inTransaction ? 'the transaction was aborted' : 'one request');
 				assert.ok(!stub.requests.some((r) => r.method === 'PUT'), 'nothing committed');

@@ -8,33 +8,59 @@ import { assertQueriesSafe, failure, RUN } from '../../helpers/arangoOps';
 
 afterEach(() => ArangoStub.reset());
 
-test('Create proposal: one query inserts the draft atom and its alternative proposal link; 201', async () => {
-	const stub = new ArangoStub().cursor(
-		[{ outcome: 'OK', status: 'active', proposal_id: 'atoms/p9', proposal_rev: '_p1', proposal_link_id: 'proposal_links/l9' }],
-		{ writesExecuted: 2 },
-	);
+test('Create proposal: one stream transaction: CAS-touch the active target, then insert the draft and its link; 201', async () => {
+	const stub = new ArangoStub()
+		.begin('90')
+		.cursor([{ outcome: 'OK', status: 'active', target_rev: '_a2' }], { writesExecuted: 1 })
+		.cursor([{ proposal_id: 'atoms/p9', proposal_rev: '_p1', proposal_link_id: 'proposal_links/l9' }], { writesExecuted: 2 })
+		.commit('90');
 	const input = { target_active_id: 'a1', new_content: 'Fixed text', comment: 'typo', author: 'u1' };
 	const result = await createProposal.execute(stub.database(), input, RUN);
 	assert.deepEqual(result, {
 		statusCode: 201,
 		data: { proposal_id: 'atoms/p9', proposal_rev: '_p1', status: 'proposal', proposal_link_id: 'proposal_links/l9' },
 	});
-	const [q] = stub.queries();
-	assert.deepEqual(q.bindVars, { target_key: 'a1', new_content: 'Fixed text', comment: 'typo', author: 'u1' });
-	assert.match(q.query, /INSERT \{ content: @new_content, status: "proposal"/);
-	assert.match(q.query, /type: "alternative"[\s\S]*outdated: false/);
+	const begin = stub.requests[0];
+	assert.deepEqual((begin.body as { collections: unknown }).collections, { write: ['atoms', 'proposal_links'], read: [] });
+	const [touch, insert] = stub.queries();
+	assert.deepEqual([touch.trxId, insert.trxId], ['90', '90'], 'both steps in the transaction');
+	assert.deepEqual(touch.bindVars, { target_key: 'a1', author: 'u1' });
+	assert.match(touch.query, /target\.status != "active" \? "INVALID_STATE"/);
+	assert.match(touch.query, /UPDATE a WITH \{ last_proposal_at: now, last_proposal_by: @author \} IN atoms OPTIONS \{ ignoreRevs: false \}/, 'the target is CAS-touched: a concurrent Merge/Archive write conflicts');
+	assert.deepEqual(insert.bindVars, { target_key: 'a1', new_content: 'Fixed text', comment: 'typo', author: 'u1' });
+	assert.match(insert.query, /INSERT \{ content: @new_content, status: "proposal"/);
+	assert.match(insert.query, /type: "alternative"[\s\S]*outdated: false/);
+	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'POST', 'PUT']);
 	assertQueriesSafe(stub);
 });
 
-test('Create proposal: unknown target → 404, inactive target → 409 INVALID_STATE, empty content → 422', async () => {
-	const stub = new ArangoStub().cursor([{ outcome: 'NOT_FOUND' }]).cursor([{ outcome: 'INVALID_STATE', status: 'archived' }]);
+test('Create proposal: unknown target → 404, inactive (merged/archived) target → 409 INVALID_STATE, both aborted; empty content → 422', async () => {
+	const stub = new ArangoStub()
+		.begin('91').cursor([{ outcome: 'NOT_FOUND' }]).abort('91')
+		.begin('92').cursor([{ outcome: 'INVALID_STATE', status: 'archived' }]).abort('92');
 	const db = stub.database();
 	const input = { target_active_id: 'a1', new_content: 'x', author: 'u1' };
 	assert.equal((await failure(createProposal, db, input)).statusCode, 404);
 	const inactive = await failure(createProposal, db, input);
 	assert.deepEqual([inactive.statusCode, inactive.details.status], [409, 'archived']);
+	assert.equal(stub.queries().length, 2, 'no insert after a failed check');
+	assert.ok(stub.isDone() && !stub.requests.some((r) => r.method === 'PUT'), 'aborted, never committed');
 	const empty = await failure(createProposal, db, { ...input, new_content: undefined });
 	assert.deepEqual([empty.statusCode, empty.details.field], [422, 'new_content']);
+});
+
+test('Create proposal: a Merge/Archive writing the target at the same time (1200 on the touch) → 409, aborted, nothing inserted', async () => {
+	const stub = new ArangoStub().begin('93').cursorError(...CONFLICT_1200).abort('93');
+	const error = await failure(createProposal, stub.database(), { target_active_id: 'a1', new_content: 'x', author: 'u1' });
+	assert.deepEqual([error.statusCode, error.details.code], [409, 'REV_CONFLICT']);
+	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE']);
+});
+
+test('Create proposal: an insert that did not write both documents is aborted (500), never committed', async () => {
+	const stub = new ArangoStub().begin('94').cursor([{ outcome: 'OK' }]).cursor([{ proposal_id: 'atoms/p9', proposal_link_id: null }]).abort('94');
+	const error = await failure(createProposal, stub.database(), { target_active_id: 'a1', new_content: 'x', author: 'u1' });
+	assert.deepEqual([error.statusCode, error.details.code], [500, 'INCOMPLETE_PROPOSAL']);
+	assert.equal(stub.requests.at(-1)!.method, 'DELETE');
 });
 
 test('Reject: one CAS query; stale _rev → 409 with the current _rev; not a proposal → 409 INVALID_STATE', async () => {
@@ -137,10 +163,12 @@ for (const [outcome, facts, status, expected] of FAILED_CHECKS) {
 }
 
 test('Merge: a concurrent write on the edge (1200 during the switch) → 409 and abort', async () => {
-	const stub = new ArangoStub().begin('78').cursorError(...CONFLICT_1200).abort('78');
+	const stub = new ArangoStub().begin('78').cursorError(...CONFLICT_1200).abort('78').cursor(['_e9']);
 	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
 	assert.deepEqual([error.statusCode, error.details.code], [409, 'REV_CONFLICT']);
-	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE']);
+	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE', 'POST'], 'begin, switch, abort, then the edge read again');
+	assert.equal(error.details.current_rev, '_e9', 'the edge _rev after the conflict');
+	assert.equal(stub.queries()[1].trxId, undefined);
 });
 
 test('Merge: a switch that did not change both atoms is aborted, never committed (no orphan active atom)', async () => {

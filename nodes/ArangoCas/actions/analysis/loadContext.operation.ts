@@ -8,7 +8,8 @@
  * text) and `{{issues_context}}` ("- [SEVERITY] description" lines) filled in; `request_id` is the n8n
  * execution id. Ready for an Ollama-compatible `/api/generate` call.
  * Errors: 404 NOT_FOUND (`missing`: the atom, or `prompts?role_key=<role>` when no active prompt);
- * 422 invalid input. One read-only AQL query.
+ * 422 invalid input. One read-only AQL query; it declares the traversal's vertex collections
+ * (`WITH atoms, artifacts`: a cluster refuses an undeclared one, error 1521).
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
@@ -18,7 +19,8 @@ import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 import { isRecord } from '../../../shared/json';
 
-export const LOAD_CONTEXT_AQL = `LET atom = DOCUMENT("atoms", @target_key)
+export const LOAD_CONTEXT_AQL = `WITH atoms, artifacts
+LET atom = DOCUMENT("atoms", @target_key)
 LET prompt = FIRST(
   FOR p IN prompts
     FILTER p.role_key == @agent_role_key AND p.active == true

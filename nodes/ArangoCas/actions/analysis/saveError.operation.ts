@@ -5,13 +5,18 @@
  *
  * Input: `target_atom_id`, `prompt_id` (optional), `model`, `temperature`, `request_id`, `status_code`
  * (the model's HTTP status, empty when there was no answer), `response_text`, `error_message`.
- * Output data (201): `{ success: false, error_code, error_artifact_id }` — `success: false` is the
- * analysis outcome; recording it succeeded.
+ * Output data (201): `{ success: false, error_code, error_artifact_id, target_missing }` — `success:
+ * false` is the analysis outcome; recording it succeeded.
+ * A target atom that does not exist (deleted, mistyped id) still gets its artifact, so no AI failure is
+ * lost (issue 13; the seed's 5b assumes the atom exists): `error_details.target_atom_id` names it,
+ * `target_missing: true` is set on the artifact and in the output, and no `failed_for` edge is written
+ * (no edge to a document that is not there). The answer stays 201: the recording succeeded.
  * Classification (`classifyAiError`, seed 000 5b): no status → TIMEOUT; status ≥ 500 → MODEL_ERROR;
  * response text or error message containing "invalid json" (any case) → INVALID_JSON; else NETWORK_ERROR.
- * Errors: 404 NOT_FOUND (the atom); 422 invalid input. One AQL query.
+ * Errors: 422 invalid input. One AQL query.
  */
 import { z } from 'zod';
+import { ContractError } from '../../../shared/errors';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
@@ -35,14 +40,16 @@ export const SAVE_ERROR_AQL = `LET now = DATE_NOW()
 LET atom = DOCUMENT("atoms", @target_key)
 LET prompt = @prompt_key == null ? null : DOCUMENT("prompts", @prompt_key)
 LET error_artifact = FIRST(
-  FOR x IN (atom == null ? [] : [1])
+  FOR x IN [1]
     INSERT {
       type: "ai_error",
       error_code: @error_code,
       error_message: @error_message,
       status: "open",
       created_at: now,
+      target_missing: atom == null,
       error_details: {
+        target_atom_id: CONCAT("atoms/", @target_key),
         prompt_id: prompt._id,
         model: @model,
         temperature: @temperature,
@@ -55,7 +62,7 @@ LET error_artifact = FIRST(
     RETURN NEW
 )
 LET failed_for = FIRST(
-  FOR a IN (error_artifact == null ? [] : [error_artifact])
+  FOR a IN ((error_artifact == null OR atom == null) ? [] : [error_artifact])
     INSERT { _from: a._id, _to: atom._id, type: "failed_for", created_at: now } INTO semantic_links
     RETURN NEW._id
 )
@@ -64,7 +71,7 @@ LET created_with_edge = FIRST(
     INSERT { _from: a._id, _to: prompt._id, type: "created_with", created_at: now } INTO created_with
     RETURN NEW._id
 )
-RETURN { outcome: atom == null ? "NOT_FOUND" : "OK", error_artifact_id: error_artifact._id }`;
+RETURN { outcome: error_artifact == null ? "NOT_FOUND" : "OK", target_missing: atom == null, error_artifact_id: error_artifact._id }`;
 
 const nullableText = (max: number) =>
 	z.union([z.string(), z.number(), z.boolean()]).nullish().transform((v) => (v === null || v === undefined || v === '' ? null : String(v).slice(0, max)));
@@ -144,7 +151,12 @@ export const saveError: Operation = {
 			...where,
 		});
 		const row = rows[0];
-		assertOk(row, `analysis error for atoms/${input.target_atom_id}`, { NOT_FOUND: { missing: [`atoms/${input.target_atom_id}`] } }, where);
-		return { statusCode: 201, data: { success: false, error_code: errorCode, error_artifact_id: row.error_artifact_id } };
+		// NOT_FOUND here means the artifact itself was not written (never expected): a 500 names it.
+		if (row?.outcome === 'NOT_FOUND') throw new ContractError(`ArangoDB wrote no ai_error artifact for atoms/${input.target_atom_id}`, 500, 'db', false, { code: 'NO_RESULT' }, where);
+		assertOk(row, `analysis error for atoms/${input.target_atom_id}`, {}, where);
+		return {
+			statusCode: 201,
+			data: { success: false, error_code: errorCode, error_artifact_id: row.error_artifact_id, target_missing: row.target_missing === true },
+		};
 	},
 };

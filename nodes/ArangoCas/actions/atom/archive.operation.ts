@@ -6,28 +6,36 @@
  * kind auth, see shared/node/identity.ts), `expected_rev`, `reason`.
  * Output data: `{ success: true, atom_id, archived_at (ms), atom_rev, structure_edges_removed }`.
  * Errors: 404 NOT_FOUND; 409 PROTECTED_BY_BASELINE with `baselines: [{ id, tag }]`; 423 LOCKED (an
- * expired lock counts as free); 409 INVALID_STATE when already archived; 409 REV_CONFLICT with
- * `current_rev`; 422 invalid input.
- * One AQL query: every read (baseline_items traversal, the atom) comes before the two writes, and
+ * expired lock counts as free; an ISO `locked_until` is compared in ms, ../lockTime.ts); 409 INVALID_STATE when already archived; 409 REV_CONFLICT with
+ * `current_rev` (also after a lost race, 1200: read again after the conflict); 422 invalid input.
+ * One AQL query, declaring the traversal's vertex collections (`WITH atoms, baselines`: a cluster
+ * refuses an undeclared one, error 1521); every read (baseline_items traversal, the atom) comes before the two writes, and
  * structure_links is removed before atoms is updated, so no collection is touched after its write
  * (error 1579). A conflicting concurrent write fails the whole query (1200 → 409): nothing is removed.
+ * Serialisation (issue 13): the CAS update of the atom is what orders Archive against Create Baseline
+ * and Create Proposal, which CAS-touch the same atom (baseline/create.operation.ts,
+ * proposal/create.operation.ts): of two concurrent ones, the later writer gets 1200 → 409.
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
+import { withCurrentRev } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
+import { lockedUntilMs } from '../lockTime';
 import type { Operation } from '../types';
 
-export const ARCHIVE_AQL = `LET now = DATE_NOW()
+export const ARCHIVE_AQL = `WITH atoms, baselines
+LET now = DATE_NOW()
 LET atom_id = CONCAT("atoms/", @atom_key)
 LET atom = DOCUMENT("atoms", @atom_key)
 LET protected_baselines = (
   FOR baseline IN 1..1 INBOUND atom_id baseline_items
     RETURN { id: baseline._id, tag: baseline.tag }
 )
-LET lock_is_active = atom != null AND atom.locked_by != null AND atom.locked_until != null AND atom.locked_until > now
+LET locked_until = ${lockedUntilMs('atom')}
+LET lock_is_active = atom != null AND atom.locked_by != null AND locked_until != null AND locked_until > now
 LET outcome = atom == null ? "NOT_FOUND"
   : LENGTH(protected_baselines) > 0 ? "PROTECTED_BY_BASELINE"
   : (lock_is_active AND atom.locked_by != @user_id) ? "LOCKED"
@@ -50,7 +58,7 @@ RETURN {
   current_rev: atom._rev,
   status: atom.status,
   locked_by: atom.locked_by,
-  locked_until: atom.locked_until,
+  locked_until: locked_until,
   baselines: protected_baselines,
   archived_at: archived.archived_at,
   atom_rev: archived._rev,
@@ -80,11 +88,11 @@ export const archive: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(ArchiveInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.atom_id, expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
 			query: ARCHIVE_AQL,
 			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev, reason: input.reason },
 			...where,
-		});
+		}));
 		const row = rows[0];
 		assertOk(row, `atoms/${input.atom_id}`, {
 			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },

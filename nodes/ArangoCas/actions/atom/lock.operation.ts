@@ -5,8 +5,13 @@
  * by default; 401/403 kind auth, see shared/node/identity.ts), `expected_rev` (from the body or the
  * webhook's If-Match header), `lease_minutes` (default 5).
  * Output data: `{ success: true, atom_id, locked_by, locked_until, atom_rev }`; `locked_until` is ms since epoch.
- * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds an unexpired lock (no lock stealing; the
- * holder may renew); 409 REV_CONFLICT with `current_rev`; 422 invalid input.
+ * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds an unexpired lock (no lock stealing).
+ * Deviation from §3.6.1 (which refuses any active lock): the holder may renew its own lock (a new lease
+ * from now), so a long edit extends its lease in one CAS instead of Unlock + Lock, which would open a
+ * window where another user takes the lock; renewing steals nothing (same verified identity) and still
+ * needs the current `_rev`. An expired lock counts as free; a `locked_until` stored as the seed's ISO
+ * string is compared in ms (../lockTime.ts). 409 REV_CONFLICT with `current_rev` (after a lost race,
+ * 1200, read again); 422 invalid input.
  * One AQL query (one round trip): the checks read the atom, the CAS UPDATE (`ignoreRevs: false` on
  * the document read) runs only when they pass, and a concurrent change still fails it with 1200 → 409.
  */
@@ -15,12 +20,15 @@ import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
+import { withCurrentRev } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
+import { lockedUntilMs } from '../lockTime';
 import type { Operation } from '../types';
 
 export const LOCK_AQL = `LET now = DATE_NOW()
 LET atom = DOCUMENT("atoms", @atom_key)
-LET lock_is_active = atom != null AND atom.locked_by != null AND atom.locked_until != null AND atom.locked_until > now
+LET locked_until = ${lockedUntilMs('atom')}
+LET lock_is_active = atom != null AND atom.locked_by != null AND locked_until != null AND locked_until > now
 LET outcome = atom == null ? "NOT_FOUND"
   : (lock_is_active AND atom.locked_by != @user_id) ? "LOCKED"
   : atom._rev != @expected_rev ? "REV_CONFLICT"
@@ -34,7 +42,7 @@ RETURN {
   outcome: outcome,
   current_rev: atom._rev,
   locked_by: atom.locked_by,
-  locked_until: atom.locked_until,
+  locked_until: locked_until,
   atom_rev: updated._rev,
   new_locked_until: updated.locked_until
 }`;
@@ -68,11 +76,11 @@ export const lock: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(LockInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.atom_id, expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
 			query: LOCK_AQL,
 			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev, lease_ms: Math.round(input.lease_minutes * 60_000) },
 			...where,
-		});
+		}));
 		const row = rows[0];
 		assertOk(row, `atoms/${input.atom_id}`, {
 			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },

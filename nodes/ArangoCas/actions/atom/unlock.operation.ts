@@ -4,23 +4,24 @@
  * Input: `atom_id`, `user_id` (the Identity fields: the verified token's claim by default; 401/403
  * kind auth, see shared/node/identity.ts), `expected_rev`.
  * Output data: `{ success: true, atom_id, atom_rev }`.
- * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds an unexpired lock (an expired lock is free,
- * so anyone may clear it; an unlocked atom unlocks again as a no-op CAS); 409 REV_CONFLICT with
- * `current_rev`; 422 invalid input. One AQL query.
+ * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds the lock, expired or not (§3.6.2: only the
+ * owner unlocks, `locked_by == null OR locked_by == user_id`; expired locks are cleared by the §3.8 cron,
+ * Unlock Expired); an unlocked atom unlocks again as a no-op CAS; 409 REV_CONFLICT with
+ * `current_rev` (after a lost race, 1200, read again); 422 invalid input. One AQL query.
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
+import { withCurrentRev } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
+import { lockedUntilMs } from '../lockTime';
 import type { Operation } from '../types';
 
-export const UNLOCK_AQL = `LET now = DATE_NOW()
-LET atom = DOCUMENT("atoms", @atom_key)
-LET lock_is_active = atom != null AND atom.locked_by != null AND atom.locked_until != null AND atom.locked_until > now
+export const UNLOCK_AQL = `LET atom = DOCUMENT("atoms", @atom_key)
 LET outcome = atom == null ? "NOT_FOUND"
-  : (lock_is_active AND atom.locked_by != @user_id) ? "LOCKED"
+  : (atom.locked_by != null AND atom.locked_by != @user_id) ? "LOCKED"
   : atom._rev != @expected_rev ? "REV_CONFLICT"
   : "OK"
 LET updated = FIRST(
@@ -32,7 +33,7 @@ RETURN {
   outcome: outcome,
   current_rev: atom._rev,
   locked_by: atom.locked_by,
-  locked_until: atom.locked_until,
+  locked_until: ${lockedUntilMs('atom')},
   atom_rev: updated._rev
 }`;
 
@@ -47,17 +48,17 @@ export const unlock: Operation = {
 	description: 'Release the lock of an atom, owner only (§3.6.2, CAS on _rev)',
 	fields: fieldsOf(ref, [
 		ATOM_ID_FIELD,
-		...identityFields('Who releases the lock: must be its holder while it is unexpired'),
+		...identityFields('Who releases the lock: must be its holder (expired locks are cleared by Unlock Expired)'),
 		expectedRevField('Expected Revision', 'expectedRev', 'expected_rev', 'atom'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(UnlockInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.atom_id, expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
 			query: UNLOCK_AQL,
 			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev },
 			...where,
-		});
+		}));
 		const row = rows[0];
 		assertOk(row, `atoms/${input.atom_id}`, {
 			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },

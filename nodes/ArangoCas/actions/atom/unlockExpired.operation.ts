@@ -6,17 +6,22 @@
  * CAS per document: each UPDATE compares the `_rev` read by the same query (`ignoreRevs: false`), and
  * `ignoreErrors: true` skips a document whose lock was renewed meanwhile instead of failing the sweep;
  * those are counted in `skipped_conflicts` (`writesIgnored`). One AQL query; uses the sparse
- * persistent index on atoms.locked_until.
+ * persistent index on atoms.locked_until (two ranges: numbers below now, and every string).
+ * `locked_until` in ms (ours) or as the seed's ISO string (DATE_ADD) is compared in ms (../lockTime.ts);
+ * an unparsable value is left alone.
  */
 import { z } from 'zod';
 import { parseInput } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { runQuery } from '../../transport/query';
+import { lockedUntilMs } from '../lockTime';
 import type { Operation } from '../types';
 
 export const UNLOCK_EXPIRED_AQL = `LET now = DATE_NOW()
 FOR atom IN atoms
-  FILTER atom.locked_until != null AND atom.locked_until < now
+  FILTER atom.locked_until != null AND (atom.locked_until < now OR atom.locked_until >= "")
+  LET until_ms = ${lockedUntilMs('atom')}
+  FILTER until_ms != null AND until_ms < now
   LIMIT @batch_size
   UPDATE atom WITH { locked_by: null, locked_until: null } IN atoms OPTIONS { ignoreRevs: false, ignoreErrors: true, keepNull: true }
   RETURN { id: NEW._id, atom_rev: NEW._rev }`;

@@ -8,10 +8,18 @@
  * Errors: 404 NOT_FOUND (no such doc); 422 ILLEGAL_EDGES with `edges: [{ id, from, to }]` when the doc
  * has direct docs → atoms structure edges (v2.1 constraint: checked before anything is written);
  * 409 UNIQUE_VIOLATION when the doc already has a baseline with that tag; 422 invalid input.
- * One AQL query. The traversal uses `order: "bfs", uniqueVertices: "global"`, so an atom reachable by
+ * One AQL query, declaring the traversal's vertex collections (`WITH docs, atoms`: a cluster refuses
+ * an undeclared one, error 1521). The traversal uses `order: "bfs", uniqueVertices: "global"`, so an atom reachable by
  * two paths is snapshotted once (the default `uniqueVertices: "none"` would visit it twice), with the
  * order of the edge on its shortest path. Reads (docs, structure_links, the traversal) come before the
- * writes (baselines, then baseline_items), as AQL requires.
+ * writes (atoms, baselines, then baseline_items), as AQL requires.
+ * Serialised with Archive (issue 13, write skew): Archive checks baseline_items and writes the atom;
+ * Baseline reads the atoms and writes baseline_items, so neither would see the other. Baseline therefore
+ * CAS-touches every atom it snapshots (`baselined_at: now`, `ignoreRevs: false` on the `_rev` the
+ * traversal read), and Archive CAS-updates the atom: two concurrent ones write the same atom, and the
+ * later writer fails with 1200 → 409 REV_CONFLICT, nothing written. Cost (a deviation from §3.3, which
+ * writes no atom): a baseline gives its atoms a new `_rev`, so an `expected_rev` read before it answers
+ * 409 with the current `_rev`.
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
@@ -20,7 +28,8 @@ import { fieldsOf } from '../../../shared/node/fields';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
-export const CREATE_BASELINE_AQL = `LET now = DATE_NOW()
+export const CREATE_BASELINE_AQL = `WITH docs, atoms
+LET now = DATE_NOW()
 LET doc_id = CONCAT("docs/", @doc_key)
 LET doc = DOCUMENT("docs", @doc_key)
 LET illegal = (
@@ -33,11 +42,16 @@ LET reachable = (
   FOR v, e IN 1..10 OUTBOUND doc_id structure_links OPTIONS { order: "bfs", uniqueVertices: "global" }
     FILTER IS_SAME_COLLECTION("atoms", v)
     FILTER v.status == "active"
-    RETURN { id: v._id, order: e.order }
+    RETURN { id: v._id, key: v._key, rev: v._rev, order: e.order }
 )
 LET outcome = doc == null ? "NOT_FOUND"
   : LENGTH(illegal) > 0 ? "ILLEGAL_EDGES"
   : "OK"
+LET touched = (
+  FOR item IN (outcome == "OK" ? reachable : [])
+    UPDATE { _key: item.key, _rev: item.rev } WITH { baselined_at: now } IN atoms OPTIONS { ignoreRevs: false }
+    RETURN NEW._id
+)
 LET baseline = FIRST(
   FOR x IN (outcome == "OK" ? [1] : [])
     INSERT { doc_id: doc_id, tag: @version_tag, title: @title, frozen_at: now, items_count: LENGTH(reachable) } INTO baselines

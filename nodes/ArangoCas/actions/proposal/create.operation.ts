@@ -6,31 +6,52 @@
  * see nodes/shared/node/identity.ts; a body `author` naming someone else is a 403).
  * Output data (201): `{ proposal_id, proposal_rev, status: "proposal", proposal_link_id }`.
  * Errors: 404 NOT_FOUND when the target does not exist; 409 INVALID_STATE when it is not active;
- * 422 invalid input. One AQL query (atom and edge are created together or not at all).
+ * 409 REV_CONFLICT when a Merge or Archive of the target runs at the same time (1200); 422 invalid input.
+ * One stream transaction (begin, 2 queries, commit; any failure aborts, so atom and edge are created
+ * together or not at all):
+ *  1. PROPOSAL_TOUCH_AQL checks the target (exists, active) and CAS-touches it (`last_proposal_at`,
+ *     `last_proposal_by`: the author);
+ *  2. CREATE_PROPOSAL_AQL inserts the draft atom and its link (atoms is written again: a second query).
+ * Why the touch (issue 13): Merge reads the target's proposal links to rebase them and CAS-updates the
+ * target; a proposal created while it runs would be missed by the rebase and stay linked to an archived
+ * atom. Both now write the target atom, so one of two concurrent ones fails with 1200 → 409 and, after a
+ * merge or archive, the target is no longer active → 409 INVALID_STATE. Cost (a deviation from §3.4,
+ * which writes only the draft and its link): the target gets a new `_rev`.
  */
 import { z } from 'zod';
+import { ContractError } from '../../../shared/errors';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
-import { runQuery } from '../../transport/query';
+import { inStreamTransaction } from '../../transport/query';
 import type { Operation } from '../types';
 
-export const CREATE_PROPOSAL_AQL = `LET now = DATE_NOW()
+/** Step 1: check the target and CAS-touch it (`last_proposal_at`), so a concurrent Merge/Archive conflicts. */
+export const PROPOSAL_TOUCH_AQL = `LET now = DATE_NOW()
 LET target = DOCUMENT("atoms", @target_key)
 LET outcome = target == null ? "NOT_FOUND"
   : target.status != "active" ? "INVALID_STATE"
   : "OK"
+LET touched = FIRST(
+  FOR a IN (outcome == "OK" ? [target] : [])
+    UPDATE a WITH { last_proposal_at: now, last_proposal_by: @author } IN atoms OPTIONS { ignoreRevs: false }
+    RETURN NEW
+)
+RETURN { outcome: outcome, status: target.status, target_rev: touched._rev }`;
+
+/** Step 2: the draft atom and its `alternative` link (only after step 1 passed, in the same transaction). */
+export const CREATE_PROPOSAL_AQL = `LET now = DATE_NOW()
 LET draft = FIRST(
-  FOR x IN (outcome == "OK" ? [1] : [])
+  FOR x IN [1]
     INSERT { content: @new_content, status: "proposal", author: @author, created_at: now } INTO atoms
     RETURN NEW
 )
 LET link = FIRST(
-  FOR d IN (draft == null ? [] : [draft])
+  FOR d IN [draft]
     INSERT {
       _from: d._id,
-      _to: target._id,
+      _to: CONCAT("atoms/", @target_key),
       type: "alternative",
       comment: @comment,
       outdated: false,
@@ -40,13 +61,10 @@ LET link = FIRST(
     } INTO proposal_links
     RETURN NEW
 )
-RETURN {
-  outcome: outcome,
-  status: target.status,
-  proposal_id: draft._id,
-  proposal_rev: draft._rev,
-  proposal_link_id: link._id
-}`;
+RETURN { proposal_id: draft._id, proposal_rev: draft._rev, proposal_link_id: link._id }`;
+
+/** Collections the create transaction writes. */
+export const CREATE_PROPOSAL_WRITE_COLLECTIONS = ['atoms', 'proposal_links'];
 
 export const CreateProposalInput = z.object({
 	target_active_id: keyIn('atoms'),
@@ -71,19 +89,26 @@ export const createProposal: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(CreateProposalInput, raw, 'atoms');
 		const where = { operation: 'insert', collection: 'atoms' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
-			query: CREATE_PROPOSAL_AQL,
-			bindVars: { target_key: input.target_active_id, new_content: input.new_content, comment: input.comment, author: input.author },
-			...where,
+		return inStreamTransaction(db, { write: CREATE_PROPOSAL_WRITE_COLLECTIONS }, async (run) => {
+			const checked = await run<OutcomeRow>({ query: PROPOSAL_TOUCH_AQL, bindVars: { target_key: input.target_active_id, author: input.author }, operation: 'update', collection: 'atoms' });
+			const row = checked.rows[0];
+			assertOk(row, `atoms/${input.target_active_id}`, {
+				NOT_FOUND: { missing: [`atoms/${input.target_active_id}`] },
+				INVALID_STATE: { status: row?.status ?? null, expected_status: 'active' },
+			}, where);
+			const created = await run<Record<string, unknown>>({
+				query: CREATE_PROPOSAL_AQL,
+				bindVars: { target_key: input.target_active_id, new_content: input.new_content, comment: input.comment, author: input.author },
+				...where,
+			});
+			const made = created.rows[0];
+			if (!made || typeof made.proposal_id !== 'string' || typeof made.proposal_link_id !== 'string') {
+				throw new ContractError('the proposal and its link were not both written; aborted', 500, 'db', false, { code: 'INCOMPLETE_PROPOSAL' }, where);
+			}
+			return {
+				statusCode: 201 as const,
+				data: { proposal_id: made.proposal_id, proposal_rev: made.proposal_rev, status: 'proposal', proposal_link_id: made.proposal_link_id },
+			};
 		});
-		const row = rows[0];
-		assertOk(row, `atoms/${input.target_active_id}`, {
-			NOT_FOUND: { missing: [`atoms/${input.target_active_id}`] },
-			INVALID_STATE: { status: row?.status ?? null, expected_status: 'active' },
-		}, where);
-		return {
-			statusCode: 201,
-			data: { proposal_id: row.proposal_id, proposal_rev: row.proposal_rev, status: 'proposal', proposal_link_id: row.proposal_link_id },
-		};
 	},
 };

@@ -9,9 +9,10 @@
  * structure_edge_id, structure_edge_rev, rebased_proposals_count, rebased_proposals: [{ id, outdated }],
  * revision_link_id, removed_proposal_links }`.
  * Errors: 404 NOT_FOUND (`missing`); 423 LOCKED (current atom locked by another user, expired locks are
- * free); 409 INVALID_STATE (current not active or winner not a proposal); 409 EDGE_MISMATCH (the edge
+ * free; an ISO `locked_until` is compared in ms, ../lockTime.ts); 409 INVALID_STATE (current not active or winner not a proposal); 409 EDGE_MISMATCH (the edge
  * no longer points to current); 409 NOT_A_PROPOSAL; 409 PROPOSAL_OUTDATED; 409 REV_CONFLICT (edge `_rev`
- * differs: `current_rev`; or a concurrent write: 1200); 422 invalid input.
+ * differs: `current_rev`; or a concurrent write: 1200, after which the edge's `_rev` is read again for
+ * `current_rev`); 422 invalid input.
  *
  * One stream transaction (4 round trips: begin, 2 queries, commit), because proposal_links is written
  * twice (rebase UPDATE + winner-link REMOVE) and AQL allows one modification per collection per query:
@@ -28,7 +29,9 @@ import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
+import { withCurrentRev } from '../../transport/conflict';
 import { inStreamTransaction } from '../../transport/query';
+import { lockedUntilMs } from '../lockTime';
 import type { Operation } from '../types';
 
 export const MERGE_SWITCH_AQL = `LET now = DATE_NOW()
@@ -48,8 +51,9 @@ LET other_links = (
     RETURN pe
 )
 LET winner_link = FIRST(winner_links)
+LET locked_until = ${lockedUntilMs('current_atom')}
 LET lock_is_active = current_atom != null AND current_atom.locked_by != null
-  AND current_atom.locked_until != null AND current_atom.locked_until > now
+  AND locked_until != null AND locked_until > now
 LET outcome = (current_atom == null OR winner_atom == null OR edge == null) ? "NOT_FOUND"
   : (lock_is_active AND current_atom.locked_by != @user_id) ? "LOCKED"
   : (current_atom.status != "active" OR winner_atom.status != "proposal") ? "INVALID_STATE"
@@ -93,7 +97,7 @@ RETURN {
   current_status: current_atom.status,
   winner_status: winner_atom.status,
   locked_by: current_atom.locked_by,
-  locked_until: current_atom.locked_until,
+  locked_until: locked_until,
   edge_to: edge._to,
   current_rev: edge._rev,
   structure_edge_rev: switched_edge._rev,
@@ -150,7 +154,9 @@ export const mergeProposal: Operation = {
 		const currentId = `atoms/${input.current_active_id}`;
 		const edgeId = `structure_links/${input.structure_edge_id}`;
 		const where = { operation: 'merge', collection: 'structure_links' };
-		return inStreamTransaction(db, { write: MERGE_WRITE_COLLECTIONS }, async (run) => {
+		// A lost race (1200) aborts the transaction; the edge's _rev is then read again for current_rev.
+		const edgeTarget = { collection: 'structure_links', key: input.structure_edge_id, expectedRev: input.expected_edge_rev };
+		return withCurrentRev(db, edgeTarget, () => inStreamTransaction(db, { write: MERGE_WRITE_COLLECTIONS }, async (run) => {
 			const switched = await run<OutcomeRow>({
 				query: MERGE_SWITCH_AQL,
 				bindVars: {
@@ -194,6 +200,6 @@ export const mergeProposal: Operation = {
 					removed_proposal_links: unlinked.rows,
 				},
 			};
-		});
+		}));
 	},
 };

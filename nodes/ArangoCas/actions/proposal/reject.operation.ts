@@ -4,12 +4,13 @@
  * Input: `proposal_id`, `expected_proposal_rev`.
  * Output data: `{ success: true, proposal_id, proposal_rev }`.
  * Errors: 404 NOT_FOUND; 409 INVALID_STATE when the atom is not a proposal; 409 REV_CONFLICT with
- * `current_rev`; 422 invalid input. One AQL query.
+ * `current_rev` (after a lost race, 1200, read again); 422 invalid input. One AQL query.
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
+import { withCurrentRev } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -42,11 +43,11 @@ export const rejectProposal: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(RejectProposalInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.proposal_id, expectedRev: input.expected_proposal_rev }, () => runQuery<OutcomeRow>(db, {
 			query: REJECT_PROPOSAL_AQL,
 			bindVars: { proposal_key: input.proposal_id, expected_rev: input.expected_proposal_rev },
 			...where,
-		});
+		}));
 		const row = rows[0];
 		assertOk(row, `atoms/${input.proposal_id}`, {
 			NOT_FOUND: { missing: [`atoms/${input.proposal_id}`] },
