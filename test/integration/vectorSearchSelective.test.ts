@@ -107,6 +107,18 @@ test('a user who may see 5 of 10,000 chunks gets those 5, nearest first (iterati
 	assert.deepEqual(top2.map((c) => c.chunk_id), expected().slice(0, 2));
 });
 
+test('an iterative scan that stops at hnsw.max_scan_tuples (as on a corpus far beyond its 20,000 default) still gets the 5: the short result is re-run exactly', async () => {
+	await vdb.db.query('SET hnsw.max_scan_tuples = 300');
+	try {
+		const route = await vectorRoute(vdb.pool);
+		assert.ok(route.iterative_scan);
+		const { rows } = await searchChunks(vdb.pool, params(VISIBLE), route);
+		assert.deepEqual(rows.map((r) => Number(r.chunk_id)), expected());
+	} finally {
+		await vdb.db.query('RESET hnsw.max_scan_tuples');
+	}
+});
+
 test('pgvector < 0.8 (route forced without iterative scan): the short HNSW result is re-run exactly and gets the same 5, nearest first', async () => {
 	const route: VectorRoute = { ...(await vectorRoute(vdb.pool)), iterative_scan: false };
 	for (const k of [VISIBLE, 20]) {

@@ -1,13 +1,13 @@
 /**
- * Which vector store a database has (issue 12), found once per pool and cached on it:
+ * Which vector store a database has (issue 12), looked up per pool and cached on it for ROUTE_TTL_MS:
  *  - `pgvector_hnsw`: kg.chunk_embeddings_1536 exists (migration 007: the server has pgvector) — vectors in
  *    `vector(1536)` with an HNSW index; `iterative_scan` when pgvector is ≥ 0.8;
  *  - `exact`: otherwise, kg.chunk_embeddings_1536_exact (migration 011, always applied) — no extension.
  * The cache is per pool (one per credential, so per database), never process-wide: several n8n processes,
  * or one with credentials for several databases, each see their own database's route. A route whose table
  * disappeared is forgotten by `forgetVectorRoute` (vectorStore.ts calls it on 42P01) and looked up again.
- * A server that gains pgvector later switches to `pgvector_hnsw` once 007 is applied and n8n restarted (the
- * cache lives as long as the pool); the vectors of the exact table are not copied: re-run WF41 (Embed) for
+ * A server that gains pgvector later switches to `pgvector_hnsw` once 007 is applied, in every n8n process
+ * within ROUTE_TTL_MS (no restart needed); the vectors of the exact table are not copied: re-run WF41 (Embed) for
  * the documents, which then finds their chunks without a vector in 007's table.
  */
 import type { Pool } from 'pg';
@@ -60,16 +60,22 @@ export async function detectVectorRoute(db: Pick<Pool, 'query'>): Promise<Vector
 	);
 }
 
-const routes = new WeakMap<object, Promise<VectorRoute>>();
+/** How long a pool's route is trusted before it is looked up again (ms): a migration applied while n8n runs
+ * (007 once pgvector is installed) is picked up by every process within this time, not only by new ones. */
+export const ROUTE_TTL_MS = 60_000;
 
-/** The pool's route, looked up on first use and cached on the pool (a failed lookup is not cached). */
+const routes = new WeakMap<object, { route: Promise<VectorRoute>; at: number }>();
+
+/**
+ * The pool's route, looked up on first use and cached on the pool for ROUTE_TTL_MS (a failed lookup is
+ * not cached).
+ */
 export function vectorRoute(pool: Pick<Pool, 'query'>): Promise<VectorRoute> {
-	let route = routes.get(pool);
-	if (!route) {
-		route = detectVectorRoute(pool);
-		routes.set(pool, route);
-		route.catch(() => routes.delete(pool));
-	}
+	const cached = routes.get(pool);
+	if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
+	const route = detectVectorRoute(pool);
+	routes.set(pool, { route, at: Date.now() });
+	route.catch(() => routes.delete(pool));
 	return route;
 }
 

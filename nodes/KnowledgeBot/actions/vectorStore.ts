@@ -12,7 +12,7 @@ import { types, type CustomTypesConfig, type Pool } from 'pg';
 import { ContractError, fromPgError, type ErrorContextInit } from '../../shared/errors';
 import { inTransaction } from '../../shared/postgres/transaction';
 import { cosineScorer, float32Bytes, TopK } from './cosine';
-import { CHUNK_DETAILS, EXACT_CHUNKS_TO_EMBED, EXACT_UPSERT_EMBEDDINGS, VISIBLE_EMBEDDINGS } from './exactSql';
+import { CHUNK_DETAILS, EXACT_CHUNKS_TO_EMBED, EXACT_TABLE, EXACT_UPSERT_EMBEDDINGS, VISIBLE_EMBEDDINGS } from './exactSql';
 import { forgetVectorRoute, vectorRoute, type VectorRoute } from './vectorRoute';
 import { CHUNKS_TO_EMBED, SEARCH_CHUNKS, UPSERT_EMBEDDINGS } from './vectorSql';
 
@@ -76,6 +76,12 @@ const parseBytea = types.getTypeParser(17, 'text') as (text: string) => Buffer;
 const BYTEA = 17;
 
 async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
+	try {
+		float32Bytes(p.vector); // a component beyond float32 would score every row NaN (pgvector refuses it too)
+	} catch (error) {
+		if (!(error instanceof RangeError)) throw error;
+		throw new ContractError(`embeddings endpoint returned a question vector the store cannot compare: ${error.message}`, 502, 'upstream', false, { code: 'EMBEDDINGS_FAILED', http_status: 200 }, { operation: 'select', table: EXACT_TABLE });
+	}
 	const score = cosineScorer(p.vector);
 	const top = new TopK(p.k);
 	// each vector is scored by the type parser as its row arrives: 100k visible rows keep 100k numbers, not 600 MB
@@ -99,8 +105,9 @@ async function searchHnsw(pool: Db, p: SearchParams, route: VectorRoute): Promis
 		await db.query("SELECT set_config('hnsw.ef_search', $1, true)", [String(Math.min(1000, Math.max(40, p.k)))]);
 		if (route.iterative_scan) await db.query("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)");
 		let rows = (await db.query(SEARCH_CHUNKS, params)).rows;
-		if (!route.iterative_scan && rows.length < p.k) {
-			// the HNSW candidates ran out before k visible rows: an exact scan of the visible rows instead
+		if (rows.length < p.k) {
+			// the HNSW candidates ran out before k visible rows (pgvector < 0.8, or an iterative scan that hit
+			// hnsw.max_scan_tuples on a large corpus): an exact scan of the visible rows instead
 			await db.query("SELECT set_config('enable_indexscan', 'off', true)");
 			rows = (await db.query(SEARCH_CHUNKS, params)).rows;
 		}

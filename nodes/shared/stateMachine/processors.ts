@@ -52,10 +52,14 @@ export function selectCalculationNode(nodes: CalculationNode[], required: string
 	return nodes.find((n) => required.every((t) => n.tags.includes(t))) ?? null;
 }
 
+/** Longest wait setTimeout can express (2^31 − 1 ms, about 24.8 days); a longer responseTimeoutMs is clamped to it. */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
+
 function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
 	let timer: NodeJS.Timeout | undefined;
+	const wait = Math.min(ms, MAX_TIMEOUT_MS); // beyond it Node fires after 1 ms
 	const timeout = new Promise<never>((_, reject) => {
-		timer = setTimeout(() => reject(new Error(`${what}: no response within ${ms} ms`)), ms);
+		timer = setTimeout(() => reject(new Error(`${what}: no response within ${wait} ms`)), wait);
 	});
 	return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
@@ -64,9 +68,10 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
 export function readAnswer(answer: unknown): ProcessorOutcome {
 	if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) return { success: true };
 	const a = answer as Record<string, unknown>;
-	const success = a.success !== false;
+	// success: true wins; otherwise success: false or an error (n8n's continue-on-fail emits { error }) fails
+	const success = a.success === true || (a.success !== false && (a.error === undefined || a.error === null || a.error === ''));
 	const entity = a.entity !== null && typeof a.entity === 'object' && !Array.isArray(a.entity) ? a.entity : undefined;
-	const error = typeof a.error === 'string' ? a.error.slice(0, 500) : a.success === false ? 'success: false' : undefined;
+	const error = typeof a.error === 'string' ? a.error.slice(0, 500) : a.success === false ? 'success: false' : a.error !== undefined ? 'error (not a string)' : undefined;
 	return success ? { success, ...(entity ? { entity } : {}) } : { success, ...(error ? { error } : {}) };
 }
 

@@ -74,16 +74,24 @@ test('processor type: anything but exactly "EXTERNAL" is refused naming its path
 	);
 });
 
-test('readAnswer: any sub-workflow output gives { success: boolean }, failure only on success === false, error ≤ 500 chars', () => {
+test('readAnswer: any sub-workflow output gives { success: boolean }; failure on success === false, or on an error without success === true; error ≤ 500 chars', () => {
 	fc.assert(
 		fc.property(fc.oneof(fc.jsonValue(), fc.record({ success: fc.oneof(fc.boolean(), fc.jsonValue()), error: fc.oneof(hostileString(600), fc.jsonValue()), entity: fc.jsonValue() }, { requiredKeys: [] })), (answer) => {
 			const outcome = readAnswer(answer);
 			assert.equal(typeof outcome.success, 'boolean');
-			const refused = answer !== null && typeof answer === 'object' && !Array.isArray(answer) && (answer as { success?: unknown }).success === false;
+			const a = answer !== null && typeof answer === 'object' && !Array.isArray(answer) ? (answer as { success?: unknown; error?: unknown }) : null;
+			const hasError = a !== null && a.error !== undefined && a.error !== null && a.error !== '';
+			const refused = a !== null && (a.success === false || (a.success !== true && hasError));
 			assert.equal(outcome.success, !refused);
 			if (outcome.error !== undefined) assert.ok(outcome.error.length <= 500);
 			if (outcome.entity !== undefined) assert.ok(outcome.entity !== null && typeof outcome.entity === 'object' && !Array.isArray(outcome.entity));
 		}),
 		propertyParams('readAnswer'),
 	);
+});
+
+test('readAnswer: n8n\'s continue-on-fail output { error } is a failure; { success: true, error } is not', () => {
+	assert.deepEqual(readAnswer({ error: 'node X failed' }), { success: false, error: 'node X failed' });
+	assert.equal(readAnswer({ success: true, error: 'ignored' }).success, true);
+	assert.equal(readAnswer({ entity: { a: 1 } }).success, true);
 });

@@ -161,3 +161,10 @@ test('dispatch: SYNC changes to the entity are applied for what follows; ASYNC_N
 	assert.deepEqual(seen, [{ n: 1 }, { n: 10 }]);
 	assert.deepEqual([result.ok, result.state, result.fired, result.entity], [true, 'C', ['GO', 'BIG'], { n: 10 }]);
 });
+
+test('a responseTimeoutMs beyond what setTimeout can wait (2^31 − 1 ms) is clamped, not fired after 1 ms', async () => {
+	const run = externalProcessorRunner([{ workflowId: 'calc', tags: ['t'] }], () => new Promise((resolve) => setTimeout(() => resolve({ success: true }), 30)));
+	const processor = { type: 'EXTERNAL', name: 'slowish', executionMode: 'SYNC', config: { calculationNodesTags: 't', responseTimeoutMs: 3_000_000_000 } };
+	const outcome = await run(processor as never, { name: 'GO', next: 'B', manual: true, disabled: false } as never, {});
+	assert.equal((outcome as { success?: boolean }).success, true);
+});
