@@ -222,15 +222,14 @@ export async function fireManual(
 	if (!evaluate(transition.criterion, entity, { ...meta, state })) {
 		throw new ContractError(`transition ${name} is not allowed now: its criterion does not match`, 409, 'conflict', false, { code: 'CRITERION_NOT_MET', ...details });
 	}
-	const warnings: string[] = [];
-	const processed = await runProcessors(transition, entity, options, warnings);
-	if ('reason' in processed) return settle(state, entity, { state, fired: [], entity, failure: processed }, warnings);
+	const processed = await runTransitionProcessors(state, transition, entity, options);
+	if (!processed.ok) return processed;
 	const visits = new Map<string, number>([
 		[state, 1],
 		[transition.next, (transition.next === state ? 1 : 0) + 1],
 	]);
-	const run = await runCascade(definition, transition.next, processed.entity, { ...meta, previousTransition: name }, options, visits, [name], warnings);
-	return settle(state, entity, run, warnings);
+	const run = await runCascade(definition, transition.next, processed.entity, { ...meta, previousTransition: name }, options, visits, [name], processed.warnings);
+	return settle(state, entity, run, processed.warnings);
 }
 
 /**
