@@ -3,7 +3,7 @@
  * (§3.6.1) writes `DATE_ADD(DATE_NOW(), 5, 'minutes')`, an ISO 8601 **string**, and AQL orders every
  * string above every number (FACTS: ArangoDB), so a plain `locked_until > now` would keep such a lock
  * active forever and the §3.8 sweep would never clear it. Every check therefore compares
- * `LOCKED_UNTIL_MS(doc)`: the number as is, an ISO string through `DATE_TIMESTAMP` (ms), anything else
+ * `lockedUntilMs(doc)`: the number as is, an ISO string through `DATE_TIMESTAMP` (ms), anything else
  * (null, missing, an unparsable string) as null — no lock.
  */
 

@@ -11,6 +11,7 @@
 import { types, type CustomTypesConfig, type Pool } from 'pg';
 import { ContractError, fromPgError, type ErrorContextInit } from '../../shared/errors';
 import { inTransaction } from '../../shared/postgres/transaction';
+import { vectorLiteral } from '../transport/embeddings';
 import { cosineScorer, float32Bytes, TopK } from './cosine';
 import { CHUNK_DETAILS, EXACT_CHUNKS_TO_EMBED, EXACT_TABLE, EXACT_UPSERT_EMBEDDINGS, VISIBLE_EMBEDDINGS } from './exactSql';
 import { forgetVectorRoute, vectorRoute, type VectorRoute } from './vectorRoute';
@@ -67,7 +68,7 @@ export async function upsertEmbeddings(pool: Db, tenantId: string, modelId: numb
 		const result = await pool.query(EXACT_UPSERT_EMBEDDINGS, [tenantId, modelId, rows.map((r) => String(r.chunk_id)), bytes, rows.map((r) => r.chunk_sha256)]);
 		return result.rows.length;
 	}
-	const json = rows.map((r) => ({ chunk_id: r.chunk_id, embedding: `[${r.vector.join(',')}]`, chunk_sha256: r.chunk_sha256 }));
+	const json = rows.map((r) => ({ chunk_id: r.chunk_id, embedding: vectorLiteral(r.vector), chunk_sha256: r.chunk_sha256 }));
 	return (await pool.query(UPSERT_EMBEDDINGS, [tenantId, modelId, JSON.stringify(json)])).rows.length;
 }
 
@@ -100,10 +101,10 @@ async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
 }
 
 async function searchHnsw(pool: Db, p: SearchParams, route: VectorRoute): Promise<SearchRow[]> {
-	const params = [p.tenant_id, p.model_id, `[${p.vector.join(',')}]`, p.user, p.admin, p.k, p.channel, p.chat];
+	const params = [p.tenant_id, p.model_id, vectorLiteral(p.vector), p.user, p.admin, p.k, p.channel, p.chat];
 	return inTransaction(pool, async (db) => {
-		await db.query("SELECT set_config('hnsw.ef_search', $1, true)", [String(Math.min(1000, Math.max(40, p.k)))]);
-		if (route.iterative_scan) await db.query("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)");
+		const iterative = route.iterative_scan ? ", set_config('hnsw.iterative_scan', 'relaxed_order', true)" : '';
+		await db.query(`SELECT set_config('hnsw.ef_search', $1, true)${iterative}`, [String(Math.min(1000, Math.max(40, p.k)))]);
 		let rows = (await db.query(SEARCH_CHUNKS, params)).rows;
 		if (rows.length < p.k) {
 			// the HNSW candidates ran out before k visible rows (pgvector < 0.8, or an iterative scan that hit

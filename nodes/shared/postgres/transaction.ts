@@ -13,6 +13,11 @@ function isPool(db: Pool | SingleConnection): db is Pool {
 	return typeof (db as Partial<Pool>).connect === 'function' && typeof (db as Partial<Pool>).totalCount === 'number';
 }
 
+/**
+ * @param db a pg.Pool (one client is taken for the transaction) or a single-connection database
+ * @param fn the statements, on the transaction's client; its result is returned after COMMIT
+ * @throws whatever `fn`, BEGIN or COMMIT throws, unmapped (callers map pg errors with fromPgError)
+ */
 export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T>;
 export async function inTransaction<T>(db: Pool | SingleConnection, fn: (client: PoolClient | SingleConnection) => Promise<T>): Promise<T>;
 export async function inTransaction<T>(db: Pool | SingleConnection, fn: (client: PoolClient & SingleConnection) => Promise<T>): Promise<T> {

@@ -18,6 +18,7 @@
  *    `attempted` (the transitions it had fired before the abort, none of which took effect).
  */
 import { ContractError } from '../errors';
+import { isRecord } from '../json';
 import { evaluate, type EntityMeta } from './criteria';
 import type { ProcessorDefinition, TransitionDefinition, WorkflowDefinition } from './schema';
 
@@ -78,7 +79,7 @@ interface Failure {
 }
 
 function isOutcome(value: unknown): value is ProcessorOutcome {
-	return value !== null && typeof value === 'object' && typeof (value as ProcessorOutcome).success === 'boolean';
+	return isRecord(value) && typeof value.success === 'boolean';
 }
 
 /** Runs the processors of `transition`; returns the entity after them, or the failure that aborts. */

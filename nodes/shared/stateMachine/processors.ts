@@ -18,6 +18,7 @@
  * (no retry: the seed's "empty means no retry"; named policies are platform-defined and we define none).
  */
 import { ContractError } from '../errors';
+import { isRecord } from '../json';
 import type { EngineOptions, ProcessorOutcome } from './engine';
 import type { ProcessorDefinition, TransitionDefinition } from './schema';
 
@@ -66,11 +67,11 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
 
 /** Reads a sub-workflow's answer as a ProcessorOutcome. */
 export function readAnswer(answer: unknown): ProcessorOutcome {
-	if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) return { success: true };
-	const a = answer as Record<string, unknown>;
+	if (!isRecord(answer)) return { success: true };
+	const a = answer;
 	// success: true wins; otherwise success: false or an error (n8n's continue-on-fail emits { error }) fails
 	const success = a.success === true || (a.success !== false && (a.error === undefined || a.error === null || a.error === ''));
-	const entity = a.entity !== null && typeof a.entity === 'object' && !Array.isArray(a.entity) ? a.entity : undefined;
+	const entity = isRecord(a.entity) ? a.entity : undefined;
 	const error = typeof a.error === 'string' ? a.error.slice(0, 500) : a.success === false ? 'success: false' : a.error !== undefined ? 'error (not a string)' : undefined;
 	return success ? { success, ...(entity ? { entity } : {}) } : { success, ...(error ? { error } : {}) };
 }

@@ -5,6 +5,7 @@
  * `processors` and `transitions` empty, `active` true.
  */
 import { z } from 'zod';
+import { isRecord } from '../json';
 
 /** Operators of a `simple` / `lifecycle` criterion (FACTS: the state-machine format of seed 004). */
 export const OperatorType = z.enum([
@@ -68,10 +69,8 @@ export type Condition = SimpleCondition | LifecycleCondition | GroupCondition | 
  * Both fields at once is refused (which one was meant is unknowable).
  */
 function legacyArrayValue(input: unknown): unknown {
-	if (input === null || typeof input !== 'object' || Array.isArray(input)) return input;
-	const c = input as Record<string, unknown>;
-	if (c.type !== 'array' || !('value' in c) || 'values' in c) return input;
-	const { value, ...rest } = c;
+	if (!isRecord(input) || input.type !== 'array' || !('value' in input) || 'values' in input) return input;
+	const { value, ...rest } = input;
 	return { ...rest, values: value };
 }
 

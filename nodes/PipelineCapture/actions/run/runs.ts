@@ -106,16 +106,16 @@ export async function capture(
 	}
 	// The first step of a run waits for the user's previous run to be archived (seed 001 blocking rule).
 	const blocking = edge.from === definition.initialState;
+	const take = (db: Parameters<typeof query>[0]) => query<RunRow & { captured: boolean }>(db, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update');
 	const rows =
 		declared.processors.length === 0
-			? await query<RunRow & { captured: boolean }>(pool, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update')
+			? await take(pool)
 			: await withTransaction(pool, async (client) => {
-					const taken = await query<RunRow & { captured: boolean }>(client, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update');
+					const taken = await take(client);
 					if (taken[0]?.captured) {
 						// the run as captured, without the capture token (a credential of the worker) and the flag
-						const row: Record<string, unknown> = { ...taken[0] };
-						delete row.captured;
-						delete row.capture_token;
+						// eslint-disable-next-line @typescript-eslint/no-unused-vars
+						const { captured, capture_token, ...row } = taken[0];
 						const result = await runTransitionProcessors(edge.from, declared, row, options);
 						if (!result.ok) throw abortError(result, { run_id: id });
 					}
