@@ -94,6 +94,7 @@ export class PipelineCapture implements INodeType {
 						pool,
 						definition: () => pipelineDefinition(pool),
 						worker: options.worker || `n8n-${executionId}`,
+						origin: { workflow, node: nodeName },
 						runProcessor: externalProcessorRunner(calculationNodesOf(this, itemIndex, resource, operationValue), subWorkflowCaller(this, executionId)),
 						llm: async () => ({
 							credential: (await this.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,

@@ -1,8 +1,8 @@
 /**
  * The seed-004 engine inside the pipeline: automated transitions of an edited pipeline_runs definition
  * fire after Complete Step (first match in declaration order); all or nothing: a cascade stopped by the
- * visit limit rolls the step back and ends the run FAILED (from the state before the step) with the
- * reason; a SYNC processor failure rolls everything back and answers 400 (the run stays where it was).
+ * visit limit writes nothing of the step and ends the run FAILED (from the state before the step) with
+ * the reason; a SYNC processor failure writes nothing and answers 400 (the run stays where it was).
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -69,7 +69,7 @@ test('a guarded automated loop hits the visit limit: the run ends FAILED with th
 	assert.match(error.message, /visited more than 10 times/);
 	assert.equal(error.attempted[0], 'ANALYSIS_DONE');
 	const stored = await row(run.id);
-	assert.equal(stored.analysis_result, null, 'the step was rolled back with the cascade: nothing of the operation applied');
+	assert.equal(stored.analysis_result, null, 'nothing of the step was written with the cascade: nothing of the operation applied');
 	assert.equal(stored.previous_transition, 'CASCADE_LIMIT');
 });
 
@@ -87,7 +87,7 @@ test('processors: SYNC failure → 400 WORKFLOW_FAILED, nothing applied; ASYNC_N
 		completeStep(db.pool, def, { run_id: request_id, transition: 'ANALYSIS_DONE', capture_token: token, result: { a: 1 } }, runner(['hard'])),
 		(e: ContractError) => e.statusCode === 400 && e.details.code === 'WORKFLOW_FAILED' && e.details.state === 'ANALYZING',
 	);
-	assert.deepEqual(seen, ['soft:ANALYZED:{"a":1}', 'hard:ANALYZED:{"a":1}'], 'processors see the run with the step result, as written in the transaction');
+	assert.deepEqual(seen, ['soft:ANALYZED:{"a":1}', 'hard:ANALYZED:{"a":1}'], 'processors see the run with the step result, as it will be written');
 	const stayed = await row(request_id);
 	assert.deepEqual([stayed.status, stayed.capture_token, stayed.analysis_result], ['ANALYZING', token, null]);
 	// the same worker retries once the processor is back: the soft one failing is only a warning

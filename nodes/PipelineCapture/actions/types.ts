@@ -17,6 +17,8 @@ export interface PipelineContext {
 	 * sub-workflows of the node's Calculation Nodes parameter (shared/stateMachine/processors.ts).
 	 */
 	runProcessor?: EngineOptions['runProcessor'];
+	/** The workflow label and node name, for the ops.errors rows of processor warnings. */
+	origin?: { workflow: string; node: string };
 }
 
 /** `data` of the SuccessEnvelope, and the output: 0 "Done", 1 "Not Captured" (a lost race, nothing claimed). */

@@ -3,11 +3,12 @@
  * ops.workflow_definitions for model `pipeline_runs` v1 when there is one (so users can edit it), else
  * the one shipped in db/workflows/pipeline_runs.workflow.json. Cached per pool for 30 s.
  *
- * Conventions the operations rely on (validated by `stepsOf`):
+ * Conventions the operations rely on:
  *  - `CAPTURE_*` transitions take a waiting run into an in-progress state (one worker wins);
  *  - from an in-progress state, one `*_DONE` transition stores the step's result and moves on, and
  *    `RELEASE` returns the run to its waiting state (Sweep);
- *  - `FAIL` is available from every non-terminal state; terminal states have no transitions.
+ *  - `FAIL` is available from every non-terminal state; terminal states have no transitions;
+ *  - `FAIL` and `RELEASE` have no processors (checked at import by `assertPipelineTransitions`).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -80,4 +81,32 @@ export function edgeNamed(definition: WorkflowDefinition, transition: string, fr
 		false,
 		{ code: 'ILLEGAL_TRANSITION', transition, from: from ?? null, legal },
 	);
+}
+
+/** Transitions the pipeline fires itself, where no processor can run (see assertPipelineTransitions). */
+export const NO_PROCESSOR_TRANSITIONS = ['FAIL', 'RELEASE'];
+
+/**
+ * The pipeline's own rule for an imported definition of model pipeline_runs: `FAIL` and `RELEASE` carry no
+ * processors. Pipeline Capture fires them itself — Fail from error paths, RELEASE from the Sweep's
+ * Schedule Trigger and after a failed capture processor — where no Calculation Nodes are configured, and a
+ * processor that could fail would keep a run from failing or from being released. Refusing them at import
+ * keeps a definition from promising processors that would never run.
+ * @throws ContractError 400 VALIDATION_FAILED naming each `states.<state>.transitions[<i>].processors`
+ */
+export function assertPipelineTransitions(definition: WorkflowDefinition): void {
+	const problems = Object.entries(definition.states).flatMap(([state, s]) =>
+		s.transitions.flatMap((t, i) =>
+			NO_PROCESSOR_TRANSITIONS.includes(t.name) && t.processors.length > 0
+				? [`states.${state}.transitions[${i}].processors: ${t.name} is fired by Pipeline Capture itself (Fail, Sweep), where processors cannot run; remove them`]
+				: [],
+		),
+	);
+	if (problems.length > 0) {
+		throw new ContractError(`workflow ${definition.name} is invalid for ${PIPELINE_MODEL.model}: ${problems.join('; ')}`, 400, 'validation', false, {
+			code: 'VALIDATION_FAILED',
+			workflow: definition.name,
+			problems,
+		});
+	}
 }

@@ -19,6 +19,7 @@
  */
 import { ContractError } from '../errors';
 import { isRecord } from '../json';
+import { replaceUnstorable } from '../sanitize';
 import { evaluate, type EntityMeta } from './criteria';
 import type { ProcessorDefinition, TransitionDefinition, WorkflowDefinition } from './schema';
 
@@ -82,6 +83,14 @@ function isOutcome(value: unknown): value is ProcessorOutcome {
 	return isRecord(value) && typeof value.success === 'boolean';
 }
 
+/** Longest failure reason kept (UTF-16 units): it is stored in the run's error and in ops.errors. */
+export const MAX_REASON_LENGTH = 1000;
+
+/** `reason` with NUL and lone surrogates replaced (PostgreSQL text and jsonb refuse them), cut to MAX_REASON_LENGTH. */
+function storableReason(reason: string): string {
+	return replaceUnstorable(reason.length > MAX_REASON_LENGTH ? reason.slice(0, MAX_REASON_LENGTH) : reason).text;
+}
+
 /** Runs the processors of `transition`; returns the entity after them, or the failure that aborts. */
 async function runProcessors(transition: TransitionDefinition, entity: unknown, options: EngineOptions, warnings: string[]): Promise<{ entity: unknown } | Failure> {
 	let current = entity;
@@ -103,6 +112,8 @@ async function runProcessors(transition: TransitionDefinition, entity: unknown, 
 				failure = { reason: `processor ${processor.name} failed: ${(error as Error).message}`, code };
 			}
 		}
+		// the reason ends in rows (the run's error, ops.errors): storable text, bounded
+		if (failure) failure = { ...failure, reason: storableReason(failure.reason) };
 		if (processor.executionMode === 'ASYNC_NEW_TX') {
 			// its own savepoint: a failure is a warning; what it returns is discarded either way
 			if (failure) warnings.push(failure.reason);

@@ -30,15 +30,20 @@ export function parseImport(body: unknown): ImportRequest {
 /**
  * Validates and stores the workflows of an import body for `ref`.
  * @returns the names stored, in order
- * @throws ContractError 400 VALIDATION_FAILED (schema, missing states, unguarded automated cycle)
+ * `check`: the model's own rules (e.g. the pipeline's, PipelineCapture/transport/definition.ts), run on
+ * every workflow after the seed's validation and before anything is written.
+ * @throws ContractError 400 VALIDATION_FAILED (schema, missing states, unguarded automated cycle, `check`)
  */
-export async function importWorkflows(pool: Pool, ref: ModelRef, body: unknown): Promise<string[]> {
+export async function importWorkflows(pool: Pool, ref: ModelRef, body: unknown, check?: (definition: WorkflowDefinition) => void): Promise<string[]> {
 	const request = parseImport(body);
 	const names = request.workflows.map((w) => w.name);
 	if (new Set(names).size !== names.length) {
 		throw new ContractError('invalid workflow import: two workflows share a name', 400, 'validation', false, { code: 'VALIDATION_FAILED', names });
 	}
-	for (const workflow of request.workflows) validateDefinition(workflow);
+	for (const workflow of request.workflows) {
+		validateDefinition(workflow);
+		check?.(workflow);
+	}
 	await withTransaction(pool, async (client) => {
 		await client.query('SELECT pg_advisory_xact_lock(hashtext($1 || $2::text))', [ref.model, ref.modelVersion]);
 		if (request.importMode === 'REPLACE') {

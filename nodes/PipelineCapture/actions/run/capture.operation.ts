@@ -7,12 +7,16 @@
  * error: `reason: "TAKEN"` (another worker was first; `status` is the state that won, e.g. ANALYZING, read
  * after the winner committed) or `"BLOCKED"` (seed 001 blocking rule: an older run of the user is not archived
  * yet; `status` is still the source state, NEW).
- * The transition's EXTERNAL processors run for the winner (Calculation Nodes); a SYNC failure undoes the capture.
+ * The transition's EXTERNAL processors run for the winner (Calculation Nodes) after the capture committed,
+ * with no connection or lock held; a SYNC / ASYNC_SAME_TX failure gives the run back (RELEASE, compare-and-set
+ * on the capture token) or, at Max Processor Failures, ends it FAILED. `warnings` (output 0): the
+ * ASYNC_NEW_TX failures, also recorded in ops.errors.
  * Errors: 404 unknown run; 409 ILLEGAL_TRANSITION (legal ones listed); 400 WORKFLOW_FAILED /
  * NO_COMPUTE_MEMBER_FOR_TAG (a processor); 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
+import { DEFAULT_MAX_PROCESSOR_FAILURES } from './processorOutcome';
 import { capture } from './runs';
 
 export const captureOperation: PipelineOperation = {
@@ -34,10 +38,23 @@ export const captureOperation: PipelineOperation = {
 			default: 'CAPTURE_ANALYSIS',
 			description: 'The capture transition of the state machine to take',
 		},
+		{
+			displayName: 'Max Processor Failures',
+			name: 'maxProcessorFailures',
+			type: 'number',
+			default: 3,
+			typeOptions: { minValue: 0 },
+			description:
+				'Failed processor runs (SYNC / ASYNC_SAME_TX errors, timeouts, success: false, no calculation node) after which the run ends FAILED instead of waiting for a retry, counted over the whole run. 0 = never.',
+		},
 	]),
 	async execute(ctx, input) {
-		const result = await capture(ctx.pool, await ctx.definition(), { run_id: input.run_id, transition: String(input.transition), worker: ctx.worker }, { runProcessor: ctx.runProcessor });
+		const result = await capture(ctx.pool, await ctx.definition(), { run_id: input.run_id, transition: String(input.transition), worker: ctx.worker }, {
+			runProcessor: ctx.runProcessor,
+			maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
+			origin: ctx.origin,
+		});
 		const base = { captured: result.captured, run_id: result.run.id, status: result.run.status, transition: result.transition.name };
-		return result.captured ? { data: { ...base, capture_token: result.run.capture_token, run: result.run }, output: 0 } : { data: { ...base, reason: result.reason }, output: 1 };
+		return result.captured ? { data: { ...base, capture_token: result.run.capture_token, run: result.run, warnings: result.warnings }, output: 0 } : { data: { ...base, reason: result.reason }, output: 1 };
 	},
 };

@@ -2,15 +2,19 @@
  * Run → Complete Step: stores the step's result and moves the run to the next state in one statement,
  * only for the worker holding the capture token. ANALYSIS_DONE stores `analysis_result` (JSON),
  * ASSEMBLY_DONE `final_context_payload` (and `draft_context` when given), RESPONSE_DONE `final_answer`.
- * Input: `run_id`, `transition`, `capture_token`, `result`, `draft_context`.
- * Then the transition's EXTERNAL processors (Calculation Nodes) and the automated cascade, all or nothing.
- * Output: `{ run_id, status }` (status FAILED when the cascade hit a limit). Errors: 404; 409
- * ILLEGAL_TRANSITION (run released, failed or completed meanwhile; legal transitions listed), 409
+ * Input: `run_id`, `transition`, `capture_token`, `result`, `draft_context`, `max_processor_failures`.
+ * The transition's EXTERNAL processors (Calculation Nodes) and the automated cascade run first, with no
+ * connection or lock held; then one compare-and-set write (runs.ts completeStep). All or nothing.
+ * Output: `{ run_id, status, warnings }` (status FAILED when the cascade hit a limit; `warnings` the
+ * ASYNC_NEW_TX failures, also in ops.errors). Errors: 404; 409 ILLEGAL_TRANSITION (run released, failed
+ * or completed meanwhile, also while the processors ran; legal transitions listed), 409
  * CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (a processor failed or has no
- * sub-workflow: nothing applied, the run stays captured); 422; 503.
+ * sub-workflow: nothing applied, the run stays captured until Max Processor Failures, then FAILED;
+ * details.failures, details.run_status); 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
+import { DEFAULT_MAX_PROCESSOR_FAILURES } from './processorOutcome';
 import { completeStep } from './runs';
 
 export const completeStepOperation: PipelineOperation = {
@@ -35,6 +39,15 @@ export const completeStepOperation: PipelineOperation = {
 		{ displayName: 'Capture Token', name: 'captureToken', required: true, description: 'The capture_token Capture returned' },
 		{ displayName: 'Result', name: 'result', required: true, description: 'The step\'s result: an object for the analysis, text for the others' },
 		{ displayName: 'Draft Context', name: 'draftContext', description: 'The assembler\'s draft (ASSEMBLY_DONE only; kept when empty)' },
+		{
+			displayName: 'Max Processor Failures',
+			name: 'maxProcessorFailures',
+			type: 'number',
+			default: 3,
+			typeOptions: { minValue: 0 },
+			description:
+				'Failed processor runs (SYNC / ASYNC_SAME_TX errors, timeouts, success: false, no calculation node) after which the run ends FAILED instead of waiting for a retry, counted over the whole run. 0 = never.',
+		},
 	]),
 	async execute(ctx, input) {
 		const run = await completeStep(ctx.pool, await ctx.definition(), {
@@ -43,7 +56,7 @@ export const completeStepOperation: PipelineOperation = {
 			capture_token: input.capture_token,
 			result: input.result,
 			draft_context: input.draft_context,
-		}, { runProcessor: ctx.runProcessor });
-		return { data: { run_id: run.id, status: run.status }, output: 0 };
+		}, { runProcessor: ctx.runProcessor, maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES), origin: ctx.origin });
+		return { data: { run_id: run.id, status: run.status, warnings: run.warnings }, output: 0 };
 	},
 };

@@ -5,8 +5,7 @@
  */
 import type { Pool } from 'pg';
 import { ContractError, fromPgError } from '../../../shared/errors';
-import { withTransaction } from '../../../shared/postgres/pool';
-import type { EngineOptions, EngineResult, WorkflowDefinition } from '../../../shared/stateMachine';
+import type { EngineResult, WorkflowDefinition } from '../../../shared/stateMachine';
 import { abortError, evaluate, fireManual, runTransitionProcessors } from '../../../shared/stateMachine';
 import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../transport/definition';
 import {
@@ -20,10 +19,15 @@ import {
 	CREATE_RUN,
 	FAIL_RUN,
 	GET_RUN,
+	HOLD_FOR_STEP,
 	LOST_WAITING,
+	PROCESSOR_FAILED,
+	RECORD_WARNINGS,
 	RELEASE_STUCK,
+	RESTORE_TOKEN,
 	RESULT_COLUMNS,
 } from './sql';
+import { countFailure, warningRows, type StepOptions } from './processorOutcome';
 
 const RUNS = { table: 'maas.pipeline_runs' };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -77,14 +81,20 @@ export interface CaptureResult {
 	/** The winner's run (with its capture token); for a loser the run as committed after the winner. */
 	run: RunRow;
 	transition: Edge;
+	/** ASYNC_NEW_TX processor failures (also recorded in ops.errors); empty when none. */
+	warnings: string[];
 }
 
 /**
  * Capture: moves the run along `transition` (a CAPTURE_* of the definition) when it is in that
  * transition's source state. `captured: false` with the run as it is now (the state the winner took it
  * to, never the stale source state) and the `reason` when another worker was first or the run is blocked.
- * The transition's processors run for the winner only, inside the capture's transaction: a SYNC /
- * ASYNC_SAME_TX failure rolls the capture back (the run stays waiting) and answers 400.
+ * The transition's processors run for the winner only, after the capture committed and outside any
+ * transaction (no connection or row lock is held while a sub-workflow runs). A SYNC / ASYNC_SAME_TX failure
+ * gives the run back: RELEASE to the source state under a compare-and-set on the winner's capture token
+ * (so the trigger notifies again and a worker retries), or FAILED at the run's `maxProcessorFailures`th
+ * failure; the caller gets 400 with `details.failures` and `details.run_status`. ASYNC_NEW_TX failures are
+ * recorded as ops.errors warnings and returned in `warnings`.
  * @throws 404 unknown run; 409 ILLEGAL_TRANSITION (not in the definition, legal ones listed) or
  *         CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG
  */
@@ -92,7 +102,7 @@ export async function capture(
 	pool: Pool,
 	definition: WorkflowDefinition,
 	input: { run_id: unknown; transition: string; worker: string },
-	options: EngineOptions = {},
+	options: StepOptions = {},
 ): Promise<CaptureResult> {
 	const id = runId(input.run_id);
 	const edge = edgeNamed(definition, input.transition);
@@ -106,38 +116,45 @@ export async function capture(
 	}
 	// The first step of a run waits for the user's previous run to be archived (seed 001 blocking rule).
 	const blocking = edge.from === definition.initialState;
-	const take = (db: Parameters<typeof query>[0]) => query<RunRow & { captured: boolean }>(db, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update');
-	const rows =
-		declared.processors.length === 0
-			? await take(pool)
-			: await withTransaction(pool, async (client) => {
-					const taken = await take(client);
-					if (taken[0]?.captured) {
-						// the run as captured, without the capture token (a credential of the worker) and the flag
-						// eslint-disable-next-line @typescript-eslint/no-unused-vars
-						const { captured, capture_token, ...row } = taken[0];
-						const result = await runTransitionProcessors(edge.from, declared, row, options);
-						if (!result.ok) throw abortError(result, { run_id: id });
-					}
-					return taken;
-				});
+	const rows = await query<RunRow & { captured: boolean }>(pool, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update');
 	if (rows.length === 0) throw notFound(id);
 	const { captured, ...run } = rows[0];
 	// the loser's row is the committed one (read FOR SHARE after the winner): still in the source state only
 	// when the blocking rule refused it
 	const reason = captured ? null : blocking && run.status === edge.from ? 'BLOCKED' : 'TAKEN';
-	return { captured, reason, run: run as RunRow, transition: edge };
+	const result: CaptureResult = { captured, reason, run: run as RunRow, transition: edge, warnings: [] };
+	if (!captured || declared.processors.length === 0) return result;
+	// the processors see the run as captured, without the capture token (a credential of the worker)
+	// eslint-disable-next-line @typescript-eslint/no-unused-vars
+	const { capture_token, ...entity } = run;
+	const processed = await runTransitionProcessors(edge.from, declared, entity, options);
+	if (!processed.ok) {
+		const token = String(capture_token);
+		throw await countFailure(pool, PROCESSOR_FAILED, { id, holding: edge.to, token, backTo: edge.from, result: processed, options }, abortError(processed, { run_id: id }));
+	}
+	if (processed.warnings.length > 0) {
+		await query(pool, RECORD_WARNINGS, [id, warningRows(processed.warnings, { id, transition: edge.name }, options)], 'insert');
+	}
+	return { ...result, warnings: processed.warnings };
 }
 
 /**
  * Complete Step: stores the step's result (analysis_result / final_context_payload / final_answer, by
- * the target state) and moves the run on, only for the holder of the capture token; then the
- * transition's processors and the automated cascade (seed 004 engine) run, all in one transaction.
- * All or nothing: a SYNC / ASYNC_SAME_TX processor failure rolls everything back (the run stays in the
- * step's in-progress state under its capture: retry Complete Step, or Fail) and answers 400
- * WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG; a cascade limit rolls back too, then ends the run FAILED
- * from that in-progress state with `error.code` CASCADE_LIMIT and the reason (a retry would loop again).
- * `options.runProcessor` runs EXTERNAL processors (see shared/stateMachine/processors.ts).
+ * the target state) and moves the run on, only for the holder of the capture token. Seed 004 order, with
+ * the processors before the write: (1) swap the capture token for a working token (HOLD_FOR_STEP: a
+ * duplicate or late call with the same token is refused here, before any processor runs);
+ * (2) the engine fires the step's transition and the automated cascade over the run as it will be
+ * written, running their processors (sub-workflows) with no connection or lock held; (3) one statement
+ * writes the result and the final state, compare-and-set on status + capture token (a run released,
+ * failed or re-captured meanwhile is refused with 409 and nothing is written; the processors' effects
+ * outside the run are not undone), and records the ASYNC_NEW_TX warnings in ops.errors.
+ * All or nothing: a SYNC / ASYNC_SAME_TX processor failure writes nothing of the step (the run stays in
+ * its in-progress state under the worker's capture token: retry Complete Step, or Fail) and answers 400 WORKFLOW_FAILED /
+ * NO_COMPUTE_MEMBER_FOR_TAG; it is counted, and the run ends FAILED (error.code PROCESSOR_FAILURES) at its
+ * `maxProcessorFailures`th failure (details.failures, details.run_status say so). A cascade limit ends the
+ * run FAILED from that in-progress state with `error.code` CASCADE_LIMIT and the reason (a retry would
+ * loop again), and returns it.
+ * @returns the run as written, with `warnings` (ASYNC_NEW_TX failure reasons; empty when none)
  * @throws 404; 409 ILLEGAL_TRANSITION (listing the transitions legal from the run's current state) when
  *         the run is no longer where this worker captured it (released, failed, or completed); 409
  *         CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG
@@ -146,8 +163,8 @@ export async function completeStep(
 	pool: Pool,
 	definition: WorkflowDefinition,
 	input: { run_id: unknown; transition: string; capture_token: unknown; result: unknown; draft_context?: unknown },
-	options: EngineOptions = {},
-): Promise<RunRow> {
+	options: StepOptions = {},
+): Promise<RunRow & { warnings: string[] }> {
 	const id = runId(input.run_id);
 	const edge = edgeNamed(definition, input.transition);
 	const column = RESULT_COLUMNS[edge.to as keyof typeof RESULT_COLUMNS];
@@ -161,45 +178,61 @@ export async function completeStep(
 	if (typeof input.capture_token !== 'string' || !UUID.test(input.capture_token)) {
 		throw new ContractError('invalid input: capture_token must be the UUID Capture returned', 422, 'validation', false, { code: 'VALIDATION', field: 'capture_token' }, { operation: 'validate', ...RUNS });
 	}
+	const token = input.capture_token;
 	const value = column === 'analysis_result' ? JSON.stringify(input.result ?? null) : input.result === null || input.result === undefined ? null : typeof input.result === 'string' ? input.result : JSON.stringify(input.result);
 	const draft = input.draft_context === undefined || input.draft_context === null ? null : String(input.draft_context);
-	const aborted: { result?: EngineResult } = {};
+	const heldRows = await query<RunRow & { held: boolean }>(pool, HOLD_FOR_STEP, [id, edge.from, token], 'update');
+	if (heldRows.length === 0) throw notFound(id);
+	const { held, ...current } = heldRows[0];
+	if (!held) throw lostCapture(definition, id, current as RunRow, edge);
+	// from here on the run is held under a working token only this call knows
+	const working = String(current.capture_token);
+	// the entity criteria and processors see: the run as this step writes it (result stored, `status` the
+	// step's target, capture token cleared); the engine's lifecycle state is tracked apart
+	const entity: Record<string, unknown> = {
+		...current,
+		status: edge.to,
+		previous_transition: edge.name,
+		[column]: column === 'analysis_result' ? (JSON.parse(value as string) as unknown) : value,
+		draft_context: draft ?? current.draft_context ?? null,
+		capture_token: null,
+	};
+	let result: EngineResult;
 	try {
-		return await withTransaction(pool, async (client) => {
-			const rows = await query<RunRow & { moved: boolean }>(client, completeStepSql(column), [id, edge.from, edge.to, edge.name, input.capture_token, value, draft], 'update');
-			if (rows.length === 0) throw notFound(id);
-			const { moved, ...run } = rows[0];
-			if (!moved) {
-				const legal = edgesOf(definition).filter((e) => e.from === run.status).map((e) => e.name);
-				throw new ContractError(
-					`run ${id} is ${String(run.status)}, not ${edge.from} under this capture: ${edge.name} refused (legal now: ${legal.join(', ') || 'none'})`,
-					409,
-					'conflict',
-					false,
-					{ code: 'ILLEGAL_TRANSITION', run_id: id, status: run.status, transition: edge.name, legal },
-					{ operation: 'update', ...RUNS },
-				);
-			}
-			// the entity processors and criteria see: the run row as written so far in this transaction (the
-			// step's result stored, `status` the step's target); the engine's lifecycle state is tracked apart
-			const result = await fireManual(definition, edge.from, edge.name, run, { previousTransition: previousOf(run) }, options);
-			if (!result.ok) {
-				aborted.result = result;
-				throw abortError(result, { run_id: id });
-			}
-			if (result.fired.length === 1) return run as RunRow;
-			const [cascaded] = await query<RunRow>(client, APPLY_CASCADE, [id, edge.to, result.state, result.fired[result.fired.length - 1]], 'update');
-			return cascaded ?? (run as RunRow);
-		});
+		result = await fireManual(definition, edge.from, edge.name, entity, { previousTransition: previousOf(current) }, options);
 	} catch (error) {
-		const result = aborted.result;
-		if (!result || result.code !== 'CASCADE_LIMIT') throw error;
-		// rolled back; the pipeline cannot retry a deterministic loop: FAILED from the state before the step
-		const failure = JSON.stringify({ message: result.reason, code: 'CASCADE_LIMIT', stopped_at: result.stoppedAt, attempted: result.attempted });
-		const [failed] = await query<RunRow>(pool, FAIL_AFTER_ABORT, [id, edge.from, input.capture_token, failure], 'update');
-		if (!failed) throw error;
-		return failed;
+		// refused before anything ran (CRITERION_NOT_MET…): the worker keeps its capture as it was
+		await query(pool, RESTORE_TOKEN, [id, working, token], 'update');
+		throw error;
 	}
+	if (!result.ok) {
+		if (result.code === 'CASCADE_LIMIT') {
+			// the pipeline cannot retry a deterministic loop: FAILED from the state before the step
+			const failure = JSON.stringify({ message: result.reason, code: 'CASCADE_LIMIT', stopped_at: result.stoppedAt, attempted: result.attempted });
+			const [failed] = await query<RunRow>(pool, FAIL_AFTER_ABORT, [id, edge.from, working, failure], 'update');
+			if (failed) return { ...failed, warnings: result.warnings };
+		}
+		throw await countFailure(pool, PROCESSOR_FAILED, { id, holding: edge.from, token: working, backTo: null, restoreToken: token, result, options }, abortError(result, { run_id: id }));
+	}
+	const last = result.fired[result.fired.length - 1];
+	const rows = await query<RunRow & { moved: boolean }>(pool, completeStepSql(column), [id, edge.from, result.state, last, working, value, draft, warningRows(result.warnings, { id, transition: edge.name }, options)], 'update');
+	if (rows.length === 0) throw notFound(id);
+	const { moved, ...run } = rows[0];
+	if (!moved) throw lostCapture(definition, id, run as RunRow, edge);
+	return { ...(run as RunRow), warnings: result.warnings };
+}
+
+/** 409 ILLEGAL_TRANSITION: the run is not (or no longer) in `edge.from` under this worker's capture. */
+function lostCapture(definition: WorkflowDefinition, id: string, run: RunRow, edge: Edge): ContractError {
+	const legal = edgesOf(definition).filter((e) => e.from === run.status).map((e) => e.name);
+	return new ContractError(
+		`run ${id} is ${String(run.status)}, not ${edge.from} under this capture: ${edge.name} refused (legal now: ${legal.join(', ') || 'none'})`,
+		409,
+		'conflict',
+		false,
+		{ code: 'ILLEGAL_TRANSITION', run_id: id, status: run.status, transition: edge.name, legal },
+		{ operation: 'update', ...RUNS },
+	);
 }
 
 function previousOf(run: Record<string, unknown>): string | null {
@@ -320,13 +353,6 @@ export async function archiveRun(pool: Pool, input: { run_id: unknown; summary: 
 	}
 	return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id };
 }
-
-/** The end state of a cascade, in the Complete Step transaction ($2: the state the step moved to). */
-const APPLY_CASCADE = `
-UPDATE maas.pipeline_runs
-SET status = $3, previous_transition = $4, capture_token = NULL, updated_at = now()
-WHERE id = $1 AND status = $2
-RETURNING *`;
 
 /** FAILED after an aborted Complete Step ($2 its source state, $3 the capture token, $4 the error). */
 const FAIL_AFTER_ABORT = `

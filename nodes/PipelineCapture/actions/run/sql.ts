@@ -53,8 +53,21 @@ export const RESULT_COLUMNS = {
 } as const;
 
 /**
- * Complete Step ($2 → $3 by transition $4, token $5): stores the result and moves on in one statement.
- * `draft_context` ($7) is kept when null.
+ * ASYNC_NEW_TX processor warnings as ops.errors rows, one per element of a jsonb array
+ * `[{ message, details, workflow, node }]` (see ./warnings.ts); `correlation_id` from the run (its own id
+ * when it has none). Used inside Complete Step's statement (FROM moved) and alone after a Capture.
+ */
+function warningRows(from: string, array: string): string {
+	return `INSERT INTO ops.errors (correlation_id, workflow, node, kind, status_code, retryable, message, details, source)
+  SELECT coalesce(run.correlation_id, run.id), w.workflow, w.node, 'upstream', 400, false, w.message, w.details, 'PipelineCapture'
+  FROM ${from} AS run CROSS JOIN jsonb_to_recordset(${array}::jsonb) AS w(message text, details jsonb, workflow text, node text)`;
+}
+
+/**
+ * Complete Step ($2 → $3, the state after the step's transition and the cascade; $4 the last transition
+ * fired; token $5): stores the result and the final state in one statement, only while the run is still
+ * in $2 under capture token $5 (the processors ran before it, outside any transaction). `draft_context`
+ * ($7) is kept when null; $8 the ASYNC_NEW_TX warnings (jsonb array) recorded in ops.errors with it.
  */
 export function completeStepSql(column: (typeof RESULT_COLUMNS)[keyof typeof RESULT_COLUMNS]): string {
 	const value = column === 'analysis_result' ? '$6::jsonb' : '$6::text';
@@ -73,11 +86,59 @@ WITH moved AS (
       capture_token = NULL, updated_at = now()
   WHERE id = $1 AND status = $2 AND capture_token = $5
   RETURNING *
-)${log}
+)${log}, warned AS (
+  ${warningRows('moved', '$8')}
+)
 SELECT true AS moved, moved.* FROM moved
 UNION ALL
 SELECT false AS moved, r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`;
 }
+
+/**
+ * Complete Step, first statement: the holder of capture token $3 (run $1 in state $2) swaps it for a fresh
+ * working token, returned as `capture_token` with `held = true`; otherwise `held = false` and the run as it
+ * is. A duplicate or late Complete Step with the same token (an n8n retry, a second worker) is refused
+ * here, before any processor runs; `updated_at` is kept (the Sweep measures the step from its capture).
+ */
+export const HOLD_FOR_STEP = `
+WITH held AS (
+  UPDATE maas.pipeline_runs SET capture_token = gen_random_uuid()
+  WHERE id = $1 AND status = $2 AND capture_token = $3
+  RETURNING *
+)
+SELECT true AS held, held.* FROM held
+UNION ALL
+SELECT false AS held, r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM held)`;
+
+/** Complete Step refused before writing (e.g. CRITERION_NOT_MET): the worker's token $3 back in place of working token $2. */
+export const RESTORE_TOKEN = `UPDATE maas.pipeline_runs SET capture_token = $3 WHERE id = $1 AND capture_token = $2`;
+
+/** The warnings of a Capture's processors ($1 the run id, $2 the jsonb array), after the capture committed. */
+export const RECORD_WARNINGS = `
+${warningRows('(SELECT id, correlation_id FROM maas.pipeline_runs WHERE id = $1)', '$2')}`;
+
+/**
+ * A failed processor of the capture holder ($1 run, $2 the state it holds it in, $3 its current token):
+ * counts it; at the `$6`th failure of the run (0: no limit) the run ends FAILED with error $5 (jsonb), else
+ * it goes back to $4 (a Capture's source state: RELEASE, the capture token cleared) or, with $4 null,
+ * stays where it is under capture token $7 (Complete Step: the worker's own token back, so it may retry). No row: the holder had
+ * lost the run meanwhile (released, failed), and nothing was changed.
+ */
+export const PROCESSOR_FAILED = `
+WITH counted AS (
+  SELECT id, processor_failures + 1 AS failures, ($6::int > 0 AND processor_failures + 1 >= $6::int) AS ended
+  FROM maas.pipeline_runs WHERE id = $1 AND status = $2 AND capture_token = $3
+  FOR UPDATE
+)
+UPDATE maas.pipeline_runs r
+SET processor_failures = counted.failures,
+    status = CASE WHEN counted.ended THEN 'FAILED' ELSE coalesce($4::text, r.status) END,
+    previous_transition = CASE WHEN counted.ended THEN 'FAIL' WHEN $4::text IS NOT NULL THEN 'RELEASE' ELSE r.previous_transition END,
+    error = CASE WHEN counted.ended THEN $5::jsonb ELSE r.error END,
+    capture_token = CASE WHEN counted.ended OR $4::text IS NOT NULL THEN NULL ELSE $7::uuid END,
+    updated_at = now()
+FROM counted WHERE r.id = counted.id AND r.status = $2 AND r.capture_token = $3
+RETURNING r.id, r.status, r.processor_failures`;
 
 /** Fail: FAILED with the error, from any non-terminal state ($3). */
 export const FAIL_RUN = `

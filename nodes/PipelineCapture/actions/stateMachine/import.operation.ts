@@ -2,13 +2,14 @@
  * State Machine → Import (seed 004 import): WorkflowDefinitions into ops.workflow_definitions for a model
  * (default `pipeline_runs` v1, the one Pipeline Capture runs on), with MERGE / REPLACE / ACTIVATE.
  * `importMode` in any case; absent or "" is MERGE. Validated first (states exist, no unguarded automated
- * cycle — named; processor type EXTERNAL only); a refused import writes nothing.
+ * cycle — named; processor type EXTERNAL only; for pipeline_runs v1 no processors on FAIL / RELEASE, which
+ * Pipeline Capture fires itself); a refused import writes nothing.
  * Input: `body` `{ importMode, workflows }`. Output: `{ success: true, model, model_version, workflows }`.
  * Errors: 400 VALIDATION_FAILED (the field or the problems named); 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import { importWorkflows } from '../../../shared/stateMachine';
-import { forgetDefinition, PIPELINE_MODEL } from '../../transport/definition';
+import { assertPipelineTransitions, forgetDefinition, PIPELINE_MODEL } from '../../transport/definition';
 import type { PipelineOperation } from '../types';
 
 export const importOperation: PipelineOperation = {
@@ -24,7 +25,7 @@ export const importOperation: PipelineOperation = {
 	async execute(ctx, input) {
 		const body = typeof input.body === 'string' ? JSON.parse(input.body) : input.body;
 		const ref = { model: String(input.model || PIPELINE_MODEL.model), modelVersion: Number(input.model_version) || PIPELINE_MODEL.modelVersion };
-		const names = await importWorkflows(ctx.pool, ref, body);
+		const names = await importWorkflows(ctx.pool, ref, body, ref.model === PIPELINE_MODEL.model && ref.modelVersion === PIPELINE_MODEL.modelVersion ? assertPipelineTransitions : undefined);
 		forgetDefinition(ctx.pool);
 		return { data: { success: true, model: ref.model, model_version: ref.modelVersion, workflows: names }, output: 0 };
 	},

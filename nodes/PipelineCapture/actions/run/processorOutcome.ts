@@ -1,0 +1,78 @@
+/**
+ * What Capture and Complete Step do with the outcome of a transition's processors (seed 004 EXTERNAL
+ * processors, run before the write, outside any transaction):
+ *  - ASYNC_NEW_TX warnings become ops.errors rows (kind `upstream`, status 400, details.code
+ *    PROCESSOR_WARNING, details.severity `warning`), so no processor failure is lost;
+ *  - a SYNC / ASYNC_SAME_TX failure is counted on the run (`processor_failures`, migration 012): the run
+ *    goes back for a retry until the node's Max Processor Failures, then ends FAILED (error.code
+ *    PROCESSOR_FAILURES); the caller still gets the 400 abort error, with `failures` and `run_status`.
+ */
+import type { Pool } from 'pg';
+import type { ContractError } from '../../../shared/errors';
+import type { EngineOptions, EngineResult } from '../../../shared/stateMachine';
+
+/** Failed processor runs of one run after which it ends FAILED (0: never). */
+export const DEFAULT_MAX_PROCESSOR_FAILURES = 3;
+
+/** Options of Capture and Complete Step: the engine's, plus how failures and warnings are handled. */
+export interface StepOptions extends EngineOptions {
+	/** Failed processor runs of a run (in all, every step) after which it ends FAILED; 0 = never. Default 3. */
+	maxProcessorFailures?: number;
+	/** Where warnings are recorded from (ops.errors workflow and node). */
+	origin?: { workflow?: string | null; node?: string | null };
+}
+
+/** The ops.errors rows of `warnings` as the jsonb array RECORD_WARNINGS / completeStepSql take. */
+export function warningRows(warnings: string[], run: { id: string; transition: string }, options: StepOptions): string {
+	return JSON.stringify(
+		warnings.map((message) => ({
+			message,
+			details: { code: 'PROCESSOR_WARNING', severity: 'warning', execution_mode: 'ASYNC_NEW_TX', run_id: run.id, transition: run.transition },
+			workflow: options.origin?.workflow ?? null,
+			node: options.origin?.node ?? null,
+		})),
+	);
+}
+
+/** The limit of `options` as a non-negative integer. */
+export function maxFailuresOf(options: StepOptions): number {
+	const n = options.maxProcessorFailures;
+	return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.floor(n) : DEFAULT_MAX_PROCESSOR_FAILURES;
+}
+
+/** The run's `error` when its processors failed too often. */
+export function failuresError(result: EngineResult, failures: number): string {
+	return JSON.stringify({ message: `processors failed ${failures} times: ${result.reason}`, code: 'PROCESSOR_FAILURES', cause: result.code, failures, stopped_at: result.stoppedAt });
+}
+
+/**
+ * Counts a processor failure (PROCESSOR_FAILED) and adds to `error` what became of the run:
+ * `details.failures` and `details.run_status` (FAILED when this was the last failure allowed), or
+ * `details.capture_lost: true` when the holder no longer held the run.
+ */
+export async function countFailure(
+	pool: Pick<Pool, 'query'>,
+	sql: string,
+	params: { id: string; holding: string; token: string; backTo: string | null; restoreToken?: string; result: EngineResult; options: StepOptions },
+	error: ContractError,
+): Promise<ContractError> {
+	const max = maxFailuresOf(params.options);
+	try {
+		const { rows } = await pool.query<{ status: string; processor_failures: number }>(sql, [
+			params.id,
+			params.holding,
+			params.token,
+			params.backTo,
+			// the failure count is not known before the statement: the message names the limit reached
+			failuresError(params.result, max),
+			max,
+			params.restoreToken ?? null,
+		]);
+		if (rows.length === 0) Object.assign(error.details, { capture_lost: true });
+		else Object.assign(error.details, { failures: rows[0].processor_failures, run_status: rows[0].status });
+	} catch {
+		// counting is best effort: the abort error is what the caller must get
+		Object.assign(error.details, { failures: null });
+	}
+	return error;
+}

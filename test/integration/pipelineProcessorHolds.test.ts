@@ -1,0 +1,236 @@
+/**
+ * Processors of Capture and Complete Step run before the write, outside any transaction (issue 13): no
+ * row lock or pool connection is held while a sub-workflow runs; the write is a compare-and-set on the
+ * capture token, so a run lost meanwhile (Fail, Sweep) is not overwritten and a duplicate Complete Step
+ * runs no processor; failures are counted and end the run FAILED at Max Processor Failures; ASYNC_NEW_TX
+ * warnings are returned and recorded in ops.errors (storable text, whatever the sub-workflow answered);
+ * an import that puts processors on FAIL / RELEASE is refused for the pipeline model.
+ * Real PostgreSQL; the processors are in-process runners (the n8n sub-workflow path is in
+ * test/e2e/pipeline_processors.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Client } from 'pg';
+import { importOperation } from '../../nodes/PipelineCapture/actions/stateMachine/import.operation';
+import { capture, completeStep, createRun, failRun } from '../../nodes/PipelineCapture/actions/run/runs';
+import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
+import { ContractError } from '../../nodes/shared/errors';
+import { WorkflowDefinition } from '../../nodes/shared/stateMachine';
+import { setupDatabase, type TestDatabase } from '../helpers/db';
+
+let db: TestDatabase;
+before(async () => {
+	db = await setupDatabase();
+});
+after(async () => {
+	await db?.drop();
+});
+
+type Transitions = Record<string, { transitions: { name: string; processors?: unknown[] }[] }>;
+const processor = (name: string, executionMode = 'SYNC') => ({ type: 'EXTERNAL', name, executionMode, config: { calculationNodesTags: name } });
+
+/** The shipped definition with `processors` on transition `name` of `state`. */
+function withProcessors(state: string, name: string, processors: unknown[]) {
+	const base = structuredClone(shippedDefinition()) as unknown as { states: Transitions };
+	base.states[state].transitions.find((t) => t.name === name)!.processors = processors;
+	return WorkflowDefinition.parse(base);
+}
+
+const plain = shippedDefinition();
+
+async function newRun() {
+	const { request_id } = await createRun(db.pool, { user_id: `p-${Math.random()}`, query: 'q' });
+	return request_id;
+}
+
+async function capturedRun() {
+	const id = await newRun();
+	const c = await capture(db.pool, plain, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' });
+	return { id, token: c.run.capture_token as string };
+}
+
+async function row(id: string) {
+	return (await db.pool.query('SELECT status, capture_token, analysis_result, previous_transition, error, processor_failures FROM maas.pipeline_runs WHERE id = $1', [id])).rows[0];
+}
+
+/** Whether another session can lock the run's row right now (NOWAIT: fails at once when it is held). */
+async function rowIsFree(id: string): Promise<boolean> {
+	const client = new Client({ connectionString: db.url });
+	await client.connect();
+	try {
+		await client.query('BEGIN');
+		await client.query('SELECT 1 FROM maas.pipeline_runs WHERE id = $1 FOR UPDATE NOWAIT', [id]);
+		await client.query('ROLLBACK');
+		return true;
+	} catch (error) {
+		if ((error as { code?: string }).code === '55P03') return false; // lock_not_available
+		throw error;
+	} finally {
+		await client.end();
+	}
+}
+
+test('Complete Step: while its processor runs, the run row is not locked and no transaction is open', async () => {
+	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('check')]);
+	const { id, token } = await capturedRun();
+	const seen: { free: boolean; idleInTx: number }[] = [];
+	const done = await completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { a: 1 } }, {
+		runProcessor: async () => {
+			const idle = await db.pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
+			seen.push({ free: await rowIsFree(id), idleInTx: idle.rows[0].n });
+			return { success: true };
+		},
+	});
+	assert.deepEqual(seen, [{ free: true, idleInTx: 0 }]);
+	assert.equal(done.status, 'ANALYZED');
+	assert.deepEqual((await row(id)).analysis_result, { a: 1 });
+});
+
+test('Capture: while its processor runs, the run row is not locked', async () => {
+	const def = withProcessors('NEW', 'CAPTURE_ANALYSIS', [processor('gate')]);
+	const id = await newRun();
+	const free: boolean[] = [];
+	const won = await capture(db.pool, def, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, { runProcessor: async () => (free.push(await rowIsFree(id)), true) });
+	assert.deepEqual(free, [true]);
+	assert.deepEqual([won.captured, won.run.status], [true, 'ANALYZING']);
+});
+
+test('a run failed while Complete Step\'s processor ran is not overwritten: 409, nothing of the step written', async () => {
+	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('slow')]);
+	const { id, token } = await capturedRun();
+	await assert.rejects(
+		completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { late: true } }, {
+			runProcessor: async () => {
+				await failRun(db.pool, def, { run_id: id, error: { message: 'operator stopped it' } });
+				return { success: true };
+			},
+		}),
+		(e: ContractError) => e.statusCode === 409 && e.details.code === 'ILLEGAL_TRANSITION' && e.details.status === 'FAILED',
+	);
+	const after = await row(id);
+	assert.deepEqual([after.status, after.analysis_result, (after.error as { message: string }).message], ['FAILED', null, 'operator stopped it']);
+});
+
+test('a duplicate Complete Step (same token, at the same time) runs no processor and changes nothing', async () => {
+	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('once')]);
+	const { id, token } = await capturedRun();
+	let calls = 0;
+	let release!: () => void;
+	const gate = new Promise<void>((resolve) => (release = resolve));
+	const options = { runProcessor: async () => (calls++, await gate, true) };
+	const first = completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { n: 1 } }, options);
+	while (calls === 0) await new Promise((r) => setTimeout(r, 5));
+	await assert.rejects(
+		completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { n: 2 } }, options),
+		(e: ContractError) => e.statusCode === 409 && e.details.code === 'ILLEGAL_TRANSITION',
+	);
+	release();
+	assert.equal((await first).status, 'ANALYZED');
+	assert.equal(calls, 1, 'the duplicate was refused before its processor');
+	assert.deepEqual((await row(id)).analysis_result, { n: 1 });
+});
+
+test('a refused Complete Step (criterion not met) leaves the worker its capture token', async () => {
+	const base = structuredClone(shippedDefinition()) as unknown as { states: Record<string, { transitions: { name: string; criterion?: unknown }[] }> };
+	base.states.ANALYZING.transitions.find((t) => t.name === 'ANALYSIS_DONE')!.criterion = { type: 'simple', jsonPath: '$.analysis_result.ok', operatorType: 'EQUALS', value: true };
+	const def = WorkflowDefinition.parse(base);
+	const { id, token } = await capturedRun();
+	await assert.rejects(completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { ok: false } }), (e: ContractError) => e.details.code === 'CRITERION_NOT_MET');
+	assert.equal((await row(id)).capture_token, token);
+	const done = await completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { ok: true } });
+	assert.equal(done.status, 'ANALYZED');
+});
+
+test('Complete Step: processor failures are counted; the run ends FAILED at Max Processor Failures (0 = never)', async () => {
+	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('broken')]);
+	const failing = { runProcessor: async () => ({ success: false, error: 'upstream down' }) };
+	const { id, token } = await capturedRun();
+	const attempt = () => completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: {} }, { ...failing, maxProcessorFailures: 2 });
+	await assert.rejects(attempt(), (e: ContractError) => e.statusCode === 400 && e.details.failures === 1 && e.details.run_status === 'ANALYZING');
+	const between = await row(id);
+	assert.deepEqual([between.status, between.capture_token, between.processor_failures], ['ANALYZING', token, 1], 'the worker keeps its capture for a retry');
+	await assert.rejects(attempt(), (e: ContractError) => e.statusCode === 400 && e.details.failures === 2 && e.details.run_status === 'FAILED');
+	const ended = await row(id);
+	assert.deepEqual([ended.status, ended.capture_token, ended.previous_transition, (ended.error as { code: string }).code], ['FAILED', null, 'FAIL', 'PROCESSOR_FAILURES']);
+	assert.match((ended.error as { message: string }).message, /upstream down/);
+
+	const unlimited = await capturedRun();
+	for (let i = 1; i <= 4; i++) {
+		await assert.rejects(
+			completeStep(db.pool, def, { run_id: unlimited.id, transition: 'ANALYSIS_DONE', capture_token: unlimited.token, result: {} }, { ...failing, maxProcessorFailures: 0 }),
+			(e: ContractError) => e.details.failures === i && e.details.run_status === 'ANALYZING',
+		);
+	}
+});
+
+test('Capture: a failing processor gives the run back (RELEASE, notified again); the last allowed failure ends it FAILED', async () => {
+	const def = withProcessors('NEW', 'CAPTURE_ANALYSIS', [processor('gate')]);
+	const id = await newRun();
+	const listener = new Client({ connectionString: db.url });
+	await listener.connect();
+	const notified: string[] = [];
+	listener.on('notification', (n) => {
+		const event = JSON.parse(n.payload ?? '{}') as { id: string; status: string };
+		if (event.id === id) notified.push(event.status);
+	});
+	await listener.query('LISTEN pipeline_events');
+	try {
+		const failing = { runProcessor: async () => ({ success: false }), maxProcessorFailures: 2 };
+		await assert.rejects(capture(db.pool, def, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, failing), (e: ContractError) => e.details.failures === 1 && e.details.run_status === 'NEW');
+		const released = await row(id);
+		assert.deepEqual([released.status, released.capture_token, released.previous_transition], ['NEW', null, 'RELEASE']);
+		await assert.rejects(capture(db.pool, def, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, failing), (e: ContractError) => e.details.failures === 2 && e.details.run_status === 'FAILED');
+		assert.equal((await row(id)).status, 'FAILED');
+		await new Promise((r) => setTimeout(r, 200));
+		assert.deepEqual(notified, ['ANALYZING', 'NEW', 'ANALYZING', 'FAILED']);
+	} finally {
+		await listener.end();
+	}
+});
+
+test('ASYNC_NEW_TX warnings: returned and recorded in ops.errors as storable text, whatever the sub-workflow answered', async () => {
+	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('soft', 'ASYNC_NEW_TX')]);
+	const { id, token } = await capturedRun();
+	const hostile = `bad\u0000answer \ud800 ${'x'.repeat(5000)}`;
+	const done = await completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { a: 1 } }, {
+		runProcessor: async () => ({ success: false, error: hostile }),
+		origin: { workflow: 'MaaS', node: 'Complete Analysis' },
+	});
+	assert.equal(done.status, 'ANALYZED');
+	assert.equal(done.warnings.length, 1);
+	const { rows } = await db.pool.query("SELECT correlation_id, workflow, node, kind, status_code, message, details FROM ops.errors WHERE details->>'run_id' = $1", [id]);
+	assert.equal(rows.length, 1);
+	const [r] = rows;
+	assert.deepEqual([r.workflow, r.node, r.kind, r.status_code, r.details.code, r.details.severity, r.details.transition], ['MaaS', 'Complete Analysis', 'upstream', 400, 'PROCESSOR_WARNING', 'warning', 'ANALYSIS_DONE']);
+	assert.equal(r.correlation_id, id, 'a run without a correlation_id is recorded under its own id');
+	assert.ok(!r.message.includes('\u0000') && !/[\ud800-\udbff](?![\udc00-\udfff])/.test(r.message), 'NUL and lone surrogates replaced');
+	assert.ok(r.message.length <= 1000 && r.message.startsWith('processor soft'));
+	assert.equal(r.message, done.warnings[0]);
+
+	const capDef = withProcessors('NEW', 'CAPTURE_ANALYSIS', [processor('soft', 'ASYNC_NEW_TX')]);
+	const other = await newRun();
+	const won = await capture(db.pool, capDef, { run_id: other, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, { runProcessor: async () => ({ success: false, error: 'late' }) });
+	assert.deepEqual([won.captured, won.warnings.length], [true, 1]);
+	const recorded = await db.pool.query("SELECT count(*)::int AS n FROM ops.errors WHERE details->>'run_id' = $1 AND details->>'code' = 'PROCESSOR_WARNING'", [other]);
+	assert.equal(recorded.rows[0].n, 1);
+});
+
+test('Import for pipeline_runs refuses processors on FAIL and RELEASE (naming them); another model may have them', async () => {
+	const base = structuredClone(shippedDefinition()) as unknown as { name: string; states: Transitions };
+	base.states.ANALYZING.transitions.find((t) => t.name === 'RELEASE')!.processors = [processor('audit')];
+	base.states.NEW.transitions.find((t) => t.name === 'FAIL')!.processors = [processor('audit')];
+	const before = (await db.pool.query('SELECT count(*)::int AS n FROM ops.workflow_definitions')).rows[0].n;
+	const ctx = { pool: db.pool } as Parameters<typeof importOperation.execute>[0];
+	await assert.rejects(
+		importOperation.execute(ctx, { body: { importMode: 'MERGE', workflows: [base] }, model: 'pipeline_runs', model_version: 1 }),
+		(e: ContractError) =>
+			e.statusCode === 400 &&
+			e.details.code === 'VALIDATION_FAILED' &&
+			(e.details.problems as string[]).length === 2 &&
+			(e.details.problems as string[]).some((p) => p.startsWith('states.ANALYZING.transitions[1].processors')) &&
+			(e.details.problems as string[]).some((p) => p.startsWith('states.NEW.transitions[1].processors')),
+	);
+	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM ops.workflow_definitions')).rows[0].n, before, 'a refused import writes nothing');
+	const other = await importOperation.execute(ctx, { body: { importMode: 'MERGE', workflows: [base] }, model: 'orders', model_version: 1 });
+	assert.equal(other.data?.success, true);
+});
