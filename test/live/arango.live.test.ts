@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Database } from 'arangojs';
 import { archive } from '../../nodes/ArangoCas/actions/atom/archive.operation';
 import { lock } from '../../nodes/ArangoCas/actions/atom/lock.operation';
@@ -133,7 +134,18 @@ test('live: 50 parallel merges of one proposal set → 1 success, 49 conflicts, 
 		),
 	);
 	assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
-	for (const r of results) if (r.status === 'rejected') assert.equal((r.reason as ContractError).statusCode, 409);
+	for (const r of results) {
+		if (r.status !== 'rejected') continue;
+		const e = r.reason as ContractError;
+		assert.equal(e.statusCode, 409);
+		// a lost race (1200): the edge and both atoms read again, conflict_on consistent with them
+		if (e.details.arango_error_num !== 1200) continue;
+		const revs = e.details.current_revs as Record<string, string | null>;
+		const ids = Object.keys(revs);
+		assert.ok(ids.length === 3 && ids[0] === edge._id && ids[1] === atom._id && props.some((p) => p._id === ids[2]), JSON.stringify(e.details));
+		assert.equal(e.details.current_rev, revs[edge._id]);
+		assert.deepEqual(e.details.conflict_on, revs[edge._id] === edge._rev ? [] : [edge._id]);
+	}
 	const active = await (await db.query({ query: 'FOR a IN atoms FILTER a._key IN @keys AND a.status == "active" RETURN a._id', bindVars: { keys: [atom._key, ...props.map((p) => p._key)] } })).all();
 	assert.equal(active.length, 1, 'exactly one active atom');
 	assert.equal((await db.collection('structure_links').document(edge._key))._to, active[0], 'and the edge points to it');
@@ -145,6 +157,81 @@ test('live: merge with a stale edge _rev → 409 and nothing changed', { skip: S
 	assert.deepEqual([error.statusCode, error.details.current_rev], [409, edge._rev]);
 	assert.equal((await atomDoc(props[0]._key)).status, 'proposal');
 	assert.equal((await db.collection('structure_links').document(edge._key))._rev, edge._rev);
+});
+
+/**
+ * Runs `during` while another stream transaction holds an uncommitted write to `collection/key`, then
+ * aborts that transaction. ArangoDB (RocksDB, 3.11+) makes a second writer of the key wait for its lock
+ * up to the lock timeout (--rocksdb.transaction-lock-timeout, 1 s by default) and then fail with
+ * errorNum 1200 ("timeout waiting to lock key"): a lost race on demand. With `commitAfterMs` the holder
+ * commits instead, after that delay (the waiting writer then conflicts with a newer `_rev`).
+ */
+async function whileHeld<T>(collection: string, key: string, during: () => Promise<T>, commitAfterMs?: number): Promise<{ result: T; heldRev: string }> {
+	const holder = await db.beginTransaction({ write: [collection] });
+	let committed = false;
+	try {
+		const held = await holder.step(() => db.collection(collection).update(key, { held_by_test: true }));
+		const commit = commitAfterMs === undefined ? undefined : sleep(commitAfterMs).then(() => holder.commit()).then(() => {
+			committed = true;
+		});
+		try {
+			return { result: await during(), heldRev: held._rev };
+		} finally {
+			// a failed commit shows as a current_rev other than heldRev
+			await commit?.catch(() => undefined);
+		}
+	} finally {
+		if (!committed) await holder.abort().catch(() => undefined);
+	}
+}
+
+const mergeInput = (atom: { _key: string }, edge: { _id: string; _rev: string }, winner: { _key: string }) => ({
+	winner_proposal_id: winner._key,
+	current_active_id: atom._key,
+	user_id: 'u1',
+	structure_edge_id: edge._id,
+	expected_edge_rev: edge._rev,
+});
+
+test('live (1200 on an atom): a merge while another transaction writes the winner → 409 with the current _revs of the edge and both atoms, conflict_on []', { skip: SKIP }, async () => {
+	const { atom, edge, props } = await seedDoc(1);
+	const { result: error } = await whileHeld('atoms', props[0]._key, () => rejection(mergeProposal.execute(db, mergeInput(atom, edge, props[0]), RUN)));
+	assert.deepEqual([error.statusCode, error.details.code, error.details.arango_error_num], [409, 'REV_CONFLICT', 1200], JSON.stringify(error.details));
+	assert.deepEqual([error.details.expected_rev, error.details.current_rev], [edge._rev, edge._rev], 'the edge did not change');
+	assert.deepEqual(error.details.current_revs, { [edge._id]: edge._rev, [atom._id]: atom._rev, [props[0]._id]: props[0]._rev });
+	assert.deepEqual(error.details.conflict_on, []);
+	assert.match(error.message, /concurrent write to the structure edge or an atom of this merge/);
+	assert.deepEqual([(await atomDoc(atom._key)).status, (await atomDoc(props[0]._key)).status], ['active', 'proposal'], 'nothing merged');
+});
+
+test('live (1200 on the edge): a merge while another transaction moves the edge and commits → 409, current_rev = the new edge _rev, conflict_on [edge]', { skip: SKIP }, async () => {
+	const { atom, edge, props } = await seedDoc(1);
+	const { result: error, heldRev } = await whileHeld('structure_links', edge._key, () => rejection(mergeProposal.execute(db, mergeInput(atom, edge, props[0]), RUN)), 300);
+	assert.deepEqual([error.statusCode, error.details.code, error.details.arango_error_num], [409, 'REV_CONFLICT', 1200], JSON.stringify(error.details));
+	assert.deepEqual([error.details.expected_rev, error.details.current_rev], [edge._rev, heldRev]);
+	assert.deepEqual(error.details.current_revs, { [edge._id]: heldRev, [atom._id]: atom._rev, [props[0]._id]: props[0]._rev });
+	assert.deepEqual(error.details.conflict_on, [edge._id]);
+});
+
+test('live (1200): Create Proposal while another transaction writes the target → 409 with the target\'s current _rev, nothing inserted', { skip: SKIP }, async () => {
+	const { atom } = await seedDoc(0);
+	const { result: error } = await whileHeld('atoms', atom._key, () => rejection(createProposal.execute(db, { target_active_id: atom._key, new_content: 'late', author: 'u2' }, RUN)));
+	assert.deepEqual([error.statusCode, error.details.code, error.details.arango_error_num], [409, 'REV_CONFLICT', 1200], JSON.stringify(error.details));
+	assert.deepEqual([error.details.current_rev, error.details.current_revs], [atom._rev, { [atom._id]: atom._rev }]);
+	const links = await (await db.query({ query: 'FOR l IN proposal_links FILTER l._to == @a RETURN l', bindVars: { a: atom._id } })).all();
+	assert.equal(links.length, 0);
+});
+
+test('live (1200): Create Baseline while another transaction writes one of its atoms → 409 with current_revs of the reachable active atoms, no baseline', { skip: SKIP }, async () => {
+	const { doc, section, atom } = await seedDoc(0);
+	const second = await db.collection('atoms').save({ content: 'second', status: 'active' }, { returnNew: true });
+	await db.collection('structure_links').save({ _from: section._id, _to: second._id, order: 9 });
+	const { result: error } = await whileHeld('atoms', second._key, () => rejection(createBaseline.execute(db, { doc_id: doc._id, version_tag: 'held' }, RUN)));
+	assert.deepEqual([error.statusCode, error.details.code, error.details.arango_error_num], [409, 'REV_CONFLICT', 1200], JSON.stringify(error.details));
+	assert.equal(error.details.current_rev, null);
+	assert.deepEqual(error.details.current_revs, { [atom._id]: atom._rev, [second._id]: second._rev });
+	const baselines = await (await db.query({ query: 'FOR b IN baselines FILTER b.doc_id == @d RETURN b', bindVars: { d: doc._id } })).all();
+	assert.equal(baselines.length, 0);
 });
 
 test('live: baseline snapshots each active atom once; archive of a snapshotted atom → PROTECTED_BY_BASELINE', { skip: SKIP }, async () => {

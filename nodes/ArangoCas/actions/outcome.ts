@@ -13,6 +13,12 @@
  * | NOT_A_PROPOSAL        | 409    | conflict   | winner is not a proposal of current       |
  * | PROPOSAL_OUTDATED     | 409    | conflict   | winner was rebased; allow_outdated=false  |
  * | ILLEGAL_EDGES         | 422    | validation | edges: the forbidden docs → atoms edges   |
+ *
+ * A lost race (ArangoDB errorNum 1200, not an outcome row) is also a 409 REV_CONFLICT, with
+ * `arango_error_num: 1200` and what one read after the conflict found (../transport/conflict.ts):
+ * `current_rev` (the document the caller gave an `expected_rev` for, or Create Proposal's target; null
+ * for Create Baseline) and `current_revs` (id → `_rev` of every document read again); Merge adds
+ * `conflict_on` (see proposal/merge.operation.ts).
  */
 import { ContractError, type ErrorContextInit } from '../../shared/errors';
 

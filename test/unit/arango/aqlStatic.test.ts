@@ -20,13 +20,14 @@ import * as saveResult from '../../../nodes/ArangoCas/actions/analysis/saveResul
 import * as create from '../../../nodes/ArangoCas/actions/proposal/create.operation';
 import * as merge from '../../../nodes/ArangoCas/actions/proposal/merge.operation';
 import * as reject from '../../../nodes/ArangoCas/actions/proposal/reject.operation';
+import * as conflict from '../../../nodes/ArangoCas/transport/conflict';
 import { RESOURCES } from '../../../nodes/ArangoCas/actions';
 import { accesses, traversals, violations, withCollections } from '../../helpers/aqlAccess';
 
 const MODULES = { archive, lock, unlock, unlockExpired, baseline, loadContext, saveError, saveResult, create, merge, reject };
 
-/** Every exported `*_AQL` string of every operation module. */
-const QUERIES = Object.entries(MODULES).flatMap(([module, exports]) =>
+/** Every exported `*_AQL` string of every operation module, and of the transport's conflict re-read. */
+const QUERIES = Object.entries({ ...MODULES, conflict }).flatMap(([module, exports]) =>
 	Object.entries(exports)
 		.filter(([name, value]) => name.endsWith('_AQL') && typeof value === 'string')
 		.map(([name, value]) => ({ name: `${module}.${name}`, aql: value as string })),
@@ -46,6 +47,7 @@ test('every operation module is covered (one per operation of the node)', () => 
 	const operations = RESOURCES.flatMap((r) => r.operations).length;
 	assert.equal(Object.keys(MODULES).length, operations);
 	assert.ok(QUERIES.length >= operations, `${QUERIES.length} queries for ${operations} operations`);
+	assert.ok(QUERIES.some((q) => q.name === 'conflict.CURRENT_REVS_AQL'), 'the re-read after a 1200 is checked too');
 });
 
 for (const { name, aql } of QUERIES) {
@@ -77,8 +79,8 @@ for (const { name, aql } of QUERIES) {
 	});
 }
 
-test('at least the three traversal queries are covered by the WITH check', () => {
-	assert.deepEqual(QUERIES.filter((q) => traversals(q.aql).length > 0).map((q) => q.name).sort(), ['archive.ARCHIVE_AQL', 'baseline.CREATE_BASELINE_AQL', 'loadContext.LOAD_CONTEXT_AQL']);
+test('the four traversal queries are covered by the WITH check', () => {
+	assert.deepEqual(QUERIES.filter((q) => traversals(q.aql).length > 0).map((q) => q.name).sort(), ['archive.ARCHIVE_AQL', 'baseline.BASELINE_CURRENT_REVS_AQL', 'baseline.CREATE_BASELINE_AQL', 'loadContext.LOAD_CONTEXT_AQL']);
 });
 
 test('withCollections/traversals read the clause and the edge lists', () => {

@@ -53,25 +53,28 @@ test('Lock: a stale _rev answers 409 REV_CONFLICT with the current _rev', async 
 });
 
 test('Lock: a write that loses the race (errorNum 1200) answers 409 REV_CONFLICT with the _rev read after the conflict', async () => {
-	const stub = new ArangoStub().cursorError(...CONFLICT_1200).cursor(['_rev8']);
+	const stub = new ArangoStub().cursorError(...CONFLICT_1200).cursor([['atoms/a1', '_rev8']]);
 	const error = await failure(lock, stub.database(), LOCK_INPUT);
 	assert.deepEqual([error.statusCode, error.kind], [409, 'conflict']);
 	assert.deepEqual([error.details.code, error.details.arango_error_num], ['REV_CONFLICT', 1200]);
 	assert.deepEqual([error.details.expected_rev, error.details.current_rev], ['_rev1', '_rev8']);
+	assert.deepEqual(error.details.current_revs, { 'atoms/a1': '_rev8' });
 	const [, read] = stub.queries();
-	assert.deepEqual(read.bindVars, { collection: 'atoms', key: 'a1' });
+	assert.deepEqual(read.bindVars, { ids: ['atoms/a1'] });
+	assert.doesNotMatch(read.query, /INSERT|UPDATE|REPLACE|REMOVE|UPSERT/, 'the re-read writes nothing');
 	assert.ok(stub.isDone());
 	assertQueriesSafe(stub);
 });
 
 test('Lock: after a 1200 the atom is gone, or the read fails too → 409 with current_rev null', async () => {
-	const gone = new ArangoStub().cursorError(...CONFLICT_1200).cursor([null]);
+	const gone = new ArangoStub().cursorError(...CONFLICT_1200).cursor([['atoms/a1', null]]);
 	const a = await failure(lock, gone.database(), LOCK_INPUT);
-	assert.deepEqual([a.statusCode, a.details.current_rev], [409, null]);
+	assert.deepEqual([a.statusCode, a.details.current_rev, a.details.current_revs], [409, null, { 'atoms/a1': null }]);
 	ArangoStub.reset();
 	const down = new ArangoStub().cursorError(...CONFLICT_1200).cursorNetworkError('ECONNRESET');
 	const b = await failure(lock, down.database(), LOCK_INPUT);
-	assert.deepEqual([b.statusCode, b.details.code, b.details.current_rev], [409, 'REV_CONFLICT', null]);
+	assert.deepEqual([b.statusCode, b.details.code, b.details.current_rev, b.details.expected_rev], [409, 'REV_CONFLICT', null, '_rev1']);
+	assert.equal('current_revs' in b.details, false, 'nothing read: no current_revs');
 	assert.ok(down.isDone());
 });
 

@@ -35,11 +35,39 @@ test('Create baseline: CAS-touches every snapshotted atom before inserting, so a
 	assertQueriesSafe(stub);
 });
 
-test('Create baseline: an atom archived (or changed) under it → the whole query fails with 409 REV_CONFLICT', async () => {
-	const stub = new ArangoStub().cursorError(409, 1200, 'AQL: conflict, _rev values do not match [node #21: UpdateNode] (while executing)');
+const CONFLICT = [409, 1200, 'AQL: conflict, _rev values do not match [node #21: UpdateNode] (while executing)'] as const;
+
+test('Create baseline: an atom archived (or changed) under it → the whole query fails with 409 REV_CONFLICT carrying the current _revs of the reachable active atoms', async () => {
+	const stub = new ArangoStub().cursorError(...CONFLICT).cursor([['atoms/a1', '_a3'], ['atoms/a2', '_a4']]);
 	const error = await failure(createBaseline, stub.database(), INPUT);
-	assert.deepEqual([error.statusCode, error.kind, error.details.code], [409, 'conflict', 'REV_CONFLICT']);
-	assert.equal(stub.requests.length, 1, 'one query: nothing to roll back, nothing read again (no expected_rev)');
+	assert.deepEqual([error.statusCode, error.kind, error.details.code, error.details.arango_error_num], [409, 'conflict', 'REV_CONFLICT', 1200]);
+	assert.deepEqual(error.details.current_revs, { 'atoms/a1': '_a3', 'atoms/a2': '_a4' });
+	assert.equal(error.details.current_rev, null, 'no single document');
+	assert.equal(stub.requests.length, 2, 'the failed query (nothing to roll back), then one read');
+	const read = stub.queries()[1];
+	assert.deepEqual(read.bindVars, { doc_key: 'doc_1' });
+	assert.match(read.query, /^WITH docs, atoms\n/, 'the traversal declares its vertex collections');
+	assert.match(read.query, /1\.\.10 OUTBOUND doc_id structure_links OPTIONS \{ order: "bfs", uniqueVertices: "global" \}[\s\S]*FILTER v\.status == "active"/, 'the same traversal as the snapshot');
+	assert.doesNotMatch(read.query, /INSERT|UPDATE|REPLACE|REMOVE|UPSERT/, 'read-only');
+	assertQueriesSafe(stub);
+});
+
+test('Create baseline: after a 1200, malformed rows are skipped; a failing re-read leaves the 409 as it was', async () => {
+	const stub = new ArangoStub().cursorError(...CONFLICT).cursor([['atoms/a1', '_a3'], ['atoms/a2', null], 'x']).cursorError(...CONFLICT).cursorNetworkError('ECONNRESET');
+	const db = stub.database();
+	const first = await failure(createBaseline, db, INPUT);
+	assert.deepEqual(first.details.current_revs, { 'atoms/a1': '_a3' });
+	const second = await failure(createBaseline, db, INPUT);
+	assert.deepEqual([second.statusCode, second.details.code, second.details.current_rev], [409, 'REV_CONFLICT', null]);
+	assert.equal('current_revs' in second.details, false);
+	assert.ok(stub.isDone());
+});
+
+test('Create baseline: errors other than 1200 read nothing again', async () => {
+	const stub = new ArangoStub().cursorError(409, 1210, 'AQL: unique constraint violated (while executing)');
+	const error = await failure(createBaseline, stub.database(), INPUT);
+	assert.equal(error.details.code, 'UNIQUE_VIOLATION');
+	assert.equal(stub.requests.length, 1);
 });
 
 test('Create baseline: docs → atoms edges → 422 ILLEGAL_EDGES listing them', async () => {

@@ -2,8 +2,10 @@
  * The failures every ArangoCAS operation shares, for each operation of the node: ArangoDB unreachable
  * (503, retryable), a document that vanished under a write (errorNum 1202 → 404), a conflicting write
  * (errorNum 1200 → 409), and a missing collection (1203 → 500 with the migration hint). Operations in a
- * stream transaction must abort it on each. After a 1200 the CAS operations read the document's `_rev`
- * again (one more query, after any abort) and answer it as `current_rev`.
+ * stream transaction must abort it on each. After a 1200 the operations that write existing documents
+ * read their `_rev`s again (one more read-only query, after any abort) and answer them as `current_rev`
+ * (the primary document) and `current_revs` (every document read); Create Baseline re-reads its
+ * traversal instead (only `current_revs`).
  */
 import assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
@@ -28,13 +30,21 @@ const INPUTS: Record<string, Record<string, unknown>> = {
 	'analysis.saveError': { target_atom_id: 'atom_uuid_v5', prompt_id: 'prompts/p1', status_code: 500 },
 };
 
-/** The CAS operations and the document whose `_rev` a 409 after a lost race reports. */
-const CAS_TARGET: Record<string, { collection: string; key: string; expected_rev: string }> = {
-	'atom.lock': { collection: 'atoms', key: 'atom_uuid_v5', expected_rev: '_r1' },
-	'atom.unlock': { collection: 'atoms', key: 'atom_uuid_v5', expected_rev: '_r1' },
-	'atom.archive': { collection: 'atoms', key: 'atom_uuid_v5', expected_rev: '_r1' },
-	'proposal.reject': { collection: 'atoms', key: 'atom_draft_y', expected_rev: '_r1' },
-	'proposal.merge': { collection: 'structure_links', key: 'e1', expected_rev: '_e1' },
+/**
+ * The operations that read documents again after a lost race: their ids (the primary, whose `_rev` is
+ * `current_rev`, first) and the caller's expected `_rev` of the primary (none for Create Proposal).
+ */
+const CAS_TARGET: Record<string, { ids: string[]; expected_rev?: string }> = {
+	'atom.lock': { ids: ['atoms/atom_uuid_v5'], expected_rev: '_r1' },
+	'atom.unlock': { ids: ['atoms/atom_uuid_v5'], expected_rev: '_r1' },
+	'atom.archive': { ids: ['atoms/atom_uuid_v5'], expected_rev: '_r1' },
+	'proposal.create': { ids: ['atoms/atom_uuid_v5'] },
+	'proposal.reject': { ids: ['atoms/atom_draft_y'], expected_rev: '_r1' },
+	'proposal.merge': { ids: ['structure_links/e1', 'atoms/atom_uuid_v5', 'atoms/atom_draft_x'], expected_rev: '_e1' },
+};
+/** Create Baseline re-reads its traversal (the doc's active atoms) after a lost race. */
+const TRAVERSAL_TARGET: Record<string, { bindVars: Record<string, unknown>; ids: string[] }> = {
+	'baseline.create': { bindVars: { doc_key: 'doc_1' }, ids: ['atoms/a1', 'atoms/a2'] },
 };
 
 const FAILURES: { name: string; script: (stub: ArangoStub) => ArangoStub; status: number; kind: string; retryable: boolean; code: string }[] = [
@@ -55,15 +65,19 @@ for (const resource of RESOURCES) {
 				f.script(stub);
 				if (inTransaction) stub.abort('500');
 				const cas = f.code === 'REV_CONFLICT' ? CAS_TARGET[name] : undefined;
-				if (cas) stub.cursor(['_rNow']);
+				const traversal = f.code === 'REV_CONFLICT' ? TRAVERSAL_TARGET[name] : undefined;
+				const reread = cas?.ids ?? traversal?.ids;
+				if (reread) stub.cursor(reread.map((id, i) => [id, `_rNow${i}`]));
 				const error = await failure(op, stub.database(), INPUTS[name]);
 				assert.deepEqual([error.statusCode, error.kind, error.retryable, error.details.code], [f.status, f.kind, f.retryable, f.code]);
-				if (cas) {
+				if (reread) {
 					const read = stub.queries().at(-1)!;
-					assert.deepEqual(read.bindVars, { collection: cas.collection, key: cas.key }, 'the conflicting document is read again');
+					assert.deepEqual(read.bindVars, cas ? { ids: cas.ids } : traversal!.bindVars, 'the documents are read again');
+					assert.doesNotMatch(read.query, /INSERT|UPDATE|REPLACE|REMOVE|UPSERT/, 'read-only');
 					assert.equal(read.trxId, undefined, 'outside the aborted transaction');
 					assert.equal(stub.requests.at(-1)!.path.endsWith('/_api/cursor'), true, 'read after the abort');
-					assert.deepEqual([error.details.current_rev, error.details.expected_rev], ['_rNow', cas.expected_rev]);
+					assert.deepEqual(error.details.current_revs, Object.fromEntries(reread.map((id, i) => [id, `_rNow${i}`])));
+					assert.deepEqual([error.details.current_rev, error.details.expected_rev], [cas ? '_rNow0' : null, cas?.expected_rev]);
 				} else if (f.code === 'REV_CONFLICT') {
 					assert.equal(stub.queries().length, 1, 'no CAS target: nothing read again');
 				}

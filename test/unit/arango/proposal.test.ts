@@ -49,11 +49,26 @@ test('Create proposal: unknown target → 404, inactive (merged/archived) target
 	assert.deepEqual([empty.statusCode, empty.details.field], [422, 'new_content']);
 });
 
-test('Create proposal: a Merge/Archive writing the target at the same time (1200 on the touch) → 409, aborted, nothing inserted', async () => {
-	const stub = new ArangoStub().begin('93').cursorError(...CONFLICT_1200).abort('93');
+test('Create proposal: a Merge/Archive writing the target at the same time (1200 on the touch) → 409, aborted, nothing inserted; current_rev = the target\'s _rev read after the abort', async () => {
+	const stub = new ArangoStub().begin('93').cursorError(...CONFLICT_1200).abort('93').cursor([['atoms/a1', '_a7']]);
 	const error = await failure(createProposal, stub.database(), { target_active_id: 'a1', new_content: 'x', author: 'u1' });
-	assert.deepEqual([error.statusCode, error.details.code], [409, 'REV_CONFLICT']);
-	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE']);
+	assert.deepEqual([error.statusCode, error.details.code, error.details.arango_error_num], [409, 'REV_CONFLICT', 1200]);
+	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE', 'POST'], 'begin, touch, abort, then one read');
+	assert.deepEqual([error.details.current_rev, error.details.current_revs], ['_a7', { 'atoms/a1': '_a7' }]);
+	assert.equal('expected_rev' in error.details, false, 'the caller gave no _rev of the target');
+	const read = stub.queries()[1];
+	assert.deepEqual([read.bindVars, read.trxId], [{ ids: ['atoms/a1'] }, undefined], 'the target, outside the aborted transaction');
+	assert.doesNotMatch(read.query, /INSERT|UPDATE|REPLACE|REMOVE|UPSERT/);
+	assert.ok(stub.isDone());
+	assertQueriesSafe(stub);
+});
+
+test('Create proposal: a 1200 whose re-read fails too → the 409 unchanged (current_rev null, no current_revs)', async () => {
+	const stub = new ArangoStub().begin('95').cursorError(...CONFLICT_1200).abort('95').cursorNetworkError('ECONNRESET');
+	const error = await failure(createProposal, stub.database(), { target_active_id: 'a1', new_content: 'x', author: 'u1' });
+	assert.deepEqual([error.statusCode, error.details.code, error.details.current_rev], [409, 'REV_CONFLICT', null]);
+	assert.equal('current_revs' in error.details, false);
+	assert.ok(stub.isDone());
 });
 
 test('Create proposal: an insert that did not write both documents is aborted (500), never committed', async () => {
@@ -162,13 +177,43 @@ for (const [outcome, facts, status, expected] of FAILED_CHECKS) {
 	});
 }
 
-test('Merge: a concurrent write on the edge (1200 during the switch) → 409 and abort', async () => {
-	const stub = new ArangoStub().begin('78').cursorError(...CONFLICT_1200).abort('78').cursor(['_e9']);
+const MERGE_IDS = ['structure_links/e1', 'atoms/a1', 'atoms/p1'];
+
+test('Merge: a concurrent write on the edge (1200 during the switch) → 409 and abort; the edge and both atoms read again in one query', async () => {
+	const stub = new ArangoStub().begin('78').cursorError(...CONFLICT_1200).abort('78').cursor([['structure_links/e1', '_e9'], ['atoms/a1', '_a1'], ['atoms/p1', '_p1']]);
+	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
+	assert.deepEqual([error.statusCode, error.kind, error.details.code, error.details.arango_error_num], [409, 'conflict', 'REV_CONFLICT', 1200]);
+	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE', 'POST'], 'begin, switch, abort, then one read');
+	const read = stub.queries()[1];
+	assert.deepEqual([read.bindVars, read.trxId], [{ ids: MERGE_IDS }, undefined]);
+	assert.doesNotMatch(read.query, /INSERT|UPDATE|REPLACE|REMOVE|UPSERT/);
+	assert.deepEqual([error.details.expected_rev, error.details.current_rev], ['_e1', '_e9'], 'the edge _rev after the conflict');
+	assert.deepEqual(error.details.current_revs, { 'structure_links/e1': '_e9', 'atoms/a1': '_a1', 'atoms/p1': '_p1' });
+	assert.deepEqual(error.details.conflict_on, ['structure_links/e1'], 'the edge moved since expected_edge_rev');
+	assert.equal(error.where.collection, 'structure_links');
+	assert.ok(stub.isDone());
+	assertQueriesSafe(stub);
+});
+
+test('Merge: a 1200 on an atom (the edge unchanged) → current_rev == expected_rev, conflict_on [], the atoms\' current _revs and a message naming the atoms', async () => {
+	const stub = new ArangoStub().begin('82').cursorError(...CONFLICT_1200).abort('82').cursor([['structure_links/e1', '_e1'], ['atoms/a1', '_a4'], ['atoms/p1', null]]);
 	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
 	assert.deepEqual([error.statusCode, error.details.code], [409, 'REV_CONFLICT']);
-	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE', 'POST'], 'begin, switch, abort, then the edge read again');
-	assert.equal(error.details.current_rev, '_e9', 'the edge _rev after the conflict');
-	assert.equal(stub.queries()[1].trxId, undefined);
+	assert.deepEqual([error.details.expected_rev, error.details.current_rev], ['_e1', '_e1']);
+	assert.deepEqual(error.details.current_revs, { 'structure_links/e1': '_e1', 'atoms/a1': '_a4', 'atoms/p1': null }, 'a winner gone meanwhile reads null');
+	assert.deepEqual(error.details.conflict_on, []);
+	assert.match(error.message, /^concurrent write to the structure edge or an atom of this merge; retry with the current revisions \(ArangoDB error 1200: /);
+	assert.ok(stub.isDone());
+});
+
+test('Merge: a 1200 whose re-read fails → 409 REV_CONFLICT with expected_rev, current_rev null, no current_revs/conflict_on', async () => {
+	const stub = new ArangoStub().begin('83').cursorError(...CONFLICT_1200).abort('83').cursorNetworkError('ECONNRESET');
+	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
+	assert.deepEqual([error.statusCode, error.kind, error.retryable, error.details.code], [409, 'conflict', false, 'REV_CONFLICT']);
+	assert.deepEqual([error.details.expected_rev, error.details.current_rev], ['_e1', null]);
+	assert.equal('current_revs' in error.details || 'conflict_on' in error.details, false);
+	assert.match(error.message, /^concurrent write to the structure edge or an atom of this merge/);
+	assert.ok(stub.isDone());
 });
 
 test('Merge: a switch that did not change both atoms is aborted, never committed (no orphan active atom)', async () => {

@@ -7,7 +7,8 @@
  * Output data: `{ success: true, atom_id, archived_at (ms), atom_rev, structure_edges_removed }`.
  * Errors: 404 NOT_FOUND; 409 PROTECTED_BY_BASELINE with `baselines: [{ id, tag }]`; 423 LOCKED (an
  * expired lock counts as free; an ISO `locked_until` is compared in ms, ../lockTime.ts); 409 INVALID_STATE when already archived; 409 REV_CONFLICT with
- * `current_rev` (also after a lost race, 1200: read again after the conflict); 422 invalid input.
+ * `current_rev` (also after a lost race, 1200: read again after the conflict, with `current_revs`,
+ * ../../transport/conflict.ts); 422 invalid input.
  * One AQL query, declaring the traversal's vertex collections (`WITH atoms, baselines`: a cluster
  * refuses an undeclared one, error 1521); every read (baseline_items traversal, the atom) comes before the two writes, and
  * structure_links is removed before atoms is updated, so no collection is touched after its write
@@ -88,7 +89,7 @@ export const archive: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(ArchiveInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.atom_id, expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
 			query: ARCHIVE_AQL,
 			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev, reason: input.reason },
 			...where,

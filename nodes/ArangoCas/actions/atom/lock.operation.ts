@@ -11,7 +11,7 @@
  * window where another user takes the lock; renewing steals nothing (same verified identity) and still
  * needs the current `_rev`. An expired lock counts as free; a `locked_until` stored as the seed's ISO
  * string is compared in ms (../lockTime.ts). 409 REV_CONFLICT with `current_rev` (after a lost race,
- * 1200, read again); 422 invalid input.
+ * 1200, read again, with `current_revs`: ../../transport/conflict.ts); 422 invalid input.
  * One AQL query (one round trip): the checks read the atom, the CAS UPDATE (`ignoreRevs: false` on
  * the document read) runs only when they pass, and a concurrent change still fails it with 1200 → 409.
  */
@@ -76,7 +76,7 @@ export const lock: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(LockInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.atom_id, expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
 			query: LOCK_AQL,
 			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev, lease_ms: Math.round(input.lease_minutes * 60_000) },
 			...where,

@@ -7,7 +7,8 @@
  * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds the lock, expired or not (§3.6.2: only the
  * owner unlocks, `locked_by == null OR locked_by == user_id`; expired locks are cleared by the §3.8 cron,
  * Unlock Expired); an unlocked atom unlocks again as a no-op CAS; 409 REV_CONFLICT with
- * `current_rev` (after a lost race, 1200, read again); 422 invalid input. One AQL query.
+ * `current_rev` (after a lost race, 1200, read again, with `current_revs`: ../../transport/conflict.ts);
+ * 422 invalid input. One AQL query.
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
@@ -54,7 +55,7 @@ export const unlock: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(UnlockInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.atom_id, expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
 			query: UNLOCK_AQL,
 			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev },
 			...where,

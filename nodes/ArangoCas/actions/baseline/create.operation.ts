@@ -20,13 +20,26 @@
  * later writer fails with 1200 → 409 REV_CONFLICT, nothing written. Cost (a deviation from §3.3, which
  * writes no atom): a baseline gives its atoms a new `_rev`, so an `expected_rev` read before it answers
  * 409 with the current `_rev`.
+ * After a lost race (1200) the aborted query returns nothing, so BASELINE_CURRENT_REVS_AQL re-reads, in
+ * one read-only query (the same traversal, `WITH docs, atoms`), the doc's reachable active atoms now,
+ * and the 409 REV_CONFLICT carries `current_revs: { "atoms/<k>": _rev }` for them (best effort:
+ * absent when that read fails, ../../transport/conflict.ts). An atom archived by the concurrent write is
+ * no longer listed (Archive removes its structure edges). `current_rev` stays null: a baseline has no
+ * single document whose `_rev` the caller could give.
  */
+import type { Database } from 'arangojs';
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
+import { onWriteConflict } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
+
+/** The doc's active atoms at depth 1..10 (`v`, reached over edge `e`), each once, by its shortest path. */
+const REACHABLE_ACTIVE_ATOMS = `FOR v, e IN 1..10 OUTBOUND doc_id structure_links OPTIONS { order: "bfs", uniqueVertices: "global" }
+    FILTER IS_SAME_COLLECTION("atoms", v)
+    FILTER v.status == "active"`;
 
 export const CREATE_BASELINE_AQL = `WITH docs, atoms
 LET now = DATE_NOW()
@@ -39,9 +52,7 @@ LET illegal = (
     RETURN { id: e._id, from: e._from, to: e._to }
 )
 LET reachable = (
-  FOR v, e IN 1..10 OUTBOUND doc_id structure_links OPTIONS { order: "bfs", uniqueVertices: "global" }
-    FILTER IS_SAME_COLLECTION("atoms", v)
-    FILTER v.status == "active"
+  ${REACHABLE_ACTIVE_ATOMS}
     RETURN { id: v._id, key: v._key, rev: v._rev, order: e.order }
 )
 LET outcome = doc == null ? "NOT_FOUND"
@@ -70,11 +81,29 @@ RETURN {
   items: snapshotted
 }`;
 
+/** After a lost race only (read-only): `[id, _rev]` of each atom CREATE_BASELINE_AQL would snapshot now. */
+export const BASELINE_CURRENT_REVS_AQL = `WITH docs, atoms
+LET doc_id = CONCAT("docs/", @doc_key)
+${REACHABLE_ACTIVE_ATOMS}
+    RETURN [v._id, v._rev]`;
+
 export const CreateBaselineInput = z.object({
 	doc_id: keyIn('docs'),
 	version_tag: z.string({ required_error: 'is required' }).trim().min(1, 'is required').max(128, 'must be ≤ 128 characters'),
 	title: z.string().max(512, 'must be ≤ 512 characters').nullish().transform((v) => v ?? null),
 });
+
+/**
+ * The `_rev` of each active atom reachable from `docs/<docKey>` now (BASELINE_CURRENT_REVS_AQL, one query).
+ * @returns atom id → `_rev`
+ * @throws ContractError when the query fails
+ */
+async function readReachableRevs(db: Database, docKey: string): Promise<Record<string, string>> {
+	const { rows } = await runQuery<unknown>(db, { query: BASELINE_CURRENT_REVS_AQL, bindVars: { doc_key: docKey }, operation: 'select', collection: 'atoms' });
+	const revs: Record<string, string> = {};
+	for (const row of rows) if (Array.isArray(row) && typeof row[0] === 'string' && typeof row[1] === 'string') revs[row[0]] = row[1];
+	return revs;
+}
 
 const ref = { resource: 'baseline', operation: 'create' };
 
@@ -91,11 +120,11 @@ export const createBaseline: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(CreateBaselineInput, raw, 'baselines');
 		const where = { operation: 'insert', collection: 'baselines' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
+		const { rows } = await onWriteConflict(() => runQuery<OutcomeRow>(db, {
 			query: CREATE_BASELINE_AQL,
 			bindVars: { doc_key: input.doc_id, version_tag: input.version_tag, title: input.title },
 			...where,
-		});
+		}), { reread: async () => ({ current_revs: await readReachableRevs(db, input.doc_id) }) });
 		const row = rows[0];
 		assertOk(row, `docs/${input.doc_id}`, {
 			NOT_FOUND: { missing: [`docs/${input.doc_id}`] },

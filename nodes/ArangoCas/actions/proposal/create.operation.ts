@@ -7,6 +7,10 @@
  * Output data (201): `{ proposal_id, proposal_rev, status: "proposal", proposal_link_id }`.
  * Errors: 404 NOT_FOUND when the target does not exist; 409 INVALID_STATE when it is not active;
  * 409 REV_CONFLICT when a Merge or Archive of the target runs at the same time (1200); 422 invalid input.
+ * That 409 carries `current_rev`: the target atom's `_rev` read once more after the conflict (one
+ * read-only query after the abort, ../../transport/conflict.ts; null when it is gone or that read fails),
+ * and `current_revs: { "atoms/<target>": rev }`. There is no `expected_rev`: the caller gives no `_rev`
+ * of the target (the touch compares the `_rev` it read itself).
  * One stream transaction (begin, 2 queries, commit; any failure aborts, so atom and edge are created
  * together or not at all):
  *  1. PROPOSAL_TOUCH_AQL checks the target (exists, active) and CAS-touches it (`last_proposal_at`,
@@ -24,6 +28,7 @@ import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
+import { withCurrentRev } from '../../transport/conflict';
 import { inStreamTransaction } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -89,7 +94,8 @@ export const createProposal: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(CreateProposalInput, raw, 'atoms');
 		const where = { operation: 'insert', collection: 'atoms' };
-		return inStreamTransaction(db, { write: CREATE_PROPOSAL_WRITE_COLLECTIONS }, async (run) => {
+		// A lost race (1200) aborts the transaction; the target's _rev is then read again for current_rev.
+		return withCurrentRev(db, { ids: [`atoms/${input.target_active_id}`] }, () => inStreamTransaction(db, { write: CREATE_PROPOSAL_WRITE_COLLECTIONS }, async (run) => {
 			const checked = await run<OutcomeRow>({ query: PROPOSAL_TOUCH_AQL, bindVars: { target_key: input.target_active_id, author: input.author }, operation: 'update', collection: 'atoms' });
 			const row = checked.rows[0];
 			assertOk(row, `atoms/${input.target_active_id}`, {
@@ -109,6 +115,6 @@ export const createProposal: Operation = {
 				statusCode: 201 as const,
 				data: { proposal_id: made.proposal_id, proposal_rev: made.proposal_rev, status: 'proposal', proposal_link_id: made.proposal_link_id },
 			};
-		});
+		}));
 	},
 };

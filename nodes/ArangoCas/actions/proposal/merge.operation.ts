@@ -11,8 +11,20 @@
  * Errors: 404 NOT_FOUND (`missing`); 423 LOCKED (current atom locked by another user, expired locks are
  * free; an ISO `locked_until` is compared in ms, ../lockTime.ts); 409 INVALID_STATE (current not active or winner not a proposal); 409 EDGE_MISMATCH (the edge
  * no longer points to current); 409 NOT_A_PROPOSAL; 409 PROPOSAL_OUTDATED; 409 REV_CONFLICT (edge `_rev`
- * differs: `current_rev`; or a concurrent write: 1200, after which the edge's `_rev` is read again for
- * `current_rev`); 422 invalid input.
+ * differs: `current_rev`; or a concurrent write: 1200, see below); 422 invalid input.
+ *
+ * After a lost race (1200: a concurrent write to the structure edge, to one of the two atoms, or to a
+ * proposal link this merge rebases or removes; ArangoDB does not say which) the transaction is aborted
+ * and one read-only query (CURRENT_REVS_AQL, ../../transport/conflict.ts) reads the `_rev` of the edge
+ * and of both atoms. The 409 REV_CONFLICT then carries (best effort: absent when that read fails):
+ *  - `expected_rev`: the caller's `expected_edge_rev`; `current_rev`: the edge's `_rev` now (null: gone);
+ *  - `current_revs`: `{ "structure_links/<k>": rev|null, "atoms/<current>": rev|null, "atoms/<winner>": rev|null }`;
+ *  - `conflict_on`: the ids whose `_rev` is known to differ from what the caller expected. Only the
+ *    edge has a caller-given `_rev`, so this is `["structure_links/<k>"]` or `[]`; `[]` means the
+ *    concurrent write hit an atom (or a proposal link) and `current_rev` == `expected_rev`.
+ * The message says so: "concurrent write to the structure edge or an atom of this merge; retry with the
+ * current revisions" (a retry re-checks every precondition: an atom archived or merged meanwhile
+ * answers 409 INVALID_STATE, a moved edge 409 REV_CONFLICT or EDGE_MISMATCH).
  *
  * One stream transaction (4 round trips: begin, 2 queries, commit), because proposal_links is written
  * twice (rebase UPDATE + winner-link REMOVE) and AQL allows one modification per collection per query:
@@ -29,7 +41,7 @@ import { assertOk, type OutcomeRow } from '../outcome';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
-import { withCurrentRev } from '../../transport/conflict';
+import { onWriteConflict, readCurrentRevs } from '../../transport/conflict';
 import { inStreamTransaction } from '../../transport/query';
 import { lockedUntilMs } from '../lockTime';
 import type { Operation } from '../types';
@@ -111,6 +123,9 @@ export const MERGE_UNLINK_AQL = `FOR pe IN proposal_links
   REMOVE pe IN proposal_links OPTIONS { ignoreRevs: false }
   RETURN OLD._id`;
 
+/** The message of a 409 after a lost race (1200): ArangoDB does not say which document was written. */
+export const MERGE_CONFLICT_MESSAGE = 'concurrent write to the structure edge or an atom of this merge; retry with the current revisions';
+
 /** Collections the merge transaction writes (declared at begin, as stream transactions require). */
 export const MERGE_WRITE_COLLECTIONS = ['structure_links', 'atoms', 'revision_links', 'proposal_links'];
 
@@ -154,9 +169,8 @@ export const mergeProposal: Operation = {
 		const currentId = `atoms/${input.current_active_id}`;
 		const edgeId = `structure_links/${input.structure_edge_id}`;
 		const where = { operation: 'merge', collection: 'structure_links' };
-		// A lost race (1200) aborts the transaction; the edge's _rev is then read again for current_rev.
-		const edgeTarget = { collection: 'structure_links', key: input.structure_edge_id, expectedRev: input.expected_edge_rev };
-		return withCurrentRev(db, edgeTarget, () => inStreamTransaction(db, { write: MERGE_WRITE_COLLECTIONS }, async (run) => {
+		// A lost race (1200) aborts the transaction; the edge and both atoms are then read again (see the header).
+		return onWriteConflict(() => inStreamTransaction(db, { write: MERGE_WRITE_COLLECTIONS }, async (run) => {
 			const switched = await run<OutcomeRow>({
 				query: MERGE_SWITCH_AQL,
 				bindVars: {
@@ -200,6 +214,13 @@ export const mergeProposal: Operation = {
 					removed_proposal_links: unlinked.rows,
 				},
 			};
-		}));
+		}), {
+			known: { expected_rev: input.expected_edge_rev },
+			message: MERGE_CONFLICT_MESSAGE,
+			reread: async () => {
+				const revs = await readCurrentRevs(db, [edgeId, currentId, winnerId]);
+				return { current_rev: revs[edgeId], current_revs: revs, conflict_on: revs[edgeId] === input.expected_edge_rev ? [] : [edgeId] };
+			},
+		});
 	},
 };

@@ -4,7 +4,8 @@
  * Input: `proposal_id`, `expected_proposal_rev`.
  * Output data: `{ success: true, proposal_id, proposal_rev }`.
  * Errors: 404 NOT_FOUND; 409 INVALID_STATE when the atom is not a proposal; 409 REV_CONFLICT with
- * `current_rev` (after a lost race, 1200, read again); 422 invalid input. One AQL query.
+ * `current_rev` (after a lost race, 1200, read again, with `current_revs`: ../../transport/conflict.ts);
+ * 422 invalid input. One AQL query.
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
@@ -43,7 +44,7 @@ export const rejectProposal: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(RejectProposalInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(db, { collection: 'atoms', key: input.proposal_id, expectedRev: input.expected_proposal_rev }, () => runQuery<OutcomeRow>(db, {
+		const { rows } = await withCurrentRev(db, { ids: [`atoms/${input.proposal_id}`], expectedRev: input.expected_proposal_rev }, () => runQuery<OutcomeRow>(db, {
 			query: REJECT_PROPOSAL_AQL,
 			bindVars: { proposal_key: input.proposal_id, expected_rev: input.expected_proposal_rev },
 			...where,
