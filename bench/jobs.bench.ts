@@ -7,7 +7,7 @@
  *     their three steps (Capture + Complete Step each), every capture counted once.
  */
 import PgBoss from 'pg-boss';
-import { claimJobs, finishJob } from '../nodes/PipelineCapture/actions/job/jobs';
+import { claimJobs, finishJob } from '../nodes/shared/jobs/queue';
 import { capture, completeStep } from '../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../nodes/PipelineCapture/transport/definition';
 import { setupDatabase } from '../test/helpers/db';

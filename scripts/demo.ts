@@ -23,6 +23,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { detectVectorRoute } from '../nodes/KnowledgeBot/actions/vectorRoute';
+import { JOB_REGISTRY, JOB_STATUS, JOB_TYPE_LIST, JOB_TYPES } from '../nodes/shared/jobs';
 import { startBotApi } from '../test/helpers/botApiStandIn';
 import { pdfWithText } from '../test/helpers/documents';
 import { startEmbeddings } from '../test/helpers/embeddingStandIn';
@@ -59,16 +60,8 @@ console.log = (...args: unknown[]) => {
 const GROUP = { id: -1001234567890, title: 'Research group', type: 'supergroup' };
 const ALICE = { id: 111222333, is_bot: false, first_name: 'Alice', username: 'alice', language_code: 'en' };
 const BOT_USERNAME = 'demo_kb_bot';
-const STAGE: Record<string, string> = {
-	telegram_update: 'WF20 update processor',
-	url_normalize: 'WF30 URL normalizer',
-	url_fetch: 'WF31 URL fetcher',
-	file_download: 'WF32 file downloader',
-	document_extract: 'WF33 extractor',
-	document_chunk: 'WF40 chunker',
-	document_embed: 'WF41 embedder',
-	qa_answer: 'WF51 answerer',
-};
+/** Each job type's stage label: its worker workflow, from the job-type registry. */
+const STAGE: Record<string, string> = Object.fromEntries(JOB_TYPE_LIST.map((t) => [t, `${JOB_REGISTRY[t].workflow_id.slice(0, 4)} ${t}`]));
 
 async function main() {
 	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
@@ -159,7 +152,7 @@ async function main() {
 	console.log('\nWF90 (every 10 s) runs the jobs: WF20 → WF30 → WF31 / WF32 → WF33 → WF40 → WF41 …');
 	const deadline = Date.now() + 150_000;
 	while (Date.now() < deadline) {
-		const { rows } = await db.query("SELECT count(*)::int AS open FROM ops.jobs WHERE status IN ('queued', 'running') AND job_type <> 'qa_answer'");
+		const { rows } = await db.query('SELECT count(*)::int AS open FROM ops.jobs WHERE status IN ($1, $2) AND job_type <> $3', [JOB_STATUS.queued, JOB_STATUS.running, JOB_TYPES.qa_answer]);
 		if (rows[0].open === 0) break;
 		await new Promise((r) => setTimeout(r, 2000));
 	}
@@ -282,7 +275,7 @@ async function askTheBot(db: Client, hook: string, sent: { chat_id: number; text
 		['group', 5202, 'what is dense passage retrieval?'],
 	];
 	console.log('\nThe bot answers (Alice asks as Telegram updates through WF10; WF90 → WF20 → qa_answer → WF51):');
-	const before = (await db.query("SELECT coalesce(max(id), 0) AS id FROM ops.jobs WHERE job_type = 'qa_answer'")).rows[0].id;
+	const before = (await db.query('SELECT coalesce(max(id), 0) AS id FROM ops.jobs WHERE job_type = $1', [JOB_TYPES.qa_answer])).rows[0].id;
 	for (const [where, messageId, text] of asks) {
 		const update = question(where, messageId, text);
 		const res = await fetch(hook, { method: 'POST', headers: { 'content-type': 'application/json', 'X-Telegram-Bot-Api-Secret-Token': SECRET }, body: JSON.stringify(update) });
@@ -291,7 +284,7 @@ async function askTheBot(db: Client, hook: string, sent: { chat_id: number; text
 	const deadline = Date.now() + 90_000;
 	let jobs: { id: string; status: string; attempts: number }[] = [];
 	while (Date.now() < deadline) {
-		jobs = (await db.query("SELECT id, status, attempts FROM ops.jobs WHERE job_type = 'qa_answer' AND id > $1 ORDER BY id", [before])).rows;
+		jobs = (await db.query('SELECT id, status, attempts FROM ops.jobs WHERE job_type = $2 AND id > $1 ORDER BY id', [before, JOB_TYPES.qa_answer])).rows;
 		const open = (await db.query("SELECT count(*)::int AS n FROM ops.jobs WHERE status IN ('queued', 'running')")).rows[0].n;
 		if (jobs.length === asks.length && open === 0) break;
 		await new Promise((r) => setTimeout(r, 1000));
@@ -323,7 +316,7 @@ async function askTheBot(db: Client, hook: string, sent: { chat_id: number; text
 		UNION ALL SELECT 'audit.qa_citations', count(*)::int, string_agg(DISTINCT 'turn #' || turn_id || ': ' || (SELECT count(*) FROM audit.qa_citations x WHERE x.turn_id = c.turn_id), '; ') FROM audit.qa_citations c`);
 	console.log('\n  audit.qa_* rows:');
 	for (const r of audit.rows) console.log(`    ${r.t.padEnd(19)} ${String(r.n).padStart(2)}  ${r.rows ?? ''}`);
-	const failed = await db.query("SELECT e.job_id, e.status_code, e.node, e.message FROM ops.errors e JOIN ops.jobs j ON j.id = e.job_id WHERE j.job_type = 'qa_answer' ORDER BY e.id");
+	const failed = await db.query('SELECT e.job_id, e.status_code, e.node, e.message FROM ops.errors e JOIN ops.jobs j ON j.id = e.job_id WHERE j.job_type = $1 ORDER BY e.id', [JOB_TYPES.qa_answer]);
 	for (const e of failed.rows) console.log(`  ops.errors for job #${e.job_id}: ${e.status_code} [${e.node}] ${e.message}`);
 }
 

@@ -4,13 +4,19 @@
  * Writes the knowledge-bot workflows of seed 003 into workflows-json/: WF11 and WF60 on a Schedule;
  * the worker sub-workflows WF20, WF30, WF31, WF32, WF33, WF40, WF41, WF50, WF51; the WF90 job runner.
  * Node ids are derived from the workflow and node names, so re-running gives the same files. Edit here, run `node scripts/gen-knowledge-workflows.js`, commit both.
+ * WF90's job types and its job_type → worker map come from the job-type registry (nodes/shared/jobs/registry.json);
+ * the script fails when a registered type's worker is not one of the workflows it writes under that file name.
+ * `node scripts/gen-knowledge-workflows.js <dir>` writes into <dir> instead (test/unit/jobRegistry.test.ts compares).
  * (The workflows stay editable on the canvas; this script only keeps the shipped copies consistent.)
  */
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const OUT = path.join(__dirname, '..', 'workflows-json');
+const OUT = process.argv[2] ? path.resolve(process.argv[2]) : path.join(__dirname, '..', 'workflows-json');
+const REGISTRY = require('../nodes/shared/jobs/registry.json');
+/** workflow id → file name of every workflow written. */
+const WRITTEN = {};
 const PG = { postgresContractsApi: { id: 'pgContracts01', name: 'Contracts PostgreSQL' } };
 const TELEGRAM = { contractsTelegramApi: { id: 'tgContracts01', name: 'Contracts Telegram Bot' } };
 const EMBEDDINGS = { contractsEmbeddingsApi: { id: 'embContracts01', name: 'Contracts Embeddings' } };
@@ -87,6 +93,7 @@ function workflowBuilder(id, name) {
 	const write = (file) => {
 		const json = { id, name, nodes, connections, settings: { executionOrder: 'v1' }, pinData: {}, active: false, tags: [] };
 		fs.writeFileSync(path.join(OUT, file), `${JSON.stringify(json, null, 2)}\n`);
+		WRITTEN[id] = file;
 	};
 	return { add, connect, set, errorBranch, write };
 }
@@ -168,17 +175,11 @@ scheduled({
 	req: [['tenant_id', 'string', ''], ['batch_size', 'number', 500], ['max_batches', 'number', 20]], reqNote: 'Seed 003 WF60 input { tenant_id, chat_id } (empty: every tenant and chat) + batching.',
 });
 
-/** job_type → the worker sub-workflow that runs it (WF90). */
-const WORKERS = {
-	telegram_update: 'WF20UpdateProc',
-	url_normalize: 'WF30UrlNormalizer',
-	url_fetch: 'WF31UrlFetcher',
-	file_download: 'WF32FileDownloader',
-	document_extract: 'WF33Extractor',
-	document_chunk: 'WF40Chunker',
-	document_embed: 'WF41Embedder',
-	qa_answer: 'WF51Answerer',
-};
+/** job_type → the worker sub-workflow that runs it (WF90), from the registry. */
+const WORKERS = Object.fromEntries(Object.entries(REGISTRY).map(([type, entry]) => [type, entry.workflow_id]));
+for (const [type, entry] of Object.entries(REGISTRY)) {
+	if (WRITTEN[entry.workflow_id] !== entry.workflow_file) throw new Error(`registry: ${type} → ${entry.workflow_id} (${entry.workflow_file}) is not a worker this script writes`);
+}
 
 (function jobRunner() {
 	const wf = workflowBuilder('WF90JobRunner', 'WF90 — Job Runner');

@@ -11,11 +11,14 @@ import { isUuid, newCorrelationId, success } from '../shared/envelope';
 import { isRecord } from '../shared/json';
 import { readOperationInput } from '../shared/node/identity';
 import { resourceProperties } from '../shared/node/resources';
-import { runItems } from '../shared/node/runItems';
+import { ContractError } from '../shared/errors';
+import { runBatch } from '../shared/node/runBatch';
+import { runItems, type ItemResult, type ItemState } from '../shared/node/runItems';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { contractsLlmApiTest } from '../shared/llm/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { findPipelineOperation, PIPELINE_RESOURCES } from './actions';
+import type { PipelineContext, PipelineResult } from './actions/types';
 import { pipelineDefinition } from './transport/definition';
 import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './transport/calculationNodes';
 import { externalProcessorRunner } from '../shared/stateMachine';
@@ -76,48 +79,58 @@ export class PipelineCapture implements INodeType {
 		const pool = getPool(credential);
 		const nodeName = this.getNode().name;
 		const executionId = String(this.getExecutionId() ?? 'manual');
-		return runItems(
-			this,
-			async (item, itemIndex, state) => {
-				const resource = this.getNodeParameter('resource', itemIndex) as string;
-				const operationValue = this.getNodeParameter('operation', itemIndex) as string;
-				const options = this.getNodeParameter('options', itemIndex, {}) as { worker?: string; workflow?: string };
-				const workflow = options.workflow || 'MaaS';
-				const headers = isRecord(item.json.headers) ? item.json.headers : {};
-				const incoming = headers['x-correlation-id'] ?? item.json.correlation_id;
-				const correlationId = isUuid(incoming) ? incoming : newCorrelationId();
-				state.ctx = { correlation_id: correlationId, workflow, node: nodeName, operation: `${resource}.${operationValue}`, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
-				const operation = findPipelineOperation(resource, operationValue);
-				const input = readOperationInput(this, itemIndex, operation.fields, item.json);
-				const result = await operation.execute(
-					{
-						pool,
-						definition: () => pipelineDefinition(pool),
-						worker: options.worker || `n8n-${executionId}`,
-						origin: { workflow, node: nodeName },
-						runProcessor: externalProcessorRunner(calculationNodesOf(this, itemIndex, resource, operationValue), subWorkflowCaller(this, executionId)),
-						llm: async () => ({
-							credential: (await this.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
-							send: async ({ url, body, headers, timeoutMs }) => {
-								const res = (await this.helpers.httpRequest({
-									method: 'POST',
-									url,
-									body: body as IDataObject,
-									headers,
-									json: true,
-									timeout: timeoutMs,
-									returnFullResponse: true,
-									ignoreHttpStatusErrors: true,
-								})) as { statusCode: number; body: unknown; headers: Record<string, string> };
-								return { status: res.statusCode, body: res.body, headers: res.headers };
-							},
-						}),
+		// one item's operation, context and input (ctx built before any DB work), and its envelope
+		const prepare = (item: INodeExecutionData, itemIndex: number, state: ItemState) => {
+			const resource = this.getNodeParameter('resource', itemIndex) as string;
+			const operationValue = this.getNodeParameter('operation', itemIndex) as string;
+			const options = this.getNodeParameter('options', itemIndex, {}) as { worker?: string; workflow?: string };
+			const workflow = options.workflow || 'MaaS';
+			const headers = isRecord(item.json.headers) ? item.json.headers : {};
+			const incoming = headers['x-correlation-id'] ?? item.json.correlation_id;
+			const correlationId = isUuid(incoming) ? incoming : newCorrelationId();
+			state.ctx = { correlation_id: correlationId, workflow, node: nodeName, operation: `${resource}.${operationValue}`, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
+			const operation = findPipelineOperation(resource, operationValue);
+			const input = readOperationInput(this, itemIndex, operation.fields, item.json);
+			const context: PipelineContext = {
+				pool,
+				definition: () => pipelineDefinition(pool),
+				worker: options.worker || `n8n-${executionId}`,
+				origin: { workflow, node: nodeName },
+				runProcessor: externalProcessorRunner(calculationNodesOf(this, itemIndex, resource, operationValue), subWorkflowCaller(this, executionId)),
+				llm: async () => ({
+					credential: (await this.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
+					send: async ({ url, body, headers, timeoutMs }) => {
+						const res = (await this.helpers.httpRequest({
+							method: 'POST',
+							url,
+							body: body as IDataObject,
+							headers,
+							json: true,
+							timeout: timeoutMs,
+							returnFullResponse: true,
+							ignoreHttpStatusErrors: true,
+						})) as { statusCode: number; body: unknown; headers: Record<string, string> };
+						return { status: res.statusCode, body: res.body, headers: res.headers };
 					},
-					input,
-				);
+				}),
+			};
+			const respond = (result: PipelineResult): ItemResult => {
 				const envelope = (data: Record<string, unknown>) =>
 					success(data, { source: workflow, status_code: result.statusCode ?? 200, correlation: { correlation_id: correlationId, workflow, node: nodeName } }) as unknown as INodeExecutionData['json'];
 				return result.many ? { many: result.many.map(envelope), output: result.output } : { json: envelope(result.data ?? {}), output: result.output };
+			};
+			return { operation, context, input, respond };
+		};
+		// an operation that writes all items at once (Finish Job): one call for the execution
+		const batched = this.getInputData().length > 0 ? findPipelineOperation(this.getNodeParameter('resource', 0) as string, this.getNodeParameter('operation', 0) as string).executeBatch : undefined;
+		if (batched) {
+			return runBatch(this, prepare, async (all) => (await batched(all.map((p) => ({ ctx: p.context, input: p.input })))).map((r, k) => (r instanceof ContractError ? r : all[k].respond(r))), 2);
+		}
+		return runItems(
+			this,
+			async (item, itemIndex, state) => {
+				const p = prepare(item, itemIndex, state);
+				return p.respond(await p.operation.execute(p.context, p.input));
 			},
 			2,
 		);

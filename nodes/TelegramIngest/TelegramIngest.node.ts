@@ -5,6 +5,7 @@ import {
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
+import { JOB_REGISTRY } from '../shared/jobs/registry';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
 import { runItems } from '../shared/node/runItems';
@@ -81,9 +82,9 @@ export class TelegramIngest implements INodeType {
 				displayName: 'Job Type',
 				name: 'jobType',
 				type: 'string',
-				default: 'telegram_update',
+				default: 'telegram_update', // = JOB_TYPES.telegram_update (a literal for n8n's lint; test/unit/jobRegistry.test.ts checks it)
 				required: true,
-				description: 'The ops.jobs.job_type of the job created for each new update (processed by WF20)',
+				description: `The ops.jobs.job_type of the job created for each new update (processed by ${JOB_REGISTRY.telegram_update.workflow_id.slice(0, 4)} through WF90)`,
 			},
 			{
 				displayName: 'Options',

@@ -14,6 +14,7 @@ import { startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
 import { pdfWithText } from '../helpers/documents';
 import { ARTICLE, messageWithLinks, startPageServer } from '../helpers/pageServer';
 import { documentMessage } from '../helpers/updates';
+import { JOB_TYPES } from '../../nodes/shared/jobs/registry';
 
 let db: TestDatabase;
 let n8n: RunningN8n;
@@ -81,12 +82,12 @@ test('WF10 → WF90 → WF20 → WF30 → WF31 / WF32 → WF33 → WF40: a messa
 		200_000,
 	);
 	assert.deepEqual(jobs, [
-		{ job_type: 'document_chunk', status: 'succeeded', n: 3 },
-		{ job_type: 'document_extract', status: 'succeeded', n: 3 },
-		{ job_type: 'file_download', status: 'succeeded', n: 1 },
-		{ job_type: 'telegram_update', status: 'succeeded', n: 2 },
-		{ job_type: 'url_fetch', status: 'succeeded', n: 2 },
-		{ job_type: 'url_normalize', status: 'succeeded', n: 2 },
+		{ job_type: JOB_TYPES.document_chunk, status: 'succeeded', n: 3 },
+		{ job_type: JOB_TYPES.document_extract, status: 'succeeded', n: 3 },
+		{ job_type: JOB_TYPES.file_download, status: 'succeeded', n: 1 },
+		{ job_type: JOB_TYPES.telegram_update, status: 'succeeded', n: 2 },
+		{ job_type: JOB_TYPES.url_fetch, status: 'succeeded', n: 2 },
+		{ job_type: JOB_TYPES.url_normalize, status: 'succeeded', n: 2 },
 	]);
 	const urls = await db.pool.query('SELECT normalized_url FROM content.urls WHERE tenant_id = $1 ORDER BY 1', [bot.tenantId]);
 	assert.deepEqual(urls.rows.map((r) => r.normalized_url), [`${base}/article`, `${base}/paper.pdf`]);
@@ -168,11 +169,11 @@ test('a database failure injected in each worker (WF30, WF31, WF32, WF33, WF40):
 	botApi.files.set('BQAC-fail', { path: 'documents/fail.pdf', body: pdfWithText('never stored'), type: 'application/pdf' });
 	await q("INSERT INTO tg.files (tenant_id, file_unique_id) VALUES ($1, 'AgADfail'); INSERT INTO tg.file_instances (tenant_id, file_unique_id, file_id) VALUES ($1, 'AgADfail', 'BQAC-fail')".replaceAll('$1', `'${tenant}'`));
 	const cases = [
-		{ job_type: 'url_normalize', payload: { tenant_id: tenant, url: `${base}/never-stored`, ctx }, node: 'Normalize URL', table: 'content.urls' },
-		{ job_type: 'url_fetch', payload: { tenant_id: tenant, url_id: Number(url.rows[0].id), ctx }, node: 'Fetch URL', table: 'content.url_fetches' },
-		{ job_type: 'file_download', payload: { tenant_id: tenant, file_id: 'BQAC-fail', file_unique_id: 'AgADfail', ctx }, node: 'Download File', table: 'content.documents' },
-		{ job_type: 'document_extract', payload: { tenant_id: tenant, document_id: Number(pending.rows[0].id) }, node: 'Extract Text', table: 'content.documents' },
-		{ job_type: 'document_chunk', payload: { tenant_id: tenant, document_id: Number(done.rows[0].id) }, node: 'Chunk Document', table: 'kg.chunks' },
+		{ job_type: JOB_TYPES.url_normalize, payload: { tenant_id: tenant, url: `${base}/never-stored`, ctx }, node: 'Normalize URL', table: 'content.urls' },
+		{ job_type: JOB_TYPES.url_fetch, payload: { tenant_id: tenant, url_id: Number(url.rows[0].id), ctx }, node: 'Fetch URL', table: 'content.url_fetches' },
+		{ job_type: JOB_TYPES.file_download, payload: { tenant_id: tenant, file_id: 'BQAC-fail', file_unique_id: 'AgADfail', ctx }, node: 'Download File', table: 'content.documents' },
+		{ job_type: JOB_TYPES.document_extract, payload: { tenant_id: tenant, document_id: Number(pending.rows[0].id) }, node: 'Extract Text', table: 'content.documents' },
+		{ job_type: JOB_TYPES.document_chunk, payload: { tenant_id: tenant, document_id: Number(done.rows[0].id) }, node: 'Chunk Document', table: 'kg.chunks' },
 	];
 	const before = await q('SELECT (SELECT count(*) FROM content.urls)::int AS urls, (SELECT count(*) FROM content.url_fetches)::int AS fetches, (SELECT count(*) FROM content.blob_objects)::int AS blobs, (SELECT count(*) FROM kg.chunks)::int AS chunks');
 	await q("CREATE FUNCTION public.e2e_fail_all() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure on %', TG_TABLE_NAME; END $$");

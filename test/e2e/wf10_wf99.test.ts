@@ -13,6 +13,7 @@ import { fixtureA, fixtureB } from '../helpers/fixtures';
 import { mapLimit, startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
 import { TcpProxy } from '../helpers/tcpProxy';
 import { newUpdateId, realisticUpdates, textWithUrls } from '../helpers/updates';
+import { JOB_STATUS, JOB_TYPES } from '../../nodes/shared/jobs';
 
 let db: TestDatabase;
 let n8n: RunningN8n;
@@ -99,7 +100,8 @@ test('100 deliveries with duplicates → exactly the distinct updates stored and
 
 test('fixture A through WF99: envelope as expected, ops.errors written, job path executed', { timeout: 60_000 }, async () => {
 	const { rows } = await db.pool.query(
-		`INSERT INTO ops.jobs (job_type, status, attempts, locked_by, locked_at) VALUES ('telegram_update', 'running', 1, 'w1', now()) RETURNING id`,
+		`INSERT INTO ops.jobs (job_type, status, attempts, locked_by, locked_at) VALUES ($1, $2, 1, 'w1', now()) RETURNING id`,
+		[JOB_TYPES.telegram_update, JOB_STATUS.running],
 	);
 	const jobId = Number(rows[0].id);
 	const { uuid, item } = fixtureA(jobId);

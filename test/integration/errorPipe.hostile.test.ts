@@ -10,7 +10,7 @@ import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { recordError } from '../../nodes/ErrorPipe/actions/record';
-import { claimJobs } from '../../nodes/PipelineCapture/actions/job/jobs';
+import { claimJobs } from '../../nodes/shared/jobs/queue';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { MAX_DEPTH, MAX_DETAILS_BYTES, MAX_STRING_LENGTH } from '../../nodes/shared/sanitize';
 import { setupDatabase, type TestDatabase } from '../helpers/db';

@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { Pool } from 'pg';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { recordError } from '../../nodes/ErrorPipe/actions/record';
-import { claimJobs } from '../../nodes/PipelineCapture/actions/job/jobs';
+import { claimJobs } from '../../nodes/shared/jobs/queue';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { TcpProxy } from '../helpers/tcpProxy';
 

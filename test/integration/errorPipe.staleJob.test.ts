@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { recordError } from '../../nodes/ErrorPipe/actions/record';
-import { claimJobs, finishJob, releaseStale } from '../../nodes/PipelineCapture/actions/job/jobs';
+import { claimJobs, finishJob, releaseStale } from '../../nodes/shared/jobs/queue';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;

@@ -1,7 +1,7 @@
 /** The ops.jobs queue on real PostgreSQL: Claim Jobs / Finish Job / Release Stale (pg-boss semantics). */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { claimJobs, finishJob, releaseStale } from '../../nodes/PipelineCapture/actions/job/jobs';
+import { claimJobs, finishJob, releaseStale } from '../../nodes/shared/jobs/queue';
 import { ContractError } from '../../nodes/shared/errors';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 

@@ -76,6 +76,21 @@ test('Claim Jobs emits one item per job, Finish Job (same execution) closes it',
 	assert.deepEqual(finished.map((i) => SuccessEnvelope.parse(i.json).data.status), ['succeeded', 'succeeded', 'succeeded']);
 });
 
+test('Finish Job: the items of one execution in one statement; a job not held is its own error item (paired), the others finish', async () => {
+	await db.pool.query("INSERT INTO ops.jobs (job_type) SELECT 'node-batch' FROM generate_series(1, 3)");
+	const [claimed] = await run([{ resource: 'job', operation: 'claimJobs', jobType: 'node-batch', batchSize: 10 }], undefined, '90');
+	const jobs = claimed.map((i) => SuccessEnvelope.parse(i.json).data);
+	const params = jobs.map((j, k) => ({ resource: 'job', operation: 'finishJob', jobId: j.id, worker: k === 1 ? 'someone-else' : j.locked_by, claimToken: j.claim_token, success: k !== 2, error: { message: 'nope' } }));
+	const [out] = await run(params, undefined, '91');
+	assert.deepEqual(out.map((i) => i.pairedItem), [{ item: 0 }, { item: 1 }, { item: 2 }]);
+	assert.equal(SuccessEnvelope.parse(out[0].json).data.status, 'succeeded');
+	const error = out[1].json.error as Record<string, any>;
+	assert.deepEqual([error.status_code, error.details.code, error.ctx.operation], [409, 'NOT_LOCKED_BY_WORKER', 'job.finishJob']);
+	assert.equal(SuccessEnvelope.parse(out[2].json).data.status, 'queued');
+	const { rows } = await db.pool.query('SELECT status FROM ops.jobs WHERE id = ANY($1) ORDER BY id', [jobs.map((j) => j.id)]);
+	assert.deepEqual(rows.map((r) => r.status), ['succeeded', 'running', 'queued']);
+});
+
 test('State Machine: an import with an unguarded cycle is refused (400, named); a valid one is used by the next Capture; export omits defaults', async () => {
 	const cyclic = { workflows: [{ name: 'pipeline-runs', initialState: 'NEW', states: { NEW: { transitions: [{ name: 'SPIN', next: 'NEW' }] } } }] };
 	const [refused] = await run([{ resource: 'stateMachine', operation: 'import', body: cyclic, model: 'pipeline_runs', modelVersion: 1 }]);

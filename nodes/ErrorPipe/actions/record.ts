@@ -34,7 +34,8 @@
 import { DatabaseError, type Pool, type PoolClient } from 'pg';
 import type { ErrorEnvelope } from '../../shared/contracts/envelope';
 import { isUuid } from '../../shared/envelope';
-import { nextRunAtSql, RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../shared/postgres/backoff';
+import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../shared/jobs/backoff';
+import { failJobCtes } from '../../shared/jobs/statements';
 
 /** `details.job_outcome`: the job's new status, or why the job path left it alone. */
 export type JobOutcome = 'queued' | 'dead' | 'failed' | 'stale' | 'write_failed';
@@ -78,56 +79,13 @@ FROM ops.errors e LEFT JOIN ops.jobs j ON j.id = e.job_id
 WHERE e.id = $1`;
 
 /**
- * The job path as CTEs `job`, `open_run`, `new_run` over the 8 parameters from `$p`: job id, retryable,
- * last_error (jsonb, without error_id), backoff base, backoff cap, correlation id, token given (boolean),
- * token (uuid; NULL when the given token is not a UUID, which then matches nothing).
- * `errorId`: SQL expression of the ops.errors id stored in last_error.error_id.
- */
-function jobPathCtes(p: number, errorId: string): string {
-	const [id, retryable, lastError, base, cap, correlation, tokenGiven, token] = Array.from({ length: 8 }, (_, i) => `$${p + i}`);
-	return `
-error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${errorId}) AS v
-), job AS (
-  UPDATE ops.jobs j SET
-    status = CASE WHEN NOT ${retryable}::boolean THEN 'failed'
-                  WHEN j.attempts >= j.max_attempts THEN 'dead'
-                  ELSE 'queued' END,
-    next_run_at = CASE WHEN ${retryable}::boolean AND j.attempts < j.max_attempts
-      THEN ${nextRunAtSql('j.attempts', base, cap)}
-      ELSE j.next_run_at END,
-    locked_by = NULL, locked_at = NULL, claim_token = NULL,
-    last_error = (SELECT v FROM error_json),
-    updated_at = now(),
-    finished_at = CASE WHEN ${retryable}::boolean AND j.attempts < j.max_attempts THEN NULL ELSE now() END
-  -- only the attempt still open: running, under the claim the error came from (issue 10 item 2)
-  WHERE j.id = ${id} AND j.status = 'running'
-    AND (NOT ${tokenGiven}::boolean OR j.claim_token = ${token}::uuid)
-  RETURNING j.id, j.status, j.attempts, j.next_run_at
-), open_run AS (
-  -- the attempt a worker claimed (Claim Jobs opened it): closed with the outcome
-  UPDATE ops.job_runs r SET status = CASE job.status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
-         error = (SELECT v FROM error_json), finished_at = now()
-  FROM job
-  WHERE r.id = (SELECT max(id) FROM ops.job_runs WHERE job_id = job.id AND status = 'running')
-  RETURNING r.id
-), new_run AS (
-  -- no open attempt (the job was not claimed through Claim Jobs): a run row of its own
-  INSERT INTO ops.job_runs (job_id, attempt, status, correlation_id, error, started_at, finished_at)
-  SELECT id, greatest(attempts, 1), CASE status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
-         ${correlation}::uuid, (SELECT v FROM error_json), now(), now()
-  FROM job WHERE NOT EXISTS (SELECT 1 FROM open_run)
-  RETURNING id
-)`;
-}
-
-/**
  * One statement: the ops.errors row (parameters $1–$12 as INSERT_ERROR, its details completed with
  * job_outcome, its id $21 taken up front) and the job path (parameters $13–$20), committed together. The
  * job is updated before the row is inserted (the row's job_outcome reads it): the recovery transaction
  * takes the same two locks in the same order.
  */
 const RECORD_WITH_JOB = `
-WITH ${jobPathCtes(13, '$21::bigint').trimStart()}, err AS (
+WITH ${failJobCtes(13, '$21::bigint').trimStart()}, err AS (
   INSERT INTO ops.errors
     (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
   VALUES ($21::bigint, $1, $2, $3, $4, $5, $6, $7, $8, $9,
@@ -138,7 +96,7 @@ SELECT err.id AS error_id, job.status, job.next_run_at FROM err LEFT JOIN job ON
 
 /** The job path alone (parameters as jobParams, $9 the ops.errors id for last_error.error_id, or NULL). */
 const FAIL_JOB = `
-WITH ${jobPathCtes(1, '$9::bigint').trimStart()}
+WITH ${failJobCtes(1, '$9::bigint').trimStart()}
 SELECT job.status, job.next_run_at FROM job`;
 
 /** True when PostgreSQL answered with an error (the statement was rolled back); false when the outcome is unknown. */

@@ -1,6 +1,7 @@
 /** Resources and their operations (one file per operation under ./run and ./job). */
 import { claimJobsOperation } from './job/claimJobs.operation';
 import { finishJobOperation } from './job/finishJob.operation';
+import { getStatsOperation } from './job/getStats.operation';
 import { releaseStaleOperation } from './job/releaseStale.operation';
 import { generateOperation } from './model/generate.operation';
 import { archiveOperation } from './run/archive.operation';
@@ -19,7 +20,7 @@ export const PIPELINE_RESOURCES: { value: string; name: string; operations: Pipe
 	{ value: 'run', name: 'Pipeline Run', operations: [createRunOperation, captureOperation, loadStepContextOperation, completeStepOperation, failOperation, getStatusOperation, archiveOperation, sweepOperation] },
 	{ value: 'model', name: 'Model', operations: [generateOperation] },
 	{ value: 'stateMachine', name: 'State Machine', operations: [importOperation, exportOperation] },
-	{ value: 'job', name: 'Job', operations: [claimJobsOperation, finishJobOperation, releaseStaleOperation] },
+	{ value: 'job', name: 'Job', operations: [claimJobsOperation, finishJobOperation, releaseStaleOperation, getStatsOperation] },
 ];
 
 /** @throws Error for an unknown pair (a corrupted workflow) */

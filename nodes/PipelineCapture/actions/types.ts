@@ -1,5 +1,6 @@
 /** The shape every PipelineCapture operation module exports (one file per operation). */
 import type { INodeProperties } from 'n8n-workflow';
+import type { ContractError } from '../../shared/errors';
 import type { Pool } from 'pg';
 import type { EngineOptions, WorkflowDefinition } from '../../shared/stateMachine';
 import type { LlmCredential, Sender } from '../../shared/llm/generate';
@@ -39,4 +40,10 @@ export interface PipelineOperation {
 	fields: INodeProperties[];
 	/** @throws ContractError */
 	execute(ctx: PipelineContext, input: Record<string, unknown>): Promise<PipelineResult>;
+	/**
+	 * All items of one execution at once (Finish Job: one statement for the batch), used instead of
+	 * `execute` when present: one result or that item's own ContractError per entry, in order.
+	 * @throws ContractError when the whole batch failed (every item gets it)
+	 */
+	executeBatch?(entries: Array<{ ctx: PipelineContext; input: Record<string, unknown> }>): Promise<Array<PipelineResult | ContractError>>;
 }

@@ -13,7 +13,7 @@ import crypto from 'node:crypto';
 import { z } from 'zod';
 import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
-import { enqueueOnce } from '../shared';
+import { enqueueOnce, JOB_TYPES } from '../shared';
 import type { KnowledgeOperation } from '../types';
 import { chunkText } from './chunkText';
 
@@ -94,7 +94,7 @@ export const chunkOperation: KnowledgeOperation = {
 		if (doc.allow_embedding && doc.model_id !== null && chunksTotal > 0) {
 			embedJobId = await enqueueOnce(pool, {
 				tenant_id: req.tenant_id,
-				job_type: 'document_embed',
+				job_type: JOB_TYPES.document_embed,
 				dedup_key: `document_embed:${req.document_id}:${doc.model_id}:${doc.text_sha256 ?? sha256(doc.text)}`,
 				payload: { tenant_id: req.tenant_id, document_id: req.document_id, model_id: Number(doc.model_id), trace_id: req.trace_id ?? null },
 				correlation_id: correlationId,

@@ -12,7 +12,7 @@ import crypto from 'node:crypto';
 import { z } from 'zod';
 import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
-import { enqueueOnce } from '../shared';
+import { enqueueOnce, JOB_TYPES } from '../shared';
 import type { KnowledgeOperation } from '../types';
 import { extractText, tokenCount } from './extractText';
 
@@ -75,7 +75,7 @@ export const extractOperation: KnowledgeOperation = {
 		if (result && text && doc.allow_embedding) {
 			chunkJobId = await enqueueOnce(pool, {
 				tenant_id: req.tenant_id,
-				job_type: 'document_chunk',
+				job_type: JOB_TYPES.document_chunk,
 				dedup_key: `document_chunk:${req.document_id}:${textSha}`,
 				payload: { tenant_id: req.tenant_id, document_id: req.document_id, trace_id: req.trace_id ?? null },
 				correlation_id: correlationId,

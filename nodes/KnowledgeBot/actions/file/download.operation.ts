@@ -20,7 +20,7 @@ import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
 import { TooLargeError } from '../../transport/http';
 import { BOT_API_MAX_FILE_BYTES, BotApiError, downloadFile, getFile } from '../../transport/botApi';
-import { enqueueOnce, SourceCtx } from '../shared';
+import { enqueueOnce, JOB_TYPES, SourceCtx } from '../shared';
 import { storeBody, type StoredBody } from '../storeBody';
 import type { KnowledgeOperation } from '../types';
 
@@ -110,7 +110,7 @@ export const downloadOperation: KnowledgeOperation = {
 		if (stored.status === 'pending') {
 			extractJobId = await enqueueOnce(pool, {
 				tenant_id: req.tenant_id,
-				job_type: 'document_extract',
+				job_type: JOB_TYPES.document_extract,
 				dedup_key: `document_extract:${stored.document_id}:${stored.sha256}`,
 				payload: { tenant_id: req.tenant_id, document_id: stored.document_id, trace_id: req.trace_id ?? null },
 				correlation_id: correlationId,

@@ -27,7 +27,7 @@ import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request'
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
 import { replaceUnstorable } from '../../../shared/sanitize';
-import { enqueueJobs } from '../shared';
+import { enqueueJobs, JOB_TYPES } from '../shared';
 import type { KnowledgeOperation } from '../types';
 import { parseUpdate, type ParsedUpdate } from './parseUpdate';
 import * as SQL from './sql';
@@ -76,7 +76,7 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 		const jobCtx = { chat_id: chat.id, visibility, dm_owner_user_id: dmOwner, message_version_id: versionId };
 		const question = message.question
 			? [{
-					job_type: 'qa_answer',
+					job_type: JOB_TYPES.qa_answer,
 					dedup_key: `qa_answer:${versionId}`,
 					payload: { tenant_id: tenantId, tg_user_id: message.from_user_id, channel: visibility, chat_id: chat.id, question: message.question, question_message_version_id: versionId, trace_id: req.trace_id ?? null },
 				}]
@@ -84,19 +84,19 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 		const wanted = [
 			...(message.from_user_id === null ? [] : question),
 			...(policy.allow_url_fetch ? message.urls : []).map((url) => ({
-				job_type: 'url_normalize',
+				job_type: JOB_TYPES.url_normalize,
 				dedup_key: `url_normalize:${versionId}:${url}`,
 				payload: { tenant_id: tenantId, url, ctx: jobCtx, trace_id: req.trace_id ?? null },
 			})),
 			...(policy.allow_file_download ? message.attachments : []).map((a) => ({
-				job_type: 'file_download',
+				job_type: JOB_TYPES.file_download,
 				dedup_key: `file_download:${versionId}:${a.file_unique_id}`,
 				payload: { tenant_id: tenantId, file_id: a.file_id, file_unique_id: a.file_unique_id, file_name: a.file_name, mime_type: a.mime_type, file_size: a.file_size, ctx: jobCtx, trace_id: req.trace_id ?? null },
 			})),
 		];
 		const ids = await enqueueJobs(client, tenantId, correlationId, wanted);
 		const idsOf = (type: string) => ids.filter((_, i) => wanted[i].job_type === type);
-		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf('url_normalize'), file_jobs: idsOf('file_download'), qa_jobs: idsOf('qa_answer') } });
+		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf(JOB_TYPES.url_normalize), file_jobs: idsOf(JOB_TYPES.file_download), qa_jobs: idsOf(JOB_TYPES.qa_answer) } });
 	}
 	if (parsed.members.length > 0) {
 		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members), req.update.update_id, sourceBot]);

@@ -18,7 +18,7 @@ import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request'
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
 import { TooLargeError } from '../../transport/http';
-import { enqueueOnce, SourceCtx } from '../shared';
+import { enqueueOnce, JOB_TYPES, SourceCtx } from '../shared';
 import { storeBody, type StoredBody } from '../storeBody';
 import type { KnowledgeOperation } from '../types';
 
@@ -102,7 +102,7 @@ export const fetchOperation: KnowledgeOperation = {
 		if (stored.status === 'pending') {
 			extractJobId = await enqueueOnce(pool, {
 				tenant_id: req.tenant_id,
-				job_type: 'document_extract',
+				job_type: JOB_TYPES.document_extract,
 				dedup_key: `document_extract:${documentId}:${stored.sha256}`,
 				payload: { tenant_id: req.tenant_id, document_id: documentId, trace_id: req.trace_id ?? null },
 				correlation_id: correlationId,

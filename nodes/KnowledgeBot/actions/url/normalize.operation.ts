@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
-import { enqueueOnce, SourceCtx } from '../shared';
+import { enqueueOnce, JOB_TYPES, SourceCtx } from '../shared';
 import type { KnowledgeOperation } from '../types';
 import { InvalidUrlError, normalizeUrl } from './normalizeUrl';
 
@@ -55,7 +55,7 @@ export const normalizeOperation: KnowledgeOperation = {
 		}
 		const fetchJobId = await enqueueOnce(pool, {
 			tenant_id: req.tenant_id,
-			job_type: 'url_fetch',
+			job_type: JOB_TYPES.url_fetch,
 			dedup_key: `url_fetch:${urlId}:${req.ctx.chat_id}`,
 			payload: { tenant_id: req.tenant_id, url_id: urlId, ctx: req.ctx, trace_id: req.trace_id ?? null },
 			correlation_id: correlationId,

@@ -4,9 +4,10 @@
  * Output: one item per claimed job (the ops.jobs row + `run_id`); none when nothing is due.
  * Errors: 422; 503.
  */
+import { JOB_TYPES } from '../../../shared/jobs/registry';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
-import { claimJobs } from './jobs';
+import { claimJobs } from '../../../shared/jobs/queue';
 
 export const claimJobsOperation: PipelineOperation = {
 	value: 'claimJobs',
@@ -14,7 +15,7 @@ export const claimJobsOperation: PipelineOperation = {
 	action: 'Claim due jobs',
 	description: 'Take a batch of due jobs of one type for this worker (SKIP LOCKED)',
 	fields: fieldsOf({ resource: 'job', operation: 'claimJobs' }, [
-		{ displayName: 'Job Type', name: 'jobType', required: true, default: 'telegram_update', description: 'The ops.jobs.job_type to take, or several separated by commas (e.g. telegram_update, url_normalize)' },
+		{ displayName: 'Job Type', name: 'jobType', required: true, default: JOB_TYPES.telegram_update, description: 'The ops.jobs.job_type to take, or several separated by commas (e.g. telegram_update, url_normalize)' },
 		{ displayName: 'Batch Size', name: 'batchSize', type: 'number', default: 10, description: 'Most jobs taken at once (1–1000)' },
 	]),
 	async execute(ctx, input) {

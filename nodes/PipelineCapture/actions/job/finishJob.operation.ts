@@ -1,5 +1,7 @@
 /**
- * Job → Finish Job: succeeded; or, on failure, queued again after min(3600, 10·2^(attempts−1)) s ±20 %
+ * Job → Finish Job: all items of one execution are finished in ONE statement (FINISH_JOBS, unnest of
+ * arrays), each only while running under its worker (and claim token); each item keeps its own output or
+ * error (pairedItem). Per job: succeeded; or, on failure, queued again after min(3600, 10·2^(attempts−1)) s ±20 %
  * while attempts remain (retryable), dead after max_attempts, failed when not retryable. The attempt's
  * ops.job_runs row is closed with the outcome.
  * Input: `job_id`, `worker` (default: the item's locked_by), `claim_token` (default: the item's claim_token, the
@@ -8,9 +10,23 @@
  * worker and claim token — finished, released as stale or claimed again — unless Accept Already Finished);
  * 404 JOB_NOT_FOUND; 422 (claim_token not a UUID); 503.
  */
+import { ContractError } from '../../../shared/errors';
+import { finishJobs, type FinishInput } from '../../../shared/jobs/queue';
 import { fieldsOf } from '../../../shared/node/fields';
-import type { PipelineOperation } from '../types';
-import { finishJob } from './jobs';
+import type { PipelineContext, PipelineOperation, PipelineResult } from '../types';
+
+/** The item's fields as finishJobs reads them (worker: the field, else this execution's worker). */
+function finishInput(ctx: PipelineContext, input: Record<string, unknown>): FinishInput {
+	return {
+		job_id: input.job_id,
+		worker: typeof input.worker === 'string' && input.worker ? input.worker : ctx.worker,
+		success: input.success !== false,
+		retryable: input.retryable !== false,
+		error: input.error,
+		accept_finished: input.accept_finished === true,
+		claim_token: input.claim_token,
+	};
+}
 
 export const finishJobOperation: PipelineOperation = {
 	value: 'finishJob',
@@ -27,15 +43,13 @@ export const finishJobOperation: PipelineOperation = {
 		{ displayName: 'Accept Already Finished', name: 'acceptFinished', type: 'boolean', default: false, description: 'Whether a job that is no longer running under this worker (the Error Pipe already retried or failed it) is returned as it is (already_finished: true) instead of a 409' },
 	]),
 	async execute(ctx, input) {
-		const job = await finishJob(ctx.pool, {
-			job_id: input.job_id,
-			worker: typeof input.worker === 'string' && input.worker ? input.worker : ctx.worker,
-			success: input.success !== false,
-			retryable: input.retryable !== false,
-			error: input.error,
-			accept_finished: input.accept_finished === true,
-			claim_token: input.claim_token,
-		});
+		const [job] = await finishJobs(ctx.pool, [finishInput(ctx, input)]);
+		if (job instanceof ContractError) throw job;
 		return { data: job, output: 0 };
+	},
+	async executeBatch(entries) {
+		if (entries.length === 0) return [];
+		const jobs = await finishJobs(entries[0].ctx.pool, entries.map((e) => finishInput(e.ctx, e.input)));
+		return jobs.map((job): PipelineResult | ContractError => (job instanceof ContractError ? job : { data: job, output: 0 }));
 	},
 };

@@ -5,7 +5,7 @@
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
-import { releaseStale } from './jobs';
+import { releaseStale } from '../../../shared/jobs/queue';
 
 export const releaseStaleOperation: PipelineOperation = {
 	value: 'releaseStale',

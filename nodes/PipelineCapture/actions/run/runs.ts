@@ -125,7 +125,6 @@ export async function capture(
 	const result: CaptureResult = { captured, reason, run: run as RunRow, transition: edge, warnings: [] };
 	if (!captured || declared.processors.length === 0) return result;
 	// the processors see the run as captured, without the capture token (a credential of the worker)
-	// eslint-disable-next-line @typescript-eslint/no-unused-vars
 	const { capture_token, ...entity } = run;
 	const processed = await runTransitionProcessors(edge.from, declared, entity, options);
 	if (!processed.ok) {

@@ -1,5 +1,5 @@
 /**
- * The retry backoff of ops.jobs, shared by ErrorPipe (a failed job item) and PipelineCapture's Finish Job:
+ * The retry backoff of ops.jobs, shared by ErrorPipe (a failed job item) and Finish Job (./queue.ts):
  * next run after min(cap, base · 2^(attempts−1)) seconds, ±20 % jitter (pg-boss style), in SQL.
  */
 

@@ -1,0 +1,176 @@
+/**
+ * The ops.jobs queue's worker side (statements in ./statements.ts):
+ *  - claimJobs: one statement takes up to `batch_size` due jobs (`FOR UPDATE SKIP LOCKED`), counts the
+ *    attempt, sets locked_by/locked_at, a fresh `claim_token` naming this attempt, and opens an
+ *    ops.job_runs row per job;
+ *  - finishJobs: all jobs of one execution in ONE statement: done (succeeded), or failed → queued again
+ *    with exponential backoff and jitter while attempts remain (retryable), dead after max_attempts, failed
+ *    when not retryable; the attempt's job_runs row is closed with the outcome. Only the worker holding the
+ *    lock (and, when given, the attempt's claim token) can finish; each job's outcome or error is its own;
+ *  - releaseStale: running jobs locked longer than a timeout go back to the queue (their worker died),
+ *    closing their run as `retry`, or dead when no attempt is left.
+ */
+import type { Pool } from 'pg';
+import { isUuid } from '../envelope';
+import { ContractError, fromPgError } from '../errors';
+import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from './backoff';
+import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE } from './statements';
+
+const JOBS = { table: 'ops.jobs' };
+
+function invalid(message: string, field: string): ContractError {
+	return new ContractError(`invalid input: ${message}`, 422, 'validation', false, { code: 'VALIDATION', field }, { operation: 'validate', ...JOBS });
+}
+
+/** @throws ContractError 422 naming `field` unless an integer from 1 to `max` */
+export function positiveInt(value: unknown, field: string, max: number): number {
+	const n = Number(value);
+	if (!Number.isInteger(n) || n < 1 || n > max) throw invalid(`${field} must be an integer from 1 to ${max}`, field);
+	return n;
+}
+
+function text(value: unknown, field: string): string {
+	if (typeof value !== 'string' || value.trim() === '') throw invalid(`${field} is required`, field);
+	return value.trim();
+}
+
+async function run<T extends Record<string, unknown>>(pool: Pool, sql: string, params: unknown[], operation: string): Promise<T[]> {
+	try {
+		return (await pool.query<T>(sql, params)).rows;
+	} catch (error) {
+		throw fromPgError(error, { operation, ...JOBS });
+	}
+}
+
+/**
+ * Job types from "a" or "a, b, c" (one claim serves several queues, e.g. WF90's worker types); empty
+ * (or only commas): null. @throws ContractError 422 `job_type` when not text
+ */
+export function jobTypeList(value: unknown, field = 'job_type'): string[] | null {
+	if (value === undefined || value === null) return null;
+	if (typeof value !== 'string') throw invalid(`${field} must be text`, field);
+	const types = value.split(',').map((t) => t.trim()).filter(Boolean);
+	return types.length === 0 ? null : types;
+}
+
+/**
+ * Claim Jobs: the claimed jobs (each the ops.jobs row with `claim_token`, the attempt's uuid, and `run_id`,
+ * its ops.job_runs row), possibly none. `job_type`: one type or a comma-separated list.
+ * @throws ContractError 422 (job_type, batch_size 1–1000, worker); 503/500 db
+ */
+export async function claimJobs(pool: Pool, input: { job_type: unknown; batch_size: unknown; worker: unknown }) {
+	text(input.job_type, 'job_type');
+	const types = jobTypeList(input.job_type);
+	if (!types) throw invalid('job_type names no type', 'job_type');
+	return run<Record<string, unknown>>(pool, CLAIM_JOBS, [types, positiveInt(input.batch_size, 'batch_size', 1000), text(input.worker, 'worker')], 'update');
+}
+
+/** The optional claim token: absent/null/"" → not checked; else it must be a UUID (422 naming the field). */
+function claimToken(value: unknown): string | null {
+	if (value === undefined || value === null || value === '') return null;
+	if (typeof value !== 'string' || !isUuid(value.trim())) throw invalid('claim_token must be the UUID Claim Jobs returned', 'claim_token');
+	return value.trim().toLowerCase();
+}
+
+/** One job to finish (Finish Job's item). */
+export interface FinishInput {
+	job_id: unknown;
+	worker: unknown;
+	success: boolean;
+	retryable?: boolean;
+	/** The failure: an object (kept as is) or anything else (→ `{ message: String(error) }`); ignored on success. */
+	error?: unknown;
+	/** A job no longer held as given is returned as it is (`already_finished: true`) instead of a 409. */
+	accept_finished?: boolean;
+	/** The uuid Claim Jobs returned; absent/null/"": not checked. */
+	claim_token?: unknown;
+}
+
+interface Checked {
+	index: number;
+	jobId: number;
+	worker: string;
+	token: string | null;
+	success: boolean;
+	retryable: boolean;
+	error: string | null;
+	acceptFinished: boolean;
+}
+
+function check(input: FinishInput, index: number): Checked {
+	const jobId = positiveInt(input.job_id, 'job_id', Number.MAX_SAFE_INTEGER);
+	const worker = text(input.worker, 'worker');
+	const token = claimToken(input.claim_token);
+	const error = input.success ? null : input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error) ? input.error : { message: String(input.error ?? 'failed') };
+	return { index, jobId, worker, token, success: input.success, retryable: input.retryable ?? true, error: error === null ? null : JSON.stringify(error), acceptFinished: input.accept_finished === true };
+}
+
+function notHeld(c: Checked): ContractError {
+	// the token itself is never echoed: it is the attempt's capability
+	const claim = c.token ? ' and this claim token' : '';
+	return new ContractError(`job ${c.jobId} is not running under worker ${c.worker}${claim}`, 409, 'conflict', false, { code: 'NOT_LOCKED_BY_WORKER', job_id: c.jobId, worker: c.worker, claim_token_checked: c.token !== null }, { operation: 'update', ...JOBS });
+}
+
+/**
+ * Finish Job for every item of one execution: ONE statement finishes all valid inputs (FINISH_JOBS); one
+ * more reads the jobs of those with `accept_finished` that it did not finish. Returns, per input in order,
+ * `{ id, status, attempts, max_attempts, next_run_at, run_id, already_finished? }` or that input's own
+ * ContractError: 422 (job_id, worker, claim_token not a UUID), 409 NOT_LOCKED_BY_WORKER (not running under
+ * this worker and claim token — finished, released as stale, claimed again, or never claimed by it — unless
+ * accept_finished), 404 JOB_NOT_FOUND. A job named twice is finished by its first input; the later ones see
+ * it finished (409, or already_finished), as one after the other would.
+ * @throws ContractError 503/500 when a statement fails (then no input of the batch was finished)
+ */
+export async function finishJobs(pool: Pool, inputs: FinishInput[]): Promise<Array<Record<string, unknown> | ContractError>> {
+	const out: Array<Record<string, unknown> | ContractError> = new Array(inputs.length);
+	const first: Checked[] = [];
+	const repeated: Checked[] = [];
+	const seen = new Set<number>();
+	inputs.forEach((input, index) => {
+		try {
+			const c = check(input, index);
+			(seen.has(c.jobId) ? repeated : first).push(c);
+			seen.add(c.jobId);
+		} catch (error) {
+			out[index] = error as ContractError;
+		}
+	});
+	const finished = new Map<number, Record<string, unknown>>();
+	if (first.length > 0) {
+		const rows = await run<Record<string, unknown>>(pool, FINISH_JOBS, [
+			first.map((c) => c.jobId),
+			first.map((c) => c.worker),
+			first.map((c) => c.success),
+			first.map((c) => c.retryable),
+			first.map((c) => c.error),
+			RETRY_BASE_SECONDS,
+			RETRY_CAP_SECONDS,
+			first.map((c) => c.token),
+		], 'update');
+		for (const row of rows) finished.set(Number(row.id), row);
+	}
+	const missed = [...first.filter((c) => !finished.has(c.jobId)), ...repeated];
+	const lookup = [...new Set(missed.filter((c) => c.acceptFinished).map((c) => c.jobId))];
+	const current = new Map<number, Record<string, unknown>>();
+	if (lookup.length > 0) for (const row of await run<Record<string, unknown>>(pool, CURRENT_JOBS, [lookup], 'select')) current.set(Number(row.id), row);
+	for (const c of first) if (finished.has(c.jobId)) out[c.index] = finished.get(c.jobId)!;
+	for (const c of missed) {
+		if (!c.acceptFinished) out[c.index] = notHeld(c);
+		else out[c.index] = current.get(c.jobId) ?? new ContractError(`job ${c.jobId} not found`, 404, 'not_found', false, { code: 'JOB_NOT_FOUND', job_id: c.jobId }, { operation: 'select', ...JOBS });
+	}
+	return out;
+}
+
+/**
+ * One job of finishJobs. @throws its ContractError (422, 409 NOT_LOCKED_BY_WORKER, 404 JOB_NOT_FOUND, 503)
+ */
+export async function finishJob(pool: Pool, input: FinishInput): Promise<Record<string, unknown>> {
+	const [result] = await finishJobs(pool, [input]);
+	if (result instanceof ContractError) throw result;
+	return result;
+}
+
+/** Release Stale: `[{ id, status: "queued" | "dead", runs_closed }]`. @throws ContractError 422; 503/500 */
+export async function releaseStale(pool: Pool, input: { older_than_seconds: unknown; limit: unknown }) {
+	return run<Record<string, unknown>>(pool, RELEASE_STALE, [positiveInt(input.older_than_seconds, 'older_than_seconds', 86_400 * 7), positiveInt(input.limit, 'limit', 10_000)], 'update');
+}

@@ -1,0 +1,220 @@
+/**
+ * Every statement of the ops.jobs queue (seed 003 ops.jobs; migration 008 claim_token), in one place as
+ * pg-boss keeps its `plans`. Bind parameters only. The functions that run them: ./queue.ts (claim, finish,
+ * release stale), ./enqueue.ts, ./stats.ts; the Error Pipe's job path uses `failJobCtes`.
+ * Every statement that ends an attempt (finish, release stale, fail/retry) clears `claim_token` and
+ * applies only while the job is `running` under the lock it read (locked_by and/or claim_token).
+ * Anchors: pg-boss (src/plans.ts) and graphile-worker (getJobs).
+ */
+import { nextRunAtSql } from './backoff';
+
+/**
+ * Claim: up to $2 due jobs of the types $1 (text[]) for worker $3, `FOR UPDATE SKIP LOCKED` (concurrent
+ * workers never get the same job); counts the attempt, sets locked_by/locked_at and a fresh claim_token,
+ * and opens one ops.job_runs row per job — all in this one statement. Columns: the ops.jobs row + run_id.
+ */
+export const CLAIM_JOBS = `
+WITH next AS (
+  SELECT id FROM ops.jobs
+  WHERE status = 'queued' AND job_type = ANY($1::text[]) AND next_run_at <= now()
+  ORDER BY priority DESC, next_run_at, id
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+), claimed AS (
+  UPDATE ops.jobs j
+  SET status = 'running', attempts = j.attempts + 1, locked_by = $3, locked_at = now(), updated_at = now(),
+      claim_token = gen_random_uuid()
+  FROM next WHERE j.id = next.id
+  RETURNING j.*
+), runs AS (
+  INSERT INTO ops.job_runs (job_id, attempt, status, worker, correlation_id)
+  SELECT id, attempts, 'running', $3, correlation_id FROM claimed
+  RETURNING id, job_id
+)
+SELECT claimed.*, runs.id AS run_id FROM claimed JOIN runs ON runs.job_id = claimed.id ORDER BY claimed.priority DESC, claimed.id`;
+
+/**
+ * Finish: every job of one execution in one statement, from parallel arrays (one element per job, job
+ * ids distinct): $1 id bigint[], $2 worker text[], $3 success boolean[], $4 retryable boolean[], $5 error
+ * jsonb[] (NULL on success), $6 backoff base s, $7 backoff cap s, $8 claim_token uuid[] (NULL element: not
+ * checked). A job is finished only while `running` under its worker (and token when given): succeeded; or
+ * queued again with backoff (retryable, attempts left), dead (none left), failed (not retryable). Its open
+ * ops.job_runs row is closed with the outcome. The rows are locked in id order (no deadlock between two
+ * batches). Columns: id, status, attempts, max_attempts, next_run_at, run_id — one row per job finished
+ * (a job not held as given returns no row).
+ */
+export const FINISH_JOBS = `
+WITH input AS (
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::boolean[], $4::boolean[], $5::jsonb[], $8::uuid[])
+    AS i(id, worker, success, retryable, error, token)
+), locked AS (
+  SELECT j.id FROM ops.jobs j JOIN input i ON i.id = j.id ORDER BY j.id FOR UPDATE OF j
+), job AS (
+  UPDATE ops.jobs j SET
+    status = CASE WHEN i.success THEN 'succeeded'
+                  WHEN NOT i.retryable THEN 'failed'
+                  WHEN j.attempts >= j.max_attempts THEN 'dead'
+                  ELSE 'queued' END,
+    next_run_at = CASE WHEN NOT i.success AND i.retryable AND j.attempts < j.max_attempts
+      THEN ${nextRunAtSql('j.attempts', '$6', '$7')} ELSE j.next_run_at END,
+    last_error = CASE WHEN i.success THEN j.last_error ELSE i.error END,
+    locked_by = NULL, locked_at = NULL, claim_token = NULL, updated_at = now(),
+    finished_at = CASE WHEN NOT i.success AND i.retryable AND j.attempts < j.max_attempts THEN NULL ELSE now() END
+  FROM input i, locked l
+  WHERE j.id = i.id AND l.id = i.id AND j.status = 'running' AND j.locked_by = i.worker
+    AND (i.token IS NULL OR j.claim_token = i.token)
+  RETURNING j.id, j.status, j.attempts, j.max_attempts, j.next_run_at, i.success, i.error
+), run AS (
+  UPDATE ops.job_runs r SET
+    status = CASE job.status WHEN 'succeeded' THEN 'succeeded' WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
+    error = CASE WHEN job.success THEN NULL ELSE job.error END,
+    finished_at = now()
+  FROM job
+  WHERE r.id = (SELECT max(id) FROM ops.job_runs WHERE job_id = job.id AND status = 'running')
+  RETURNING r.id, r.job_id
+)
+SELECT job.id, job.status, job.attempts, job.max_attempts, job.next_run_at, run.id AS run_id
+FROM job LEFT JOIN run ON run.job_id = job.id`;
+
+/** The jobs $1 (bigint[]) as they are (Finish Job's Accept Already Finished). */
+export const CURRENT_JOBS = `
+SELECT id, status, attempts, max_attempts, next_run_at, NULL::bigint AS run_id, true AS already_finished
+FROM ops.jobs WHERE id = ANY($1::bigint[])`;
+
+/**
+ * Release stale: up to $2 running jobs locked longer than $1 seconds (their worker died) go back to the
+ * queue (dead when no attempt is left), their runs closed as retry / dead. Columns: id, status, runs_closed.
+ */
+export const RELEASE_STALE = `
+WITH stale AS (
+  SELECT id FROM ops.jobs
+  WHERE status = 'running' AND locked_at < now() - make_interval(secs => $1::float8)
+  ORDER BY locked_at
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+), job AS (
+  UPDATE ops.jobs j SET
+    status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'queued' END,
+    next_run_at = now(),
+    last_error = jsonb_build_object('kind', 'timeout', 'message', 'released: locked by ' || coalesce(j.locked_by, '?') || ' for longer than ' || $1::text || ' s'),
+    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
+    locked_by = NULL, locked_at = NULL, claim_token = NULL, updated_at = now()
+  FROM stale WHERE j.id = stale.id
+  RETURNING j.id, j.status
+), run AS (
+  UPDATE ops.job_runs r SET status = CASE job.status WHEN 'dead' THEN 'dead' ELSE 'retry' END,
+    error = jsonb_build_object('kind', 'timeout', 'message', 'lock expired'), finished_at = now()
+  FROM job WHERE r.job_id = job.id AND r.status = 'running'
+  RETURNING r.id
+)
+SELECT job.id, job.status, (SELECT count(*) FROM run) AS runs_closed FROM job`;
+
+/**
+ * Enqueue once per dedup key (ops.jobs.dedup_key is unique): $1 tenant_id, $2 correlation_id, $3 JSON
+ * array of `{ job_type, dedup_key, payload }`. Returns the id of every job, created now or found by its
+ * dedup key. Columns: id, dedup_key.
+ */
+export const ENQUEUE_JOBS = `
+WITH wanted AS (
+  SELECT * FROM jsonb_to_recordset($3::jsonb) AS w(job_type text, dedup_key text, payload jsonb)
+), created AS (
+  INSERT INTO ops.jobs (tenant_id, job_type, payload, correlation_id, dedup_key)
+  SELECT $1, job_type, payload, $2, dedup_key FROM wanted
+  ON CONFLICT (dedup_key) DO NOTHING
+  RETURNING id, dedup_key
+)
+SELECT id, dedup_key FROM created
+UNION ALL
+SELECT j.id, j.dedup_key FROM ops.jobs j JOIN wanted w ON w.dedup_key = j.dedup_key
+WHERE NOT EXISTS (SELECT 1 FROM created c WHERE c.dedup_key = w.dedup_key)`;
+
+/** Jobs by dedup key ($1 text[]), committed after ENQUEUE_JOBS' snapshot. Columns: id, dedup_key. */
+export const JOBS_BY_DEDUP_KEY = 'SELECT id, dedup_key FROM ops.jobs WHERE dedup_key = ANY($1)';
+
+/**
+ * Fail / retry with backoff (the Error Pipe's job path, nodes/ErrorPipe/actions/record.ts) as CTEs `job`, `open_run`, `new_run` over the 8 parameters from `$p`: job id, retryable,
+ * last_error (jsonb, without error_id), backoff base, backoff cap, correlation id, token given (boolean),
+ * token (uuid; NULL when the given token is not a UUID, which then matches nothing).
+ * `errorId`: SQL expression of the ops.errors id stored in last_error.error_id.
+ */
+export function failJobCtes(p: number, errorId: string): string {
+	const [id, retryable, lastError, base, cap, correlation, tokenGiven, token] = Array.from({ length: 8 }, (_, i) => `$${p + i}`);
+	return `
+error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${errorId}) AS v
+), job AS (
+  UPDATE ops.jobs j SET
+    status = CASE WHEN NOT ${retryable}::boolean THEN 'failed'
+                  WHEN j.attempts >= j.max_attempts THEN 'dead'
+                  ELSE 'queued' END,
+    next_run_at = CASE WHEN ${retryable}::boolean AND j.attempts < j.max_attempts
+      THEN ${nextRunAtSql('j.attempts', base, cap)}
+      ELSE j.next_run_at END,
+    locked_by = NULL, locked_at = NULL, claim_token = NULL,
+    last_error = (SELECT v FROM error_json),
+    updated_at = now(),
+    finished_at = CASE WHEN ${retryable}::boolean AND j.attempts < j.max_attempts THEN NULL ELSE now() END
+  -- only the attempt still open: running, under the claim the error came from (issue 10 item 2)
+  WHERE j.id = ${id} AND j.status = 'running'
+    AND (NOT ${tokenGiven}::boolean OR j.claim_token = ${token}::uuid)
+  RETURNING j.id, j.status, j.attempts, j.next_run_at
+), open_run AS (
+  -- the attempt a worker claimed (Claim Jobs opened it): closed with the outcome
+  UPDATE ops.job_runs r SET status = CASE job.status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
+         error = (SELECT v FROM error_json), finished_at = now()
+  FROM job
+  WHERE r.id = (SELECT max(id) FROM ops.job_runs WHERE job_id = job.id AND status = 'running')
+  RETURNING r.id
+), new_run AS (
+  -- no open attempt (the job was not claimed through Claim Jobs): a run row of its own
+  INSERT INTO ops.job_runs (job_id, attempt, status, correlation_id, error, started_at, finished_at)
+  SELECT id, greatest(attempts, 1), CASE status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
+         ${correlation}::uuid, (SELECT v FROM error_json), now(), now()
+  FROM job WHERE NOT EXISTS (SELECT 1 FROM open_run)
+  RETURNING id
+)`;
+}
+
+
+/**
+ * Queue stats, one row per job type (the types $2 text[] always, plus every type found in ops.jobs or in
+ * the window's runs; $3 text[] restricts to those types, NULL: all): counts per status, the age of the
+ * oldest queued job (now − created_at, s) and how long the oldest due queued job has waited past its
+ * next_run_at (s), and the attempts (ops.job_runs) finished in the last $1 seconds: how many, how many
+ * failed (status failed, retry or dead), p50/p95 of their run time (finished_at − started_at, ms,
+ * percentile_cont: linear interpolation). NULL where there is nothing to measure.
+ */
+export const JOB_STATS = `
+WITH jobs AS (
+  SELECT job_type,
+         count(*) FILTER (WHERE status = 'queued')::int AS queued,
+         count(*) FILTER (WHERE status = 'running')::int AS running,
+         count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
+         count(*) FILTER (WHERE status = 'failed')::int AS failed,
+         count(*) FILTER (WHERE status = 'dead')::int AS dead,
+         extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'queued'))::float8 AS oldest_queued_age_seconds,
+         extract(epoch FROM now() - min(next_run_at) FILTER (WHERE status = 'queued' AND next_run_at <= now()))::float8 AS oldest_due_wait_seconds
+  FROM ops.jobs
+  WHERE $3::text[] IS NULL OR job_type = ANY($3::text[])
+  GROUP BY job_type
+), runs AS (
+  SELECT j.job_type,
+         count(*)::int AS runs,
+         count(*) FILTER (WHERE r.status IN ('failed', 'retry', 'dead'))::int AS failures,
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM r.finished_at - r.started_at) * 1000)::float8 AS p50_ms,
+         percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM r.finished_at - r.started_at) * 1000)::float8 AS p95_ms
+  FROM ops.job_runs r JOIN ops.jobs j ON j.id = r.job_id
+  WHERE r.finished_at >= now() - make_interval(secs => $1::float8)
+    AND ($3::text[] IS NULL OR j.job_type = ANY($3::text[]))
+  GROUP BY j.job_type
+), types AS (
+  SELECT job_type FROM jobs
+  UNION SELECT job_type FROM runs
+  UNION SELECT t FROM unnest($2::text[]) AS t WHERE $3::text[] IS NULL OR t = ANY($3::text[])
+)
+SELECT t.job_type,
+       coalesce(jobs.queued, 0) AS queued, coalesce(jobs.running, 0) AS running,
+       coalesce(jobs.succeeded, 0) AS succeeded, coalesce(jobs.failed, 0) AS failed, coalesce(jobs.dead, 0) AS dead,
+       jobs.oldest_queued_age_seconds, jobs.oldest_due_wait_seconds,
+       coalesce(runs.runs, 0) AS runs, coalesce(runs.failures, 0) AS failures, runs.p50_ms, runs.p95_ms
+FROM types t LEFT JOIN jobs ON jobs.job_type = t.job_type LEFT JOIN runs ON runs.job_type = t.job_type
+ORDER BY t.job_type`;
