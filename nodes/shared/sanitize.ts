@@ -258,3 +258,26 @@ export function sanitizeJson(value: unknown, options: SanitizerOptions = {}): { 
 	const out = sanitizer.value(value);
 	return { value: out === undefined ? null : out, sanitized: sanitizer.sanitized, truncated: sanitizer.truncated };
 }
+
+/**
+ * Where `value` (JSON-like: strings, arrays, plain objects) holds a string or key PostgreSQL cannot store
+ * (NUL, a lone UTF-16 surrogate): the path of the first one found (`""` for `value` itself, `.key`,
+ * `[i]`), or null when all of it is storable. Iterative, so deep nesting does not overflow the stack.
+ */
+export function unstorablePath(value: unknown): string | null {
+	const stack: Array<[unknown, string]> = [[value, '']];
+	while (stack.length > 0) {
+		const [current, path] = stack.pop()!;
+		if (typeof current === 'string') {
+			if (MAYBE_UNSTORABLE.test(current) && replaceUnstorable(current).replaced) return path;
+		} else if (Array.isArray(current)) {
+			current.forEach((item, i) => stack.push([item, `${path}[${i}]`]));
+		} else if (current !== null && typeof current === 'object') {
+			for (const [key, item] of Object.entries(current)) {
+				if (MAYBE_UNSTORABLE.test(key) && replaceUnstorable(key).replaced) return `${path}.${key}`;
+				stack.push([item, `${path}.${key}`]);
+			}
+		}
+	}
+	return null;
+}

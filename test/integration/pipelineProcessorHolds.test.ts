@@ -163,7 +163,7 @@ test('Complete Step: processor failures are counted; the run ends FAILED at Max 
 	}
 });
 
-test('Capture: a failing processor gives the run back (RELEASE, notified again); the last allowed failure ends it FAILED', async () => {
+test('Capture: a failing processor gives the run back (RELEASE, not notified); the last allowed failure ends it FAILED', async () => {
 	const def = withProcessors('NEW', 'CAPTURE_ANALYSIS', [processor('gate')]);
 	const id = await newRun();
 	const listener = new Client({ connectionString: db.url });
@@ -182,7 +182,7 @@ test('Capture: a failing processor gives the run back (RELEASE, notified again);
 		await assert.rejects(capture(db.pool, def, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, failing), (e: ContractError) => e.details.failures === 2 && e.details.run_status === 'FAILED');
 		assert.equal((await row(id)).status, 'FAILED');
 		await new Promise((r) => setTimeout(r, 200));
-		assert.deepEqual(notified, ['ANALYZING', 'NEW', 'ANALYZING', 'FAILED']);
+		assert.deepEqual(notified, ['ANALYZING', 'ANALYZING', 'FAILED'], 'the give-back is not notified (no hot retry): the Sweep re-emits it later; FAILED is');
 	} finally {
 		await listener.end();
 	}
@@ -233,4 +233,79 @@ test('Import for pipeline_runs refuses processors on FAIL and RELEASE (naming th
 	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM ops.workflow_definitions')).rows[0].n, before, 'a refused import writes nothing');
 	const other = await importOperation.execute(ctx, { body: { importMode: 'MERGE', workflows: [base] }, model: 'orders', model_version: 1 });
 	assert.equal(other.data?.success, true);
+});
+
+test('Complete Step refuses a result PostgreSQL cannot store before holding the run: 422 naming the field, no processor, token kept', async () => {
+	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('never')]);
+	const { id, token } = await capturedRun();
+	let calls = 0;
+	const options = { runProcessor: async () => (calls++, true) };
+	for (const [result, draft, field] of [
+		[{ text: 'lone \ud800' }, undefined, 'result.text'],
+		[{ ['k\u0000']: 1 }, undefined, 'result.k\u0000'],
+		[{ a: 1 }, 'nul \u0000 in draft', 'draft_context'],
+	] as const) {
+		await assert.rejects(
+			completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result, draft_context: draft }, options),
+			(e: ContractError) => e.statusCode === 422 && e.details.field === field,
+		);
+	}
+	assert.equal(calls, 0);
+	assert.equal((await row(id)).capture_token, token);
+	assert.equal((await completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { a: 1 } }, options)).status, 'ANALYZED');
+});
+
+test('a final write that fails after the processors gives the worker its token back, so it can retry', async () => {
+	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('alter')]);
+	const { id, token } = await capturedRun();
+	let first = true;
+	const options = {
+		runProcessor: async () => {
+			// no lock is held while processors run: a DDL can go through and make the write fail once
+			if (first) await db.pool.query("ALTER TABLE maas.pipeline_runs ADD CONSTRAINT no_boom CHECK (analysis_result IS NULL OR NOT analysis_result ? 'boom')");
+			first = false;
+			return true;
+		},
+	};
+	try {
+		await assert.rejects(completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { boom: 1 } }, options), (e: ContractError) => e.statusCode === 500);
+	} finally {
+		await db.pool.query('ALTER TABLE maas.pipeline_runs DROP CONSTRAINT IF EXISTS no_boom');
+	}
+	const after = await row(id);
+	assert.deepEqual([after.status, after.capture_token, after.analysis_result], ['ANALYZING', token, null]);
+	assert.equal((await completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { boom: 1 } }, options)).status, 'ANALYZED');
+});
+
+test('ASYNC_NEW_TX warnings before a SYNC failure are in the 400 and recorded; a huge Max Processor Failures is clamped, not a database error', async () => {
+	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('soft', 'ASYNC_NEW_TX'), processor('hard')]);
+	const { id, token } = await capturedRun();
+	await assert.rejects(
+		completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: {} }, { runProcessor: async () => ({ success: false, error: 'down' }), maxProcessorFailures: 3e9 }),
+		(e: ContractError) => e.statusCode === 400 && (e.details.warnings as string[]).length === 1 && e.details.failures === 1 && e.details.run_status === 'ANALYZING',
+	);
+	const recorded = await db.pool.query("SELECT count(*)::int AS n FROM ops.errors WHERE details->>'run_id' = $1 AND details->>'code' = 'PROCESSOR_WARNING'", [id]);
+	assert.equal(recorded.rows[0].n, 1);
+	assert.equal((await row(id)).capture_token, token);
+});
+
+test('a Complete Step refused because the run was failed meanwhile reports the committed state (not its stale snapshot)', async () => {
+	const { id, token } = await capturedRun();
+	const other = new Client({ connectionString: db.url });
+	await other.connect();
+	try {
+		await other.query('BEGIN');
+		await other.query("UPDATE maas.pipeline_runs SET status = 'FAILED', capture_token = NULL WHERE id = $1", [id]);
+		const refused = completeStep(db.pool, plain, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: {} }).then(
+			() => null,
+			(e: ContractError) => e,
+		);
+		await new Promise((r) => setTimeout(r, 150)); // the hold now waits for the row lock
+		await other.query('COMMIT');
+		const error = await refused;
+		assert.ok(error instanceof ContractError);
+		assert.deepEqual([error.statusCode, error.details.status], [409, 'FAILED']);
+	} finally {
+		await other.end();
+	}
 });

@@ -14,7 +14,7 @@
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
-import { DEFAULT_MAX_PROCESSOR_FAILURES } from './processorOutcome';
+import { DEFAULT_MAX_PROCESSOR_FAILURES, MAX_PROCESSOR_FAILURES_LIMIT } from './processorOutcome';
 import { completeStep } from './runs';
 
 export const completeStepOperation: PipelineOperation = {
@@ -44,7 +44,7 @@ export const completeStepOperation: PipelineOperation = {
 			name: 'maxProcessorFailures',
 			type: 'number',
 			default: 3,
-			typeOptions: { minValue: 0 },
+			typeOptions: { minValue: 0, maxValue: MAX_PROCESSOR_FAILURES_LIMIT },
 			description:
 				'Failed processor runs (SYNC / ASYNC_SAME_TX errors, timeouts, success: false, no calculation node) after which the run ends FAILED instead of waiting for a retry, counted over the whole run. 0 = never.',
 		},

@@ -9,10 +9,14 @@
  */
 import type { Pool } from 'pg';
 import type { ContractError } from '../../../shared/errors';
+import { replaceUnstorable } from '../../../shared/sanitize';
 import type { EngineOptions, EngineResult } from '../../../shared/stateMachine';
+import { RECORD_WARNINGS } from './sql';
 
 /** Failed processor runs of one run after which it ends FAILED (0: never). */
 export const DEFAULT_MAX_PROCESSOR_FAILURES = 3;
+/** Largest Max Processor Failures (the column is an int4). */
+export const MAX_PROCESSOR_FAILURES_LIMIT = 2_147_483_647;
 
 /** Options of Capture and Complete Step: the engine's, plus how failures and warnings are handled. */
 export interface StepOptions extends EngineOptions {
@@ -28,34 +32,62 @@ export function warningRows(warnings: string[], run: { id: string; transition: s
 		warnings.map((message) => ({
 			message,
 			details: { code: 'PROCESSOR_WARNING', severity: 'warning', execution_mode: 'ASYNC_NEW_TX', run_id: run.id, transition: run.transition },
-			workflow: options.origin?.workflow ?? null,
-			node: options.origin?.node ?? null,
+			workflow: storable(options.origin?.workflow),
+			node: storable(options.origin?.node),
 		})),
 	);
 }
 
-/** The limit of `options` as a non-negative integer. */
-export function maxFailuresOf(options: StepOptions): number {
-	const n = options.maxProcessorFailures;
-	return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.floor(n) : DEFAULT_MAX_PROCESSOR_FAILURES;
+function storable(text: string | null | undefined): string | null {
+	return typeof text === 'string' ? replaceUnstorable(text).text : null;
 }
 
-/** The run's `error` when its processors failed too often. */
-export function failuresError(result: EngineResult, failures: number): string {
-	return JSON.stringify({ message: `processors failed ${failures} times: ${result.reason}`, code: 'PROCESSOR_FAILURES', cause: result.code, failures, stopped_at: result.stoppedAt });
+/**
+ * Records `warnings` (RECORD_WARNINGS) after a statement that could not carry them (a Capture, an aborted
+ * step). Best effort: the operation's own answer matters more; a failure is returned in the answer's
+ * `warnings_recorded: false`.
+ * @returns whether they were recorded
+ */
+export async function recordWarnings(pool: Pick<Pool, 'query'>, warnings: string[], run: { id: string; transition: string }, options: StepOptions): Promise<boolean> {
+	if (warnings.length === 0) return true;
+	try {
+		await pool.query(RECORD_WARNINGS, [run.id, warningRows(warnings, run, options)]);
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+/** The limit of `options` as an integer in 0 … MAX_PROCESSOR_FAILURES_LIMIT. */
+export function maxFailuresOf(options: StepOptions): number {
+	const n = options.maxProcessorFailures;
+	return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.min(Math.floor(n), MAX_PROCESSOR_FAILURES_LIMIT) : DEFAULT_MAX_PROCESSOR_FAILURES;
+}
+
+/** The run's `error` when its processors failed `limit` times (the limit in force when it ended). */
+export function failuresError(result: EngineResult, limit: number): string {
+	return JSON.stringify({ message: `processor failures reached the limit (${limit}): ${result.reason}`, code: 'PROCESSOR_FAILURES', cause: result.code, limit, stopped_at: result.stoppedAt });
 }
 
 /**
  * Counts a processor failure (PROCESSOR_FAILED) and adds to `error` what became of the run:
  * `details.failures` and `details.run_status` (FAILED when this was the last failure allowed), or
- * `details.capture_lost: true` when the holder no longer held the run.
+ * `details.capture_lost: true` when the holder no longer held the run; `details.warnings` the
+ * ASYNC_NEW_TX failures before it (also recorded in ops.errors, best effort). When the count cannot be
+ * written, `details.failures` is null and `onCountFailed` gives the run back as it can (the worker's
+ * token restored, or the capture released), so it is not left held under a token nobody knows.
  */
 export async function countFailure(
 	pool: Pick<Pool, 'query'>,
 	sql: string,
-	params: { id: string; holding: string; token: string; backTo: string | null; restoreToken?: string; result: EngineResult; options: StepOptions },
+	params: { id: string; transition: string; holding: string; token: string; backTo: string | null; restoreToken?: string; result: EngineResult; options: StepOptions },
 	error: ContractError,
+	onCountFailed: () => Promise<unknown>,
 ): Promise<ContractError> {
+	if (params.result.warnings.length > 0) {
+		Object.assign(error.details, { warnings: params.result.warnings });
+		await recordWarnings(pool, params.result.warnings, { id: params.id, transition: params.transition }, params.options);
+	}
 	const max = maxFailuresOf(params.options);
 	try {
 		const { rows } = await pool.query<{ status: string; processor_failures: number }>(sql, [
@@ -73,6 +105,7 @@ export async function countFailure(
 	} catch {
 		// counting is best effort: the abort error is what the caller must get
 		Object.assign(error.details, { failures: null });
+		await onCountFailed().catch(() => undefined);
 	}
 	return error;
 }

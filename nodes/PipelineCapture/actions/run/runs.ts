@@ -5,6 +5,7 @@
  */
 import type { Pool } from 'pg';
 import { ContractError, fromPgError } from '../../../shared/errors';
+import { unstorablePath } from '../../../shared/sanitize';
 import type { EngineResult, WorkflowDefinition } from '../../../shared/stateMachine';
 import { abortError, evaluate, fireManual, runTransitionProcessors } from '../../../shared/stateMachine';
 import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../transport/definition';
@@ -22,12 +23,12 @@ import {
 	HOLD_FOR_STEP,
 	LOST_WAITING,
 	PROCESSOR_FAILED,
-	RECORD_WARNINGS,
+	RELEASE_CAPTURE,
 	RELEASE_STUCK,
 	RESTORE_TOKEN,
 	RESULT_COLUMNS,
 } from './sql';
-import { countFailure, warningRows, type StepOptions } from './processorOutcome';
+import { countFailure, recordWarnings, warningRows, type StepOptions } from './processorOutcome';
 
 const RUNS = { table: 'maas.pipeline_runs' };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -129,11 +130,13 @@ export async function capture(
 	const processed = await runTransitionProcessors(edge.from, declared, entity, options);
 	if (!processed.ok) {
 		const token = String(capture_token);
-		throw await countFailure(pool, PROCESSOR_FAILED, { id, holding: edge.to, token, backTo: edge.from, result: processed, options }, abortError(processed, { run_id: id }));
+		const where = { id, transition: edge.name, holding: edge.to, token, backTo: edge.from, result: processed, options };
+		// when even the count cannot be written, the capture is released (same compare-and-set, no count)
+		const release = () => pool.query(RELEASE_CAPTURE, [id, edge.to, token, edge.from]);
+		throw await countFailure(pool, PROCESSOR_FAILED, where, abortError(processed, { run_id: id }), release);
 	}
-	if (processed.warnings.length > 0) {
-		await query(pool, RECORD_WARNINGS, [id, warningRows(processed.warnings, { id, transition: edge.name }, options)], 'insert');
-	}
+	// after the capture committed: recording the warnings must not cost the winner its capture token
+	await recordWarnings(pool, processed.warnings, { id, transition: edge.name }, options);
 	return { ...result, warnings: processed.warnings };
 }
 
@@ -180,6 +183,13 @@ export async function completeStep(
 	const token = input.capture_token;
 	const value = column === 'analysis_result' ? JSON.stringify(input.result ?? null) : input.result === null || input.result === undefined ? null : typeof input.result === 'string' ? input.result : JSON.stringify(input.result);
 	const draft = input.draft_context === undefined || input.draft_context === null ? null : String(input.draft_context);
+	// refused before the run is held: a value PostgreSQL refuses would fail the final write after the processors
+	for (const [field, v] of [['result', input.result], ['draft_context', draft]] as const) {
+		const path = unstorablePath(v);
+		if (path !== null) {
+			throw new ContractError(`invalid input: ${field}${path} contains NUL or a lone surrogate, which PostgreSQL cannot store`, 422, 'validation', false, { code: 'VALIDATION', field: `${field}${path}` }, { operation: 'validate', ...RUNS });
+		}
+	}
 	const heldRows = await query<RunRow & { held: boolean }>(pool, HOLD_FOR_STEP, [id, edge.from, token], 'update');
 	if (heldRows.length === 0) throw notFound(id);
 	const { held, ...current } = heldRows[0];
@@ -196,25 +206,40 @@ export async function completeStep(
 		draft_context: draft ?? current.draft_context ?? null,
 		capture_token: null,
 	};
+	// whatever goes wrong below before the run is written, the worker gets its own token back (best effort)
+	const restore = () => pool.query(RESTORE_TOKEN, [id, working, token]);
+	const restoring = async <T>(work: () => Promise<T>): Promise<T> => {
+		try {
+			return await work();
+		} catch (error) {
+			if (!(error instanceof ContractError && error.statusCode === 409)) await restore().catch(() => undefined);
+			throw error;
+		}
+	};
 	let result: EngineResult;
 	try {
 		result = await fireManual(definition, edge.from, edge.name, entity, { previousTransition: previousOf(current) }, options);
 	} catch (error) {
 		// refused before anything ran (CRITERION_NOT_MET…): the worker keeps its capture as it was
-		await query(pool, RESTORE_TOKEN, [id, working, token], 'update');
+		await restore().catch(() => undefined);
 		throw error;
 	}
+	const step = { id, transition: edge.name };
 	if (!result.ok) {
 		if (result.code === 'CASCADE_LIMIT') {
 			// the pipeline cannot retry a deterministic loop: FAILED from the state before the step
 			const failure = JSON.stringify({ message: result.reason, code: 'CASCADE_LIMIT', stopped_at: result.stoppedAt, attempted: result.attempted });
-			const [failed] = await query<RunRow>(pool, FAIL_AFTER_ABORT, [id, edge.from, working, failure], 'update');
-			if (failed) return { ...failed, warnings: result.warnings };
+			const [failed] = await restoring(() => query<RunRow>(pool, FAIL_AFTER_ABORT, [id, edge.from, working, failure], 'update'));
+			if (failed) {
+				await recordWarnings(pool, result.warnings, step, options);
+				return { ...failed, warnings: result.warnings };
+			}
 		}
-		throw await countFailure(pool, PROCESSOR_FAILED, { id, holding: edge.from, token: working, backTo: null, restoreToken: token, result, options }, abortError(result, { run_id: id }));
+		const where = { ...step, holding: edge.from, token: working, backTo: null, restoreToken: token, result, options };
+		throw await countFailure(pool, PROCESSOR_FAILED, where, abortError(result, { run_id: id }), restore);
 	}
 	const last = result.fired[result.fired.length - 1];
-	const rows = await query<RunRow & { moved: boolean }>(pool, completeStepSql(column), [id, edge.from, result.state, last, working, value, draft, warningRows(result.warnings, { id, transition: edge.name }, options)], 'update');
+	const rows = await restoring(() => query<RunRow & { moved: boolean }>(pool, completeStepSql(column), [id, edge.from, result.state, last, working, value, draft, warningRows(result.warnings, step, options)], 'update'));
 	if (rows.length === 0) throw notFound(id);
 	const { moved, ...run } = rows[0];
 	if (!moved) throw lostCapture(definition, id, run as RunRow, edge);
@@ -224,8 +249,12 @@ export async function completeStep(
 /** 409 ILLEGAL_TRANSITION: the run is not (or no longer) in `edge.from` under this worker's capture. */
 function lostCapture(definition: WorkflowDefinition, id: string, run: RunRow, edge: Edge): ContractError {
 	const legal = edgesOf(definition).filter((e) => e.from === run.status).map((e) => e.name);
+	const why =
+		run.status === edge.from && run.capture_token
+			? `run ${id} is ${edge.from} under another capture token (a Complete Step with this token is running, or the run was released and captured again)`
+			: `run ${id} is ${String(run.status)}, not ${edge.from} under this capture`;
 	return new ContractError(
-		`run ${id} is ${String(run.status)}, not ${edge.from} under this capture: ${edge.name} refused (legal now: ${legal.join(', ') || 'none'})`,
+		`${why}: ${edge.name} refused (legal now: ${legal.join(', ') || 'none'})`,
 		409,
 		'conflict',
 		false,

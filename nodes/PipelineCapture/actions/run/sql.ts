@@ -68,6 +68,7 @@ function warningRows(from: string, array: string): string {
  * fired; token $5): stores the result and the final state in one statement, only while the run is still
  * in $2 under capture token $5 (the processors ran before it, outside any transaction). `draft_context`
  * ($7) is kept when null; $8 the ASYNC_NEW_TX warnings (jsonb array) recorded in ops.errors with it.
+ * A refused write returns the run as committed (`FOR SHARE`, as in CAPTURE) with `moved = false`.
  */
 export function completeStepSql(column: (typeof RESULT_COLUMNS)[keyof typeof RESULT_COLUMNS]): string {
 	const value = column === 'analysis_result' ? '$6::jsonb' : '$6::text';
@@ -88,10 +89,13 @@ WITH moved AS (
   RETURNING *
 )${log}, warned AS (
   ${warningRows('moved', '$8')}
+), current AS (
+  SELECT r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)
+  FOR SHARE
 )
 SELECT true AS moved, moved.* FROM moved
 UNION ALL
-SELECT false AS moved, r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`;
+SELECT false AS moved, current.* FROM current`;
 }
 
 /**
@@ -99,19 +103,28 @@ SELECT false AS moved, r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXI
  * working token, returned as `capture_token` with `held = true`; otherwise `held = false` and the run as it
  * is. A duplicate or late Complete Step with the same token (an n8n retry, a second worker) is refused
  * here, before any processor runs; `updated_at` is kept (the Sweep measures the step from its capture).
+ * The refused caller's row is read `FOR SHARE` (as in CAPTURE), so it reports the committed state.
  */
 export const HOLD_FOR_STEP = `
 WITH held AS (
   UPDATE maas.pipeline_runs SET capture_token = gen_random_uuid()
   WHERE id = $1 AND status = $2 AND capture_token = $3
   RETURNING *
+), current AS (
+  SELECT r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM held)
+  FOR SHARE
 )
 SELECT true AS held, held.* FROM held
 UNION ALL
-SELECT false AS held, r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM held)`;
+SELECT false AS held, current.* FROM current`;
 
 /** Complete Step refused before writing (e.g. CRITERION_NOT_MET): the worker's token $3 back in place of working token $2. */
 export const RESTORE_TOKEN = `UPDATE maas.pipeline_runs SET capture_token = $3 WHERE id = $1 AND capture_token = $2`;
+
+/** A Capture's processor failed and could not be counted: the capture ($1 in $2 under token $3) back to $4, uncounted. */
+export const RELEASE_CAPTURE = `
+UPDATE maas.pipeline_runs SET status = $4, previous_transition = 'RELEASE', capture_token = NULL, updated_at = now()
+WHERE id = $1 AND status = $2 AND capture_token = $3`;
 
 /** The warnings of a Capture's processors ($1 the run id, $2 the jsonb array), after the capture committed. */
 export const RECORD_WARNINGS = `
@@ -122,7 +135,8 @@ ${warningRows('(SELECT id, correlation_id FROM maas.pipeline_runs WHERE id = $1)
  * counts it; at the `$6`th failure of the run (0: no limit) the run ends FAILED with error $5 (jsonb), else
  * it goes back to $4 (a Capture's source state: RELEASE, the capture token cleared) or, with $4 null,
  * stays where it is under capture token $7 (Complete Step: the worker's own token back, so it may retry). No row: the holder had
- * lost the run meanwhile (released, failed), and nothing was changed.
+ * lost the run meanwhile (released, failed), and nothing was changed. A run given back this way is not
+ * notified (migration 012's trigger condition): the Sweep re-emits it after lost_after_seconds.
  */
 export const PROCESSOR_FAILED = `
 WITH counted AS (
