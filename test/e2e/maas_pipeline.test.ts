@@ -261,10 +261,13 @@ function shape(json: Record<string, unknown>, id: string): unknown {
 test('polling B\'s run with A\'s token → 404, shaped exactly like an unknown id (both forms of the status URL)', async () => {
 	const bRun = (await ask('user-B', { query: 'B\'s secret question' })).json.request_id as string;
 	assert.equal((await poll(bRun)).status, 200, 'B polls her own run');
-	const asA = await poll(bRun, token('user-A'));
+	// one token for both polls: its iat/exp are echoed in the envelope (jwtPayload), and two tokens minted
+	// across a second boundary would differ there
+	const tokenA = token('user-A');
+	const asA = await poll(bRun, tokenA);
 	assert.equal(asA.status, 404, asA.text);
 	const unknownId = '6f1c2d3e-0000-4000-8000-00000000abcd';
-	const unknown = await poll(unknownId, token('user-A'));
+	const unknown = await poll(unknownId, tokenA);
 	assert.equal(unknown.status, 404);
 	assert.equal(ErrorEnvelope.parse(asA.json).error.kind, 'not_found');
 	assert.deepEqual(shape(asA.json, bRun), shape(unknown.json, unknownId));
