@@ -13,7 +13,7 @@
  * captures/s = runs / time until every worker has tried every run; attempts/s = runs × workers / that time.
  * Refuses to report unless every run was captured exactly once: one winner per run in the workers' answers,
  * every loser told TAKEN with the winner's state, and in the database every run in ANALYZING under the
- * winner's worker and capture token. BENCH_WORKER_COUNTS (default 1,2,4,8), BENCH_ROUNDS (default 1; the
+ * winner's worker and capture token. BENCH_WORKER_COUNTS (default 1,2,4,8), BENCH_CAPTURE_ROUNDS (default 3; the
  * median is reported); each side has a pool of workers + 2 connections; the order of the sides alternates.
  */
 import { Pool } from 'pg';
@@ -23,7 +23,7 @@ import { setupDatabase } from '../test/helpers/db';
 import { envInt, markdownTable, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
 
 const RUNS = envInt('BENCH_RUNS', 1000);
-const ROUNDS = envInt('BENCH_ROUNDS', 1);
+const ROUNDS = envInt('BENCH_CAPTURE_ROUNDS', 3);
 const COUNTS = workerCounts();
 
 /** One worker's try: null when it lost, else the token it won with. */
@@ -76,6 +76,8 @@ async function measure(url: string, name: string, attempt: Attempt, workers: num
 		);
 		const ids = rows.map((r) => r.id);
 		await pool.query('VACUUM ANALYZE maas.pipeline_runs');
+		const clients = await Promise.all(Array.from({ length: workers }, () => pool.connect()));
+		for (const client of clients) client.release();
 		const winners = new Map<string, Array<{ worker: string; token: string }>>();
 		const start = performance.now();
 		await Promise.all(

@@ -6,9 +6,9 @@
  *               locked_by worker and the claim_token the claim returned).
  *   baseline  — pg-boss `fetch` of a batch + `complete` of its ids (its own schema, same server).
  * At each worker count of BENCH_WORKER_COUNTS (default 1,2,4,8): BENCH_JOBS (default 3,000) jobs each,
- * batches of BENCH_BATCH (default 10), each side with its own pool of workers + 2 connections; the order of
+ * batches of BENCH_JOB_BATCH (default 10), each side with its own pool of workers + 2 connections; the order of
  * the two sides alternates between worker counts, and both queues are vacuumed before every measurement.
- * BENCH_ROUNDS (default 1) repeats every measurement; the median is reported.
+ * BENCH_JOB_ROUNDS (default 3) repeats every measurement; the median is reported.
  * Refuses to report when a job was lost (not finished, or finished other than once, in the worker loop
  * and in the database) or done twice (claimed twice, a second attempt, a second job_runs row).
  * Ratio = contracts / pg-boss (higher is better; goal P2: ≥ 1.0 at 4 workers).
@@ -21,8 +21,8 @@ import { setupDatabase } from '../test/helpers/db';
 import { duplicates, envInt, markdownTable, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
 
 const JOBS = envInt('BENCH_JOBS', 3000);
-const BATCH = envInt('BENCH_BATCH', 10);
-const ROUNDS = envInt('BENCH_ROUNDS', 1);
+const BATCH = envInt('BENCH_JOB_BATCH', 10);
+const ROUNDS = envInt('BENCH_JOB_ROUNDS', 3);
 const COUNTS = workerCounts();
 
 type Side = (workers: number, round: number) => Promise<number>;
@@ -36,6 +36,9 @@ function contracts(url: string): Side {
 		try {
 			await pool.query('INSERT INTO ops.jobs (job_type) SELECT $1 FROM generate_series(1, $2)', [type, JOBS]);
 			await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
+			// open the pool's connections before the clock starts, as pg-boss's start() has for its own
+			const clients = await Promise.all(Array.from({ length: workers }, () => pool.connect()));
+			for (const client of clients) client.release();
 			const claimed: number[] = [];
 			const finished: number[] = [];
 			const errors: string[] = [];

@@ -16,10 +16,10 @@ import { nextRunAtSql } from './backoff';
  * so a claim reads about $2 index entries of each type, not the whole queue (with `job_type = ANY(…)` the
  * index cannot give the order: every due job was read and sorted on each claim). The types' candidates are
  * merged in the same order; a candidate of one type locked but left out by the merge is not updated (its
- * lock ends with the statement).
+ * lock ends with the statement). `next` is MATERIALIZED: the candidates are read and locked once.
  */
 export const CLAIM_JOBS = `
-WITH next AS (
+WITH next AS MATERIALIZED (
   SELECT c.id
   FROM (SELECT DISTINCT unnest($1::text[]) AS job_type) t
   CROSS JOIN LATERAL (
@@ -50,7 +50,8 @@ SELECT claimed.*, runs.id AS run_id FROM claimed JOIN runs ON runs.job_id = clai
  * jsonb[] (NULL on success), $6 backoff base s, $7 backoff cap s, $8 claim_token uuid[] (NULL element: not
  * checked). A job is finished only while `running` under its worker (and token when given): succeeded; or
  * queued again with backoff (retryable, attempts left), dead (none left), failed (not retryable). Its open
- * ops.job_runs row is closed with the outcome. The rows are locked in id order (no deadlock between two
+ * ops.job_runs row (the job's latest `running` run, looked up per job by job_runs_job_idx, never by a scan of
+ * all runs) is closed with the outcome. The rows are locked in id order (no deadlock between two
  * batches). Columns: id, status, attempts, max_attempts, next_run_at, run_id — one row per job finished
  * (a job not held as given returns no row).
  */
