@@ -12,6 +12,8 @@
  * Refuses to report when a job was lost (not finished, or finished other than once, in the worker loop
  * and in the database) or done twice (claimed twice, a second attempt, a second job_runs row).
  * Ratio = contracts / pg-boss (higher is better; goal P2: ≥ 1.0 at 4 workers).
+ * BENCH_JOBS is also the queue's depth at the start: pg-boss's fetch reads and sorts every queued job of its
+ * queue on each call, our claim about one batch of jobs_due_idx, so the ratio grows with BENCH_JOBS.
  */
 import { Pool } from 'pg';
 import PgBoss from 'pg-boss';
