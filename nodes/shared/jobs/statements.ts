@@ -12,14 +12,25 @@ import { nextRunAtSql } from './backoff';
  * Claim: up to $2 due jobs of the types $1 (text[]) for worker $3, `FOR UPDATE SKIP LOCKED` (concurrent
  * workers never get the same job); counts the attempt, sets locked_by/locked_at and a fresh claim_token,
  * and opens one ops.job_runs row per job — all in this one statement. Columns: the ops.jobs row + run_id.
+ * Per type, the due jobs are read in the order of jobs_due_idx (job_type, priority DESC, next_run_at, id),
+ * so a claim reads about $2 index entries of each type, not the whole queue (with `job_type = ANY(…)` the
+ * index cannot give the order: every due job was read and sorted on each claim). The types' candidates are
+ * merged in the same order; a candidate of one type locked but left out by the merge is not updated (its
+ * lock ends with the statement). `next` is MATERIALIZED: the candidates are read and locked once.
  */
 export const CLAIM_JOBS = `
-WITH next AS (
-  SELECT id FROM ops.jobs
-  WHERE status = 'queued' AND job_type = ANY($1::text[]) AND next_run_at <= now()
-  ORDER BY priority DESC, next_run_at, id
+WITH next AS MATERIALIZED (
+  SELECT c.id
+  FROM (SELECT DISTINCT unnest($1::text[]) AS job_type) t
+  CROSS JOIN LATERAL (
+    SELECT j.id, j.priority, j.next_run_at FROM ops.jobs j
+    WHERE j.job_type = t.job_type AND j.status = 'queued' AND j.next_run_at <= now()
+    ORDER BY j.priority DESC, j.next_run_at, j.id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+  ) c
+  ORDER BY c.priority DESC, c.next_run_at, c.id
   LIMIT $2
-  FOR UPDATE SKIP LOCKED
 ), claimed AS (
   UPDATE ops.jobs j
   SET status = 'running', attempts = j.attempts + 1, locked_by = $3, locked_at = now(), updated_at = now(),
@@ -39,7 +50,8 @@ SELECT claimed.*, runs.id AS run_id FROM claimed JOIN runs ON runs.job_id = clai
  * jsonb[] (NULL on success), $6 backoff base s, $7 backoff cap s, $8 claim_token uuid[] (NULL element: not
  * checked). A job is finished only while `running` under its worker (and token when given): succeeded; or
  * queued again with backoff (retryable, attempts left), dead (none left), failed (not retryable). Its open
- * ops.job_runs row is closed with the outcome. The rows are locked in id order (no deadlock between two
+ * ops.job_runs row (the job's latest `running` run, looked up per job by job_runs_job_idx, never by a scan of
+ * all runs) is closed with the outcome. The rows are locked in id order (no deadlock between two
  * batches). Columns: id, status, attempts, max_attempts, next_run_at, run_id — one row per job finished
  * (a job not held as given returns no row).
  */
@@ -70,7 +82,8 @@ WITH input AS (
     error = CASE WHEN job.success THEN NULL ELSE job.error END,
     finished_at = now()
   FROM job
-  WHERE r.id = (SELECT max(id) FROM ops.job_runs WHERE job_id = job.id AND status = 'running')
+  CROSS JOIN LATERAL (SELECT max(o.id) AS id FROM ops.job_runs o WHERE o.job_id = job.id AND o.status = 'running') open
+  WHERE r.id = open.id
   RETURNING r.id, r.job_id
 )
 SELECT job.id, job.status, job.attempts, job.max_attempts, job.next_run_at, run.id AS run_id
