@@ -119,9 +119,15 @@ export async function capture(
 	const blocking = edge.from === definition.initialState;
 	const rows = await query<RunRow & { captured: boolean }>(pool, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update');
 	if (rows.length === 0) throw notFound(id);
-	const { captured, ...run } = rows[0];
-	// the loser's row is the committed one (read FOR SHARE after the winner): still in the source state only
-	// when the blocking rule refused it
+	const { captured, ...first } = rows[0];
+	// a loser whose snapshot still shows the source state reads the run again: this statement starts after
+	// the winner committed (the UPDATE waited for it), so it is in the source state only when the blocking
+	// rule refused the capture (or the winner's capture was given back since)
+	let run = first;
+	if (!captured && first.status === edge.from) {
+		const [now] = await query<RunRow>(pool, 'SELECT * FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
+		if (now) run = now;
+	}
 	const reason = captured ? null : blocking && run.status === edge.from ? 'BLOCKED' : 'TAKEN';
 	const result: CaptureResult = { captured, reason, run: run as RunRow, transition: edge, warnings: [] };
 	if (!captured || declared.processors.length === 0) return result;

@@ -22,10 +22,11 @@ SELECT run.id, run.status, run.created_at, (SELECT id FROM log) AS raw_log_id FR
  * loser gets `captured = false` and the run as it is now; no row: the run does not exist.
  * With $6 true (the analysis capture) the run is also refused while an older run of the same user is
  * neither archived nor failed (seed 001 blocking rule: Archivist signal 2 first).
- * The loser's row is read `FOR SHARE`: a plain read would see the statement's snapshot, taken before a
- * concurrent winner committed (the UPDATE re-checks the newest row version, a SELECT does not), and report
- * the stale source state (issue 10 item 6: 777 of 900 losers saw NEW); the row lock waits for the winner
- * and returns the committed version, so a loser reports the state that won.
+ * The loser's row is the statement's snapshot, which may predate a concurrent winner's commit (the UPDATE
+ * re-checks the newest row version, a SELECT does not) and so still show the source state (issue 10 item 6:
+ * 777 of 900 losers saw NEW). The caller reads such a row again in a new statement (runs.ts capture): the
+ * UPDATE waited for the winner, so that read sees the state that won. Locking the loser's row `FOR SHARE`
+ * instead made every lost race a write transaction (0.3× a bare compare-and-set at 8 workers, issue 14).
  */
 export const CAPTURE = `
 WITH moved AS (
@@ -39,7 +40,6 @@ WITH moved AS (
   RETURNING r.*
 ), current AS (
   SELECT r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)
-  FOR SHARE
 )
 SELECT true AS captured, moved.* FROM moved
 UNION ALL
