@@ -7,6 +7,8 @@
  *  - createInstance(): a fresh N8N_USER_FOLDER with the tarball installed into .n8n/nodes, the route
  *                     that names node types `n8n-nodes-contracts.<node>` (the community-nodes route);
  *  - instance.importCredentials / importWorkflows / publish (n8n CLI), start / stop (n8n start).
+ * Queue mode (main + `n8n worker` processes, Redis, n8n's database on PostgreSQL) is in ./n8nQueue.js,
+ * which extends N8nInstance.
  * Environment: N8N_CONTRACTS_CACHE overrides the cache folder (default ~/.cache/n8n-nodes-contracts).
  */
 const { spawn, spawnSync } = require('node:child_process');
@@ -277,4 +279,4 @@ function jwtCredential(secret, { id = 'jwtContracts01', name = 'Contracts Webhoo
 	return { id, name, type: 'jwtAuth', data: { keyType: 'passphrase', secret, algorithm: 'HS256' } };
 }
 
-module.exports = { ensureN8n, packPackage, createInstance, postgresCredential, arangoCredential, telegramCredential, jwtCredential, N8N_VERSION, ROOT };
+module.exports = { ensureN8n, packPackage, createInstance, N8nInstance, TRANSCRIPT_MAX, postgresCredential, arangoCredential, telegramCredential, jwtCredential, N8N_VERSION, ROOT };
