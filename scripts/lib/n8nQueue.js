@@ -12,7 +12,7 @@
  * Every process gets the same: EXECUTIONS_MODE=queue, QUEUE_BULL_REDIS_HOST/PORT, QUEUE_BULL_PREFIX and
  * N8N_REDIS_KEY_PREFIX (both unique per cluster: the Bull queue uses the first, n8n's pub/sub channels and
  * its Redis cache use the second, so two clusters on one Redis never share anything), DB_TYPE=postgresdb +
- * DB_POSTGRESDB_*, N8N_ENCRYPTION_KEY. Each process has its own N8N_USER_FOLDER whose `.n8n/nodes` is a
+ * DB_POSTGRESDB_*, N8N_ENCRYPTION_KEY, OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS=true. Each process has its own N8N_USER_FOLDER whose `.n8n/nodes` is a
  * symlink to the one folder the package was installed into (like a shared volume), and its own
  * N8N_RUNNERS_BROKER_PORT (the task-runner broker listens in every process). A worker also gets
  * QUEUE_HEALTH_CHECK_ACTIVE=true, its own QUEUE_HEALTH_CHECK_PORT and N8N_WORKER_SERVER_ADDRESS=127.0.0.1:
@@ -226,6 +226,8 @@ async function createQueueCluster({ tarball, bin, serverUrl, workers = 2, concur
 		QUEUE_BULL_PREFIX: prefix,
 		N8N_REDIS_KEY_PREFIX: prefix,
 		QUEUE_BULL_GRACEFUL_SHUTDOWN_TIMEOUT: '10',
+		// manual executions run on workers too (n8n 2.4.8 warns at start that the default, main, is deprecated)
+		OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS: 'true',
 		DB_TYPE: 'postgresdb',
 		DB_POSTGRESDB_HOST: db.hostname,
 		DB_POSTGRESDB_PORT: db.port || '5432',

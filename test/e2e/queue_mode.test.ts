@@ -256,11 +256,17 @@ test('a worker killed with SIGKILL mid-jobs → its jobs stay running; after Rel
 	const victim = n8n.workers[0];
 	const inFlight = new AbortController();
 	const pending = Array.from({ length: 6 }, () => post('test/wf90-run', {}, {}, inFlight.signal).catch(() => undefined));
-	// kill worker-1 once it has finished some jobs and is in the middle of others
-	await waitFor('worker-1 mid-jobs', async () => {
-		const mine = new Set(victim.startedExecutions().map((id) => `wf90-${id}`));
-		const runs = (await runsOf(jobIds)).filter((r) => mine.has(r.worker));
-		return runs.some((r) => r.status === 'succeeded') && runs.some((r) => r.status === 'running') ? true : undefined;
+	// kill worker-1 in the middle of a batch: jobs it claimed are running and some of them already chunked
+	// (WF90 runs every item's worker sub-workflow before Finish Job runs for the batch)
+	const atKill = await waitFor('worker-1 mid-batch', async () => {
+		const mine = victim.startedExecutions().map((id) => `wf90-${id}`);
+		const { rows } = await db.pool.query(
+			`SELECT count(*)::int AS running,
+			        count(*) FILTER (WHERE EXISTS (SELECT 1 FROM kg.chunks c WHERE c.document_id = (j.payload->>'document_id')::bigint))::int AS worked
+			 FROM ops.jobs j WHERE j.id = ANY($1) AND j.status = 'running' AND j.locked_by = ANY($2)`,
+			[jobIds, mine],
+		);
+		return rows[0].worked > 0 ? rows[0] : undefined;
 	}, 120_000, 100);
 	await n8n.killWorker(0);
 	const killedExecutions = new Set(victim.startedExecutions().map((id) => `wf90-${id}`));
@@ -269,7 +275,7 @@ test('a worker killed with SIGKILL mid-jobs → its jobs stay running; after Rel
 		const running = (await db.pool.query("SELECT id::text, locked_by FROM ops.jobs WHERE id = ANY($1) AND status = 'running'", [jobIds])).rows;
 		return running.every((r) => killedExecutions.has(r.locked_by)) ? running : undefined;
 	}, 180_000);
-	t.diagnostic(`${stuck.length} jobs left running by the killed worker`);
+	t.diagnostic(`at the kill worker-1 held ${atKill.running} running jobs, ${atKill.worked} of them already chunked; ${stuck.length} jobs left running`);
 	assert.ok(stuck.length > 0, 'the kill left jobs running');
 	inFlight.abort();
 	await Promise.all(pending);
