@@ -20,7 +20,7 @@ import { Pool } from 'pg';
 import { capture } from '../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../nodes/PipelineCapture/transport/definition';
 import { setupDatabase } from '../test/helpers/db';
-import { envInt, markdownTable, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
+import { envInt, markdownTable, median, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
 
 const RUNS = envInt('BENCH_RUNS', 1000);
 const ROUNDS = envInt('BENCH_CAPTURE_ROUNDS', 3);
@@ -104,12 +104,6 @@ async function measure(url: string, name: string, attempt: Attempt, workers: num
 	} finally {
 		await pool.end();
 	}
-}
-
-function median(values: number[]): number {
-	const sorted = [...values].sort((a, b) => a - b);
-	const mid = Math.floor(sorted.length / 2);
-	return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 async function main() {

@@ -20,7 +20,7 @@ import PgBoss from 'pg-boss';
 import { ContractError } from '../nodes/shared/errors';
 import { claimJobs, finishJobs } from '../nodes/shared/jobs/queue';
 import { setupDatabase } from '../test/helpers/db';
-import { duplicates, envInt, markdownTable, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
+import { duplicates, envInt, markdownTable, median, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
 
 const JOBS = envInt('BENCH_JOBS', 3000);
 const BATCH = envInt('BENCH_JOB_BATCH', 10);
@@ -130,12 +130,6 @@ function pgBoss(url: string): Side {
 			await boss.stop({ graceful: false, wait: true });
 		}
 	};
-}
-
-function median(values: number[]): number {
-	const sorted = [...values].sort((a, b) => a - b);
-	const mid = Math.floor(sorted.length / 2);
-	return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 async function main() {

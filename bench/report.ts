@@ -51,3 +51,10 @@ export function secondsSince(start: number): number {
 export function rate(n: number): string {
 	return Math.round(n).toLocaleString('en-US');
 }
+
+/** The median of `values` (the mean of the two middle ones for an even count). */
+export function median(values: number[]): number {
+	const sorted = [...values].sort((a, b) => a - b);
+	const mid = Math.floor(sorted.length / 2);
+	return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}

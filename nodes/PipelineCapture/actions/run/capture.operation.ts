@@ -16,7 +16,7 @@
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
-import { DEFAULT_MAX_PROCESSOR_FAILURES, MAX_PROCESSOR_FAILURES_LIMIT } from './processorOutcome';
+import { DEFAULT_MAX_PROCESSOR_FAILURES, MAX_PROCESSOR_FAILURES_FIELD } from './processorOutcome';
 import { capture } from './runs';
 
 export const captureOperation: PipelineOperation = {
@@ -38,15 +38,7 @@ export const captureOperation: PipelineOperation = {
 			default: 'CAPTURE_ANALYSIS',
 			description: 'The capture transition of the state machine to take',
 		},
-		{
-			displayName: 'Max Processor Failures',
-			name: 'maxProcessorFailures',
-			type: 'number',
-			default: 3,
-			typeOptions: { minValue: 0, maxValue: MAX_PROCESSOR_FAILURES_LIMIT },
-			description:
-				'Failed processor runs (SYNC / ASYNC_SAME_TX errors, timeouts, success: false, no calculation node) after which the run ends FAILED instead of waiting for a retry, counted over the whole run. 0 = never.',
-		},
+		MAX_PROCESSOR_FAILURES_FIELD,
 	]),
 	async execute(ctx, input) {
 		const result = await capture(ctx.pool, await ctx.definition(), { run_id: input.run_id, transition: String(input.transition), worker: ctx.worker }, {

@@ -14,7 +14,7 @@
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
-import { DEFAULT_MAX_PROCESSOR_FAILURES, MAX_PROCESSOR_FAILURES_LIMIT } from './processorOutcome';
+import { DEFAULT_MAX_PROCESSOR_FAILURES, MAX_PROCESSOR_FAILURES_FIELD } from './processorOutcome';
 import { completeStep } from './runs';
 
 export const completeStepOperation: PipelineOperation = {
@@ -39,15 +39,7 @@ export const completeStepOperation: PipelineOperation = {
 		{ displayName: 'Capture Token', name: 'captureToken', required: true, description: 'The capture_token Capture returned' },
 		{ displayName: 'Result', name: 'result', required: true, description: 'The step\'s result: an object for the analysis, text for the others' },
 		{ displayName: 'Draft Context', name: 'draftContext', description: 'The assembler\'s draft (ASSEMBLY_DONE only; kept when empty)' },
-		{
-			displayName: 'Max Processor Failures',
-			name: 'maxProcessorFailures',
-			type: 'number',
-			default: 3,
-			typeOptions: { minValue: 0, maxValue: MAX_PROCESSOR_FAILURES_LIMIT },
-			description:
-				'Failed processor runs (SYNC / ASYNC_SAME_TX errors, timeouts, success: false, no calculation node) after which the run ends FAILED instead of waiting for a retry, counted over the whole run. 0 = never.',
-		},
+		MAX_PROCESSOR_FAILURES_FIELD,
 	]),
 	async execute(ctx, input) {
 		const run = await completeStep(ctx.pool, await ctx.definition(), {

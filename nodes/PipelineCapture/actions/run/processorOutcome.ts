@@ -9,6 +9,7 @@
  */
 import type { Pool } from 'pg';
 import type { ContractError } from '../../../shared/errors';
+import type { FieldInit } from '../../../shared/node/fields';
 import { replaceUnstorable } from '../../../shared/sanitize';
 import type { EngineOptions, EngineResult } from '../../../shared/stateMachine';
 import { RECORD_WARNINGS } from './sql';
@@ -17,6 +18,17 @@ import { RECORD_WARNINGS } from './sql';
 export const DEFAULT_MAX_PROCESSOR_FAILURES = 3;
 /** Largest Max Processor Failures (the column is an int4). */
 export const MAX_PROCESSOR_FAILURES_LIMIT = 2_147_483_647;
+
+/** The node field of Capture and Complete Step (input `max_processor_failures`). */
+export const MAX_PROCESSOR_FAILURES_FIELD: FieldInit = {
+	displayName: 'Max Processor Failures',
+	name: 'maxProcessorFailures',
+	type: 'number',
+	default: DEFAULT_MAX_PROCESSOR_FAILURES,
+	typeOptions: { minValue: 0, maxValue: MAX_PROCESSOR_FAILURES_LIMIT },
+	description:
+		'Failed processor runs (SYNC / ASYNC_SAME_TX errors, timeouts, success: false, no calculation node) after which the run ends FAILED instead of waiting for a retry, counted over the whole run. 0 = never.',
+};
 
 /** Options of Capture and Complete Step: the engine's, plus how failures and warnings are handled. */
 export interface StepOptions extends EngineOptions {
