@@ -19,7 +19,8 @@ export const LOCK_UPDATE = `SELECT pg_advisory_xact_lock(hashtextextended($1::te
 
 /**
  * Stores one update exactly once, atomically (one statement, run after LOCK_UPDATE): raw.telegram_updates
- * (the update as received), ops.jobs (payload = update + meta, dedup key tg:<bot_id>:<update_id>) and
+ * (the update as received), ops.jobs (payload = the raw row's id + meta, not the update itself: the
+ * worker reads raw.telegram_updates; dedup key tg:<bot_id>:<update_id>) and
  * raw.telegram_update_keys (the indexed keys and the job id). Nothing is written, and the original comes
  * back (duplicate = true), when (bot_id, update_id) is already stored (its job), when only its job is left
  * (raw row pruned by retention: job_id, raw_update_id NULL), or when it was quarantined as an update
@@ -49,7 +50,7 @@ WITH quarantined AS (
   SELECT $2, $6,
          jsonb_build_object('tenant_id', $2::uuid, 'bot_id', $1::uuid, 'raw_update_id', raw_row.id,
                             'update_id', $3::bigint, 'update_type', $7::text, 'trace_id', $10::text,
-                            'correlation_id', $5::uuid, 'update', $4::jsonb),
+                            'correlation_id', $5::uuid),
          $8, $5, $9::text
   FROM raw_row
   ON CONFLICT (dedup_key) DO NOTHING
