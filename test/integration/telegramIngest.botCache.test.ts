@@ -75,6 +75,17 @@ async function listening(): Promise<number> {
 	assert.fail('the bot listener never connected');
 }
 
+/** seedBot, then waits for its INSERT's notification to reach the cache (so it cannot clear what comes next). */
+async function seeded(key: string, secret: string) {
+	await listening();
+	const seen = botCacheOf(pool).invalidations;
+	const bot = await seedBot(db.pool, key, secret);
+	const deadline = Date.now() + 5_000;
+	while (botCacheOf(pool).invalidations === seen && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+	assert.ok(botCacheOf(pool).invalidations > seen, 'the INSERT notified the listener');
+	return bot;
+}
+
 /** Runs `sql` with triggers off: the change sends no notification (as one lost while the listener is down). */
 async function silently(sql: string, params: unknown[]): Promise<void> {
 	const client = await db.pool.connect();
@@ -88,7 +99,7 @@ async function silently(sql: string, params: unknown[]): Promise<void> {
 }
 
 test('an unchanged bot is looked up once per TTL, not once per update', async () => {
-	const bot = await seedBot(db.pool, 'cache_once', 'Once-secret_1');
+	const bot = await seeded('cache_once', 'Once-secret_1');
 	await listening();
 	const before = lookups;
 	for (let i = 0; i < 20; i++) assert.equal(await outcome(bot, bot.secret), 'stored');
@@ -117,14 +128,14 @@ test('disabling a bot or its tenant, or rotating its secret, is refused as soon 
 
 test('with the notification lost, a disabled bot and an old secret are refused within the TTL', async () => {
 	await listening();
-	const bot = await seedBot(db.pool, 'cache_lost', 'Lost-secret_1');
+	const bot = await seeded('cache_lost', 'Lost-secret_1');
 	assert.equal(await outcome(bot, bot.secret), 'stored');
 	await silently("UPDATE core.bots SET webhook_secret = 'Lost-secret_2' WHERE bot_id = $1", [bot.botId]);
 	assert.equal(await outcome(bot, 'Lost-secret_2'), 'stored', 'a new secret is decided on a fresh row');
 	// The fresh read above cached the new row: the old secret is refused from now on.
 	assert.equal(await outcome(bot, bot.secret), '403 wrong_secret');
 
-	const other = await seedBot(db.pool, 'cache_lost_off', 'Lost-off_1');
+	const other = await seeded('cache_lost_off', 'Lost-off_1');
 	assert.equal(await outcome(other, other.secret), 'stored');
 	const offAt = Date.now();
 	await silently('UPDATE core.bots SET is_enabled = false WHERE bot_id = $1', [other.botId]);

@@ -125,6 +125,8 @@ export class BotCache {
 	private readonly loading = new Map<string, Promise<Bot | undefined>>();
 	/** Bumped by every invalidation; a load stores its row only when it is unchanged. */
 	private generation = 0;
+	/** Invalidations so far (notifications and (re)connects). */
+	invalidations = 0;
 	private lastUsed = Date.now();
 	private idleTimer: NodeJS.Timeout | undefined;
 	listener: BotsListener | undefined;
@@ -168,6 +170,7 @@ export class BotCache {
 	/** Drops every entry (a notification, a (re)connect of the listener). */
 	invalidate(): void {
 		this.generation++;
+		this.invalidations++;
 		this.entries.clear();
 		this.loading.clear();
 	}

@@ -1,7 +1,7 @@
 /**
  * TelegramIngest's one operation (seed 003 WF10, seed 002 §2): secret check → body classification
- * (body.ts) → one atomic insert of raw update + keys + job, or of the quarantine row (+ its ops.errors
- * row) → envelope.
+ * (body.ts) → one atomic insert of raw update + keys + job (one round trip: raw.ingest_update, migration
+ * 014), or of the quarantine row (+ its ops.errors row) → envelope.
  *
  * Answers (every body of an authenticated bot is kept: stored, quarantined, or a duplicate of either):
  *  - 200 SuccessEnvelope, `data.quarantined: false`: stored (`data.job_id`), or a duplicate of a stored
@@ -38,7 +38,7 @@ import { withTransaction } from '../../shared/postgres/pool';
 import { rememberSecrets } from '../../shared/redact';
 import { classifyBody, safeText, type Body, type Classified, type QuarantineReason } from './body';
 import { botCacheOf, type Bot } from './botCache';
-import { FIND_DUPLICATE, FIND_QUARANTINED, INGEST_UPDATE, LOCK_UPDATE, LOOKUP_BOT, QUARANTINE } from './sql';
+import { FIND_QUARANTINED, INGEST, LOCK_UPDATE, LOOKUP_BOT, NEITHER_SQLSTATE, QUARANTINE } from './sql';
 
 export interface IngestInput {
 	/** core.bots.bot_key: the `bot` query parameter of the webhook URL (/webhook/telegram?bot=<bot_key>). */
@@ -191,7 +191,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	ctx.chat_id = idValue(keys.chat_id);
 	ctx.message_id = idValue(keys.message_id);
 
-	let row: { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean };
+	let row: { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean } | undefined;
 	try {
 		const params = [
 			bot.bot_id,
@@ -208,17 +208,12 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 			keys.message_id,
 			keys.from_id,
 		];
-		row = await lockedFor(run, keys.update_id, async (client) => {
-			const found =
-				(await client.query(INGEST_UPDATE, params)).rows[0] ??
-				(await client.query(FIND_DUPLICATE, [bot.bot_id, keys.update_id, params[8]])).rows[0];
-			// none (e.g. a job with this dedup key written outside the lock): roll back whatever was inserted
-			if (!found) throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
-			return found;
-		});
+		// One round trip (raw.ingest_update, migration 014: lock, INGEST_UPDATE, else FIND_DUPLICATE).
+		row = (await pool.query(INGEST, params)).rows[0];
 	} catch (error) {
-		if (error instanceof ContractError) throw error;
 		const code = (error as { code?: unknown })?.code;
+		// none (e.g. a job with this dedup key written outside the lock): the function rolled back whatever it inserted
+		if (code === NEITHER_SQLSTATE) throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
 		if (typeof code === 'string' && DATA_SQLSTATE.test(code)) {
 			// Safety net: whatever the checks before the insert missed, the database refused as data.
 			return quarantine(run, {
@@ -233,6 +228,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 		}
 		throw fromPgError(error, RAW);
 	}
+	if (!row) throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
 	const jobId = row.job_id === null ? null : Number(row.job_id);
 	ctx.job_id = jobId;
 	const quarantined = row.quarantine_id !== null;
