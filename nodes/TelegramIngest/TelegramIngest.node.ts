@@ -7,7 +7,7 @@ import {
 } from 'n8n-workflow';
 import { JOB_REGISTRY } from '../shared/jobs/registry';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
-import { getPool, type PostgresCredential } from '../shared/postgres/pool';
+import { executionPool } from '../shared/postgres/executionPool';
 import { runItems } from '../shared/node/runItems';
 import { headerOf, ingestUpdate } from './actions/ingest.operation';
 
@@ -135,8 +135,8 @@ export class TelegramIngest implements INodeType {
 	methods = { credentialTest: { postgresContractsApiTest } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
-		const pool = getPool(credential);
+		// The credential and its pool, read through n8n at most once per 5 s per workflow (executionPool.ts).
+		const pool = await executionPool(this);
 		const nodeName = this.getNode().name;
 		return runItems(this, async (item, itemIndex, state) => {
 			const options = this.getNodeParameter('options', itemIndex, {}) as { maxAttempts?: number; workflow?: string };
