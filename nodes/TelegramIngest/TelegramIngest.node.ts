@@ -1,6 +1,7 @@
 import {
 	NodeConnectionTypes,
 	type IExecuteFunctions,
+	type INode,
 	type INodeExecutionData,
 	type INodeType,
 	type INodeTypeDescription,
@@ -8,6 +9,7 @@ import {
 import { JOB_REGISTRY } from '../shared/jobs/registry';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
+import { defaultExpressionParameter, plainParameter } from '../shared/node/parameters';
 import { runItems } from '../shared/node/runItems';
 import { headerOf, ingestUpdate } from './actions/ingest.operation';
 
@@ -15,24 +17,14 @@ import { headerOf, ingestUpdate } from './actions/ingest.operation';
 const DEFAULT_BOT_KEY = '={{ ($json.query || {}).bot }}';
 const DEFAULT_SECRET_TOKEN = '={{ ($json.headers || {})["x-telegram-bot-api-secret-token"] }}';
 
-/**
- * A parameter's value: when the node's parameter is exactly its default expression, the same value is
- * read from the item directly (`direct`) instead of through n8n's expression engine, which costs
- * ≈ 0.2 ms per evaluation on the hot path (issue 14 profile); any other value is evaluated by n8n.
- */
-function parameterOf(fn: IExecuteFunctions, name: string, itemIndex: number, defaultExpression: string, direct: () => unknown): unknown {
-	const raw = fn.getNode().parameters[name];
-	return raw === defaultExpression ? direct() : fn.getNodeParameter(name, itemIndex, '');
-}
-
 /** `(json[key] || {})[field]`, as the default expressions compute it. */
 function fieldOf(json: INodeExecutionData['json'], key: string, field: string): unknown {
 	return ((json[key] || {}) as Record<string, unknown>)[field];
 }
 
 /** The bytes of the item's raw-body binary property, or undefined when the item has none. */
-async function rawBodyOf(fn: IExecuteFunctions, item: INodeExecutionData, itemIndex: number): Promise<Buffer | undefined> {
-	const property = fn.getNodeParameter('rawBodyProperty', itemIndex, 'data') as string;
+async function rawBodyOf(fn: IExecuteFunctions, node: INode, item: INodeExecutionData, itemIndex: number): Promise<Buffer | undefined> {
+	const property = plainParameter(fn, node, 'rawBodyProperty', itemIndex, 'data') as string;
 	if (!property || !item.binary?.[property]) return undefined;
 	return await fn.helpers.getBinaryDataBuffer(itemIndex, property);
 }
@@ -135,27 +127,32 @@ export class TelegramIngest implements INodeType {
 	methods = { credentialTest: { postgresContractsApiTest } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		// The credential and its pool, read through n8n at most once per 5 s per workflow (executionPool.ts).
-		const pool = await executionPool(this);
-		const nodeName = this.getNode().name;
+		// Hot path (issue 14): the node is copied once per execution; parameters without expressions are
+		// read as stored and the default Bot Key / Secret Token expressions computed from the item
+		// (shared/node/parameters.ts); the credential and its pool are read through n8n at most once per
+		// 5 s per workflow (executionPool.ts).
+		const node = this.getNode();
+		const pool = await executionPool(this, { node });
 		return runItems(this, async (item, itemIndex, state) => {
-			const options = this.getNodeParameter('options', itemIndex, {}) as { maxAttempts?: number; workflow?: string };
-			const rawBody = await rawBodyOf(this, item, itemIndex);
+			const options = plainParameter(this, node, 'options', itemIndex, {}) as { maxAttempts?: number; workflow?: string };
+			const rawBody = await rawBodyOf(this, node, item, itemIndex);
 			// With the raw body, "Update" is not evaluated: a deeply nested parsed body would overflow the expression engine.
 			const update = rawBody ? undefined : this.getNodeParameter('update', itemIndex, '');
 			const envelope = await ingestUpdate(
 				pool,
 				{
-					botKey: parameterOf(this, 'botKey', itemIndex, DEFAULT_BOT_KEY, () => fieldOf(item.json, 'query', 'bot')),
-					secretToken: parameterOf(this, 'secretToken', itemIndex, DEFAULT_SECRET_TOKEN, () => fieldOf(item.json, 'headers', 'x-telegram-bot-api-secret-token')),
+					botKey: defaultExpressionParameter(this, node, 'botKey', itemIndex, DEFAULT_BOT_KEY, () => fieldOf(item.json, 'query', 'bot')),
+					secretToken: defaultExpressionParameter(this, node, 'secretToken', itemIndex, DEFAULT_SECRET_TOKEN, () =>
+						fieldOf(item.json, 'headers', 'x-telegram-bot-api-secret-token'),
+					),
 					rawBody,
 					update,
 					correlationId: headerOf(item.json, 'x-correlation-id'),
 					traceId: headerOf(item.json, 'traceparent') ?? headerOf(item.json, 'x-trace-id'),
-					jobType: this.getNodeParameter('jobType', itemIndex) as string,
+					jobType: plainParameter(this, node, 'jobType', itemIndex) as string,
 					maxAttempts: options.maxAttempts ?? 5,
 					workflow: options.workflow || 'WF10',
-					nodeName,
+					nodeName: node.name,
 				},
 				state,
 			);

@@ -1,7 +1,8 @@
 /**
  * The Telegram Ingest node's parameters on the hot path (issue 14): Bot Key and Secret Token left at
  * their default expressions are read from the Webhook item without n8n's expression engine, with the
- * same result; any other value still goes through getNodeParameter. The shipped WF10 uses the defaults.
+ * same result; any other value still goes through getNodeParameter; parameters without expressions are
+ * read as stored. The shipped WF10 uses the defaults.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -69,7 +70,15 @@ test('default expressions: read from the item without the expression engine, sam
 	assert.equal((out[0].json.data as { duplicate: boolean }).duplicate, false);
 	assert.equal((out[1].json.error as { status_code: number }).status_code, 403, 'a wrong header secret is refused');
 	assert.equal((out[2].json.error as { status_code: number }).status_code, 400, 'no query: no bot key');
-	assert.ok(!evaluated.includes('botKey') && !evaluated.includes('secretToken'), `evaluated: ${evaluated.join(', ')}`);
+	assert.deepEqual([...new Set(evaluated)], ['update'], 'only Update (an expression, no raw body here) went through n8n');
+});
+
+test('a parameter holding an expression anywhere (e.g. inside Options) is evaluated by n8n', async () => {
+	const evaluated: string[] = [];
+	const parameters = { botKey: defaultOf('botKey'), secretToken: defaultOf('secretToken'), rawBodyProperty: 'data', update: '={{ $json.body }}', jobType: 'telegram_update', options: { workflow: '={{ "WF10x" }}' } };
+	await node.execute.call(context([webhookItem(bot.secret)], parameters, evaluated));
+	assert.ok(evaluated.includes('options'));
+	assert.ok(!evaluated.includes('jobType') && !evaluated.includes('rawBodyProperty'));
 });
 
 test('any other Bot Key / Secret Token value is evaluated by n8n as before', async () => {

@@ -28,31 +28,31 @@ function context(workflowId: string | undefined, credentialId: string | undefine
 test('one getCredentials per TTL per workflow and credential; the same pool meanwhile', async () => {
 	const asked: string[] = [];
 	const t0 = 1_000_000;
-	const first = await executionPool(context('wfA', 'cred1', asked), t0);
-	assert.equal(await executionPool(context('wfA', 'cred1', asked), t0 + CREDENTIAL_CACHE_TTL_MS - 1), first);
+	const first = await executionPool(context('wfA', 'cred1', asked), { now: t0 });
+	assert.equal(await executionPool(context('wfA', 'cred1', asked), { now: t0 + CREDENTIAL_CACHE_TTL_MS - 1 }), first);
 	assert.deepEqual(asked, ['wfA/cred1/postgresContractsApi']);
-	await executionPool(context('wfB', 'cred1', asked), t0 + 1);
-	await executionPool(context('wfA', 'cred2', asked), t0 + 1);
+	await executionPool(context('wfB', 'cred1', asked), { now: t0 + 1 });
+	await executionPool(context('wfA', 'cred2', asked), { now: t0 + 1 });
 	assert.equal(asked.length, 3, 'another workflow, another credential: asked again');
-	await executionPool(context('wfA', 'cred1', asked), t0 + CREDENTIAL_CACHE_TTL_MS);
+	await executionPool(context('wfA', 'cred1', asked), { now: t0 + CREDENTIAL_CACHE_TTL_MS });
 	assert.equal(asked.length, 4, 'asked again once the TTL is over');
 });
 
 test('an edited credential is used once the TTL is over (a new pool for the new fields)', async () => {
 	const asked: string[] = [];
 	const t0 = 2_000_000;
-	const before = await executionPool(context('wfE', 'credE', asked, 'old.example'), t0);
-	assert.equal(await executionPool(context('wfE', 'credE', asked, 'new.example'), t0 + 10), before);
-	const afterTtl = await executionPool(context('wfE', 'credE', asked, 'new.example'), t0 + CREDENTIAL_CACHE_TTL_MS + 1);
+	const before = await executionPool(context('wfE', 'credE', asked, 'old.example'), { now: t0 });
+	assert.equal(await executionPool(context('wfE', 'credE', asked, 'new.example'), { now: t0 + 10 }), before);
+	const afterTtl = await executionPool(context('wfE', 'credE', asked, 'new.example'), { now: t0 + CREDENTIAL_CACHE_TTL_MS + 1 });
 	assert.notEqual(afterTtl, before);
 	assert.equal((afterTtl as unknown as { options: { host: string } }).options.host, 'new.example');
 });
 
 test('a context without a workflow or credential id is never cached', async () => {
 	const asked: string[] = [];
-	await executionPool(context(undefined, 'cred1', asked), 5);
-	await executionPool(context(undefined, 'cred1', asked), 5);
-	await executionPool(context('wfC', undefined, asked), 5);
-	await executionPool(context('wfC', undefined, asked), 5);
+	await executionPool(context(undefined, 'cred1', asked), { now: 5 });
+	await executionPool(context(undefined, 'cred1', asked), { now: 5 });
+	await executionPool(context('wfC', undefined, asked), { now: 5 });
+	await executionPool(context('wfC', undefined, asked), { now: 5 });
 	assert.equal(asked.length, 4);
 });

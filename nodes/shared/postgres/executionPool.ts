@@ -9,7 +9,7 @@
  *  - the pool itself is still getPool's (shared, closed after 5 minutes unused; each refresh marks it used).
  * A node without a credential id or a workflow id (e.g. a test context) is never cached.
  */
-import type { IExecuteFunctions } from 'n8n-workflow';
+import type { IExecuteFunctions, INode } from 'n8n-workflow';
 import type { Pool } from 'pg';
 import { getPool, type PostgresCredential } from './pool';
 
@@ -21,11 +21,13 @@ const MAX_ENTRIES = 1_000;
 const entries = new Map<string, { pool: Pool; expires: number }>();
 
 /**
- * The pool of the node's `postgresContractsApi` credential.
+ * The pool of the node's `postgresContractsApi` credential. `opts.node`: the execution's `getNode()`, when
+ * the caller has it already (saves a deep copy); `opts.now`: the clock (tests).
  * @throws whatever getCredentials / getPool throw (ContractError 500 validation for a bad credential field)
  */
-export async function executionPool(fn: IExecuteFunctions, now = Date.now()): Promise<Pool> {
-	const credentialId = fn.getNode().credentials?.postgresContractsApi?.id;
+export async function executionPool(fn: IExecuteFunctions, opts: { node?: INode; now?: number } = {}): Promise<Pool> {
+	const now = opts.now ?? Date.now();
+	const credentialId = (opts.node ?? fn.getNode()).credentials?.postgresContractsApi?.id;
 	const workflowId = fn.getWorkflow?.()?.id;
 	const key = credentialId && workflowId ? `${workflowId}\u0000${credentialId}` : undefined;
 	const hit = key ? entries.get(key) : undefined;
