@@ -1,6 +1,9 @@
 /**
  * `npm run bench:wf10`: Telegram updates/s through the n8n 2.4.8 webhook, in one run, one n8n and one database:
- *   ours     — the shipped WF10 (Webhook → Telegram Ingest → Respond to Webhook);
+ *   ours     — the shipped WF10: Webhook → Telegram Ingest, which answers the webhook itself (Options →
+ *              Respond to Webhook; the error branch keeps its Respond to Webhook node);
+ *   ours+respond — the same with a Respond to Webhook node on the success path instead
+ *              (bench/workflows/WF10_respond_node.json: WF10's earlier shape, the floor's shape);
  *   builtin  — the same contract from n8n's built-in nodes (bench/workflows/WF10_builtin_baseline.json:
  *              Webhook → Postgres → Code → Postgres → Respond, the same SQL), as users build it today;
  *   floor    — n8n's own cost of this shape (bench/workflows/BENCH_floor.json: Webhook → No Op → Respond
@@ -31,7 +34,7 @@ const ROUNDS = 3;
 const ROOT = path.join(__dirname, '..');
 
 interface Variant {
-	name: 'ours' | 'builtin' | 'floor';
+	name: 'ours' | 'ours+respond' | 'builtin' | 'floor';
 	saving: 'off' | 'default';
 	hook: string;
 	workflowId: string;
@@ -41,6 +44,7 @@ interface Variant {
 
 const SHIPPED = [
 	{ name: 'ours', file: path.join(ROOT, 'workflows-json', 'WF10_telegram_ingest.json'), stores: true },
+	{ name: 'ours+respond', file: path.join(__dirname, 'workflows', 'WF10_respond_node.json'), stores: true },
 	{ name: 'builtin', file: path.join(__dirname, 'workflows', 'WF10_builtin_baseline.json'), stores: true },
 	{ name: 'floor', file: path.join(__dirname, 'workflows', 'BENCH_floor.json'), stores: false },
 ] as const;
@@ -158,11 +162,13 @@ async function main() {
 		console.log(`\nWF10 updates/s through the n8n 2.4.8 webhook, ${CLIENTS} concurrent clients, median of ${ROUNDS} interleaved rounds of ${Math.round(UPDATES / ROUNDS)}:`);
 		console.log('                                                   saving off   default saving');
 		const row = (label: string, name: Variant['name']) => console.log(`  ${label.padEnd(48)} ${rate(name, 'off').toFixed(1).padStart(9)}  ${rate(name, 'default').toFixed(1).padStart(15)}`);
-		row('ours (Webhook → Telegram Ingest → Respond)', 'ours');
+		row('ours (Webhook → Telegram Ingest, answering)', 'ours');
+		row('ours+respond (… → Respond to Webhook)', 'ours+respond');
 		row('builtin (Postgres + Code + Postgres nodes)', 'builtin');
 		row('floor (Webhook → No Op → Respond)', 'floor');
 		const ratio = (a: Variant['name'], b: Variant['name'], saving: Variant['saving']) => (rate(a, saving) / rate(b, saving)).toFixed(2);
 		console.log(`  ${'ratio ours / floor (goal ≥ 0.9)'.padEnd(48)} ${ratio('ours', 'floor', 'off').padStart(8)}x  ${ratio('ours', 'floor', 'default').padStart(14)}x`);
+		console.log(`  ${'ratio ours+respond / floor (same shape)'.padEnd(48)} ${ratio('ours+respond', 'floor', 'off').padStart(8)}x  ${ratio('ours+respond', 'floor', 'default').padStart(14)}x`);
 		console.log(`  ${'ratio ours / builtin'.padEnd(48)} ${ratio('ours', 'builtin', 'off').padStart(8)}x  ${ratio('ours', 'builtin', 'default').padStart(14)}x`);
 		console.log(`  (every update stored once with one job; saving checked: ${[...sent.values()].reduce((a, b) => a + b, 0)} requests)`);
 	} finally {

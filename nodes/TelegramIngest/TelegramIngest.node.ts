@@ -1,11 +1,13 @@
 import {
 	NodeConnectionTypes,
+	type IDataObject,
 	type IExecuteFunctions,
 	type INode,
 	type INodeExecutionData,
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
+import type { SuccessEnvelope } from '../shared/contracts/envelope';
 import { JOB_REGISTRY } from '../shared/jobs/registry';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
@@ -20,6 +22,15 @@ const DEFAULT_SECRET_TOKEN = '={{ ($json.headers || {})["x-telegram-bot-api-secr
 /** `(json[key] || {})[field]`, as the default expressions compute it. */
 function fieldOf(json: INodeExecutionData['json'], key: string, field: string): unknown {
 	return ((json[key] || {}) as Record<string, unknown>)[field];
+}
+
+/**
+ * The body a successful item answers Telegram with ("Respond to Webhook" option; the same body as the
+ * Respond 200 node of earlier WF10 versions): `{ ok: true, job_id, duplicate, quarantined }`.
+ */
+export function successAnswer(envelope: SuccessEnvelope): IDataObject {
+	const data = envelope.data as { job_id?: unknown; duplicate?: unknown; quarantined?: unknown };
+	return { ok: true, job_id: (data.job_id ?? null) as number | null, duplicate: data.duplicate === true, quarantined: data.quarantined === true };
 }
 
 /** The bytes of the item's raw-body binary property, or undefined when the item has none. */
@@ -39,6 +50,8 @@ async function rawBodyOf(fn: IExecuteFunctions, node: INode, item: INodeExecutio
  * 401 / 403 — an unknown bot key answers like a wrong secret — / 5xx) goes to the error output as
  * `{ error: { message, kind, status_code, retryable, ctx, error_context } }`, ready for
  * "ERR — Source Telegram Ingest" → "Prepare DB Error" → WF99. See actions/body.ts for the quarantine rules.
+ * With Options → Respond to Webhook (the shipped WF10), a success also answers the webhook call at once
+ * (200, `successAnswer`), so no Respond to Webhook node runs on the success path (issue 14).
  */
 export class TelegramIngest implements INodeType {
 	description: INodeTypeDescription = {
@@ -113,6 +126,14 @@ export class TelegramIngest implements INodeType {
 						description: 'The ops.jobs.max_attempts of the created job',
 					},
 					{
+						displayName: 'Respond to Webhook',
+						name: 'respond',
+						type: 'boolean',
+						default: false,
+						description:
+							'Whether this node answers the webhook call itself, as a Respond to Webhook node would, with 200 and {"ok": true, "job_id", "duplicate", "quarantined"} (no "method" key, so Telegram executes nothing) for a stored, duplicate or quarantined update — one node fewer per update. The Webhook\'s Respond must be "Using \'Respond to Webhook\' Node". Failures are not answered here: the error output\'s Respond to Webhook answers with the status code (WF10\'s error branch, seed 002 §2.3).',
+					},
+					{
 						displayName: 'Workflow Label',
 						name: 'workflow',
 						type: 'string',
@@ -133,8 +154,9 @@ export class TelegramIngest implements INodeType {
 		// 5 s per workflow (executionPool.ts).
 		const node = this.getNode();
 		const pool = await executionPool(this, { node });
+		let responded = false;
 		return runItems(this, async (item, itemIndex, state) => {
-			const options = plainParameter(this, node, 'options', itemIndex, {}) as { maxAttempts?: number; workflow?: string };
+			const options = plainParameter(this, node, 'options', itemIndex, {}) as { maxAttempts?: number; workflow?: string; respond?: boolean };
 			const rawBody = await rawBodyOf(this, node, item, itemIndex);
 			// With the raw body, "Update" is not evaluated: a deeply nested parsed body would overflow the expression engine.
 			const update = rawBody ? undefined : this.getNodeParameter('update', itemIndex, '');
@@ -156,6 +178,11 @@ export class TelegramIngest implements INodeType {
 				},
 				state,
 			);
+			if (options.respond === true && !responded) {
+				// One HTTP answer per webhook call: the first success (a webhook execution has one item).
+				responded = true;
+				this.sendResponse({ body: successAnswer(envelope), headers: {}, statusCode: 200 });
+			}
 			return { json: envelope as unknown as INodeExecutionData['json'] };
 		});
 	}

@@ -32,7 +32,7 @@ const node = new TelegramIngest();
 const defaultOf = (name: string) => node.description.properties.find((p) => p.name === name)!.default;
 
 /** A node context whose parameters are `parameters` (raw, as in the workflow); records what n8n was asked to evaluate. */
-function context(items: INodeExecutionData[], parameters: Record<string, unknown>, evaluated: string[]): IExecuteFunctions {
+function context(items: INodeExecutionData[], parameters: Record<string, unknown>, evaluated: string[], sent: unknown[] = []): IExecuteFunctions {
 	return {
 		getInputData: () => items,
 		getNode: () => ({ name: 'Telegram Ingest', type: 'n8n-nodes-contracts.telegramIngest', typeVersion: 1, position: [0, 0], parameters, id: '1' }),
@@ -46,6 +46,7 @@ function context(items: INodeExecutionData[], parameters: Record<string, unknown
 			return name in parameters && !String(parameters[name]).startsWith('=') ? parameters[name] : fallback;
 		},
 		continueOnFail: () => true,
+		sendResponse: (response: unknown) => sent.push(response),
 		helpers: { getBinaryDataBuffer: async () => Buffer.alloc(0) },
 	} as unknown as IExecuteFunctions;
 }
@@ -88,4 +89,25 @@ test('any other Bot Key / Secret Token value is evaluated by n8n as before', asy
 	const [out] = await node.execute.call(context(items, parameters, evaluated));
 	assert.equal(out[0].json.ok, true, JSON.stringify(out[0].json));
 	assert.ok(evaluated.includes('botKey') && evaluated.includes('secretToken'));
+});
+
+test('Options → Respond to Webhook: one 200 answer with { ok, job_id, duplicate, quarantined } per execution, none for failures or when off', async () => {
+	const wf10 = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'workflows-json', 'WF10_telegram_ingest.json'), 'utf8'));
+	const shipped = wf10.nodes.find((n: { type: string }) => n.type === 'n8n-nodes-contracts.telegramIngest');
+	assert.equal(shipped.parameters.options.respond, true, 'the shipped WF10 answers from the node');
+	assert.ok(!wf10.nodes.some((n: { type: string; name: string }) => n.type === 'n8n-nodes-base.respondToWebhook' && n.name !== 'Respond Error'), 'no Respond node on the success path');
+
+	const parameters = (respond: boolean) => ({ botKey: defaultOf('botKey'), secretToken: defaultOf('secretToken'), rawBodyProperty: 'data', update: '={{ $json.body }}', jobType: 'telegram_update', options: { respond } });
+	const sent: unknown[] = [];
+	const update = textWithUrls();
+	const item = { json: { headers: { 'x-telegram-bot-api-secret-token': bot.secret }, query: { bot: bot.botKey }, body: update } };
+	const [out] = await node.execute.call(context([item, item], parameters(true), [], sent));
+	const first = out[0].json.data as { job_id: number };
+	assert.deepEqual(sent, [{ body: { ok: true, job_id: first.job_id, duplicate: false, quarantined: false }, headers: {}, statusCode: 200 }], 'one answer, for the first item');
+
+	sent.length = 0;
+	await node.execute.call(context([webhookItem('Wrong-secret_9')], parameters(true), [], sent));
+	assert.deepEqual(sent, [], 'a failure is answered by the error branch, not here');
+	await node.execute.call(context([webhookItem(bot.secret)], parameters(false), [], sent));
+	assert.deepEqual(sent, [], 'off: no answer');
 });
