@@ -8,6 +8,8 @@
  * this package by inclusive time, and the top self-time items under this package's frames grouped by
  * library (pg, zod, crypto, n8n-core…). Times are ms of CPU samples over the whole run; divide by the
  * number of updates for ms/update. The .cpuprofile is kept (path printed) for Chrome DevTools.
+ * Successful executions are not saved (EXECUTIONS_DATA_SAVE_ON_SUCCESS=none; a workflow setting wins).
+ * Before/after: PROFILE_TARBALL=<npm pack of the older commit> PROFILE_WF10=<its WF10 JSON>.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -125,11 +127,12 @@ async function main() {
 		await instance.importCredentials([harness.postgresCredential(db.url)]);
 		await instance.importAndPublish([
 			path.join(ROOT, 'workflows-json', 'WF99_global_err_handler.json'),
-			path.join(ROOT, 'workflows-json', 'WF10_telegram_ingest.json'),
+			// PROFILE_WF10: another WF10 file (e.g. an older commit's, with PROFILE_TARBALL)
+			process.env.PROFILE_WF10 || path.join(ROOT, 'workflows-json', 'WF10_telegram_ingest.json'),
 			path.join(__dirname, 'workflows', 'BENCH_floor.json'),
 		]);
 		const url = await instance.start({
-			env: { NODE_OPTIONS: `--require ${path.join(__dirname, 'cpuProfilePreload.js')}`, WF10_CPU_PROFILE: profFile, EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false' },
+			env: { NODE_OPTIONS: `--require ${path.join(__dirname, 'cpuProfilePreload.js')}`, WF10_CPU_PROFILE: profFile, EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'none', EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false' },
 		});
 		await instance.waitForWebhooks([HOOK]);
 		const updates = Array.from({ length: UPDATES + 40 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
