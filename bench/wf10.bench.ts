@@ -1,13 +1,25 @@
 /**
- * `npm run bench`: Telegram updates/s through the n8n 2.4.8 webhook, in one run and on one database:
- *   contracts — the shipped WF10 (Webhook → Telegram Ingest → Respond), and
- *   baseline  — the same contract built from n8n's built-in nodes (Webhook → Postgres → Code → Postgres → Respond,
- *               the same SQL), as users build it today.
- * Prints both rates and their ratio (contracts / baseline; higher is better for us). Executions are not
- * saved (EXECUTIONS_DATA_SAVE_ON_SUCCESS=none) so the database of n8n itself does not dominate; the
- * baseline's Code node needs NODE_FUNCTION_ALLOW_BUILTIN=crypto (without it n8n answers an empty 200).
+ * `npm run bench:wf10`: Telegram updates/s through the n8n 2.4.8 webhook, in one run, one n8n and one database:
+ *   ours     — the shipped WF10: Webhook → Telegram Ingest, which answers the webhook itself (Options →
+ *              Respond to Webhook; the error branch keeps its Respond to Webhook node);
+ *   ours+respond — the same with a Respond to Webhook node on the success path instead
+ *              (bench/workflows/WF10_respond_node.json: WF10's earlier shape, the floor's shape);
+ *   builtin  — the same contract from n8n's built-in nodes (bench/workflows/WF10_builtin_baseline.json:
+ *              Webhook → Postgres → Code → Postgres → Respond, the same SQL), as users build it today;
+ *   floor    — n8n's own cost of this shape (bench/workflows/BENCH_floor.json: Webhook → No Op → Respond
+ *              to Webhook, no database), the ceiling any node in the middle can reach;
+ * each twice: "saving off" — the workflow as shipped, settings saveDataSuccessExecution "none" and
+ * saveDataErrorExecution "all" (issue 14) — and "default saving" — a copy written at run time with those
+ * two settings removed, its own id, webhook id and path (<path>-saved), so n8n's defaults apply (n8n is
+ * started without EXECUTIONS_DATA_SAVE_* overrides: every execution saved). The copies are checked to have
+ * really saved one execution per update, and the shipped ones none (n8n's SQLite, execution_entity).
+ * Prints the median of 3 interleaved rounds per variant, ours/floor (goal ≥ 0.9, issue 14 P1) and
+ * ours/builtin. Refuses to report when an answer is not 200, or when any update was lost or duplicated
+ * (raw rows, keys and jobs each grow by exactly the updates sent, one distinct job per update).
+ * The builtin's Code node needs NODE_FUNCTION_ALLOW_BUILTIN=crypto (without it n8n answers an empty 200).
  * BENCH_UPDATES (default 600) distinct updates per variant, BENCH_CLIENTS (default 8) concurrent senders.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { mapLimit } from '../test/helpers/n8n';
@@ -18,62 +30,147 @@ const harness = require('../scripts/lib/n8n');
 
 const UPDATES = Number(process.env.BENCH_UPDATES || 600);
 const CLIENTS = Number(process.env.BENCH_CLIENTS || 8);
+const ROUNDS = 3;
 const ROOT = path.join(__dirname, '..');
+
+interface Variant {
+	name: 'ours' | 'ours+respond' | 'builtin' | 'floor';
+	saving: 'off' | 'default';
+	hook: string;
+	workflowId: string;
+	/** whether it writes raw.telegram_updates / ops.jobs (the floor writes nothing) */
+	stores: boolean;
+}
+
+const SHIPPED = [
+	{ name: 'ours', file: path.join(ROOT, 'workflows-json', 'WF10_telegram_ingest.json'), stores: true },
+	{ name: 'ours+respond', file: path.join(__dirname, 'workflows', 'WF10_respond_node.json'), stores: true },
+	{ name: 'builtin', file: path.join(__dirname, 'workflows', 'WF10_builtin_baseline.json'), stores: true },
+	{ name: 'floor', file: path.join(__dirname, 'workflows', 'BENCH_floor.json'), stores: false },
+] as const;
+
+/** The webhook path of a workflow JSON (its first Webhook node). */
+function hookOf(workflow: { nodes: { type: string; parameters: { path?: string } }[] }): string {
+	return workflow.nodes.find((n) => n.type === 'n8n-nodes-base.webhook')!.parameters.path!;
+}
+
+/**
+ * A copy of `file` with n8n's default execution saving: saveDataSuccessExecution/saveDataErrorExecution
+ * removed, id + "Save", webhook ids and path changed. Written into `dir`; returns its path, id and hook.
+ */
+function defaultSavingCopy(file: string, dir: string): { file: string; id: string; hook: string } {
+	const workflow = JSON.parse(fs.readFileSync(file, 'utf8'));
+	workflow.id = `${String(workflow.id).slice(0, 12)}Save`;
+	workflow.name = `${workflow.name} (default saving)`;
+	delete workflow.settings.saveDataSuccessExecution;
+	delete workflow.settings.saveDataErrorExecution;
+	for (const node of workflow.nodes) {
+		if (node.type !== 'n8n-nodes-base.webhook') continue;
+		node.parameters.path = `${node.parameters.path}-saved`;
+		node.webhookId = `${String(node.webhookId).slice(0, -4)}5a7e`;
+	}
+	const out = path.join(dir, path.basename(file).replace(/\.json$/, '.default-saving.json'));
+	fs.writeFileSync(out, JSON.stringify(workflow, null, 2));
+	return { file: out, id: workflow.id, hook: hookOf(workflow) };
+}
+
+/** Executions n8n saved per workflow id (its SQLite database; rows of unsaved executions are deleted). */
+async function savedExecutions(folder: string, bin: string): Promise<Map<string, number>> {
+	// eslint-disable-next-line @typescript-eslint/no-require-imports
+	const sqlite3 = require(require.resolve('sqlite3', { paths: [path.dirname(bin)] }));
+	const db = new sqlite3.Database(path.join(folder, '.n8n', 'database.sqlite'), sqlite3.OPEN_READONLY);
+	try {
+		const rows: { workflowId: string; n: number }[] = await new Promise((resolve, reject) =>
+			db.all('SELECT workflowId, count(*) AS n FROM execution_entity GROUP BY workflowId', (error: Error | null, r: never[]) => (error ? reject(error) : resolve(r))),
+		);
+		return new Map(rows.map((r) => [r.workflowId, Number(r.n)]));
+	} finally {
+		db.close();
+	}
+}
 
 async function main() {
 	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
 	const db = await setupDatabase();
 	const bot = await seedBot(db.pool, 'bench_bot', 'bench-Secret_1');
-	const instance = harness.createInstance({ tarball: harness.packPackage(), bin: harness.ensureN8n({ log: console.log }) });
+	const bin = harness.ensureN8n({ log: console.log });
+	const instance = harness.createInstance({ tarball: harness.packPackage(), bin });
 	try {
 		const ours = harness.postgresCredential(db.url);
 		await instance.importCredentials([ours, { id: 'pgBuiltin01', name: 'Built-in PostgreSQL', type: 'postgres', data: { ...ours.data, allowUnauthorizedCerts: false } }]);
-		await instance.importAndPublish([
-			path.join(ROOT, 'workflows-json', 'WF99_global_err_handler.json'),
-			path.join(ROOT, 'workflows-json', 'WF10_telegram_ingest.json'),
-			path.join(__dirname, 'workflows', 'WF10_builtin_baseline.json'),
-		]);
-		const url = await instance.start({ env: { NODE_FUNCTION_ALLOW_BUILTIN: 'crypto', EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'none', EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false', N8N_LOG_LEVEL: 'info' } });
-		await instance.waitForWebhooks(['telegram', 'telegram-builtin']);
+		const copies = fs.mkdtempSync(path.join(instance.folder, 'bench-'));
+		const variants: Variant[] = [];
+		const files = [path.join(ROOT, 'workflows-json', 'WF99_global_err_handler.json')];
+		for (const s of SHIPPED) {
+			const shipped = JSON.parse(fs.readFileSync(s.file, 'utf8'));
+			if (shipped.settings?.saveDataSuccessExecution !== 'none') throw new Error(`${s.file}: settings.saveDataSuccessExecution is not "none"`);
+			const copy = defaultSavingCopy(s.file, copies);
+			files.push(s.file, copy.file);
+			variants.push({ name: s.name, saving: 'off', hook: hookOf(shipped), workflowId: shipped.id, stores: s.stores });
+			variants.push({ name: s.name, saving: 'default', hook: copy.hook, workflowId: copy.id, stores: s.stores });
+		}
+		await instance.importAndPublish(files);
+		const url = await instance.start({ env: { NODE_FUNCTION_ALLOW_BUILTIN: 'crypto', EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false', N8N_LOG_LEVEL: 'info' } });
+		await instance.waitForWebhooks(variants.map((v) => v.hook));
 
-		const run = async (hookPath: string, n: number) => {
+		const counts = async () =>
+			(await db.pool.query(`SELECT (SELECT count(*) FROM raw.telegram_updates)::int AS raw, (SELECT count(*) FROM raw.telegram_update_keys)::int AS keys,
+				(SELECT count(*) FROM ops.jobs)::int AS jobs, (SELECT count(DISTINCT dedup_key) FROM ops.jobs)::int AS distinct_jobs`)).rows[0] as Record<string, number>;
+		const sent = new Map<string, number>();
+		const run = async (v: Variant, n: number) => {
 			const updates = Array.from({ length: n }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
-			const count = async () => (await db.pool.query('SELECT count(*)::int AS n FROM raw.telegram_updates')).rows[0].n as number;
-			const before = await count();
+			const before = await counts();
 			const started = process.hrtime.bigint();
 			const statuses = await mapLimit(updates, CLIENTS, async (update) => {
-				const res = await fetch(`${url}/webhook/${hookPath}?bot=${bot.botKey}`, {
+				const res = await fetch(`${url}/webhook/${v.hook}?bot=${bot.botKey}`, {
 					method: 'POST',
 					headers: { 'content-type': 'application/json', 'X-Telegram-Bot-Api-Secret-Token': bot.secret },
 					body: JSON.stringify(update),
 				});
 				const text = await res.text();
-				if (process.env.BENCH_DEBUG) console.log(hookPath, res.status, text.slice(0, 300));
+				if (process.env.BENCH_DEBUG) console.log(v.hook, res.status, text.slice(0, 300));
+				if (res.status === 200 && v.stores && JSON.parse(text).duplicate !== false) throw new Error(`${v.hook}: a new update answered as a duplicate: ${text}`);
 				return res.status;
 			});
 			const seconds = Number(process.hrtime.bigint() - started) / 1e9;
 			const failed = statuses.filter((s) => s !== 200).length;
-			if (failed) throw new Error(`${hookPath}: ${failed} of ${n} answers were not 200`);
-			const stored = (await count()) - before;
-			// A rate means nothing unless every answered update was stored: refuse to report otherwise.
-			if (stored !== n) throw new Error(`${hookPath}: ${n} answered 200 but ${stored} rows stored`);
+			if (failed) throw new Error(`${v.hook}: ${failed} of ${n} answers were not 200`);
+			// A rate means nothing unless every answered update was stored exactly once: refuse to report otherwise.
+			const after = await counts();
+			const want = v.stores ? n : 0;
+			for (const k of ['raw', 'keys', 'jobs', 'distinct_jobs']) {
+				if (after[k] - before[k] !== want) throw new Error(`${v.hook}: ${n} updates answered 200 but ${k} grew by ${after[k] - before[k]} (want ${want})`);
+			}
+			sent.set(v.workflowId, (sent.get(v.workflowId) ?? 0) + n);
 			return n / seconds;
 		};
-		// Warm-up of both paths (JIT, pools, task runner), then alternate measured rounds.
-		await run('telegram', 40);
-		await run('telegram-builtin', 40);
-		const rates = { contracts: [] as number[], baseline: [] as number[] };
-		for (let round = 0; round < 3; round++) {
-			rates.contracts.push(await run('telegram', UPDATES / 3));
-			rates.baseline.push(await run('telegram-builtin', UPDATES / 3));
+		// Warm-up of every path (JIT, pools, task runner), then interleaved measured rounds.
+		for (const v of variants) await run(v, 40);
+		const rates = new Map<Variant, number[]>(variants.map((v) => [v, []]));
+		for (let round = 0; round < ROUNDS; round++) for (const v of variants) rates.get(v)!.push(await run(v, Math.round(UPDATES / ROUNDS)));
+
+		// Each "default saving" copy saved every execution; each shipped workflow saved none (all succeeded).
+		const saved = await savedExecutions(instance.folder, bin);
+		for (const v of variants) {
+			const got = saved.get(v.workflowId) ?? 0;
+			const want = v.saving === 'default' ? sent.get(v.workflowId)! : 0;
+			if (got !== want) throw new Error(`${v.hook} (${v.saving} saving): n8n saved ${got} executions, expected ${want}`);
 		}
+
 		const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-		const c = median(rates.contracts);
-		const b = median(rates.baseline);
-		console.log(`\nWF10 updates/s through the n8n 2.4.8 webhook, ${CLIENTS} concurrent clients, median of 3 rounds of ${UPDATES / 3}:`);
-		console.log(`  contracts (Telegram Ingest node)          ${c.toFixed(1)} updates/s`);
-		console.log(`  baseline (built-in Postgres + Code nodes)  ${b.toFixed(1)} updates/s`);
-		console.log(`  ratio contracts / baseline                 ${(c / b).toFixed(2)}x`);
+		const rate = (name: Variant['name'], saving: Variant['saving']) => median(rates.get(variants.find((v) => v.name === name && v.saving === saving)!)!);
+		console.log(`\nWF10 updates/s through the n8n 2.4.8 webhook, ${CLIENTS} concurrent clients, median of ${ROUNDS} interleaved rounds of ${Math.round(UPDATES / ROUNDS)}:`);
+		console.log('                                                   saving off   default saving');
+		const row = (label: string, name: Variant['name']) => console.log(`  ${label.padEnd(48)} ${rate(name, 'off').toFixed(1).padStart(9)}  ${rate(name, 'default').toFixed(1).padStart(15)}`);
+		row('ours (Webhook → Telegram Ingest, answering)', 'ours');
+		row('ours+respond (… → Respond to Webhook)', 'ours+respond');
+		row('builtin (Postgres + Code + Postgres nodes)', 'builtin');
+		row('floor (Webhook → No Op → Respond)', 'floor');
+		const ratio = (a: Variant['name'], b: Variant['name'], saving: Variant['saving']) => (rate(a, saving) / rate(b, saving)).toFixed(2);
+		console.log(`  ${'ratio ours / floor (goal ≥ 0.9)'.padEnd(48)} ${ratio('ours', 'floor', 'off').padStart(8)}x  ${ratio('ours', 'floor', 'default').padStart(14)}x`);
+		console.log(`  ${'ratio ours+respond / floor (same shape)'.padEnd(48)} ${ratio('ours+respond', 'floor', 'off').padStart(8)}x  ${ratio('ours+respond', 'floor', 'default').padStart(14)}x`);
+		console.log(`  ${'ratio ours / builtin'.padEnd(48)} ${ratio('ours', 'builtin', 'off').padStart(8)}x  ${ratio('ours', 'builtin', 'default').padStart(14)}x`);
+		console.log(`  (every update stored once with one job; saving checked: ${[...sent.values()].reduce((a, b) => a + b, 0)} requests)`);
 	} finally {
 		await instance.stop();
 		instance.remove();

@@ -124,7 +124,7 @@ function worker({ id, file, name, resource, operation, nodeName, input, table, c
 	wf.write(file);
 }
 
-worker({ id: 'WF20UpdateProc', file: 'WF20_update_processor.json', name: 'WF20 — Update Processor', resource: 'update', operation: 'process', nodeName: 'Process Update', input: '{ tenant_id, update, trace_id, raw_update_id }', table: 'tg.messages' });
+worker({ id: 'WF20UpdateProc', file: 'WF20_update_processor.json', name: 'WF20 — Update Processor', resource: 'update', operation: 'process', nodeName: 'Process Update', input: '{ tenant_id, raw_update_id (the update is read from raw.telegram_updates; or update itself), trace_id, bot_id }', table: 'tg.messages' });
 worker({ id: 'WF30UrlNormalizer', file: 'WF30_url_normalizer.json', name: 'WF30 — URL Normalizer', resource: 'url', operation: 'normalize', nodeName: 'Normalize URL', input: '{ tenant_id, url, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'content.urls' });
 worker({ id: 'WF31UrlFetcher', file: 'WF31_url_fetcher.json', name: 'WF31 — URL Fetcher', resource: 'url', operation: 'fetch', nodeName: 'Fetch URL', input: '{ tenant_id, url_id, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'content.url_fetches' });
 worker({ id: 'WF32FileDownloader', file: 'WF32_file_downloader.json', name: 'WF32 — Telegram File Downloader', resource: 'file', operation: 'download', nodeName: 'Download File', input: '{ tenant_id, file_id, file_unique_id, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'tg.file_instances', credentials: { ...PG, ...TELEGRAM } });

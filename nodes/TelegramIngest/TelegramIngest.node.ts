@@ -1,19 +1,41 @@
 import {
 	NodeConnectionTypes,
+	type IDataObject,
 	type IExecuteFunctions,
+	type INode,
 	type INodeExecutionData,
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
+import type { SuccessEnvelope } from '../shared/contracts/envelope';
 import { JOB_REGISTRY } from '../shared/jobs/registry';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
-import { getPool, type PostgresCredential } from '../shared/postgres/pool';
+import { executionPool } from '../shared/postgres/executionPool';
+import { defaultExpressionParameter, plainParameter } from '../shared/node/parameters';
 import { runItems } from '../shared/node/runItems';
 import { headerOf, ingestUpdate } from './actions/ingest.operation';
 
+/** The default expressions of Bot Key and Secret Token (the shipped WF10 uses them as they are). */
+const DEFAULT_BOT_KEY = '={{ ($json.query || {}).bot }}';
+const DEFAULT_SECRET_TOKEN = '={{ ($json.headers || {})["x-telegram-bot-api-secret-token"] }}';
+
+/** `(json[key] || {})[field]`, as the default expressions compute it. */
+function fieldOf(json: INodeExecutionData['json'], key: string, field: string): unknown {
+	return ((json[key] || {}) as Record<string, unknown>)[field];
+}
+
+/**
+ * The body a successful item answers Telegram with ("Respond to Webhook" option; the same body as the
+ * Respond 200 node of earlier WF10 versions): `{ ok: true, job_id, duplicate, quarantined }`.
+ */
+export function successAnswer(envelope: SuccessEnvelope): IDataObject {
+	const data = envelope.data as { job_id?: unknown; duplicate?: unknown; quarantined?: unknown };
+	return { ok: true, job_id: (data.job_id ?? null) as number | null, duplicate: data.duplicate === true, quarantined: data.quarantined === true };
+}
+
 /** The bytes of the item's raw-body binary property, or undefined when the item has none. */
-async function rawBodyOf(fn: IExecuteFunctions, item: INodeExecutionData, itemIndex: number): Promise<Buffer | undefined> {
-	const property = fn.getNodeParameter('rawBodyProperty', itemIndex, 'data') as string;
+async function rawBodyOf(fn: IExecuteFunctions, node: INode, item: INodeExecutionData, itemIndex: number): Promise<Buffer | undefined> {
+	const property = plainParameter(fn, node, 'rawBodyProperty', itemIndex, 'data') as string;
 	if (!property || !item.binary?.[property]) return undefined;
 	return await fn.helpers.getBinaryDataBuffer(itemIndex, property);
 }
@@ -28,6 +50,8 @@ async function rawBodyOf(fn: IExecuteFunctions, item: INodeExecutionData, itemIn
  * 401 / 403 — an unknown bot key answers like a wrong secret — / 5xx) goes to the error output as
  * `{ error: { message, kind, status_code, retryable, ctx, error_context } }`, ready for
  * "ERR — Source Telegram Ingest" → "Prepare DB Error" → WF99. See actions/body.ts for the quarantine rules.
+ * With Options → Respond to Webhook (the shipped WF10), a success also answers the webhook call at once
+ * (200, `successAnswer`), so no Respond to Webhook node runs on the success path (issue 14).
  */
 export class TelegramIngest implements INodeType {
 	description: INodeTypeDescription = {
@@ -48,7 +72,7 @@ export class TelegramIngest implements INodeType {
 				displayName: 'Bot Key',
 				name: 'botKey',
 				type: 'string',
-				default: '={{ ($json.query || {}).bot }}',
+				default: '={{ ($json.query || {}).bot }}', // = DEFAULT_BOT_KEY (a literal for n8n's lint)
 				required: true,
 				description: 'The bot\'s key in core.bots, sent as the query parameter of the webhook URL: /webhook/telegram?bot=&lt;bot_key&gt;',
 			},
@@ -57,7 +81,7 @@ export class TelegramIngest implements INodeType {
 				name: 'secretToken',
 				type: 'string',
 				typeOptions: { password: true },
-				default: '={{ ($json.headers || {})["x-telegram-bot-api-secret-token"] }}',
+				default: '={{ ($json.headers || {})["x-telegram-bot-api-secret-token"] }}', // = DEFAULT_SECRET_TOKEN
 				description:
 					'The X-Telegram-Bot-Api-Secret-Token header Telegram sends; compared in constant time with core.bots.webhook_secret',
 			},
@@ -102,6 +126,14 @@ export class TelegramIngest implements INodeType {
 						description: 'The ops.jobs.max_attempts of the created job',
 					},
 					{
+						displayName: 'Respond to Webhook',
+						name: 'respond',
+						type: 'boolean',
+						default: false,
+						description:
+							'Whether this node answers the webhook call itself, as a Respond to Webhook node would, with 200 and {"ok": true, "job_id", "duplicate", "quarantined"} (no "method" key, so Telegram executes nothing) for a stored, duplicate or quarantined update — one node fewer per update. The Webhook\'s Respond must be "Using \'Respond to Webhook\' Node". Failures are not answered here: the error output\'s Respond to Webhook answers with the status code (WF10\'s error branch, seed 002 §2.3).',
+					},
+					{
 						displayName: 'Workflow Label',
 						name: 'workflow',
 						type: 'string',
@@ -116,30 +148,41 @@ export class TelegramIngest implements INodeType {
 	methods = { credentialTest: { postgresContractsApiTest } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
-		const pool = getPool(credential);
-		const nodeName = this.getNode().name;
+		// Hot path (issue 14): the node is copied once per execution; parameters without expressions are
+		// read as stored and the default Bot Key / Secret Token expressions computed from the item
+		// (shared/node/parameters.ts); the credential and its pool are read through n8n at most once per
+		// 5 s per workflow (executionPool.ts).
+		const node = this.getNode();
+		const pool = await executionPool(this, { node });
+		let responded = false;
 		return runItems(this, async (item, itemIndex, state) => {
-			const options = this.getNodeParameter('options', itemIndex, {}) as { maxAttempts?: number; workflow?: string };
-			const rawBody = await rawBodyOf(this, item, itemIndex);
+			const options = plainParameter(this, node, 'options', itemIndex, {}) as { maxAttempts?: number; workflow?: string; respond?: boolean };
+			const rawBody = await rawBodyOf(this, node, item, itemIndex);
 			// With the raw body, "Update" is not evaluated: a deeply nested parsed body would overflow the expression engine.
 			const update = rawBody ? undefined : this.getNodeParameter('update', itemIndex, '');
 			const envelope = await ingestUpdate(
 				pool,
 				{
-					botKey: this.getNodeParameter('botKey', itemIndex, ''),
-					secretToken: this.getNodeParameter('secretToken', itemIndex, ''),
+					botKey: defaultExpressionParameter(this, node, 'botKey', itemIndex, DEFAULT_BOT_KEY, () => fieldOf(item.json, 'query', 'bot')),
+					secretToken: defaultExpressionParameter(this, node, 'secretToken', itemIndex, DEFAULT_SECRET_TOKEN, () =>
+						fieldOf(item.json, 'headers', 'x-telegram-bot-api-secret-token'),
+					),
 					rawBody,
 					update,
 					correlationId: headerOf(item.json, 'x-correlation-id'),
 					traceId: headerOf(item.json, 'traceparent') ?? headerOf(item.json, 'x-trace-id'),
-					jobType: this.getNodeParameter('jobType', itemIndex) as string,
+					jobType: plainParameter(this, node, 'jobType', itemIndex) as string,
 					maxAttempts: options.maxAttempts ?? 5,
 					workflow: options.workflow || 'WF10',
-					nodeName,
+					nodeName: node.name,
 				},
 				state,
 			);
+			if (options.respond === true && !responded) {
+				// One HTTP answer per webhook call: the first success (a webhook execution has one item).
+				responded = true;
+				this.sendResponse({ body: successAnswer(envelope), headers: {}, statusCode: 200 });
+			}
 			return { json: envelope as unknown as INodeExecutionData['json'] };
 		});
 	}

@@ -136,7 +136,7 @@ test('a database failure in WF20: ops.errors names the node, the job is failed w
 		const update = documentMessage(undefined, 99_001);
 		await deliver(update);
 		const [job] = await waitFor<{ id: string; status: string; last_error: Record<string, unknown>; correlation_id: string }>(
-			"SELECT id, status, last_error, correlation_id FROM ops.jobs WHERE job_type = 'telegram_update' AND payload->'update'->'message'->>'message_id' = '99001'",
+			"SELECT j.id, j.status, j.last_error, j.correlation_id FROM ops.jobs j JOIN raw.telegram_updates r ON r.id = (j.payload->>'raw_update_id')::bigint WHERE j.job_type = 'telegram_update' AND r.update->'message'->>'message_id' = '99001'",
 			[],
 			(r) => r.length === 1 && r[0].status !== 'queued' && r[0].status !== 'running',
 			'the failing job is finished',

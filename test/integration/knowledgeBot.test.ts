@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
 import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
 import { processOperation } from '../../nodes/KnowledgeBot/actions/update/process.operation';
+import { ingestUpdate } from '../../nodes/TelegramIngest/actions/ingest.operation';
 import { loadContext } from '../../nodes/ContextLoader/actions/load.operation';
 import type { ContractError } from '../../nodes/shared/errors';
 import { normalizeOperation } from '../../nodes/KnowledgeBot/actions/url/normalize.operation';
@@ -313,4 +314,28 @@ test('a message text with a NUL or a lone surrogate (anywhere: text, caption, na
 	assert.equal(replay.data.message_version_id, data.message_version_id, 'a replay is the same version');
 	const trace = await failure(processOperation, { tenant_id: tenant, update: { ...update, update_id: 62_002 }, trace_id: 't\u0000' });
 	assert.deepEqual([trace.statusCode, trace.details.field], [422, 'req.trace_id'], 'a trace id goes into job payloads as given: refused, not a 5xx');
+});
+
+test('WF10\'s job payload (raw_update_id, no update): Process reads the raw row; another tenant\'s or a missing row is a 404', async () => {
+	const bot = await seedBot(db.pool, 'kb_payload_bot', 'Payload-secret_1');
+	const update = textWithUrls();
+	const stored = await ingestUpdate(db.pool, { botKey: bot.botKey, secretToken: bot.secret, update, jobType: 'telegram_update', maxAttempts: 5, workflow: 'WF10', nodeName: 'Telegram Ingest' }, {});
+	const job = await db.pool.query('SELECT payload FROM ops.jobs WHERE id = $1', [stored.data.job_id]);
+	const payload = job.rows[0].payload as Record<string, unknown>;
+	assert.equal(payload.update, undefined);
+	const { data } = await run(processOperation, payload);
+	const message = (update as { message: { message_id: number; chat: { id: number }; text: string } }).message;
+	assert.equal(data.message_id, message.message_id);
+	const version = await db.pool.query('SELECT v.text, v.raw_update_id FROM tg.message_versions v WHERE v.id = $1', [data.message_version_id]);
+	assert.deepEqual([version.rows[0].text, Number(version.rows[0].raw_update_id)], [message.text, payload.raw_update_id], 'the version is the raw row\'s message and points at it');
+	assert.equal((data.created_jobs as { url_jobs: number[] }).url_jobs.length > 0, true, 'its URLs were read from the raw row');
+
+	const before = await snapshot();
+	const other = await failure(processOperation, { ...payload, tenant_id: tenant });
+	assert.deepEqual([other.statusCode, other.kind, other.details.field], [404, 'not_found', 'req.raw_update_id'], 'another tenant\'s raw row is not found');
+	const missing = await failure(processOperation, { ...payload, raw_update_id: 987_654_321 });
+	assert.deepEqual([missing.statusCode, missing.retryable], [404, false]);
+	const neither = await failure(processOperation, { tenant_id: bot.tenantId });
+	assert.deepEqual([neither.statusCode, neither.details.field], [422, 'req.raw_update_id']);
+	assert.deepEqual(await snapshot(), before, 'nothing written');
 });

@@ -124,7 +124,7 @@ const tenant = '6f1c1a3e-3f7d-4a59-9a43-3d1b2f0f7a10';
 const ctx = { chat_id: -100123, visibility: 'group', dm_owner_user_id: null, message_version_id: 7 };
 /** A payload as each producer writes it, and the worker's own request schema. */
 const SAMPLES: Record<JobType, { payload: Record<string, unknown>; worker: { safeParse(v: unknown): { success: boolean } } }> = {
-	telegram_update: { payload: { tenant_id: tenant, bot_id: '0b4a6f0e-9a52-4c53-8d43-1f6f0f7b2a11', raw_update_id: 3, update_id: 99, update_type: 'message', trace_id: null, correlation_id: '1d9f0c55-8f0b-4e3e-9d3e-5a4f3c2b1a00', update: { update_id: 99, message: { message_id: 1 } } }, worker: ProcessUpdateRequest },
+	telegram_update: { payload: { tenant_id: tenant, bot_id: '0b4a6f0e-9a52-4c53-8d43-1f6f0f7b2a11', raw_update_id: 3, update_id: 99, update_type: 'message', trace_id: null, correlation_id: '1d9f0c55-8f0b-4e3e-9d3e-5a4f3c2b1a00' }, worker: ProcessUpdateRequest },
 	url_normalize: { payload: { tenant_id: tenant, url: 'https://example.org/a', ctx, trace_id: null }, worker: NormalizeUrlRequest },
 	url_fetch: { payload: { tenant_id: tenant, url_id: 5, ctx, trace_id: null }, worker: FetchUrlRequest },
 	file_download: { payload: { tenant_id: tenant, file_id: 'BQAC', file_unique_id: 'AgAD', file_name: 'a.pdf', mime_type: 'application/pdf', file_size: 10, ctx, trace_id: null }, worker: DownloadFileRequest },
@@ -160,4 +160,19 @@ test('validateJob: a type no worker handles, or a bad payload, is a 422 naming t
 	assert.equal(refused(() => validateJob(JOB_TYPES.url_normalize, { ...SAMPLES.url_normalize.payload, ctx: { ...ctx, visibility: 'dm' } })).field, 'payload.ctx.dm_owner_user_id');
 	assert.equal(refused(() => validateJob(JOB_TYPES.qa_answer, { ...SAMPLES.qa_answer.payload, channel: 'public' })).field, 'payload.channel');
 	assert.equal(refused(() => validateJob(JOB_TYPES.document_embed, { ...SAMPLES.document_embed.payload, model_id: 'x' })).field, 'payload.model_id');
+});
+
+test('telegram_update: the raw row id, or the update itself, is required (issue 14: WF10 carries only the id)', () => {
+	const { raw_update_id: _, ...withoutRaw } = SAMPLES.telegram_update.payload;
+	try {
+		validateJob(JOB_TYPES.telegram_update, withoutRaw);
+		assert.fail('not refused');
+	} catch (error) {
+		assert.ok(error instanceof ContractError);
+		assert.deepEqual([error.statusCode, (error.details as { field: string }).field], [422, 'payload.raw_update_id']);
+	}
+	assert.equal(ProcessUpdateRequest.safeParse(withoutRaw).success, false, 'the worker refuses it too');
+	const carried = { ...withoutRaw, update: { update_id: 99, message: { message_id: 1 } } };
+	assert.equal(validateJob(JOB_TYPES.telegram_update, carried), JOB_TYPES.telegram_update);
+	assert.ok(ProcessUpdateRequest.safeParse(carried).success);
 });

@@ -1,7 +1,7 @@
 /**
  * TelegramIngest's one operation (seed 003 WF10, seed 002 §2): secret check → body classification
- * (body.ts) → one atomic insert of raw update + keys + job, or of the quarantine row (+ its ops.errors
- * row) → envelope.
+ * (body.ts) → one atomic insert of raw update + keys + job (one round trip: raw.ingest_update, migration
+ * 014), or of the quarantine row (+ its ops.errors row) → envelope.
  *
  * Answers (every body of an authenticated bot is kept: stored, quarantined, or a duplicate of either):
  *  - 200 SuccessEnvelope, `data.quarantined: false`: stored (`data.job_id`), or a duplicate of a stored
@@ -18,7 +18,9 @@
  *  - 401 auth: no X-Telegram-Bot-Api-Secret-Token header (checked before the bot is looked up);
  *  - 403 auth: no enabled bot with that key, or a wrong secret — the same status, kind and message, so a
  *    caller cannot probe which bot keys exist (details.reason `unknown_bot` / `wrong_secret` tells the
- *    operator in ops.errors);
+ *    operator in ops.errors). The bot row is cached (botCache.ts): a disabled bot/tenant or a rotated
+ *    secret takes effect at once via NOTIFY (migration 013), and within BOT_CACHE_TTL_MS = 5 s at worst;
+ *    a new secret or a re-enabled bot is accepted at once (refusals always read a fresh row);
  *  - 503 db (retryable): database unreachable / connection lost; 500 db: any other database error
  *    (never for a data error of the update: that is quarantined).
  * ctx (correlation_id, trace_id, workflow, node, contracts.errorpipe) is built before any DB work and
@@ -35,7 +37,8 @@ import type { ItemState } from '../../shared/node/runItems';
 import { withTransaction } from '../../shared/postgres/pool';
 import { rememberSecrets } from '../../shared/redact';
 import { classifyBody, safeText, type Body, type Classified, type QuarantineReason } from './body';
-import { FIND_DUPLICATE, FIND_QUARANTINED, INGEST_UPDATE, LOCK_UPDATE, LOOKUP_BOT, QUARANTINE } from './sql';
+import { botCacheOf, type Bot } from './botCache';
+import { FIND_QUARANTINED, INGEST, LOCK_UPDATE, LOOKUP_BOT, NEITHER_SQLSTATE, QUARANTINE } from './sql';
 
 export interface IngestInput {
 	/** core.bots.bot_key: the `bot` query parameter of the webhook URL (/webhook/telegram?bot=<bot_key>). */
@@ -88,13 +91,6 @@ function idValue(text: string | null): number | string | null {
 	if (text === null) return null;
 	const value = Number(text);
 	return Number.isSafeInteger(value) ? value : text;
-}
-
-interface Bot {
-	bot_id: string;
-	tenant_id: string;
-	webhook_secret: string;
-	enabled: boolean;
 }
 
 interface Run {
@@ -163,14 +159,21 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 		throw new ContractError('missing X-Telegram-Bot-Api-Secret-Token header', 401, 'auth', false, {}, BOTS);
 	}
 
-	let bot: Bot | undefined;
-	try {
-		bot = (await pool.query(LOOKUP_BOT, [input.botKey])).rows[0];
-	} catch (error) {
-		throw fromPgError(error, BOTS);
+	// A cached enabled bot (≤ BOT_CACHE_TTL_MS old, dropped on NOTIFY) may only accept; anything else —
+	// no entry, a wrong secret — is decided on a fresh row (botCache.ts).
+	const cache = botCacheOf(pool);
+	const botKey = input.botKey;
+	let bot = cache.get(botKey);
+	let matched = bot !== undefined && secretsMatch(input.secretToken, bot.webhook_secret);
+	if (!matched) {
+		try {
+			bot = await cache.load(botKey, async () => (await pool.query<Bot>(LOOKUP_BOT, [botKey])).rows[0]);
+		} catch (error) {
+			throw fromPgError(error, BOTS);
+		}
+		// Unknown bot and wrong secret: one answer (and one comparison each, so timing tells nothing either).
+		matched = secretsMatch(input.secretToken, bot?.enabled ? bot.webhook_secret : UNKNOWN_BOT_SECRET);
 	}
-	// Unknown bot and wrong secret: one answer (and one comparison each, so timing tells nothing either).
-	const matched = secretsMatch(input.secretToken, bot?.enabled ? bot.webhook_secret : UNKNOWN_BOT_SECRET);
 	if (!bot || !bot.enabled) throw forbidden('unknown_bot');
 	// Remembered process-wide, so any error built later (here or in another node) redacts it.
 	rememberSecrets([bot.webhook_secret]);
@@ -188,7 +191,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	ctx.chat_id = idValue(keys.chat_id);
 	ctx.message_id = idValue(keys.message_id);
 
-	let row: { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean };
+	let row: { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean } | undefined;
 	try {
 		const params = [
 			bot.bot_id,
@@ -205,17 +208,12 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 			keys.message_id,
 			keys.from_id,
 		];
-		row = await lockedFor(run, keys.update_id, async (client) => {
-			const found =
-				(await client.query(INGEST_UPDATE, params)).rows[0] ??
-				(await client.query(FIND_DUPLICATE, [bot.bot_id, keys.update_id, params[8]])).rows[0];
-			// none (e.g. a job with this dedup key written outside the lock): roll back whatever was inserted
-			if (!found) throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
-			return found;
-		});
+		// One round trip (raw.ingest_update, migration 014: lock, INGEST_UPDATE, else FIND_DUPLICATE).
+		row = (await pool.query(INGEST, params)).rows[0];
 	} catch (error) {
-		if (error instanceof ContractError) throw error;
 		const code = (error as { code?: unknown })?.code;
+		// none (e.g. a job with this dedup key written outside the lock): the function rolled back whatever it inserted
+		if (code === NEITHER_SQLSTATE) throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
 		if (typeof code === 'string' && DATA_SQLSTATE.test(code)) {
 			// Safety net: whatever the checks before the insert missed, the database refused as data.
 			return quarantine(run, {
@@ -230,6 +228,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 		}
 		throw fromPgError(error, RAW);
 	}
+	if (!row) throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
 	const jobId = row.job_id === null ? null : Number(row.job_id);
 	ctx.job_id = jobId;
 	const quarantined = row.quarantine_id !== null;

@@ -18,8 +18,24 @@ WHERE b.bot_key = $1`;
 export const LOCK_UPDATE = `SELECT pg_advisory_xact_lock(hashtextextended($1::text || ':' || $2::text, 0))`;
 
 /**
- * Stores one update exactly once, atomically (one statement, run after LOCK_UPDATE): raw.telegram_updates
- * (the update as received), ops.jobs (payload = update + meta, dedup key tg:<bot_id>:<update_id>) and
+ * Stores one update exactly once in ONE round trip, autocommit (issue 14: was BEGIN, LOCK_UPDATE,
+ * INGEST_UPDATE, COMMIT): raw.ingest_update (migration 014) takes LOCK_UPDATE's advisory lock, then runs
+ * INGEST_UPDATE and, when it returns nothing, FIND_DUPLICATE — each with a fresh snapshot (a PL/pgSQL
+ * statement in READ COMMITTED), so what a previous lock holder committed is seen. When neither finds a
+ * row it raises SQLSTATE P0004 (nothing is kept). Data errors of the update (22xxx, 54xxx) propagate
+ * with their SQLSTATE. Parameters and columns: those of INGEST_UPDATE.
+ */
+export const INGEST = `SELECT job_id, raw_update_id, quarantine_id, duplicate
+FROM raw.ingest_update($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`;
+
+/** SQLSTATE raised by raw.ingest_update when the update was neither stored nor found as a duplicate. */
+export const NEITHER_SQLSTATE = 'P0004';
+
+/**
+ * The body of raw.ingest_update (migration 014 holds this text verbatim; test/unit/ingestFunction.test.ts
+ * checks it). Stores one update exactly once, atomically (one statement, run after LOCK_UPDATE): raw.telegram_updates
+ * (the update as received), ops.jobs (payload = the raw row's id + meta, not the update itself: the
+ * worker reads raw.telegram_updates; dedup key tg:<bot_id>:<update_id>) and
  * raw.telegram_update_keys (the indexed keys and the job id). Nothing is written, and the original comes
  * back (duplicate = true), when (bot_id, update_id) is already stored (its job), when only its job is left
  * (raw row pruned by retention: job_id, raw_update_id NULL), or when it was quarantined as an update
@@ -49,7 +65,7 @@ WITH quarantined AS (
   SELECT $2, $6,
          jsonb_build_object('tenant_id', $2::uuid, 'bot_id', $1::uuid, 'raw_update_id', raw_row.id,
                             'update_id', $3::bigint, 'update_type', $7::text, 'trace_id', $10::text,
-                            'correlation_id', $5::uuid, 'update', $4::jsonb),
+                            'correlation_id', $5::uuid),
          $8, $5, $9::text
   FROM raw_row
   ON CONFLICT (dedup_key) DO NOTHING
@@ -71,17 +87,18 @@ UNION ALL
 SELECT NULL::bigint, NULL::bigint, quarantined.id, true FROM quarantined`;
 
 /**
- * The original of an update kept by another transaction ($1 bot_id, $2 update_id, $3 dedup_key): its
- * keys row, its job alone (raw row pruned), or its quarantine row as an update (status_code 200).
+ * The original of an update kept by another transaction, in raw.ingest_update's numbering ($1 bot_id,
+ * $3 update_id, $9 dedup_key): its keys row, its job alone (raw row pruned), or its quarantine row as an
+ * update (status_code 200). Run by raw.ingest_update when INGEST_UPDATE returned nothing.
  */
 export const FIND_DUPLICATE = `
 SELECT job_id, raw_update_id, NULL::bigint AS quarantine_id, true AS duplicate
-FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $2::bigint
+FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $3::bigint
 UNION ALL
-SELECT id, NULL::bigint, NULL::bigint, true FROM ops.jobs WHERE dedup_key = $3::text
+SELECT id, NULL::bigint, NULL::bigint, true FROM ops.jobs WHERE dedup_key = $9::text
 UNION ALL
 SELECT NULL::bigint, NULL::bigint, id, true FROM raw.telegram_quarantine
-WHERE bot_id = $1 AND update_id = $2::bigint AND status_code = 200
+WHERE bot_id = $1 AND update_id = $3::bigint AND status_code = 200
 LIMIT 1`;
 
 /**

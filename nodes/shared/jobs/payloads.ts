@@ -12,7 +12,12 @@ import { SourceCtx } from '../contracts/sourceCtx';
 const TraceId = z.string().nullish();
 const Text = z.string({ required_error: 'is required' }).min(1, 'must not be empty');
 
-/** WF10 → WF20: the stored update (+ meta). Built in SQL by Telegram Ingest (INGEST_UPDATE). */
+/**
+ * WF10 → WF20: the stored update's raw.telegram_updates id (+ meta). Built in SQL by Telegram Ingest
+ * (INGEST_UPDATE), which does not copy the update into the job (issue 14): the worker reads the raw row.
+ * A producer may still carry the update itself in `update` (then `raw_update_id` is optional); one of
+ * the two is required.
+ */
 export const TelegramUpdatePayload = z
 	.object({
 		tenant_id: TenantId,
@@ -22,9 +27,13 @@ export const TelegramUpdatePayload = z
 		update_type: z.string().nullish(),
 		trace_id: TraceId,
 		correlation_id: z.string().uuid('must be a UUID').nullish(),
-		update: z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough(),
+		update: z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough().optional(),
 	})
-	.passthrough();
+	.passthrough()
+	.refine((p) => p.update !== undefined || (p.raw_update_id !== undefined && p.raw_update_id !== null), {
+		message: 'is required when the payload has no update',
+		path: ['raw_update_id'],
+	});
 
 /** WF20 → WF30: one URL of a message. */
 export const UrlNormalizePayload = z.object({ tenant_id: TenantId, url: Text, ctx: SourceCtx, trace_id: TraceId }).passthrough();

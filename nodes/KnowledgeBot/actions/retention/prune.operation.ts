@@ -4,8 +4,8 @@
  * LOCKED`, so it can run beside the workers), one statement per batch:
  *  - raw retention: raw.telegram_updates (+ their keys) by received_at, tg.messages (+ versions and
  *    attachments) by sent_at, tg.chat_member_events by event_date, and finished ops.jobs (+ runs) by
- *    finished_at (their payload holds the raw update; no chat, so the default days; kept while an update
- *    key still points at them);
+ *    finished_at (a telegram_update job's payload names its raw row — older ones hold the update itself;
+ *    no chat, so the default days; kept while an update key still points at them);
  *  - document retention: content.documents (+ chunks and embeddings) by created_at, audit.qa_turns
  *    (+ citations) by created_at.
  * Input `req`: `{ tenant_id?, chat_id?, batch_size (1–10000, default 500), max_batches (default 20) }`
@@ -46,7 +46,7 @@ const TARGETS: Target[] = [
 	{ table: 'tg.messages', from: 'tg.messages t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.sent_at', policy: 'raw' },
 	{ table: 'tg.chat_member_events', from: 'tg.chat_member_events t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.event_date', policy: 'raw' },
 	{ table: 'content.documents', from: 'content.documents t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.created_at', policy: 'documents' },
-	// finished jobs keep their payload (a raw update): the raw retention, once no update key points at them
+	// finished jobs keep their payload (raw row id, or the update in older jobs): the raw retention, once no update key points at them
 	{ table: 'ops.jobs', from: 'ops.jobs t', tenant: 't.tenant_id', chat: 'NULL::bigint', age: 't.finished_at', policy: 'raw', where: "t.status IN ('succeeded', 'failed', 'dead') AND NOT EXISTS (SELECT 1 FROM raw.telegram_update_keys k WHERE k.job_id = t.id)" },
 	{ table: 'audit.qa_turns', from: 'audit.qa_turns t JOIN audit.qa_sessions s ON s.session_id = t.session_id', tenant: 's.tenant_id', chat: 's.chat_id', age: 't.created_at', policy: 'documents' },
 ];

@@ -8,8 +8,10 @@
  *  - ops.jobs `url_normalize` per URL (WF30) and `file_download` per attachment (WF32), each once
  *    (dedup key), when the chat policy allows URL fetch / file download; `qa_answer` (WF51) for a question
  *    to the bot — a DM's text that is not a /command, or a group text mentioning `@<bot username>`.
- * Input `req`: `{ tenant_id (uuid), update (Telegram Update), trace_id?, raw_update_id?, bot_id? }`
- *   (WF10's job payload; bot_id finds the bot's username for mentions).
+ * Input `req`: `{ tenant_id (uuid), update? (Telegram Update), raw_update_id?, trace_id?, bot_id? }` —
+ *   WF10's job payload carries `raw_update_id` and no `update` (issue 14): the update is then read from
+ *   raw.telegram_updates (that id, that tenant); an `update` given in `req` is used as it is. One of the
+ *   two is required. bot_id finds the bot's username for mentions.
  * Output: `{ update_type, chat_id, message_id, message_fk, message_version_id,
  *   created_jobs: { url_jobs, file_jobs, qa_jobs: [job ids] }, member_events }` (nulls when the update
  *   has no message).
@@ -19,9 +21,11 @@
  * Member changes are ordered by (Telegram's date, update_id): within one second the higher update_id of the
  *   same bot (`bot_id`, one of this tenant's) wins; a tie whose order is unknown (no bot_id, another bot's
  *   update, or a row written before migration 010) keeps the non-member state.
- * Errors: 422 `req.update.<field>` for a message Telegram would never send; 503/500 db (rolled back).
+ * Errors: 422 `req.update.<field>` for a message Telegram would never send, `req.raw_update_id` when
+ *   neither it nor `update` is given; 404 not_found (not retryable, details.code NOT_FOUND) when no raw
+ *   row of this tenant has that id (e.g. pruned by retention); 503/500 db (rolled back).
  */
-import type { PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { z, ZodError } from 'zod';
 import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
@@ -33,9 +37,12 @@ import { parseUpdate, type ParsedUpdate } from './parseUpdate';
 import * as SQL from './sql';
 import { storableUpdate } from './storable';
 
+const Update = z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough();
+
 export const ProcessUpdateRequest = z.object({
 	tenant_id: TenantId,
-	update: z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough(),
+	/** absent: read from raw.telegram_updates by raw_update_id */
+	update: Update.optional(),
 	/** copied into the job payloads (jsonb): a NUL or a lone surrogate is refused 422 `req.trace_id` */
 	trace_id: z
 		.string()
@@ -44,7 +51,30 @@ export const ProcessUpdateRequest = z.object({
 	raw_update_id: DbId.nullish(),
 	/** the receiving bot (WF10's job payload): its username recognises mentions */
 	bot_id: z.string().uuid('must be a UUID').nullish(),
+}).refine((r) => r.update !== undefined || (r.raw_update_id !== undefined && r.raw_update_id !== null), {
+	message: 'is required when req has no update',
+	path: ['raw_update_id'],
 });
+
+type Request = z.infer<typeof ProcessUpdateRequest>;
+
+/** The update stored as raw.telegram_updates row `req.raw_update_id` of `req.tenant_id`. @throws 404, 503/500 db */
+async function readRawUpdate(pool: Pool, req: Request): Promise<z.infer<typeof Update>> {
+	let row: { update: unknown } | undefined;
+	try {
+		row = (await pool.query('SELECT update FROM raw.telegram_updates WHERE id = $1 AND tenant_id = $2', [req.raw_update_id, req.tenant_id])).rows[0];
+	} catch (error) {
+		throw fromPgError(error, { operation: 'select', table: 'raw.telegram_updates' });
+	}
+	if (!row) {
+		throw new ContractError(`raw update ${req.raw_update_id} of this tenant does not exist (pruned by retention?)`, 404, 'not_found', false, { code: 'NOT_FOUND', field: 'req.raw_update_id' }, { operation: 'select', table: 'raw.telegram_updates' });
+	}
+	const parsed = Update.safeParse(row.update);
+	if (!parsed.success) {
+		throw new ContractError('invalid update: req.update.update_id is required', 422, 'validation', false, { code: 'VALIDATION', field: 'req.update.update_id' }, { operation: 'validate', ...TABLES });
+	}
+	return parsed.data;
+}
 
 const TABLES = { table: 'tg.messages' };
 
@@ -52,7 +82,7 @@ async function one(client: PoolClient, sql: string, params: unknown[]) {
 	return (await client.query(sql, params)).rows[0] as Record<string, unknown> | undefined;
 }
 
-async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate, req: z.infer<typeof ProcessUpdateRequest>, correlationId: string, sourceBot: string | null) {
+async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate, req: Request, updateId: number, correlationId: string, sourceBot: string | null) {
 	const chat = parsed.chat!;
 	if (parsed.users.length > 0) await client.query(SQL.UPSERT_USERS, [tenantId, JSON.stringify(parsed.users)]);
 	await client.query(SQL.UPSERT_CHAT, [tenantId, chat.id, chat.type, chat.title ?? null, chat.username ?? null]);
@@ -99,7 +129,7 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf(JOB_TYPES.url_normalize), file_jobs: idsOf(JOB_TYPES.file_download), qa_jobs: idsOf(JOB_TYPES.qa_answer) } });
 	}
 	if (parsed.members.length > 0) {
-		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members), req.update.update_id, sourceBot]);
+		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members), updateId, sourceBot]);
 		data.member_events = recorded!.events;
 	}
 	return data;
@@ -126,13 +156,14 @@ export const processOperation: KnowledgeOperation = {
 				throw fromPgError(error, { operation: 'select', table: 'core.bots' });
 			}
 		}
+		const update = req.update ?? (await readRawUpdate(pool, req));
 		let parsed: ParsedUpdate;
 		try {
-			parsed = parseUpdate(storableUpdate(req.update).update, botUsername);
+			parsed = parseUpdate(storableUpdate(update).update, botUsername);
 		} catch (error) {
 			if (!(error instanceof ZodError)) throw error;
 			const issue = error.issues[0];
-			const field = ['req', 'update', Object.keys(req.update).find((k) => k !== 'update_id'), ...issue.path].join('.');
+			const field = ['req', 'update', Object.keys(update).find((k) => k !== 'update_id'), ...issue.path].join('.');
 			throw new ContractError(`invalid update: ${field} ${issue.message}`, 422, 'validation', false, { code: 'VALIDATION', field }, { operation: 'validate', ...TABLES });
 		}
 		if (parsed.chat) Object.assign(state.ctx!, { chat_id: parsed.chat.id, message_id: parsed.message?.message_id ?? null });
@@ -140,7 +171,7 @@ export const processOperation: KnowledgeOperation = {
 			return { update_type: parsed.update_type, chat_id: null, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [], qa_jobs: [] }, member_events: 0 };
 		}
 		try {
-			const data = await inTransaction(pool, (client) => store(client, req.tenant_id, parsed, req, correlationId, sourceBot));
+			const data = await inTransaction(pool, (client) => store(client, req.tenant_id, parsed, req, update.update_id, correlationId, sourceBot));
 			return { update_type: parsed.update_type, ...data };
 		} catch (error) {
 			throw fromPgError(error, { operation: 'upsert', ...TABLES });

@@ -1,0 +1,48 @@
+/**
+ * The pool of a node's PostgresContractsApi credential for hot paths (issue 14: Telegram Ingest runs once
+ * per webhook call). `getCredentials` costs a query of n8n's own database plus a decryption on every
+ * execution, and `getPool` hashes the credential; here both are done at most once per
+ * `CREDENTIAL_CACHE_TTL_MS` (5 s) per (workflow id, credential id), in this process:
+ *  - the key includes the workflow, so a workflow never receives a credential n8n did not give it (n8n's
+ *    access check ran for that workflow within the TTL);
+ *  - an edited credential (new password, host) or a revoked access takes effect within the TTL;
+ *  - the pool itself is still getPool's (shared, closed after 5 minutes unused; each refresh marks it used).
+ * A node without a credential id or a workflow id (e.g. a test context) is never cached.
+ */
+import type { IExecuteFunctions, INode } from 'n8n-workflow';
+import type { Pool } from 'pg';
+import { getPool, type PostgresCredential } from './pool';
+
+/** Longest time (ms) a credential read through n8n is reused, per workflow and credential. */
+export const CREDENTIAL_CACHE_TTL_MS = 5_000;
+/** Most entries kept (the oldest is dropped beyond it). */
+const MAX_ENTRIES = 1_000;
+
+const entries = new Map<string, { pool: Pool; expires: number }>();
+
+/**
+ * The pool of the node's `postgresContractsApi` credential. `opts.node`: the execution's `getNode()`, when
+ * the caller has it already (saves a deep copy); `opts.now`: the clock (tests).
+ * @throws whatever getCredentials / getPool throw (ContractError 500 validation for a bad credential field)
+ */
+export async function executionPool(fn: IExecuteFunctions, opts: { node?: INode; now?: number } = {}): Promise<Pool> {
+	const now = opts.now ?? Date.now();
+	const credentialId = (opts.node ?? fn.getNode()).credentials?.postgresContractsApi?.id;
+	const workflowId = fn.getWorkflow?.()?.id;
+	const key = credentialId && workflowId ? `${workflowId}\u0000${credentialId}` : undefined;
+	const hit = key ? entries.get(key) : undefined;
+	if (hit && hit.expires > now) return hit.pool;
+	const credential = (await fn.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
+	const pool = getPool(credential);
+	if (key) {
+		entries.delete(key);
+		entries.set(key, { pool, expires: now + CREDENTIAL_CACHE_TTL_MS });
+		if (entries.size > MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
+	}
+	return pool;
+}
+
+/** Forgets every cached entry (tests). */
+export function clearExecutionPools(): void {
+	entries.clear();
+}

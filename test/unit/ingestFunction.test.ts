@@ -1,0 +1,26 @@
+/**
+ * Migration 014's raw.ingest_update runs nodes/TelegramIngest/actions/sql.ts's INGEST_UPDATE and
+ * FIND_DUPLICATE: the migration must hold both texts verbatim, so the documented statements are the ones
+ * that run (a change to either needs a new migration, and this test says so).
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { FIND_DUPLICATE, INGEST_UPDATE, LOCK_UPDATE } from '../../nodes/TelegramIngest/actions/sql';
+
+const migration = fs.readFileSync(path.join(__dirname, '..', '..', 'db', 'migrations', '014_ingest_update_function.sql'), 'utf8');
+
+test('raw.ingest_update holds INGEST_UPDATE and FIND_DUPLICATE verbatim, in that order, after the lock', () => {
+	const lock = migration.indexOf('pg_advisory_xact_lock(hashtextextended($1::text || \':\' || $3::text, 0))');
+	const ingest = migration.indexOf(`RETURN QUERY${INGEST_UPDATE};`);
+	const find = migration.indexOf(`RETURN QUERY${FIND_DUPLICATE};`);
+	assert.ok(lock > 0, 'the advisory lock is taken first');
+	assert.ok(ingest > lock, 'INGEST_UPDATE, verbatim, after the lock (changed in sql.ts? write a new migration)');
+	assert.ok(find > ingest, 'FIND_DUPLICATE, verbatim, after INGEST_UPDATE (changed in sql.ts? write a new migration)');
+});
+
+test('the function locks the same key as LOCK_UPDATE (which the quarantine path takes)', () => {
+	// LOCK_UPDATE's $1 bot_id, $2 update_id are the function's $1 and $3
+	assert.ok(migration.includes(LOCK_UPDATE.replace('SELECT ', '').replace('$2::text', '$3::text')));
+});
