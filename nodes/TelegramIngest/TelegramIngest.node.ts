@@ -11,6 +11,7 @@ import type { SuccessEnvelope } from '../shared/contracts/envelope';
 import { JOB_REGISTRY } from '../shared/jobs/registry';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
+import { maxAttemptsOf } from './actions/options';
 import { defaultExpressionParameter, plainParameter } from '../shared/node/parameters';
 import { runItems } from '../shared/node/runItems';
 import { headerOf, ingestUpdate } from './actions/ingest.operation';
@@ -126,6 +127,14 @@ export class TelegramIngest implements INodeType {
 						description: 'The ops.jobs.max_attempts of the created job',
 					},
 					{
+						displayName: 'Reuse Credential for 5 Seconds',
+						name: 'reuseCredential',
+						type: 'boolean',
+						default: false,
+						description:
+							'Whether to read the PostgreSQL credential through n8n at most once per 5 seconds per workflow in each n8n process instead of on every execution (faster on a busy webhook; the shipped WF10 turns it on). An edited credential then applies within 5 s. Only for a static credential: one whose fields use expressions or are resolved per caller must leave this off, or executions would share the first one\'s resolved values.',
+					},
+					{
 						displayName: 'Respond to Webhook',
 						name: 'respond',
 						type: 'boolean',
@@ -150,10 +159,11 @@ export class TelegramIngest implements INodeType {
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		// Hot path (issue 14): the node is copied once per execution; parameters without expressions are
 		// read as stored and the default Bot Key / Secret Token expressions computed from the item
-		// (shared/node/parameters.ts); the credential and its pool are read through n8n at most once per
-		// 5 s per workflow (executionPool.ts).
+		// (shared/node/parameters.ts); with Reuse Credential, the credential and its pool are read through n8n
+		// at most once per 5 s per workflow (executionPool.ts).
 		const node = this.getNode();
-		const pool = await executionPool(this, { node });
+		const { reuseCredential } = plainParameter(this, node, 'options', 0, {}) as { reuseCredential?: boolean };
+		const pool = await executionPool(this, { node, reuse: reuseCredential === true });
 		let responded = false;
 		return runItems(this, async (item, itemIndex, state) => {
 			const options = plainParameter(this, node, 'options', itemIndex, {}) as { maxAttempts?: number; workflow?: string; respond?: boolean };
@@ -172,7 +182,7 @@ export class TelegramIngest implements INodeType {
 					correlationId: headerOf(item.json, 'x-correlation-id'),
 					traceId: headerOf(item.json, 'traceparent') ?? headerOf(item.json, 'x-trace-id'),
 					jobType: plainParameter(this, node, 'jobType', itemIndex) as string,
-					maxAttempts: options.maxAttempts ?? 5,
+					maxAttempts: maxAttemptsOf(options.maxAttempts),
 					workflow: options.workflow || 'WF10',
 					nodeName: node.name,
 				},
@@ -187,3 +197,4 @@ export class TelegramIngest implements INodeType {
 		});
 	}
 }
+

@@ -83,6 +83,9 @@ test('enqueueJobs: a bad payload or an unregistered type is a 422 naming the fie
 	const bad = { job_type: JOB_TYPES.url_fetch, dedup_key: `t:${randomUUID()}`, payload: { tenant_id: tenant, url_id: 'not an id', ctx: { chat_id: 1, visibility: 'group', dm_owner_user_id: null } } };
 	await assert.rejects(enqueueJobs(db.pool, tenant, randomUUID(), [good, bad]), (e: ContractError) => e.statusCode === 422 && e.details.field === 'payload.url_id' && e.details.job_type === 'url_fetch');
 	await assert.rejects(enqueueJobs(db.pool, tenant, randomUUID(), [good, { ...good, job_type: 'nobody_runs_this' as never }]), (e: ContractError) => e.statusCode === 422 && e.details.field === 'job_type');
+	// a payload naming another tenant: its worker would read that tenant's rows (WF20 reads the raw row by it)
+	const foreign = { ...good, dedup_key: `t:${randomUUID()}`, payload: { ...good.payload, tenant_id: randomUUID() } };
+	await assert.rejects(enqueueJobs(db.pool, tenant, randomUUID(), [good, foreign]), (e: ContractError) => e.statusCode === 422 && e.details.field === 'payload.tenant_id');
 	assert.equal(await count(), before);
 	const [id] = await enqueueJobs(db.pool, tenant, randomUUID(), [good]);
 	assert.deepEqual((await db.pool.query('SELECT job_type, payload FROM ops.jobs WHERE id = $1', [id])).rows[0], { job_type: 'document_extract', payload: good.payload });

@@ -79,3 +79,20 @@ test('finished jobs past the raw retention go, with their runs; queued jobs and 
 	await run(pruneOperation, { tenant_id: tenant });
 	assert.deepEqual([await exists('ops.jobs', old), await exists('ops.jobs', queued), await exists('ops.jobs', recent)], [false, true, true]);
 });
+
+test('a raw update past its retention stays while its job is not finished (the job payload names the raw row, not the update)', async () => {
+	const bot = (await db.pool.query('SELECT bot_id FROM core.bots WHERE tenant_id = $1 LIMIT 1', [tenant])).rows[0].bot_id as string;
+	const job = Number((await db.pool.query("INSERT INTO ops.jobs (tenant_id, job_type, status) VALUES ($1, 'telegram_update', 'queued') RETURNING id", [tenant])).rows[0].id);
+	const raw = Number(
+		(await db.pool.query(
+			"INSERT INTO raw.telegram_updates (bot_id, tenant_id, update_id, update, correlation_id, received_at) VALUES ($1, $2, 990001, '{\"update_id\": 990001}', gen_random_uuid(), now() - interval '40 days') RETURNING id",
+			[bot, tenant],
+		)).rows[0].id,
+	);
+	await db.pool.query("INSERT INTO raw.telegram_update_keys (raw_update_id, bot_id, tenant_id, update_id, update_type, chat_id, job_id) VALUES ($1, $2, $3, 990001, 'message', $4, $5)", [raw, bot, tenant, SHORT, job]);
+	await run(pruneOperation, { tenant_id: tenant, chat_id: SHORT });
+	assert.equal(await exists('raw.telegram_updates', raw), true, 'its job is still queued: the raw row is the only copy of the update');
+	await db.pool.query("UPDATE ops.jobs SET status = 'succeeded', finished_at = now() WHERE id = $1", [job]);
+	await run(pruneOperation, { tenant_id: tenant, chat_id: SHORT });
+	assert.equal(await exists('raw.telegram_updates', raw), false, 'once the job finished, the 30-day policy applies');
+});

@@ -56,3 +56,10 @@ test('a context without a workflow or credential id is never cached', async () =
 	await executionPool(context('wfC', undefined, asked), { now: 5 });
 	assert.equal(asked.length, 4);
 });
+
+test('reuse: false (Telegram Ingest\'s default) asks n8n on every execution: a credential resolved per execution is never shared', async () => {
+	const asked: string[] = [];
+	await executionPool(context('wfR', 'credR', asked), { now: 7, reuse: false });
+	await executionPool(context('wfR', 'credR', asked), { now: 8, reuse: false });
+	assert.equal(asked.length, 2);
+});

@@ -72,7 +72,8 @@ class BotsListener {
 	}
 
 	private async connect(): Promise<void> {
-		const client = new Client({ ...this.config, application_name: 'n8n-nodes-contracts:bots' });
+		// keepAlive: a half-open connection (NAT, firewall) is noticed and reconnected; the TTL bounds staleness meanwhile
+		const client = new Client({ ...this.config, application_name: 'n8n-nodes-contracts:bots', keepAlive: true });
 		let dropped = false;
 		const drop = () => {
 			if (dropped) return;
@@ -161,7 +162,9 @@ export class BotCache {
 				return bot;
 			});
 			this.loading.set(botKey, pending);
-			const clear = () => this.loading.delete(botKey);
+			const clear = () => {
+				if (this.loading.get(botKey) === pending) this.loading.delete(botKey);
+			};
 			pending.then(clear, clear);
 		}
 		return pending;

@@ -1,10 +1,11 @@
 /**
  * The producer side of ops.jobs: enqueue once per dedup key, each job's type and payload checked against
  * the registry (./registry.ts) first — a type no worker handles, or a bad payload, is a 422 naming the
- * field and nothing of the batch is enqueued.
+ * field and nothing of the batch is enqueued; so is a payload whose `tenant_id` is not the job's tenant
+ * (workers read rows by the payload's tenant).
  */
 import type { Pool } from 'pg';
-import { fromPgError } from '../errors';
+import { ContractError, fromPgError } from '../errors';
 import { validateJob, type JobType } from './registry';
 import { ENQUEUE_JOBS, JOBS_BY_DEDUP_KEY } from './statements';
 
@@ -23,7 +24,13 @@ export interface WantedJob {
  */
 export async function enqueueJobs(db: Pick<Pool, 'query'>, tenantId: string, correlationId: string, jobs: WantedJob[]): Promise<number[]> {
 	if (jobs.length === 0) return [];
-	jobs.forEach((j, i) => validateJob(j.job_type, j.payload, jobs.length > 1 ? i : undefined));
+	jobs.forEach((j, i) => {
+		validateJob(j.job_type, j.payload, jobs.length > 1 ? i : undefined);
+		// the worker reads rows by the payload's tenant (e.g. WF20's raw row): it must be the job's own
+		if (j.payload.tenant_id !== undefined && j.payload.tenant_id !== tenantId) {
+			throw new ContractError(`invalid job${jobs.length > 1 ? ` (job ${i})` : ''}: payload.tenant_id is not the job's tenant`, 422, 'validation', false, { code: 'VALIDATION', field: 'payload.tenant_id', job_type: j.job_type }, { operation: 'validate', table: 'ops.jobs' });
+		}
+	});
 	try {
 		const ids = new Map<string, number>();
 		for (const r of (await db.query(ENQUEUE_JOBS, [tenantId, correlationId, JSON.stringify(jobs)])).rows) ids.set(r.dedup_key, Number(r.id));

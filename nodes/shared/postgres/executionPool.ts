@@ -7,7 +7,10 @@
  *    access check ran for that workflow within the TTL);
  *  - an edited credential (new password, host) or a revoked access takes effect within the TTL;
  *  - the pool itself is still getPool's (shared, closed after 5 minutes unused; each refresh marks it used).
- * A node without a credential id or a workflow id (e.g. a test context) is never cached.
+ * A node without a credential id or a workflow id (e.g. a test context) is never cached, nor a call with
+ * `reuse: false` (Telegram Ingest's default: a credential whose fields use expressions, or one n8n resolves
+ * per caller, differs between executions, and a cached one would hand the first execution's values to the
+ * next — the node's Reuse Credential option is for static credentials only).
  */
 import type { IExecuteFunctions, INode } from 'n8n-workflow';
 import type { Pool } from 'pg';
@@ -22,14 +25,15 @@ const entries = new Map<string, { pool: Pool; expires: number }>();
 
 /**
  * The pool of the node's `postgresContractsApi` credential. `opts.node`: the execution's `getNode()`, when
- * the caller has it already (saves a deep copy); `opts.now`: the clock (tests).
+ * the caller has it already (saves a deep copy); `opts.now`: the clock (tests); `opts.reuse`: cache (default
+ * true for direct callers; Telegram Ingest passes its Reuse Credential option).
  * @throws whatever getCredentials / getPool throw (ContractError 500 validation for a bad credential field)
  */
-export async function executionPool(fn: IExecuteFunctions, opts: { node?: INode; now?: number } = {}): Promise<Pool> {
+export async function executionPool(fn: IExecuteFunctions, opts: { node?: INode; now?: number; reuse?: boolean } = {}): Promise<Pool> {
 	const now = opts.now ?? Date.now();
 	const credentialId = (opts.node ?? fn.getNode()).credentials?.postgresContractsApi?.id;
 	const workflowId = fn.getWorkflow?.()?.id;
-	const key = credentialId && workflowId ? `${workflowId}\u0000${credentialId}` : undefined;
+	const key = opts.reuse !== false && credentialId && workflowId ? `${workflowId}\u0000${credentialId}` : undefined;
 	const hit = key ? entries.get(key) : undefined;
 	if (hit && hit.expires > now) return hit.pool;
 	const credential = (await fn.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;

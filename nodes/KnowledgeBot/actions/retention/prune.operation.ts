@@ -42,7 +42,8 @@ interface Target {
 }
 
 const TARGETS: Target[] = [
-	{ table: 'raw.telegram_updates', from: 'raw.telegram_updates t JOIN raw.telegram_update_keys k ON k.raw_update_id = t.id', tenant: 't.tenant_id', chat: 'k.chat_id', age: 't.received_at', policy: 'raw' },
+	// a raw row is the only copy of its update for a job not finished yet (the payload carries raw_update_id)
+	{ table: 'raw.telegram_updates', from: 'raw.telegram_updates t JOIN raw.telegram_update_keys k ON k.raw_update_id = t.id', tenant: 't.tenant_id', chat: 'k.chat_id', age: 't.received_at', policy: 'raw', where: "NOT EXISTS (SELECT 1 FROM ops.jobs j WHERE j.id = k.job_id AND j.status NOT IN ('succeeded', 'failed', 'dead'))" },
 	{ table: 'tg.messages', from: 'tg.messages t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.sent_at', policy: 'raw' },
 	{ table: 'tg.chat_member_events', from: 'tg.chat_member_events t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.event_date', policy: 'raw' },
 	{ table: 'content.documents', from: 'content.documents t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.created_at', policy: 'documents' },
