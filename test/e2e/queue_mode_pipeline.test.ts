@@ -8,7 +8,8 @@
  *  - a WF90 run on a worker whose WF40 sub-workflow fails → one ops.errors row per failing job and the job
  *    outcome of single-process mode (test/e2e/knowledge_chain.test.ts, test/integration/errorPipe*):
  *    retryable → queued again after the 10 s (±20 %) backoff, its run `retry`; retryable without attempts
- *    left → dead; not retryable → failed; the healthy jobs of the same batch succeed.
+ *    left → dead; not retryable → failed; the healthy jobs of the same batch succeed;
+ *  - a model that always fails → the run FAILED after the retries, one ops.errors row, nothing stuck.
  * Which worker ran an execution comes from the worker transcripts ("Worker started execution <id>").
  * Skipped (with the reason) when Redis does not answer at 127.0.0.1:6379 (REDIS_HOST / REDIS_PORT).
  */
@@ -52,7 +53,7 @@ function stepOf(body: Record<string, unknown>): string {
 	return 'responder';
 }
 
-/** WF90 as shipped, started by POST test/wf90-run instead of its schedules, claiming only document_chunk jobs (WF40). */
+/** WF90 as shipped, started by POST test/wf90-run instead of its schedules, claiming at most 2 document_chunk jobs (WF40) per run. */
 function runnerCopy() {
 	const wf90 = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF90_job_runner.json'), 'utf8'));
 	const dropped = new Set(['Every 10 Seconds', 'Every 5 Minutes', 'Release Stale', 'ERR — Source Release Stale']);
@@ -71,7 +72,10 @@ function runnerCopy() {
 				};
 			}
 			if (n.name === 'Runner Settings') {
-				const assignments = n.parameters.assignments.assignments.map((a: { name: string }) => (a.name === 'req.job_types' ? { ...a, value: 'document_chunk' } : a));
+				const assignments = n.parameters.assignments.assignments.map((a: { name: string }) => {
+					if (a.name === 'req.job_types') return { ...a, value: 'document_chunk' };
+					return a.name === 'req.limit' ? { ...a, value: 2 } : a;
+				});
 				return { ...n, parameters: { ...n.parameters, assignments: { assignments } } };
 			}
 			return n;
@@ -246,8 +250,9 @@ test('WF90 on a worker, WF40 failing for some jobs → one ops.errors row each, 
 		END $$`);
 	await db.pool.query('CREATE TRIGGER e2e_queue_fail BEFORE INSERT ON kg.chunks FOR EACH ROW EXECUTE FUNCTION public.e2e_queue_fail()');
 	try {
-		const answer = await fetch(`${n8n.url}/webhook/test/wf90-run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-		assert.equal(answer.status, 200, await answer.text());
+		// 6 runs at once, 2 jobs each: every job claimed once (a retried job is not due for 8 s)
+		const answers = await Promise.all(Array.from({ length: 6 }, () => fetch(`${n8n.url}/webhook/test/wf90-run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })));
+		for (const a of answers) assert.equal(a.status, 200, await a.text());
 	} finally {
 		await db.pool.query('DROP TRIGGER e2e_queue_fail ON kg.chunks; DROP FUNCTION public.e2e_queue_fail()');
 	}
@@ -279,9 +284,37 @@ test('WF90 on a worker, WF40 failing for some jobs → one ops.errors row each, 
 		Object.fromEntries(Object.entries(kinds).map(([kind, n]) => [`${kind}:${runStatus[kind as keyof typeof kinds]}`, n])),
 		'one closed run per job',
 	);
-	// the WF90 execution that claimed them ran on a worker (its sub-workflows and WF99 with it)
+	// each WF90 execution that claimed them ran on one worker (its sub-workflows and WF99 with it)
 	const executions = [...new Set(runs.map((r) => String(r.worker).replace(/^wf90-/, '')))];
+	assert.equal(executions.length, 6, 'every run claimed its 2 jobs');
 	const roles = rolesOf(executions);
-	t.diagnostic(`WF90 execution(s) ${JSON.stringify(Object.fromEntries(roles))}`);
+	t.diagnostic(`WF90 executions per worker: ${JSON.stringify(countBy([...roles.values()]))}`);
 	assert.equal(n8n.main.transcript().match(/Worker started execution/g), null, 'main ran no execution itself');
+});
+
+test('a model that always fails, steps on workers: the run ends FAILED after the retries, one ops.errors row (Generate, upstream), nothing stuck', { timeout: 150_000 }, async (t) => {
+	if (skipped(t)) return;
+	model.respond = () => ({ status: 503 });
+	try {
+		const res = await fetch(`${n8n.url}/webhook/api/query`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', ...bearer(mint('queue-user-doomed', { secret: SECRET })) },
+			body: JSON.stringify({ query: 'doomed' }),
+		});
+		assert.equal(res.status, 201);
+		const id = ((await res.json()) as { request_id: string }).request_id;
+		const run = await waitFor('the failure', async () => {
+			const { rows } = await db.pool.query('SELECT status, error FROM maas.pipeline_runs WHERE id = $1', [id]);
+			return rows[0].status === 'FAILED' || rows[0].status === 'COMPLETED' ? rows[0] : undefined;
+		}, 120_000);
+		assert.equal(run.status, 'FAILED');
+		assert.match(JSON.stringify(run.error), /failed after 4 attempts/);
+		const { rows } = await db.pool.query("SELECT node, kind, retryable FROM ops.errors WHERE details->'ctx'->>'run_id' = $1", [id]);
+		assert.deepEqual(rows, [{ node: 'Generate', kind: 'upstream', retryable: true }]);
+		const stuck = await db.pool.query("SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE status IN ('ANALYZING', 'ASSEMBLING', 'RESPONDING')");
+		assert.equal(stuck.rows[0].n, 0);
+		assert.equal(n8n.main.transcript().match(/Worker started execution/g), null, 'main ran no execution itself');
+	} finally {
+		model.respond = normalModel;
+	}
 });
