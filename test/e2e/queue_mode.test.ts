@@ -22,6 +22,17 @@ let db: TestDatabase;
 let n8n: RunningQueueN8n;
 let bot: Awaited<ReturnType<typeof seedBot>>;
 let runnerFile: string;
+let wf10File: string;
+
+/**
+ * The shipped WF10 with successful executions saved: it ships with saveDataSuccessExecution "none" (the raw
+ * row is the record), and this test reads n8n's execution records to see which worker ran each delivery.
+ */
+function wf10Saving() {
+	const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF10_telegram_ingest.json'), 'utf8')) as { id: string; settings?: Record<string, unknown> };
+	workflow.settings = { ...workflow.settings, saveDataSuccessExecution: 'all' };
+	return workflow;
+}
 
 /**
  * WF90 as shipped, but started by webhooks instead of its schedules (so the test decides when and how many
@@ -64,9 +75,10 @@ before(
 		db = await setupDatabase();
 		bot = await seedBot(db.pool, 'queue_bot', 'queue-Secret_123');
 		runnerFile = writeWorkflow(runnerCopy());
+		wf10File = writeWorkflow(wf10Saving());
 		n8n = await startQueueN8n(
 			db.url,
-			[...['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)), runnerFile],
+			[...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)), wf10File, runnerFile],
 			['telegram', 'test/wf90-run', 'test/wf90-release'],
 			{ workers: 2, concurrency: 10 },
 		);
@@ -77,7 +89,7 @@ before(
 after(async () => {
 	await n8n?.stop();
 	await db?.drop();
-	if (runnerFile) fs.rmSync(path.dirname(runnerFile), { recursive: true, force: true });
+	for (const file of [runnerFile, wf10File]) if (file) fs.rmSync(path.dirname(file), { recursive: true, force: true });
 });
 
 function skipped(t: TestContext): boolean {
