@@ -20,7 +20,7 @@ import { Pool } from 'pg';
 import { capture } from '../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../nodes/PipelineCapture/transport/definition';
 import { setupDatabase } from '../test/helpers/db';
-import { envInt, markdownTable, median, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
+import { alternatingMedians, envInt, markdownTable, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
 
 const RUNS = envInt('BENCH_RUNS', 1000);
 const ROUNDS = envInt('BENCH_CAPTURE_ROUNDS', 3);
@@ -109,23 +109,11 @@ async function measure(url: string, name: string, attempt: Attempt, workers: num
 async function main() {
 	const db = await setupDatabase();
 	try {
-		const rows: Array<{ workers: number; ours: number; cas: number }> = [];
-		let k = 0;
-		for (const workers of COUNTS) {
-			const a: number[] = [];
-			const b: number[] = [];
-			for (let round = 0; round < ROUNDS; round += 1, k += 1) {
-				if (k % 2 === 0) {
-					a.push(await measure(db.url, 'capture', contracts, workers, round));
-					b.push(await measure(db.url, 'cas', bareCas, workers, round));
-				} else {
-					b.push(await measure(db.url, 'cas', bareCas, workers, round));
-					a.push(await measure(db.url, 'capture', contracts, workers, round));
-				}
-			}
-			rows.push({ workers, ours: median(a), cas: median(b) });
-			console.log(`  ${workers} workers: Capture ${rate(median(a))} captures/s, bare compare-and-set ${rate(median(b))}/s, ratio ${(median(a) / median(b)).toFixed(2)}x`);
-		}
+		const measured = await alternatingMedians(COUNTS, ROUNDS, (side, workers, round) =>
+			side === 'ours' ? measure(db.url, 'capture', contracts, workers, round) : measure(db.url, 'cas', bareCas, workers, round),
+		);
+		const rows = measured.map((r) => ({ workers: r.workers, ours: r.ours, cas: r.baseline }));
+		for (const r of rows) console.log(`  ${r.workers} workers: Capture ${rate(r.ours)} captures/s, bare compare-and-set ${rate(r.cas)}/s, ratio ${(r.ours / r.cas).toFixed(2)}x`);
 		const one = rows.find((r) => r.workers === 1) ?? rows[0];
 		console.log(`\npipeline captures, every worker racing for every run (${RUNS} runs per measurement, median of ${ROUNDS}; each run captured exactly once):\n`);
 		console.log(markdownTable(

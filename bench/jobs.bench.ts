@@ -20,7 +20,7 @@ import PgBoss from 'pg-boss';
 import { ContractError } from '../nodes/shared/errors';
 import { claimJobs, finishJobs } from '../nodes/shared/jobs/queue';
 import { setupDatabase } from '../test/helpers/db';
-import { duplicates, envInt, markdownTable, median, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
+import { alternatingMedians, duplicates, envInt, markdownTable, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
 
 const JOBS = envInt('BENCH_JOBS', 3000);
 const BATCH = envInt('BENCH_JOB_BATCH', 10);
@@ -137,24 +137,9 @@ async function main() {
 	try {
 		const ours = contracts(db.url);
 		const boss = pgBoss(db.url);
-		const rows: Array<{ workers: number; ours: number; boss: number }> = [];
-		let k = 0;
-		for (const workers of COUNTS) {
-			const a: number[] = [];
-			const b: number[] = [];
-			for (let round = 0; round < ROUNDS; round += 1, k += 1) {
-				// alternate which side runs first, so drift of the machine's load does not favour one side
-				if (k % 2 === 0) {
-					a.push(await ours(workers, round));
-					b.push(await boss(workers, round));
-				} else {
-					b.push(await boss(workers, round));
-					a.push(await ours(workers, round));
-				}
-			}
-			rows.push({ workers, ours: median(a), boss: median(b) });
-			console.log(`  ${workers} workers: contracts ${rate(median(a))} jobs/s, pg-boss ${rate(median(b))} jobs/s, ratio ${(median(a) / median(b)).toFixed(2)}x`);
-		}
+		const measured = await alternatingMedians(COUNTS, ROUNDS, (side, workers, round) => (side === 'ours' ? ours(workers, round) : boss(workers, round)));
+		const rows = measured.map((r) => ({ workers: r.workers, ours: r.ours, boss: r.baseline }));
+		for (const r of rows) console.log(`  ${r.workers} workers: contracts ${rate(r.ours)} jobs/s, pg-boss ${rate(r.boss)} jobs/s, ratio ${(r.ours / r.boss).toFixed(2)}x`);
 		console.log(`\njobs claimed and finished (${JOBS} jobs per measurement, batches of ${BATCH}, median of ${ROUNDS}; no job lost or done twice):`);
 		console.log('  contracts = Claim Jobs + Finish Job (one statement per batch each); pg-boss 10.4.2 = fetch + complete of the batch\n');
 		console.log(markdownTable(

@@ -58,3 +58,25 @@ export function median(values: number[]): number {
 	const mid = Math.floor(sorted.length / 2);
 	return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
+
+/**
+ * Medians of `rounds` measurements of two sides at each worker count, alternating which side runs first
+ * (so drift of the machine's load does not favour one side). `measure(side, workers, round)` returns a rate.
+ */
+export async function alternatingMedians(
+	counts: number[],
+	rounds: number,
+	measure: (side: 'ours' | 'baseline', workers: number, round: number) => Promise<number>,
+): Promise<Array<{ workers: number; ours: number; baseline: number }>> {
+	const rows: Array<{ workers: number; ours: number; baseline: number }> = [];
+	let k = 0;
+	for (const workers of counts) {
+		const samples = { ours: [] as number[], baseline: [] as number[] };
+		for (let round = 0; round < rounds; round += 1, k += 1) {
+			const order = k % 2 === 0 ? (['ours', 'baseline'] as const) : (['baseline', 'ours'] as const);
+			for (const side of order) samples[side].push(await measure(side, workers, round));
+		}
+		rows.push({ workers, ours: median(samples.ours), baseline: median(samples.baseline) });
+	}
+	return rows;
+}
