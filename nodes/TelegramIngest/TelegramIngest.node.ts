@@ -109,7 +109,7 @@ export class TelegramIngest implements INodeType {
 				type: 'string',
 				default: 'telegram_update', // = JOB_TYPES.telegram_update (a literal for n8n's lint; test/unit/jobRegistry.test.ts checks it)
 				required: true,
-				description: `The ops.jobs.job_type of the job created for each new update (processed by ${JOB_REGISTRY.telegram_update.workflow_id.slice(0, 4)} through WF90)`,
+				description: `The ops.jobs.job_type of the job created for each new update (processed by ${JOB_REGISTRY.telegram_update.workflow_id.slice(0, 4)} through WF90). Must be a registered job type whose worker takes a Telegram update; any other value fails every update with a 500 and writes nothing.`,
 			},
 			{
 				displayName: 'Options',

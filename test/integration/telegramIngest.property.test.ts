@@ -17,9 +17,10 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { ingestUpdate, type IngestInput } from '../../nodes/TelegramIngest/actions/ingest.operation';
 import { ContractError } from '../../nodes/shared/errors';
+import { validateJob } from '../../nodes/shared/jobs';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { PROPERTY_RUNS, propertyParams } from '../helpers/property';
-import { anyBody } from '../helpers/telegramIngest.bodies';
+import { anyBody, updateText } from '../helpers/telegramIngest.bodies';
 
 let db: TestDatabase;
 let bot: Awaited<ReturnType<typeof seedBot>>;
@@ -110,4 +111,35 @@ test('property: any body → never 5xx, exactly one of stored / quarantined / du
 	);
 	console.log('[property] outcomes', JSON.stringify(outcomes));
 	assert.ok(outcomes.stored && outcomes['quarantined 200'] && outcomes['quarantined 400'] && outcomes.duplicate, 'every outcome was exercised');
+});
+
+// Issue 14: the job payload is built in SQL (INGEST_UPDATE), not by enqueue's zod check. Every payload
+// stored from Telegram-shaped updates with hostile ids (beyond 2^53, the int8 edges) and any update type
+// must be one the registry's schema for its job type accepts, and name its raw row as WF20 reads it.
+test('property: every job Telegram Ingest stores has a payload the job-type registry accepts, naming its raw row', { timeout: 600_000 }, async () => {
+	let stored = 0;
+	await fc.assert(
+		fc.asyncProperty(updateText(), async (text) => {
+			const call: IngestInput = { botKey: bot.botKey, secretToken: bot.secret, rawBody: Buffer.from(text), update: undefined, jobType: 'telegram_update', maxAttempts: 5, workflow: 'WF10', nodeName: 'Telegram Ingest' };
+			let data: Record<string, any>;
+			try {
+				data = (await ingestUpdate(db.pool, call, {})).data;
+			} catch (error) {
+				assert.ok(error instanceof ContractError && error.statusCode === 400, String(error));
+				return;
+			}
+			if (data.quarantined || data.duplicate) return;
+			stored++;
+			const { rows } = await db.pool.query(
+				`SELECT j.job_type, j.payload, EXISTS (SELECT 1 FROM raw.telegram_updates r WHERE r.id = (j.payload->>'raw_update_id')::bigint
+				   AND r.update_id = (j.payload->>'update_id')::bigint AND r.bot_id = (j.payload->>'bot_id')::uuid AND r.tenant_id = (j.payload->>'tenant_id')::uuid) AS raw_ok
+				 FROM ops.jobs j WHERE j.id = $1`,
+				[data.job_id],
+			);
+			assert.doesNotThrow(() => validateJob(rows[0].job_type, rows[0].payload), JSON.stringify(rows[0].payload));
+			assert.equal(rows[0].raw_ok, true, `the payload names its raw row, bot, tenant and update_id: ${JSON.stringify(rows[0].payload)}`);
+		}),
+		propertyParams('telegramIngest job payloads', { numRuns: Math.max(50, Math.round(PROPERTY_RUNS / 20)) }),
+	);
+	assert.ok(stored >= 10, `the property stored updates (${stored})`);
 });

@@ -177,6 +177,16 @@ test('a failing insert rolls back all three tables', async () => {
 	}
 });
 
+test('a Job Type no worker takes for an update (unregistered, or another payload) → 500 naming jobType, nothing written', async () => {
+	for (const jobType of ['telegram_updat', 'url_fetch', '', '__proto__']) {
+		const before = await ingestCounts(db.pool);
+		const error = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { jobType }), {}));
+		assert.deepEqual([error.statusCode, error.details.field], [500, 'jobType'], `${JSON.stringify(jobType)}: ${error.message}`);
+		assert.match(error.message, /telegram_update/, 'the message names the job types it accepts');
+		assert.deepEqual(await ingestCounts(db.pool), before);
+	}
+});
+
 test('secretsMatch compares exactly', () => {
 	assert.equal(secretsMatch('abc', 'abc'), true);
 	assert.equal(secretsMatch('abc', 'abd'), false);

@@ -1,5 +1,5 @@
 /**
- * Migration 014's raw.ingest_update runs nodes/TelegramIngest/actions/sql.ts's INGEST_UPDATE and
+ * The latest migration defining raw.ingest_update (014, replaced by 015) runs nodes/TelegramIngest/actions/sql.ts's INGEST_UPDATE and
  * FIND_DUPLICATE: the migration must hold both texts verbatim, so the documented statements are the ones
  * that run (a change to either needs a new migration, and this test says so).
  */
@@ -9,7 +9,15 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { FIND_DUPLICATE, INGEST_UPDATE, LOCK_UPDATE } from '../../nodes/TelegramIngest/actions/sql';
 
-const migration = fs.readFileSync(path.join(__dirname, '..', '..', 'db', 'migrations', '014_ingest_update_function.sql'), 'utf8');
+const MIGRATIONS = path.join(__dirname, '..', '..', 'db', 'migrations');
+/** The text of the last migration (by file name) that defines raw.ingest_update: the one that is in force. */
+const latest = fs
+	.readdirSync(MIGRATIONS)
+	.filter((f) => f.endsWith('.sql'))
+	.sort()
+	.filter((f) => /FUNCTION raw\.ingest_update\(/.test(fs.readFileSync(path.join(MIGRATIONS, f), 'utf8')))
+	.pop()!;
+const migration = fs.readFileSync(path.join(MIGRATIONS, latest), 'utf8');
 
 test('raw.ingest_update holds INGEST_UPDATE and FIND_DUPLICATE verbatim, in that order, after the lock', () => {
 	const lock = migration.indexOf('pg_advisory_xact_lock(hashtextextended($1::text || \':\' || $3::text, 0))');

@@ -21,6 +21,8 @@
  *    operator in ops.errors). The bot row is cached (botCache.ts): a disabled bot/tenant or a rotated
  *    secret takes effect at once via NOTIFY (migration 013), and within BOT_CACHE_TTL_MS = 5 s at worst;
  *    a new secret or a re-enabled bot is accepted at once (refusals always read a fresh row);
+ *  - 500 validation (details.field `jobType`): "Job Type" is not a registered job type whose payload is a
+ *    Telegram update's (nodes/shared/jobs/registry.ts) — nothing is written, and Telegram delivers again;
  *  - 503 db (retryable): database unreachable / connection lost; 500 db: any other database error
  *    (never for a data error of the update: that is quarantined).
  * ctx (correlation_id, trace_id, workflow, node, contracts.errorpipe) is built before any DB work and
@@ -32,6 +34,8 @@ import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import type { SuccessEnvelope } from '../../shared/contracts/envelope';
 import { isUuid, newCorrelationId, success } from '../../shared/envelope';
 import { ContractError, fromPgError } from '../../shared/errors';
+import { isJobType, JOB_REGISTRY, JOB_TYPE_LIST } from '../../shared/jobs/registry';
+import { TelegramUpdatePayload } from '../../shared/jobs/payloads';
 import { isRecord } from '../../shared/json';
 import type { ItemState } from '../../shared/node/runItems';
 import { withTransaction } from '../../shared/postgres/pool';
@@ -102,6 +106,9 @@ interface Run {
 
 type Quarantined = Extract<Classified, { kind: 'quarantine' }>;
 
+/** The registered job types whose payload is a Telegram update's (the only ones "Job Type" may name). */
+const TELEGRAM_JOB_TYPES = JOB_TYPE_LIST.filter((t) => JOB_REGISTRY[t].payload === TelegramUpdatePayload);
+
 /** ops.jobs.dedup_key of an update: tg:<bot_id>:<update_id>. */
 function dedupKey(botId: string, updateId: string): string {
 	return `tg:${botId}:${updateId}`;
@@ -147,6 +154,20 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 		contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
 	};
 	state.ctx = ctx;
+
+	// The job must be one a worker takes with this payload (built in SQL: test/integration/telegramIngest.property.test.ts
+	// checks every stored payload against the registry's schema). A configuration error, not the update's: 500, so
+	// Telegram keeps the update and delivers it again once the node is fixed.
+	if (!isJobType(input.jobType) || JOB_REGISTRY[input.jobType].payload !== TelegramUpdatePayload) {
+		throw new ContractError(
+			`invalid node configuration: "Job Type" ${JSON.stringify(String(input.jobType).slice(0, 100))} is not a registered job type whose worker takes a Telegram update (${TELEGRAM_JOB_TYPES.join(', ')})`,
+			500,
+			'validation',
+			false,
+			{ field: 'jobType' },
+			{ operation: 'validate', table: 'ops.jobs' },
+		);
+	}
 
 	if (typeof input.botKey !== 'string' || !BOT_KEY.test(input.botKey)) {
 		throw new ContractError('invalid bot key: "Bot Key" must be 1-64 characters of A-Z a-z 0-9 _ -', 400, 'validation', false, {

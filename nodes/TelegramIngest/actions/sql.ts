@@ -36,7 +36,9 @@ export const NEITHER_SQLSTATE = 'P0004';
  * checks it). Stores one update exactly once, atomically (one statement, run after LOCK_UPDATE): raw.telegram_updates
  * (the update as received), ops.jobs (payload = the raw row's id + meta, not the update itself: the
  * worker reads raw.telegram_updates; dedup key tg:<bot_id>:<update_id>) and
- * raw.telegram_update_keys (the indexed keys and the job id). Nothing is written, and the original comes
+ * raw.telegram_update_keys (the indexed keys and the job id). The payload's update_id is a JSON number when
+ * JavaScript reads it exactly (|id| < 2^53), else its decimal text (the registry's Int8Id takes both;
+ * migration 015, after a property test found 2^53 read back rounded). Nothing is written, and the original comes
  * back (duplicate = true), when (bot_id, update_id) is already stored (its job), when only its job is left
  * (raw row pruned by retention: job_id, raw_update_id NULL), or when it was quarantined as an update
  * (status_code 200: quarantine_id, job_id NULL). A quarantined body that is not an update (400) never
@@ -64,7 +66,8 @@ WITH quarantined AS (
   INSERT INTO ops.jobs (tenant_id, job_type, payload, max_attempts, correlation_id, dedup_key)
   SELECT $2, $6,
          jsonb_build_object('tenant_id', $2::uuid, 'bot_id', $1::uuid, 'raw_update_id', raw_row.id,
-                            'update_id', $3::bigint, 'update_type', $7::text, 'trace_id', $10::text,
+                            'update_id', CASE WHEN abs($3::bigint) < 9007199254740992 THEN to_jsonb($3::bigint) ELSE to_jsonb($3::bigint::text) END,
+                            'update_type', $7::text, 'trace_id', $10::text,
                             'correlation_id', $5::uuid),
          $8, $5, $9::text
   FROM raw_row

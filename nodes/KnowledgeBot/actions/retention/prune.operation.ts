@@ -17,6 +17,7 @@ import type { Pool } from 'pg';
 import { z } from 'zod';
 import { OptionalBigInt, OptionalUuid, parseRequest } from '../../../shared/contracts/request';
 import { fromPgError } from '../../../shared/errors';
+import { FINISHED_JOB_STATUSES } from '../../../shared/jobs/status';
 import type { KnowledgeOperation } from '../types';
 
 export const PruneRequest = z.object({
@@ -41,14 +42,17 @@ interface Target {
 	where?: string;
 }
 
+/** The finished statuses as an SQL list of literals ('succeeded', 'failed', 'dead'), from the one JOB_STATUS constant. */
+const FINISHED = FINISHED_JOB_STATUSES.map((s) => `'${s}'`).join(', ');
+
 const TARGETS: Target[] = [
 	// a raw row is the only copy of its update for a job not finished yet (the payload carries raw_update_id)
-	{ table: 'raw.telegram_updates', from: 'raw.telegram_updates t JOIN raw.telegram_update_keys k ON k.raw_update_id = t.id', tenant: 't.tenant_id', chat: 'k.chat_id', age: 't.received_at', policy: 'raw', where: "NOT EXISTS (SELECT 1 FROM ops.jobs j WHERE j.id = k.job_id AND j.status NOT IN ('succeeded', 'failed', 'dead'))" },
+	{ table: 'raw.telegram_updates', from: 'raw.telegram_updates t JOIN raw.telegram_update_keys k ON k.raw_update_id = t.id', tenant: 't.tenant_id', chat: 'k.chat_id', age: 't.received_at', policy: 'raw', where: `NOT EXISTS (SELECT 1 FROM ops.jobs j WHERE j.id = k.job_id AND j.status NOT IN (${FINISHED}))` },
 	{ table: 'tg.messages', from: 'tg.messages t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.sent_at', policy: 'raw' },
 	{ table: 'tg.chat_member_events', from: 'tg.chat_member_events t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.event_date', policy: 'raw' },
 	{ table: 'content.documents', from: 'content.documents t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.created_at', policy: 'documents' },
 	// finished jobs keep their payload (raw row id, or the update in older jobs): the raw retention, once no update key points at them
-	{ table: 'ops.jobs', from: 'ops.jobs t', tenant: 't.tenant_id', chat: 'NULL::bigint', age: 't.finished_at', policy: 'raw', where: "t.status IN ('succeeded', 'failed', 'dead') AND NOT EXISTS (SELECT 1 FROM raw.telegram_update_keys k WHERE k.job_id = t.id)" },
+	{ table: 'ops.jobs', from: 'ops.jobs t', tenant: 't.tenant_id', chat: 'NULL::bigint', age: 't.finished_at', policy: 'raw', where: `t.status IN (${FINISHED}) AND NOT EXISTS (SELECT 1 FROM raw.telegram_update_keys k WHERE k.job_id = t.id)` },
 	{ table: 'audit.qa_turns', from: 'audit.qa_turns t JOIN audit.qa_sessions s ON s.session_id = t.session_id', tenant: 's.tenant_id', chat: 's.chat_id', age: 't.created_at', policy: 'documents' },
 ];
 
