@@ -8,13 +8,18 @@
  *              Webhook → Postgres → Code → Postgres → Respond, the same SQL), as users build it today;
  *   floor    — n8n's own cost of this shape (bench/workflows/BENCH_floor.json: Webhook → No Op → Respond
  *              to Webhook, no database), the ceiling any node in the middle can reach;
+ *   floor+errors — the floor with WF10's error branch (seed 002 §2.3, mandatory: ERR — Source → Prepare DB
+ *              Error → Call WF99 → Respond Error) wired to the No Op's error output and never taken
+ *              (bench/workflows/BENCH_floor_error_branch.json): what n8n charges for carrying it;
  * each twice: "saving off" — the workflow as shipped, settings saveDataSuccessExecution "none" and
  * saveDataErrorExecution "all" (issue 14) — and "default saving" — a copy written at run time with those
  * two settings removed, its own id, webhook id and path (<path>-saved), so n8n's defaults apply (n8n is
  * started without EXECUTIONS_DATA_SAVE_* overrides: every execution saved). The copies are checked to have
  * really saved one execution per update, and the shipped ones none (n8n's SQLite, execution_entity).
- * Prints the median of 3 interleaved rounds per variant, ours/floor (goal ≥ 0.9, issue 14 P1) and
- * ours/builtin. Refuses to report when an answer is not 200, or when any update was lost or duplicated
+ * Prints the median of BENCH_ROUNDS (default 3) interleaved rounds per variant, ours/floor (goal ≥ 0.9,
+ * issue 14 P1), ours/floor+errors and ours/builtin, then the CPU ms per update of n8n (main + task runner),
+ * of the PostgreSQL backends of the bench database and of the client (bench/cpu.ts, from /proc): the rates
+ * move ±10 % with whatever else the 2 cores run, the CPU per update much less. Refuses to report when an answer is not 200, or when any update was lost or duplicated
  * (raw rows, keys and jobs each grow by exactly the updates sent, one distinct job per update).
  * The builtin's Code node needs NODE_FUNCTION_ALLOW_BUILTIN=crypto (without it n8n answers an empty 200).
  * BENCH_UPDATES (default 600) distinct updates per variant, BENCH_CLIENTS (default 8) concurrent senders.
@@ -23,6 +28,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { mapLimit } from '../test/helpers/n8n';
+import { backendPids, ms, perRequest, processTree, readCpu, type CpuReading } from './cpu';
 import { seedBot, setupDatabase } from '../test/helpers/db';
 import { realisticUpdates } from '../test/helpers/updates';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -30,11 +36,11 @@ const harness = require('../scripts/lib/n8n');
 
 const UPDATES = Number(process.env.BENCH_UPDATES || 600);
 const CLIENTS = Number(process.env.BENCH_CLIENTS || 8);
-const ROUNDS = 3;
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
 const ROOT = path.join(__dirname, '..');
 
 interface Variant {
-	name: 'ours' | 'ours+respond' | 'builtin' | 'floor';
+	name: 'ours' | 'ours+respond' | 'builtin' | 'floor' | 'floor+errors';
 	saving: 'off' | 'default';
 	hook: string;
 	workflowId: string;
@@ -47,6 +53,7 @@ const SHIPPED = [
 	{ name: 'ours+respond', file: path.join(__dirname, 'workflows', 'WF10_respond_node.json'), stores: true },
 	{ name: 'builtin', file: path.join(__dirname, 'workflows', 'WF10_builtin_baseline.json'), stores: true },
 	{ name: 'floor', file: path.join(__dirname, 'workflows', 'BENCH_floor.json'), stores: false },
+	{ name: 'floor+errors', file: path.join(__dirname, 'workflows', 'BENCH_floor_error_branch.json'), stores: false },
 ] as const;
 
 /** The webhook path of a workflow JSON (its first Webhook node). */
@@ -117,9 +124,15 @@ async function main() {
 			(await db.pool.query(`SELECT (SELECT count(*) FROM raw.telegram_updates)::int AS raw, (SELECT count(*) FROM raw.telegram_update_keys)::int AS keys,
 				(SELECT count(*) FROM ops.jobs)::int AS jobs, (SELECT count(DISTINCT dedup_key) FROM ops.jobs)::int AS distinct_jobs`)).rows[0] as Record<string, number>;
 		const sent = new Map<string, number>();
+		const dbName = new URL(db.url).pathname.slice(1);
+		const cpuOf = new Map<Variant, CpuReading[]>();
+		// CPU ms per update of n8n (main + task runner), the PostgreSQL backends of this database, and this client
+		const cpuGroups = async () => ({ n8n: processTree(instance.process.pid), postgres: await backendPids(db.pool, dbName), client: [process.pid] });
 		const run = async (v: Variant, n: number) => {
 			const updates = Array.from({ length: n }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
 			const before = await counts();
+			const groups = await cpuGroups();
+			const cpuBefore = readCpu(groups);
 			const started = process.hrtime.bigint();
 			const statuses = await mapLimit(updates, CLIENTS, async (update) => {
 				const res = await fetch(`${url}/webhook/${v.hook}?bot=${bot.botKey}`, {
@@ -133,6 +146,7 @@ async function main() {
 				return res.status;
 			});
 			const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+			cpuOf.set(v, [...(cpuOf.get(v) ?? []), perRequest(cpuBefore, readCpu(groups), n)]);
 			const failed = statuses.filter((s) => s !== 200).length;
 			if (failed) throw new Error(`${v.hook}: ${failed} of ${n} answers were not 200`);
 			// A rate means nothing unless every answered update was stored exactly once: refuse to report otherwise.
@@ -146,6 +160,7 @@ async function main() {
 		};
 		// Warm-up of every path (JIT, pools, task runner), then interleaved measured rounds.
 		for (const v of variants) await run(v, 40);
+		cpuOf.clear();
 		const rates = new Map<Variant, number[]>(variants.map((v) => [v, []]));
 		for (let round = 0; round < ROUNDS; round++) for (const v of variants) rates.get(v)!.push(await run(v, Math.round(UPDATES / ROUNDS)));
 
@@ -166,10 +181,25 @@ async function main() {
 		row('ours+respond (… → Respond to Webhook)', 'ours+respond');
 		row('builtin (Postgres + Code + Postgres nodes)', 'builtin');
 		row('floor (Webhook → No Op → Respond)', 'floor');
+		row('floor+errors (… + the seed-002 error branch)', 'floor+errors');
 		const ratio = (a: Variant['name'], b: Variant['name'], saving: Variant['saving']) => (rate(a, saving) / rate(b, saving)).toFixed(2);
 		console.log(`  ${'ratio ours / floor (goal ≥ 0.9)'.padEnd(48)} ${ratio('ours', 'floor', 'off').padStart(8)}x  ${ratio('ours', 'floor', 'default').padStart(14)}x`);
+		console.log(`  ${'ratio ours / floor+errors (WF10\'s whole shape)'.padEnd(48)} ${ratio('ours', 'floor+errors', 'off').padStart(8)}x  ${ratio('ours', 'floor+errors', 'default').padStart(14)}x`);
 		console.log(`  ${'ratio ours+respond / floor (same shape)'.padEnd(48)} ${ratio('ours+respond', 'floor', 'off').padStart(8)}x  ${ratio('ours+respond', 'floor', 'default').padStart(14)}x`);
 		console.log(`  ${'ratio ours / builtin'.padEnd(48)} ${ratio('ours', 'builtin', 'off').padStart(8)}x  ${ratio('ours', 'builtin', 'default').padStart(14)}x`);
+		console.log('\nCPU ms per update (median of the rounds; n8n = main + task runner, postgres = the backends of the bench database):');
+		console.log('                                                   saving off: n8n  postgres  client   default: n8n  postgres  client');
+		const cpuMedian = (v: Variant, k: string) => {
+			const xs = (cpuOf.get(v) ?? []).map((r) => r[k]).filter((x): x is number => typeof x === 'number');
+			return xs.length ? median(xs) : null;
+		};
+		for (const name of ['ours', 'ours+respond', 'builtin', 'floor', 'floor+errors'] as const) {
+			const cells = (['off', 'default'] as const).flatMap((saving) => {
+				const v = variants.find((x) => x.name === name && x.saving === saving)!;
+				return [ms(cpuMedian(v, 'n8n')).padStart(9), ms(cpuMedian(v, 'postgres')).padStart(9), ms(cpuMedian(v, 'client')).padStart(7)];
+			});
+			console.log(`  ${name.padEnd(47)} ${cells.slice(0, 3).join(' ')}   ${cells.slice(3).join(' ')}`);
+		}
 		console.log(`  (every update stored once with one job; saving checked: ${[...sent.values()].reduce((a, b) => a + b, 0)} requests)`);
 	} finally {
 		await instance.stop();

@@ -1,7 +1,8 @@
 /**
  * Text of a stored body by its type (WF33 of seed 003), with maintained libraries:
  *  - HTML: html-to-text (links and images dropped, headings and paragraphs kept as lines); title from <title>;
- *  - PDF: pdf-parse (pdf.js) page text;
+ *  - PDF: pdf-parse (pdf.js) page text, in a worker thread of its own (./pdfText.ts: pdf-parse's polyfills
+ *    must not reach the n8n process's globals; time and heap bounded);
  *  - DOCX: mammoth raw text;
  *  - text/* , JSON, XML, Markdown: UTF-8 as is.
  * The type comes from the MIME type, else the file name's extension, else the first bytes (%PDF, PK,
@@ -9,8 +10,8 @@
  */
 import { convert } from 'html-to-text';
 import mammoth from 'mammoth';
-import { PDFParse } from 'pdf-parse';
 import { encode } from 'gpt-tokenizer';
+import { pdfText } from './pdfText';
 
 export type DocumentKind = 'html' | 'pdf' | 'docx' | 'text';
 
@@ -66,13 +67,7 @@ export async function extractText(bytes: Buffer, mimeType: string | null, fileNa
 		return { kind, text: text.trim(), title };
 	}
 	if (kind === 'pdf') {
-		const parser = new PDFParse({ data: new Uint8Array(bytes) });
-		try {
-			const result = await parser.getText({ pageJoiner: '' });
-			return { kind, text: result.text.trim(), title: null };
-		} finally {
-			await parser.destroy();
-		}
+		return { kind, text: (await pdfText(bytes)).trim(), title: null };
 	}
 	if (kind === 'docx') {
 		const result = await mammoth.extractRawText({ buffer: bytes });
