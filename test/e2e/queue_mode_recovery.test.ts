@@ -118,7 +118,7 @@ before(
 		files.push(writeWorkflow(wf10Saving()), writeWorkflow(sweepCopy()), writeWorkflow(scheduledRunner()));
 		const maas = fs
 			.readdirSync(MAAS)
-			.filter((f) => f.endsWith('.json') && f !== 'M15_sweep.json')
+			.filter((f) => f.endsWith('.json') && !['M15_sweep.json', 'M01_query_status.json'].includes(f))
 			.map((f) => path.join(MAAS, f));
 		n8n = await startQueueN8n(
 			db.url,
@@ -172,6 +172,18 @@ async function executionsOf(workflowId: string): Promise<{ id: string; createdAt
 	}
 }
 
+/** Of `ids`, the executions whose run data has the "Every 5 Minutes" trigger (n8n's execution_data keeps the run data as text). */
+async function fiveMinuteExecutions(ids: string[]): Promise<Set<string>> {
+	const client = new Client({ connectionString: n8n.n8nDatabaseUrl });
+	await client.connect();
+	try {
+		const { rows } = await client.query(`SELECT "executionId"::text AS id FROM execution_data WHERE "executionId" = ANY($1::int[]) AND data LIKE '%"Every 5 Minutes"%'`, [ids]);
+		return new Set(rows.map((r) => r.id));
+	} finally {
+		await client.end();
+	}
+}
+
 /** Worker role of each execution id; fails when one was started by no worker or by two. */
 function rolesOf(executionIds: string[]): Map<string, string> {
 	const started = n8n.workerOfExecutions();
@@ -188,6 +200,11 @@ function countBy<T>(values: T[]): Record<string, number> {
 	const out: Record<string, number> = {};
 	for (const v of values) out[String(v)] = (out[String(v)] ?? 0) + 1;
 	return out;
+}
+
+/** The execution ids `p` logged as put on the queue ("Enqueued execution <id> (job <n>)"). */
+function enqueuedBy(p: { transcript(): string }): Set<string> {
+	return new Set([...p.transcript().matchAll(/Enqueued execution (\d+) \(job/g)].map((m) => m[1]));
 }
 
 /** Neither main nor the webhook process ran an execution itself. */
@@ -237,8 +254,170 @@ test('200 WF10 deliveries (140 distinct) at 12 clients to the webhook process �
 	t.diagnostic(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
 	assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
 	assertOnlyWorkersExecuted();
+	const [byWebhook, byMain] = [enqueuedBy(n8n.webhooks[0]), enqueuedBy(n8n.main)];
+	assert.deepEqual(executions.filter((id) => !byWebhook.has(id) || byMain.has(id)), [], 'the webhook process enqueued every delivery, main none');
 	// N8N_DISABLE_PRODUCTION_MAIN_PROCESS: main has no /webhook/… route; nothing is written
 	const refused = await post(`${n8n.url}/webhook/telegram?bot=${bot.botKey}`, realisticUpdates[0](), headers);
 	assert.equal(refused.status, 404, `main answered ${refused.status}: ${JSON.stringify(refused.body).slice(0, 200)}`);
 	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM raw.telegram_updates')).rows[0].n, 140);
+});
+
+/** MaaS runs for `users` (one each, so no run waits for another user's archive) through M00 on the webhook process; returns the run ids. */
+async function askAll(users: string[], tag: string): Promise<string[]> {
+	const answers = await mapLimit(users, 8, async (user, i) =>
+		post(`${n8n.webhookUrl}/webhook/api/query`, { query: `${tag} question ${i} about recovery` }, bearer(mint(user, { secret: SECRET }))),
+	);
+	assert.deepEqual(countBy(answers.map((a) => `${a.status} ${a.body.status}`)), { [`201 processing`]: users.length }, JSON.stringify(answers.find((a) => a.status !== 201)));
+	return answers.map((a) => a.body.request_id as string);
+}
+
+/** (status, archived) of each run, as "STATUS/archived|open" → count. */
+async function runStates(ids: string[]): Promise<Record<string, number>> {
+	const { rows } = await db.pool.query('SELECT status, archived_at IS NOT NULL AS archived FROM maas.pipeline_runs WHERE id = ANY($1)', [ids]);
+	return countBy(rows.map((r) => `${r.status}/${r.archived ? 'archived' : 'open'}`));
+}
+
+const IN_PROGRESS = ['ANALYZING', 'ASSEMBLING', 'RESPONDING'];
+
+test('a worker killed with SIGKILL mid-step (MaaS pipeline, slow model) → its runs stay in progress; after the Sweep every run COMPLETED exactly once, no result written twice; the restarted worker picks up again', { timeout: 300_000 }, async (t) => {
+	if (skipped(t)) return;
+	// every write of a run, with which result columns it changed (the pipeline's own statements, unchanged)
+	await db.pool.query(`CREATE TABLE public.e2e_run_writes (id bigserial PRIMARY KEY, run_id uuid, old_status text, new_status text, transition text,
+		analysis boolean, draft boolean, payload boolean, answer boolean)`);
+	await db.pool.query(`CREATE FUNCTION public.e2e_log_run_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+		INSERT INTO public.e2e_run_writes (run_id, old_status, new_status, transition, analysis, draft, payload, answer)
+		VALUES (NEW.id, OLD.status, NEW.status, NEW.previous_transition, OLD.analysis_result IS DISTINCT FROM NEW.analysis_result,
+		        OLD.draft_context IS DISTINCT FROM NEW.draft_context, OLD.final_context_payload IS DISTINCT FROM NEW.final_context_payload,
+		        OLD.final_answer IS DISTINCT FROM NEW.final_answer);
+		RETURN NULL; END $$`);
+	await db.pool.query('CREATE TRIGGER e2e_log_run_write AFTER UPDATE ON maas.pipeline_runs FOR EACH ROW EXECUTE FUNCTION public.e2e_log_run_write()');
+	const victim = n8n.workers[0];
+	model.delayMs = 2000;
+	const startedBefore = victim.startedExecutions().length;
+	const started = Date.now();
+	const first = await askAll(Array.from({ length: 16 }, (_, i) => `rec-user-${i + 1}`), 'first');
+	// kill worker-1 once steps are under way on it and some runs are past their first step
+	const atKill = await waitFor('steps in progress on worker-1', async () => {
+		const { rows } = await db.pool.query(
+			`SELECT count(*) FILTER (WHERE status = ANY($2))::int AS in_progress, count(*) FILTER (WHERE analysis_result IS NOT NULL)::int AS analysed
+			 FROM maas.pipeline_runs WHERE id = ANY($1)`,
+			[first, IN_PROGRESS],
+		);
+		return rows[0].in_progress >= 4 && rows[0].analysed >= 2 && victim.startedExecutions().length > startedBefore ? rows[0] : undefined;
+	}, 60_000, 100);
+	const executionsBeforeKill = new Set(victim.startedExecutions());
+	await n8n.killWorker(0);
+	const killedAt = Date.now();
+	// restart it at once; meanwhile worker-2 (and then worker-1) finish what they hold and the model answers the dead connections
+	const restarted = n8n.startWorker(0);
+	let last = '';
+	let stableSince = Date.now();
+	const stuck = await waitFor('the surviving work settled', async () => {
+		const { rows } = await db.pool.query('SELECT id, status, updated_at FROM maas.pipeline_runs WHERE id = ANY($1) ORDER BY id', [first]);
+		const now = JSON.stringify(rows);
+		if (now !== last || model.pending > 0) {
+			last = now;
+			stableSince = Date.now();
+			return undefined;
+		}
+		return Date.now() - stableSince >= 4000 ? rows.filter((r) => IN_PROGRESS.includes(r.status)) : undefined;
+	}, 120_000, 250);
+	await restarted;
+	const notDone = await runStates(first);
+	t.diagnostic(`at the kill: ${JSON.stringify(atKill)}; settled ${Date.now() - killedAt} ms later: ${JSON.stringify(notDone)}; ${stuck.length} run(s) stuck in progress`);
+	assert.ok(stuck.length > 0, 'the kill left runs captured by the dead worker in progress');
+	// the Sweep (on a worker, started through the webhook process): stuck → released, waiting/unarchived → re-emitted
+	model.delayMs = 100;
+	const restartedBefore = new Set(victim.startedExecutions());
+	const swept = await post(`${n8n.webhookUrl}/webhook/test/m15-sweep`, { stuck_after_seconds: 1, lost_after_seconds: 1 });
+	assert.equal(swept.status, 200, JSON.stringify(swept.body));
+	await waitFor('every first-batch run completed and archived after the Sweep', async () => {
+		const states = await runStates(first);
+		return states['COMPLETED/archived'] === first.length ? states : undefined;
+	}, 120_000);
+	// the cluster keeps working: a second batch, both workers taking part
+	const second = await askAll(Array.from({ length: 6 }, (_, i) => `rec-user-b${i + 1}`), 'second');
+	await waitFor('every second-batch run completed and archived', async () => {
+		const states = await runStates(second);
+		return states['COMPLETED/archived'] === second.length ? states : undefined;
+	}, 120_000);
+	t.diagnostic(`22 runs completed and archived in ${Date.now() - started} ms`);
+	const ids = [...first, ...second];
+	const writes = await db.pool.query(
+		`SELECT r.id,
+		        count(w.id) FILTER (WHERE w.analysis)::int AS analysis, count(w.id) FILTER (WHERE w.draft)::int AS draft,
+		        count(w.id) FILTER (WHERE w.payload)::int AS payload, count(w.id) FILTER (WHERE w.answer)::int AS answer,
+		        count(w.id) FILTER (WHERE w.new_status = 'COMPLETED' AND w.old_status <> 'COMPLETED')::int AS completed,
+		        count(w.id) FILTER (WHERE w.transition = 'RELEASE' AND w.old_status IS DISTINCT FROM w.new_status)::int AS released
+		 FROM maas.pipeline_runs r LEFT JOIN public.e2e_run_writes w ON w.run_id = r.id WHERE r.id = ANY($1) GROUP BY r.id`,
+		[ids],
+	);
+	assert.deepEqual(
+		countBy(writes.rows.map((r) => `${r.analysis}/${r.draft}/${r.payload}/${r.answer}/${r.completed}`)),
+		{ '1/1/1/1/1': ids.length },
+		'analysis_result / draft_context / final_context_payload / final_answer written once, COMPLETED reached once, per run',
+	);
+	const releasedRuns = writes.rows.filter((r) => r.released > 0).map((r) => r.id).sort();
+	assert.deepEqual(releasedRuns, stuck.map((r) => r.id).sort(), 'the Sweep released exactly the runs the dead worker held');
+	assert.ok(writes.rows.every((r) => r.released <= 1), 'each released once');
+	const logs = await db.pool.query(
+		`SELECT (SELECT count(*) FROM maas.raw_logs l WHERE l.run_id = r.id AND l.message_type = 'user_query')::int AS asked,
+		        (SELECT count(*) FROM maas.raw_logs l WHERE l.run_id = r.id AND l.message_type = 'assistant_response')::int AS answered,
+		        (SELECT count(*) FROM maas.lsm_storage s WHERE s.run_id = r.id)::int AS summaries
+		 FROM maas.pipeline_runs r WHERE r.id = ANY($1)`,
+		[ids],
+	);
+	assert.deepEqual(countBy(logs.rows.map((r) => `${r.asked}/${r.answered}/${r.summaries}`)), { '1/1/1': ids.length }, 'user_query/assistant_response/lsm_storage per run');
+	const runs = (await db.pool.query('SELECT user_query, final_answer FROM maas.pipeline_runs WHERE id = ANY($1)', [ids])).rows;
+	for (const r of runs) assert.ok(String(r.final_answer).startsWith('Answer to: <context>## Element 1: query\n' + r.user_query), r.final_answer);
+	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM ops.errors')).rows[0].n, 0, 'no step failed');
+	const afterRestart = victim.startedExecutions().filter((id) => !restartedBefore.has(id) && !executionsBeforeKill.has(id));
+	t.diagnostic(`restarted worker-1 started ${afterRestart.length} execution(s) after the Sweep; model calls: ${JSON.stringify(countBy(model.requests.map((r) => String((r.body.messages as { content: string }[])[0].content).slice(0, 12))))}`);
+	assert.ok(afterRestart.length > 0, 'the restarted worker picked up executions');
+	assertOnlyWorkersExecuted();
+});
+
+/** `count` extracted documents and one document_chunk job each; returns the job ids. */
+async function chunkJobs(count: number, tag: string): Promise<number[]> {
+	const { rows } = await db.pool.query(
+		`WITH d AS (
+		   INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status)
+		   SELECT $1, 'url', $2 || g, -100, 'group', 'a short text about schedules and workers. ' || g, 'done' FROM generate_series(1, $3::int) g RETURNING id, source_key)
+		 INSERT INTO ops.jobs (tenant_id, job_type, payload, dedup_key)
+		 SELECT $1, 'document_chunk', jsonb_build_object('tenant_id', $1::text, 'document_id', d.id), 'chunk:' || d.source_key FROM d
+		 RETURNING id`,
+		[bot.tenantId, `url:${tag}-`, count],
+	);
+	return rows.map((r) => Number(r.id));
+}
+
+test('the shipped WF90 schedule (Every 10 Seconds) fires on main only, one execution per tick, and its executions run on workers: 20 queued jobs run once each', { timeout: 120_000 }, async (t) => {
+	if (skipped(t)) return;
+	const jobIds = await chunkJobs(20, 'sched');
+	const started = Date.now();
+	await waitFor('the scheduled runner ran the 20 jobs', async () => {
+		const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM ops.jobs WHERE id = ANY($1) AND status = 'succeeded'", [jobIds]);
+		return rows[0].n === jobIds.length ? true : undefined;
+	}, 60_000);
+	t.diagnostic(`20 jobs run by the schedule ${Date.now() - started} ms after they were queued`);
+	const runs = (await db.pool.query('SELECT job_id, status, worker FROM ops.job_runs WHERE job_id = ANY($1)', [jobIds])).rows;
+	assert.deepEqual(countBy(runs.map((r) => r.status)), { succeeded: 20 }, 'one run per job');
+	const claimedBy = [...new Set(runs.map((r) => String(r.worker).replace(/^wf90-/, '')))];
+	const all = await executionsOf(SCHEDULED_WF90);
+	const ids = all.map((e) => e.id);
+	// the shipped WF90 also has "Every 5 Minutes" (Release Stale): its executions share a tick with the 10 s schedule at :00/:05
+	const fiveMinute = await fiveMinuteExecutions(ids);
+	const executions = all.filter((e) => !fiveMinute.has(e.id)).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+	assert.ok(claimedBy.every((id) => ids.includes(id)), 'the jobs were claimed by scheduled WF90 executions');
+	// one firing per tick over the whole file: never two executions of one tick (a second process firing too)
+	const gaps = executions.slice(1).map((e, i) => (e.createdAt.getTime() - executions[i].createdAt.getTime()) / 1000);
+	t.diagnostic(`${executions.length} WF90 executions of Every 10 Seconds (+${fiveMinute.size} of Every 5 Minutes); gaps (s): min ${Math.min(...gaps)}, max ${Math.max(...gaps)}`);
+	assert.ok(executions.length >= 3, `the schedule fired at least 3 times (${executions.length})`);
+	assert.ok(gaps.every((g) => g >= 5), `one execution per 10 s tick: ${JSON.stringify(executions)}`);
+	// main put them on the queue (the webhook process none), a worker ran each of those that claimed jobs
+	const [byMain, byWebhook] = [enqueuedBy(n8n.main), enqueuedBy(n8n.webhooks[0])];
+	assert.deepEqual(ids.filter((id) => !byMain.has(id) || byWebhook.has(id)), [], 'main enqueued every scheduled execution');
+	const roles = rolesOf(claimedBy);
+	t.diagnostic(`job-claiming WF90 executions per worker: ${JSON.stringify(countBy([...roles.values()]))}`);
+	assertOnlyWorkersExecuted();
 });
