@@ -66,6 +66,15 @@ function normalModel(body: Record<string, unknown>) {
 	return { text: `Answer to: ${user.slice(0, 120)}` };
 }
 
+/** Which step a model request is for (the same tests as normalModel). */
+function stepOf(body: Record<string, unknown>): string {
+	const system = (body.messages as { content: string }[])[0].content;
+	if (body.response_format) return 'analyzer';
+	if (/Summarise this exchange/.test(system)) return 'archivist';
+	if (/Optimise the draft/.test(system)) return 'assembler';
+	return 'responder';
+}
+
 /** The shipped WF10 with successful executions saved (it ships with "none"): the test reads n8n's execution records. */
 function wf10Saving() {
 	const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF10_telegram_ingest.json'), 'utf8')) as { id: string; settings?: Record<string, unknown> };
@@ -371,8 +380,15 @@ test('a worker killed with SIGKILL mid-step (MaaS pipeline, slow model) → its 
 	const runs = (await db.pool.query('SELECT user_query, final_answer FROM maas.pipeline_runs WHERE id = ANY($1)', [ids])).rows;
 	for (const r of runs) assert.ok(String(r.final_answer).startsWith('Answer to: <context>## Element 1: query\n' + r.user_query), r.final_answer);
 	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM ops.errors')).rows[0].n, 0, 'no step failed');
+	// each step called the model once per run, plus at most once more for each run killed in that step
+	const calls = countBy(model.requests.map((r) => stepOf(r.body)));
+	const killedIn = countBy(stuck.map((r) => r.status));
+	t.diagnostic(`model calls per step: ${JSON.stringify(calls)}; runs killed per step: ${JSON.stringify(killedIn)}`);
+	for (const [step, state] of [['analyzer', 'ANALYZING'], ['assembler', 'ASSEMBLING'], ['responder', 'RESPONDING']]) {
+		assert.ok(calls[step] >= ids.length && calls[step] <= ids.length + (killedIn[state] ?? 0), `${step}: ${calls[step]} calls for ${ids.length} runs, ${killedIn[state] ?? 0} killed in ${state}`);
+	}
 	const afterRestart = victim.startedExecutions().filter((id) => !restartedBefore.has(id) && !executionsBeforeKill.has(id));
-	t.diagnostic(`restarted worker-1 started ${afterRestart.length} execution(s) after the Sweep; model calls: ${JSON.stringify(countBy(model.requests.map((r) => String((r.body.messages as { content: string }[])[0].content).slice(0, 12))))}`);
+	t.diagnostic(`restarted worker-1 started ${afterRestart.length} execution(s) after the Sweep`);
 	assert.ok(afterRestart.length > 0, 'the restarted worker picked up executions');
 	assertOnlyWorkersExecuted();
 });
