@@ -5,10 +5,13 @@
  *  - WF10 deliveries with duplicates sent to the webhook process → exactly the distinct count in raw, keys
  *    and jobs; every execution ran on a worker (neither main nor the webhook process ran one); main itself
  *    no longer answers the production webhook;
- *  - a worker killed with SIGKILL while MaaS pipeline steps (M11–M14, slow stand-in model) run on it → its
- *    captured runs stay in progress; after the Sweep (a webhook copy of M15, stuck/lost after 1 s) every run
- *    ends COMPLETED exactly once, no step's result column is written twice (a test trigger logs every
- *    write), and the restarted worker picks up work again;
+ *  - a worker killed with SIGKILL while MaaS pipeline steps (M11–M14, stand-in model answering after 2 s) run
+ *    on it, two waves of runs so that analysis and assembly steps are both under way → the runs it had
+ *    captured stay in progress (and runs whose notification it had taken stay waiting); after the Sweep (a
+ *    webhook copy of M15, stuck/lost after 1 s) every run ends COMPLETED exactly once, no result column is
+ *    written twice (a test trigger logs every write of maas.pipeline_runs), the Sweep released exactly the
+ *    dead worker's runs, each step called the model once per run (+ at most once per run killed in it), no
+ *    ops.errors row, and the restarted worker picks up work again;
  *  - the shipped WF90's schedule (Every 10 Seconds, as shipped; its copy claims only document_chunk jobs)
  *    fires on main only — one execution per tick — and every scheduled execution ran on a worker.
  * Which worker ran an execution comes from the worker transcripts ("Worker started execution <id>").
@@ -304,15 +307,17 @@ test('a worker killed with SIGKILL mid-step (MaaS pipeline, slow model) → its 
 	model.delayMs = 2000;
 	const startedBefore = victim.startedExecutions().length;
 	const started = Date.now();
-	const first = await askAll(Array.from({ length: 16 }, (_, i) => `rec-user-${i + 1}`), 'first');
-	// kill worker-1 once steps are under way on it and some runs are past their first step
+	// two waves, so that at the kill runs are in different steps: the first wave assembling or later, the second analysing
+	const inStates = async (ids: string[], states: string[]) =>
+		(await db.pool.query('SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE id = ANY($1) AND status = ANY($2)', [ids, states])).rows[0].n as number;
+	const wave1 = await askAll(Array.from({ length: 8 }, (_, i) => `rec-user-${i + 1}`), 'first');
+	await waitFor('the first wave past analysis', async () => ((await inStates(wave1, ['ANALYZED', 'ASSEMBLING', 'READY', 'RESPONDING'])) >= 4 ? true : undefined), 60_000, 100);
+	const wave2 = await askAll(Array.from({ length: 8 }, (_, i) => `rec-user-${i + 9}`), 'first');
+	const first = [...wave1, ...wave2];
+	// kill worker-1 once steps of both waves are under way and it has started executions of them
 	const atKill = await waitFor('steps in progress on worker-1', async () => {
-		const { rows } = await db.pool.query(
-			`SELECT count(*) FILTER (WHERE status = ANY($2))::int AS in_progress, count(*) FILTER (WHERE analysis_result IS NOT NULL)::int AS analysed
-			 FROM maas.pipeline_runs WHERE id = ANY($1)`,
-			[first, IN_PROGRESS],
-		);
-		return rows[0].in_progress >= 4 && rows[0].analysed >= 2 && victim.startedExecutions().length > startedBefore ? rows[0] : undefined;
+		const [analysing, later] = [await inStates(first, ['ANALYZING']), await inStates(first, ['ASSEMBLING', 'RESPONDING'])];
+		return analysing >= 2 && later >= 2 && victim.startedExecutions().length > startedBefore ? { analysing, later } : undefined;
 	}, 60_000, 100);
 	const executionsBeforeKill = new Set(victim.startedExecutions());
 	await n8n.killWorker(0);
