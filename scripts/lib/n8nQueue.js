@@ -1,13 +1,17 @@
 'use strict';
 /**
  * The n8n 2.4.8 queue-mode harness (issue 15): one main (`n8n start`: webhooks, triggers, schedules) and N
- * `n8n worker` processes that run the executions main puts on a Redis (Bull) queue. Built on ./n8n.js:
+ * `n8n worker` processes that run the executions main puts on a Redis (Bull) queue, optionally M `n8n webhook`
+ * processes that serve the production webhooks instead of main (they enqueue, workers run). Built on ./n8n.js:
  *  - redisUnavailable({ host, port }): null when Redis answers PING, else the reason (tests skip with it);
- *  - createQueueCluster({ tarball, bin, serverUrl, workers, concurrency, redis, log }): installs the packed
+ *  - createQueueCluster({ tarball, bin, serverUrl, workers, webhooks, concurrency, redis, log }): installs the packed
  *    package once, creates a scratch PostgreSQL database for n8n's own tables, and prepares the processes;
  *  - cluster.importCredentials / importAndPublish (n8n CLI against that database), start(), stop();
  *  - cluster.killWorker(i) (SIGKILL), cluster.startWorker(i) (again), cluster.workerOfExecutions();
- *  - a transcript per process (cluster.main.transcript(), cluster.workers[i].transcript(), saveTranscripts(dir)).
+ *  - cluster.webhooks[i] (`n8n webhook`, role `webhook-<i>`): cluster.webhookUrl (the first one's URL, main's
+ *    when there is none), killWebhook(i), startWebhook(i), stopWebhook(i);
+ *  - a transcript per process (cluster.main.transcript(), cluster.workers[i].transcript(),
+ *    cluster.webhooks[i].transcript(), saveTranscripts(dir)).
  *
  * Every process gets the same: EXECUTIONS_MODE=queue, QUEUE_BULL_REDIS_HOST/PORT, QUEUE_BULL_PREFIX and
  * N8N_REDIS_KEY_PREFIX (both unique per cluster: the Bull queue uses the first, n8n's pub/sub channels and
@@ -17,6 +21,11 @@
  * N8N_RUNNERS_BROKER_PORT (the task-runner broker listens in every process). A worker also gets
  * QUEUE_HEALTH_CHECK_ACTIVE=true, its own QUEUE_HEALTH_CHECK_PORT and N8N_WORKER_SERVER_ADDRESS=127.0.0.1:
  * the harness waits for its /healthz/readiness (200 once its database and Redis connections are up).
+ * A webhook process gets its own N8N_PORT (127.0.0.1), WEBHOOK_URL and broker port; it is ready when its
+ * /healthz/readiness answers 200 and it printed "Webhook listener waiting for requests.". With webhook
+ * processes, main gets N8N_DISABLE_PRODUCTION_MAIN_PROCESS=true (unless `disableProductionMain: false`): it
+ * still activates the published workflows (registers their webhooks in n8n's database, runs triggers and
+ * schedules) but no longer answers /webhook/… itself, as in n8n's documented layout.
  */
 const { spawn } = require('node:child_process');
 const crypto = require('node:crypto');
@@ -102,6 +111,48 @@ class QueueProcess extends N8nInstance {
 		throw new Error(`${this.role} was not ready after ${timeoutMs} ms:\n${this.logs()}`);
 	}
 
+	/**
+	 * Starts `n8n webhook` on a free port of 127.0.0.1 (production webhooks only; executions go to the queue);
+	 * resolves with its URL when /healthz/readiness answers 200 and it logged "Webhook listener waiting for requests.".
+	 * Throws (with its log) when it exits first or is not ready within `timeoutMs`.
+	 */
+	async startWebhook({ timeoutMs = 120_000 } = {}) {
+		if (this.process && this.process.exitCode === null && this.process.signalCode === null) throw new Error(`${this.role} is running`);
+		const port = await freePort();
+		const brokerPort = await freePort();
+		this.url = `http://127.0.0.1:${port}`;
+		this.keep(`\n--- harness: starting ${this.role} (n8n webhook) ---\n`);
+		const startedAt = this.transcriptLength;
+		this.process = spawn(process.execPath, [this.bin, 'webhook'], {
+			cwd: this.folder,
+			env: this.env({
+				N8N_PORT: String(port),
+				N8N_LISTEN_ADDRESS: '127.0.0.1',
+				N8N_HOST: '127.0.0.1',
+				WEBHOOK_URL: `${this.url}/`,
+				N8N_RUNNERS_BROKER_PORT: String(brokerPort),
+			}),
+			stdio: ['ignore', 'pipe', 'pipe'],
+		});
+		this.process.stdout.on('data', (c) => this.keep(c.toString()));
+		this.process.stderr.on('data', (c) => this.keep(c.toString()));
+		const child = this.process;
+		const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(`${code ?? signal}`)));
+		const deadline = Date.now() + timeoutMs;
+		while (Date.now() < deadline) {
+			const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('tick'), 500))]);
+			if (code !== 'tick') throw new Error(`${this.role} exited (${code}) before it was ready:\n${this.logs()}`);
+			try {
+				const listening = /Webhook listener waiting for requests/.test(this.transcriptChunks.join('').slice(startedAt));
+				if (listening && (await fetch(`${this.url}/healthz/readiness`)).ok) return this.url;
+			} catch {
+				// not listening yet
+			}
+		}
+		await this.stop();
+		throw new Error(`${this.role} was not ready after ${timeoutMs} ms:\n${this.logs()}`);
+	}
+
 	async stop() {
 		// after a SIGKILL exitCode stays null (signalCode is set): nothing left to stop
 		if (!this.process || this.process.exitCode !== null || this.process.signalCode !== null) return;
@@ -124,9 +175,13 @@ class QueueProcess extends N8nInstance {
 }
 
 class QueueCluster {
-	constructor({ main, workers, n8nDatabase, prefix, redis, bin, concurrency, folders, log }) {
+	constructor({ main, workers, webhooks = [], n8nDatabase, prefix, redis, bin, concurrency, folders, log }) {
 		this.main = main;
 		this.workers = workers;
+		/** `n8n webhook` processes (none unless createQueueCluster({ webhooks })). */
+		this.webhooks = webhooks;
+		/** Extra environment of main (N8N_DISABLE_PRODUCTION_MAIN_PROCESS when webhook processes serve the webhooks). */
+		this.mainEnv = {};
 		this.n8nDatabase = n8nDatabase;
 		this.prefix = prefix;
 		this.redis = redis;
@@ -141,6 +196,11 @@ class QueueCluster {
 		return this.n8nDatabase.url;
 	}
 
+	/** Where production webhooks are served: the first webhook process's URL, else main's (set once started). */
+	get webhookUrl() {
+		return this.webhooks.length ? this.webhooks[0].url : this.main.url;
+	}
+
 	importCredentials(credentials) {
 		return this.main.importCredentials(credentials);
 	}
@@ -149,10 +209,13 @@ class QueueCluster {
 		return this.main.importAndPublish(files);
 	}
 
-	/** Starts main (n8n's migrations run there), then every worker; resolves with main's URL. */
+	/** Starts main (n8n's migrations run there), then every worker and webhook process; resolves with main's URL. */
 	async start({ timeoutMs = 180_000 } = {}) {
-		const url = await this.main.start({ timeoutMs });
-		await Promise.all(this.workers.map((w) => w.startWorker({ concurrency: this.concurrency, timeoutMs })));
+		const url = await this.main.start({ timeoutMs, env: this.mainEnv || {} });
+		await Promise.all([
+			...this.workers.map((w) => w.startWorker({ concurrency: this.concurrency, timeoutMs })),
+			...this.webhooks.map((w) => w.startWebhook({ timeoutMs })),
+		]);
 		return url;
 	}
 
@@ -162,6 +225,21 @@ class QueueCluster {
 
 	startWorker(index) {
 		return this.workers[index].startWorker({ concurrency: this.concurrency });
+	}
+
+	/** SIGKILL of webhook process `index`. */
+	killWebhook(index) {
+		return this.webhooks[index].kill();
+	}
+
+	/** Starts webhook process `index` (again); resolves with its URL (a new port each start). */
+	startWebhook(index) {
+		return this.webhooks[index].startWebhook();
+	}
+
+	/** SIGTERM of webhook process `index` (SIGKILL after 20 s). */
+	stopWebhook(index) {
+		return this.webhooks[index].stop();
 	}
 
 	/** Map execution id → worker role, from the worker transcripts. */
@@ -174,12 +252,12 @@ class QueueCluster {
 	/** Writes each process's transcript to `<dir>/<role>.log`. */
 	saveTranscripts(dir) {
 		fs.mkdirSync(dir, { recursive: true });
-		for (const p of [this.main, ...this.workers]) fs.writeFileSync(path.join(dir, `${p.role}.log`), p.transcript());
+		for (const p of [this.main, ...this.workers, ...this.webhooks]) fs.writeFileSync(path.join(dir, `${p.role}.log`), p.transcript());
 	}
 
-	/** Stops the workers, then main (SIGTERM, SIGKILL after 20 s), drops n8n's database, deletes this cluster's Redis keys and folders. */
+	/** Stops the webhook processes and workers, then main (SIGTERM, SIGKILL after 20 s), drops n8n's database, deletes this cluster's Redis keys and folders. */
 	async stop() {
-		await Promise.all(this.workers.map((w) => w.stop()));
+		await Promise.all([...this.webhooks, ...this.workers].map((w) => w.stop()));
 		await this.main.stop();
 		await this.n8nDatabase.drop().catch((error) => this.log(`dropping ${this.n8nDatabase.name}: ${error.message}`));
 		await this.deleteRedisKeys().catch((error) => this.log(`deleting Redis keys ${this.prefix}*: ${error.message}`));
@@ -205,16 +283,28 @@ class QueueCluster {
 }
 
 /**
- * Prepares (does not start) a queue-mode cluster: 1 main + `workers` workers.
+ * Prepares (does not start) a queue-mode cluster: 1 main + `workers` workers + `webhooks` webhook processes.
  * @param {object} o
  * @param {string} o.tarball   `npm pack` of this repository (packPackage())
  * @param {string} o.bin       n8n's CLI script (ensureN8n())
  * @param {string} o.serverUrl postgres:// URL of a server where a scratch database for n8n is created (dropped by stop())
  * @param {number} [o.workers=2]      worker processes
+ * @param {number} [o.webhooks=0]     `n8n webhook` processes (production webhooks are then served by them)
+ * @param {boolean} [o.disableProductionMain=webhooks > 0] N8N_DISABLE_PRODUCTION_MAIN_PROCESS on main
  * @param {number} [o.concurrency=10] executions per worker at once (`--concurrency`; n8n warns below 5)
  * @param {{host: string, port: number}} [o.redis] default 127.0.0.1:6379
  */
-async function createQueueCluster({ tarball, bin, serverUrl, workers = 2, concurrency = 10, redis = { host: '127.0.0.1', port: 6379 }, log = () => {} }) {
+async function createQueueCluster({
+	tarball,
+	bin,
+	serverUrl,
+	workers = 2,
+	webhooks = 0,
+	disableProductionMain = webhooks > 0,
+	concurrency = 10,
+	redis = { host: '127.0.0.1', port: 6379 },
+	log = () => {},
+}) {
 	const base = createInstance({ tarball, bin, log });
 	const n8nDatabase = await createDatabase(serverUrl, 'contracts_n8n');
 	const prefix = `contracts-q-${crypto.randomBytes(4).toString('hex')}`;
@@ -238,14 +328,19 @@ async function createQueueCluster({ tarball, bin, serverUrl, workers = 2, concur
 	};
 	const main = new QueueProcess(base.folder, bin, log, 'main', clusterEnv);
 	const folders = [base.folder];
-	const workerProcesses = Array.from({ length: workers }, (_, i) => {
-		const folder = fs.mkdtempSync(path.join(os.tmpdir(), `contracts-n8n-worker${i + 1}-`));
+	// each process its own user folder whose .n8n/nodes is the one main's package was installed into
+	const sharing = (kind, i) => {
+		const folder = fs.mkdtempSync(path.join(os.tmpdir(), `contracts-n8n-${kind}${i + 1}-`));
 		fs.mkdirSync(path.join(folder, '.n8n'));
 		fs.symlinkSync(path.join(base.folder, '.n8n', 'nodes'), path.join(folder, '.n8n', 'nodes'), 'dir');
 		folders.push(folder);
-		return new QueueProcess(folder, bin, log, `worker-${i + 1}`, clusterEnv);
-	});
-	return new QueueCluster({ main, workers: workerProcesses, n8nDatabase, prefix, redis, bin, concurrency, folders, log });
+		return new QueueProcess(folder, bin, log, `${kind}-${i + 1}`, clusterEnv);
+	};
+	const workerProcesses = Array.from({ length: workers }, (_, i) => sharing('worker', i));
+	const webhookProcesses = Array.from({ length: webhooks }, (_, i) => sharing('webhook', i));
+	const cluster = new QueueCluster({ main, workers: workerProcesses, webhooks: webhookProcesses, n8nDatabase, prefix, redis, bin, concurrency, folders, log });
+	if (disableProductionMain) cluster.mainEnv = { N8N_DISABLE_PRODUCTION_MAIN_PROCESS: 'true' };
+	return cluster;
 }
 
 module.exports = { redisUnavailable, createQueueCluster, QueueCluster, QueueProcess };

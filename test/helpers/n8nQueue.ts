@@ -1,7 +1,8 @@
 /**
  * Boots n8n 2.4.8 in queue mode for end-to-end tests (scripts/lib/n8nQueue.js): 1 main + `workers`
- * workers on the machine's Redis, n8n's own database in a scratch PostgreSQL database, the packed
- * package in every process, credentials pointing at `databaseUrl`, the workflows imported and published.
+ * workers (+ `webhooks` `n8n webhook` processes, which then serve the production webhooks) on the
+ * machine's Redis, n8n's own database in a scratch PostgreSQL database, the packed package in every
+ * process, credentials pointing at `databaseUrl`, the workflows imported and published.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,14 +23,22 @@ export interface QueueProcess {
 }
 
 export interface RunningQueueN8n {
-	/** main's URL (webhooks). */
+	/** main's URL (webhooks, when there is no webhook process). */
 	url: string;
+	/** Where production webhooks are served: the first webhook process's URL, else main's (`url`). Changes when that process is restarted. */
+	readonly webhookUrl: string;
 	main: QueueProcess;
 	workers: QueueProcess[];
+	/** The `n8n webhook` processes (role `webhook-<i>`); empty unless started with `webhooks`. */
+	webhooks: QueueProcess[];
 	/** postgres:// URL of n8n's own database. */
 	n8nDatabaseUrl: string;
 	killWorker(index: number): Promise<void>;
 	startWorker(index: number): Promise<string>;
+	/** SIGKILL / start again (a new port: read webhookUrl after) / SIGTERM of webhook process `index`. */
+	killWebhook(index: number): Promise<void>;
+	startWebhook(index: number): Promise<string>;
+	stopWebhook(index: number): Promise<void>;
 	/** execution id → the worker roles whose transcript says they started it (one each, when all is well). */
 	workerOfExecutions(): Map<string, string[]>;
 	/** The last lines of every process (for failure messages). */
@@ -48,18 +57,19 @@ export async function startQueueN8n(
 	databaseUrl: string,
 	workflowFiles: string[],
 	webhookPaths: string[],
-	{ workers = 2, concurrency = 10, extraCredentials = [] as unknown[] } = {},
+	{ workers = 2, webhooks = 0, concurrency = 10, extraCredentials = [] as unknown[] } = {},
 ): Promise<RunningQueueN8n> {
 	const bin = harness.ensureN8n({ log: console.log });
 	const tarball = harness.packPackage();
 	const server = await resolvePostgres();
-	const cluster = await queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers, concurrency, redis: REDIS });
-	const logs = () => [cluster.main, ...cluster.workers].map((p: QueueProcess) => `--- ${p.role} ---\n${p.logs().slice(-3000)}`).join('\n');
+	const cluster = await queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers, webhooks, concurrency, redis: REDIS });
+	const logs = () => [cluster.main, ...cluster.workers, ...cluster.webhooks].map((p: QueueProcess) => `--- ${p.role} ---\n${p.logs().slice(-3000)}`).join('\n');
 	try {
 		await cluster.importCredentials([harness.postgresCredential(databaseUrl), ...extraCredentials]);
 		await cluster.importAndPublish(workflowFiles);
 		await cluster.start();
-		await cluster.main.waitForWebhooks(webhookPaths);
+		// with webhook processes main does not serve production webhooks: probe where they are served
+		await (webhooks > 0 ? cluster.webhooks[0] : cluster.main).waitForWebhooks(webhookPaths);
 	} catch (error) {
 		await cluster.stop();
 		await server.stop();
@@ -67,11 +77,18 @@ export async function startQueueN8n(
 	}
 	return {
 		url: cluster.main.url,
+		get webhookUrl() {
+			return cluster.webhookUrl;
+		},
 		main: cluster.main,
 		workers: cluster.workers,
+		webhooks: cluster.webhooks,
 		n8nDatabaseUrl: cluster.n8nDatabaseUrl,
 		killWorker: (i) => cluster.killWorker(i),
 		startWorker: (i) => cluster.startWorker(i),
+		killWebhook: (i) => cluster.killWebhook(i),
+		startWebhook: (i) => cluster.startWebhook(i),
+		stopWebhook: (i) => cluster.stopWebhook(i),
 		workerOfExecutions: () => cluster.workerOfExecutions(),
 		logs,
 		async stop() {
