@@ -1,0 +1,233 @@
+/**
+ * `npm run bench:queue`: WF10 updates/s and WF90 jobs/s on n8n 2.4.8 in queue mode with 1 and 2 workers,
+ * and the same workloads on a single-process n8n as the baseline, all in one run (issue 15).
+ *   single   — `n8n start` as scripts/lib/n8n.js createInstance runs it (regular mode, n8n's own SQLite);
+ *   queue-1w — scripts/lib/n8nQueue.js: 1 main (webhooks) + worker-1, Redis (a Bull prefix of its own),
+ *              n8n's own database on PostgreSQL; worker-2 stopped (SIGTERM, graceful);
+ *   queue-2w — the same cluster with worker-2 started again (one cluster: main and worker-1 stay up).
+ * Both n8n setups run side by side (idle while the other is measured) against one contracts database.
+ * Workloads (bench/queueWorkloads.ts): BENCH_QUEUE_UPDATES (400) distinct Telegram updates through the
+ * shipped WF10 from BENCH_QUEUE_CLIENTS (16) senders; BENCH_QUEUE_JOBS (200) document_chunk jobs of
+ * BENCH_QUEUE_DOC_CHARS (3,000) characters drained by BENCH_QUEUE_RUNNERS (4) concurrent loops triggering a
+ * WF90 copy (BENCH_QUEUE_JOB_BATCH = 10 jobs per claim; each job runs WF40 as a sub-workflow on the same
+ * process). Workers run `--concurrency=BENCH_QUEUE_CONCURRENCY` (10).
+ * BENCH_QUEUE_ROUNDS (2) rounds in mirrored order (single, 2w, 1w | 1w, 2w, single, …) so a drift of the
+ * machine's load does not favour one setup; each setup is warmed up first (and worker-2 after each restart);
+ * the median is reported with the ratios queue/single and 2w/1w, and each worker's share of the work (from
+ * the worker transcripts: "Worker started execution <id>"; ops.job_runs.worker names the WF90 execution).
+ * Refuses to report (exit 1) when an update or a job was lost or done twice (counts in PostgreSQL).
+ * Skips (exit 0) with the reason when Redis does not answer at REDIS_HOST:REDIS_PORT (127.0.0.1:6379).
+ * BENCH_QUEUE_TRANSCRIPTS=<dir> keeps every n8n process's log there.
+ */
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { seedBot, setupDatabase } from '../test/helpers/db';
+import { measureWf10, measureWf90, RUNNER_HOOK, writeBenchWorkflows, type Bot } from './queueWorkloads';
+import { envInt, markdownTable, median, rate, Refused } from './report';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const harness = require('../scripts/lib/n8n');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const queue = require('../scripts/lib/n8nQueue');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { resolvePostgres } = require('../scripts/lib/postgres');
+
+const UPDATES = envInt('BENCH_QUEUE_UPDATES', 400);
+const CLIENTS = envInt('BENCH_QUEUE_CLIENTS', 16);
+const JOBS = envInt('BENCH_QUEUE_JOBS', 200);
+const BATCH = envInt('BENCH_QUEUE_JOB_BATCH', 10);
+const RUNNERS = envInt('BENCH_QUEUE_RUNNERS', 4);
+const CHARS = envInt('BENCH_QUEUE_DOC_CHARS', 3000);
+const ROUNDS = envInt('BENCH_QUEUE_ROUNDS', 2);
+const CONCURRENCY = envInt('BENCH_QUEUE_CONCURRENCY', 10);
+const REDIS = { host: process.env.REDIS_HOST || '127.0.0.1', port: Number(process.env.REDIS_PORT || 6379) };
+const ROOT = path.join(__dirname, '..');
+
+type Setup = 'single' | 'queue-1w' | 'queue-2w';
+const LABEL: Record<Setup, string> = {
+	single: 'single process (n8n start)',
+	'queue-1w': 'queue mode, main + 1 worker',
+	'queue-2w': 'queue mode, main + 2 workers',
+};
+
+/** The parts of scripts/lib/n8n.js N8nInstance and scripts/lib/n8nQueue.js QueueCluster this bench uses. */
+interface N8nProcess {
+	process?: ChildProcess;
+	importCredentials(credentials: unknown[]): Promise<void>;
+	importAndPublish(files: string[]): Promise<string[]>;
+	start(): Promise<string>;
+	waitForWebhooks(paths: string[]): Promise<void>;
+	transcript(): string;
+	stop(): Promise<void>;
+	remove(): void;
+}
+
+interface WorkerProcess extends N8nProcess {
+	role: string;
+	startedExecutions(): string[];
+}
+
+interface Cluster {
+	main: N8nProcess;
+	workers: WorkerProcess[];
+	importCredentials(credentials: unknown[]): Promise<void>;
+	importAndPublish(files: string[]): Promise<string[]>;
+	start(): Promise<string>;
+	startWorker(index: number): Promise<string>;
+	workerOfExecutions(): Map<string, string[]>;
+	saveTranscripts(dir: string): void;
+	stop(): Promise<void>;
+}
+
+interface Sample {
+	wf10: number;
+	wf90: number;
+	/** worker role → WF10 executions it started during the measurement (queue setups) */
+	wf10By: Record<string, number>;
+	/** worker role → jobs finished by WF90 executions it ran (queue setups) */
+	wf90By: Record<string, number>;
+}
+
+const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+
+async function main() {
+	const redisDown = await queue.redisUnavailable(REDIS);
+	if (redisDown) {
+		console.log(`bench:queue skipped: ${redisDown} (queue mode needs Redis; start one or set REDIS_HOST / REDIS_PORT)`);
+		return;
+	}
+	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
+	const loadBefore = os.loadavg();
+	const started = performance.now();
+	const db = await setupDatabase();
+	const server = await resolvePostgres();
+	const workflows = writeBenchWorkflows(BATCH);
+	const bin = harness.ensureN8n({ log });
+	const tarball = harness.packPackage();
+	const credential = harness.postgresCredential(db.url);
+	let single: N8nProcess | undefined;
+	let cluster: Cluster | undefined;
+	try {
+		const seeded = await seedBot(db.pool, 'bench_queue_bot', 'benchQueue-Secret_1');
+		const bot: Bot = { botKey: seeded.botKey, secret: seeded.secret, tenantId: seeded.tenantId };
+
+		log('starting the single-process n8n…');
+		const one: N8nProcess = harness.createInstance({ tarball, bin });
+		single = one;
+		await one.importCredentials([credential]);
+		await one.importAndPublish(workflows.files);
+		const singleUrl = await one.start();
+		await one.waitForWebhooks([RUNNER_HOOK]);
+
+		log(`starting the queue-mode cluster (main + 2 workers, --concurrency=${CONCURRENCY})…`);
+		const q: Cluster = await queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers: 2, concurrency: CONCURRENCY, redis: REDIS });
+		cluster = q;
+		await q.importCredentials([credential]);
+		await q.importAndPublish(workflows.files);
+		const queueUrl = await q.start();
+		await q.main.waitForWebhooks([RUNNER_HOOK]);
+		const workers = q.workers;
+		const urlOf = (setup: Setup) => (setup === 'single' ? singleUrl : queueUrl);
+
+		let tags = 0;
+		/** One measurement of both workloads on `setup`; `warm` = a short unmeasured run. */
+		const measure = async (setup: Setup, warm = false): Promise<Sample> => {
+			const updates = warm ? 40 : UPDATES;
+			const jobs = warm ? 2 * BATCH : JOBS;
+			const startedBefore = workers.map((w) => new Set(w.startedExecutions()));
+			const wf10 = await measureWf10(db.pool, urlOf(setup), bot, updates, CLIENTS);
+			const wf10By: Record<string, number> = {};
+			workers.forEach((w, i) => {
+				const fresh = w.startedExecutions().filter((id) => !startedBefore[i].has(id)).length;
+				if (fresh) wf10By[w.role] = fresh;
+			});
+			const wf90 = await measureWf90(db.pool, urlOf(setup), bot.tenantId, { jobs, runners: RUNNERS, chars: CHARS, tag: `${setup}-${tags++}` });
+			const wf90By: Record<string, number> = {};
+			if (setup !== 'single') {
+				const roles = q.workerOfExecutions();
+				for (const [execution, count] of wf90.jobsPerExecution) {
+					const by = roles.get(execution) ?? [];
+					const role = by.length === 1 ? by[0] : `started by ${by.length} workers`;
+					wf90By[role] = (wf90By[role] ?? 0) + count;
+				}
+			}
+			log(`${warm ? 'warm-up ' : ''}${LABEL[setup]}: WF10 ${rate(wf10)} updates/s ${JSON.stringify(wf10By)}, WF90 ${rate(wf90.rate)} jobs/s ${JSON.stringify(wf90By)}`);
+			return { wf10, wf90: wf90.rate, wf10By, wf90By };
+		};
+		const workerTwoRunning = () => {
+			const child = workers[1].process;
+			return child !== undefined && child.exitCode === null && child.signalCode === null;
+		};
+		const setWorkers = async (count: 1 | 2) => {
+			if (count === 1 && workerTwoRunning()) {
+				log('stopping worker-2 (SIGTERM)…');
+				await workers[1].stop();
+			}
+			if (count === 2 && !workerTwoRunning()) {
+				log('starting worker-2 again…');
+				await q.startWorker(1);
+				await measure('queue-2w', true);
+			}
+		};
+
+		await measure('single', true);
+		await measure('queue-2w', true);
+		const samples: Record<Setup, Sample[]> = { single: [], 'queue-1w': [], 'queue-2w': [] };
+		const order: Setup[] = ['single', 'queue-2w', 'queue-1w'];
+		for (let round = 0; round < ROUNDS; round++) {
+			for (const setup of round % 2 === 0 ? order : [...order].reverse()) {
+				if (setup !== 'single') await setWorkers(setup === 'queue-1w' ? 1 : 2);
+				samples[setup].push(await measure(setup));
+			}
+		}
+		const twice = [...q.workerOfExecutions().values()].filter((by) => by.length > 1).length;
+		const mainRan = q.main.transcript().match(/Worker started execution/g)?.length ?? 0;
+
+		const med = (setup: Setup, k: 'wf10' | 'wf90') => median(samples[setup].map((s) => s[k]));
+		const share = (setup: Setup, k: 'wf10By' | 'wf90By') => {
+			const total: Record<string, number> = {};
+			for (const s of samples[setup]) for (const [role, n] of Object.entries(s[k])) total[role] = (total[role] ?? 0) + n;
+			const sum = Object.values(total).reduce((a, b) => a + b, 0);
+			return Object.keys(total).length ? Object.entries(total).sort().map(([role, n]) => `${role} ${Math.round((100 * n) / sum)}%`).join(', ') : '—';
+		};
+		const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
+		const setups: Setup[] = ['single', 'queue-1w', 'queue-2w'];
+		console.log(`\nn8n 2.4.8, queue mode vs a single process, median of ${ROUNDS} mirrored round(s); every update and job stored/run exactly once (counted in PostgreSQL):`);
+		console.log(`  WF10: ${UPDATES} distinct updates per measurement, ${CLIENTS} concurrent senders (shipped WF10, saving off)`);
+		console.log(`  WF90: ${JOBS} document_chunk jobs of ${CHARS} characters per measurement, ${RUNNERS} runner loops, ${BATCH} jobs per claim (WF40 per job)`);
+		console.log(`  workers: n8n worker --concurrency=${CONCURRENCY}; load average before the run ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (${os.cpus().length} cores)\n`);
+		console.log(markdownTable(
+			['setup', 'WF10 updates/s', 'WF90 jobs/s', 'WF10 executions by worker', 'WF90 jobs by worker'],
+			setups.map((s) => [LABEL[s], rate(med(s, 'wf10')), rate(med(s, 'wf90')), share(s, 'wf10By'), share(s, 'wf90By')]),
+		));
+		console.log('');
+		console.log(markdownTable(
+			['ratio', 'WF10', 'WF90'],
+			[
+				['queue 1 worker / single', ratio(med('queue-1w', 'wf10'), med('single', 'wf10')), ratio(med('queue-1w', 'wf90'), med('single', 'wf90'))],
+				['queue 2 workers / single', ratio(med('queue-2w', 'wf10'), med('single', 'wf10')), ratio(med('queue-2w', 'wf90'), med('single', 'wf90'))],
+				['queue 2 workers / 1 worker', ratio(med('queue-2w', 'wf10'), med('queue-1w', 'wf10')), ratio(med('queue-2w', 'wf90'), med('queue-1w', 'wf90'))],
+			],
+		));
+		console.log(`\n  n8n executions started by two workers: ${twice}; executions main ran itself: ${mainRan}; bench wall time ${Math.round((performance.now() - started) / 1000)} s`);
+	} finally {
+		const keep = process.env.BENCH_QUEUE_TRANSCRIPTS;
+		if (keep) fs.mkdirSync(keep, { recursive: true });
+		if (keep && cluster) cluster.saveTranscripts(keep);
+		if (keep && single) fs.writeFileSync(path.join(keep, 'single.log'), single.transcript());
+		await cluster?.stop().catch((error: Error) => console.error(`stopping the cluster: ${error.message}`));
+		if (single) {
+			await single.stop();
+			single.remove();
+		}
+		workflows.remove();
+		await server.stop();
+		await db.drop();
+	}
+}
+
+main().catch((error) => {
+	console.error(error instanceof Refused ? error.message : error);
+	process.exit(1);
+});
