@@ -15,6 +15,8 @@
  * machine's load does not favour one setup; each setup is warmed up first (and worker-2 after each restart);
  * the median is reported with the ratios queue/single and 2w/1w, and each worker's share of the work (from
  * the worker transcripts: "Worker started execution <id>"; ops.job_runs.worker names the WF90 execution).
+ * Also prints the CPU each setup's n8n processes spent per update and per job (Linux /proc: user + system time
+ * of the process and its task runners; bench/processCpu.ts) and what that means for one main's ceiling.
  * Refuses to report (exit 1) when an update or a job was lost or done twice (counts in PostgreSQL).
  * Skips (exit 0) with the reason when Redis does not answer at REDIS_HOST:REDIS_PORT (127.0.0.1:6379).
  * BENCH_QUEUE_TRANSCRIPTS=<dir> keeps every n8n process's log there.
@@ -25,6 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { seedBot, setupDatabase } from '../test/helpers/db';
 import { measureWf10, measureWf90, RUNNER_HOOK, writeBenchWorkflows, type Bot } from './queueWorkloads';
+import { CPU_AVAILABLE, cpuSeconds } from './processCpu';
 import { envInt, markdownTable, median, rate, Refused } from './report';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('../scripts/lib/n8n');
@@ -87,7 +90,16 @@ interface Sample {
 	wf10By: Record<string, number>;
 	/** worker role → jobs finished by WF90 executions it ran (queue setups) */
 	wf90By: Record<string, number>;
+	/** CPU ms per update / per job of the n8n that received the requests (single, or queue-mode main) and of the workers */
+	wf10Cpu: CpuShare;
+	wf90Cpu: CpuShare;
 }
+
+interface CpuShare {
+	n8n: number;
+	workers: number;
+}
+
 
 const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 
@@ -130,19 +142,33 @@ async function main() {
 		const workers = q.workers;
 		const urlOf = (setup: Setup) => (setup === 'single' ? singleUrl : queueUrl);
 
+		/** CPU seconds so far of [single, main, worker-1, worker-2], each with its descendants (task runners) */
+		const cpuNow = () => (CPU_AVAILABLE ? cpuSeconds([one.process?.pid, q.main.process?.pid, ...workers.map((w) => w.process?.pid)]) : []);
+		const cpuShare = (setup: Setup, before: number[], after: number[], units: number): CpuShare => {
+			const d = after.map((x, i) => x - (before[i] ?? 0));
+			if (d.length === 0) return { n8n: NaN, workers: NaN };
+			const ms = (seconds: number) => (1000 * seconds) / units;
+			return setup === 'single' ? { n8n: ms(d[0]), workers: 0 } : { n8n: ms(d[1]), workers: ms(d.slice(2).reduce((a, b) => a + b, 0)) };
+		};
 		let tags = 0;
 		/** One measurement of both workloads on `setup`; `warm` = a short unmeasured run. */
 		const measure = async (setup: Setup, warm = false): Promise<Sample> => {
-			const updates = warm ? 40 : UPDATES;
+			const updates = warm ? 60 : UPDATES;
 			const jobs = warm ? 2 * BATCH : JOBS;
 			const startedBefore = workers.map((w) => new Set(w.startedExecutions()));
+			const cpu0 = cpuNow();
 			const wf10 = await measureWf10(db.pool, urlOf(setup), bot, updates, CLIENTS);
+			const cpu1 = cpuNow();
 			const wf10By: Record<string, number> = {};
 			workers.forEach((w, i) => {
 				const fresh = w.startedExecutions().filter((id) => !startedBefore[i].has(id)).length;
 				if (fresh) wf10By[w.role] = fresh;
 			});
+			const cpu2 = cpuNow();
 			const wf90 = await measureWf90(db.pool, urlOf(setup), bot.tenantId, { jobs, runners: RUNNERS, chars: CHARS, tag: `${setup}-${tags++}` });
+			const cpu3 = cpuNow();
+			const wf10Cpu = cpuShare(setup, cpu0, cpu1, updates);
+			const wf90Cpu = cpuShare(setup, cpu2, cpu3, jobs);
 			const wf90By: Record<string, number> = {};
 			if (setup !== 'single') {
 				const roles = q.workerOfExecutions();
@@ -153,7 +179,7 @@ async function main() {
 				}
 			}
 			log(`${warm ? 'warm-up ' : ''}${LABEL[setup]}: WF10 ${rate(wf10)} updates/s ${JSON.stringify(wf10By)}, WF90 ${rate(wf90.rate)} jobs/s ${JSON.stringify(wf90By)}`);
-			return { wf10, wf90: wf90.rate, wf10By, wf90By };
+			return { wf10, wf90: wf90.rate, wf10By, wf90By, wf10Cpu, wf90Cpu };
 		};
 		const workerTwoRunning = () => {
 			const child = workers[1].process;
@@ -210,6 +236,19 @@ async function main() {
 				['queue 2 workers / 1 worker', ratio(med('queue-2w', 'wf10'), med('queue-1w', 'wf10')), ratio(med('queue-2w', 'wf90'), med('queue-1w', 'wf90'))],
 			],
 		));
+		if (CPU_AVAILABLE) {
+			const cpu = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu', part: keyof CpuShare) => median(samples[setup].map((x) => x[k][part]));
+			const cell = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu', part: keyof CpuShare) => (setup === 'single' && part === 'workers' ? '—' : cpu(setup, k, part).toFixed(1));
+			const total = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu') => (cpu(setup, k, 'n8n') + cpu(setup, k, 'workers')).toFixed(1);
+			console.log('\nCPU ms per WF10 update and per WF90 job (n8n processes and their task runners, from /proc; PostgreSQL, Redis and the senders not counted):\n');
+			console.log(markdownTable(
+				['setup', 'WF10: single / main', 'WF10: workers', 'WF10: all n8n', 'WF90: single / main', 'WF90: workers', 'WF90: all n8n'],
+				setups.map((s) => [LABEL[s], cell(s, 'wf10Cpu', 'n8n'), cell(s, 'wf10Cpu', 'workers'), total(s, 'wf10Cpu'), cell(s, 'wf90Cpu', 'n8n'), cell(s, 'wf90Cpu', 'workers'), total(s, 'wf90Cpu')]),
+			));
+			const mainMs = (k: 'wf10Cpu' | 'wf90Cpu') => median([...samples['queue-1w'], ...samples['queue-2w']].map((x) => x[k].n8n));
+			console.log(`\n  queue-mode main spends ${mainMs('wf10Cpu').toFixed(1)} ms CPU per WF10 update and ${mainMs('wf90Cpu').toFixed(1)} ms per WF90 job: with a core of its own one main (one Node.js thread)`);
+			console.log(`  tops out near ${rate(1000 / mainMs('wf10Cpu'))} updates/s and ${rate(1000 / mainMs('wf90Cpu'))} jobs/s, whatever the number of workers (webhook intake scales with \`n8n webhook\` processes, not workers)`);
+		}
 		console.log(`\n  n8n executions started by two workers: ${twice}; executions main ran itself: ${mainRan}; bench wall time ${Math.round((performance.now() - started) / 1000)} s`);
 	} finally {
 		const keep = process.env.BENCH_QUEUE_TRANSCRIPTS;

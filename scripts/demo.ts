@@ -55,6 +55,8 @@ const once = process.argv.includes('--once');
 /** `--queue [--workers N]`: queue mode with N workers (null: the single-process demo). */
 const queueWorkers = queueArgument(process.argv.slice(2));
 const REDIS = { host: process.env.REDIS_HOST || '127.0.0.1', port: Number(process.env.REDIS_PORT || 6379) };
+/** Queue mode: stops main and the workers and drops n8n's scratch database when the demo fails. */
+let stopClusterOnFailure: (() => Promise<void>) | null = null;
 const ROOT = path.join(__dirname, '..');
 const SECRET = 'demo-Secret_token';
 const WORKFLOWS = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF32_file_downloader.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF41_embedder.json', 'WF50_qa_session_upserter.json', 'WF51_answerer.json', 'WF90_job_runner.json', 'maas/M00_request_handler.json', 'maas/M01_query_status.json'];
@@ -126,6 +128,7 @@ async function main() {
 	const bin = harness.ensureN8n({ log: console.log });
 	// queue mode: the cluster's main takes the single instance's place for imports, webhooks and the log
 	const cluster = queueWorkers === null ? null : await queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers: queueWorkers, concurrency: 10, redis: REDIS, log: console.log });
+	if (cluster) stopClusterOnFailure = () => cluster.stop();
 	const instance = cluster ? cluster.main : harness.createInstance({ tarball, bin, log: console.log });
 	await instance.importCredentials([
 		harness.postgresCredential(url),
@@ -435,7 +438,8 @@ async function whichWorkerRanWhat(cluster: { main: { transcript(): string }; wor
 	console.log(`  main ran ${(cluster.main.transcript().match(/Worker started execution/g) ?? []).length} executions itself`);
 }
 
-main().catch((error) => {
+main().catch(async (error) => {
 	console.error(error);
+	await stopClusterOnFailure?.().catch(() => undefined);
 	process.exit(1);
 });
