@@ -11,8 +11,9 @@
  * BENCH_QUEUE_DOC_CHARS (3,000) characters drained by BENCH_QUEUE_RUNNERS (4) concurrent loops triggering a
  * WF90 copy (BENCH_QUEUE_JOB_BATCH = 10 jobs per claim; each job runs WF40 as a sub-workflow on the same
  * process). Workers run `--concurrency=BENCH_QUEUE_CONCURRENCY` (10).
- * BENCH_QUEUE_ROUNDS (2) rounds in mirrored order (single, 2w, 1w | 1w, 2w, single, …) so a drift of the
- * machine's load does not favour one setup; each setup is warmed up first (and worker-2 after each restart);
+ * BENCH_QUEUE_ROUNDS (3) rounds in mirrored order (single, 2w, 1w | 1w, 2w, single, …) so a drift of the
+ * machine's load does not favour one setup; each setup is warmed up first until every running worker has run
+ * both workloads (again after worker-2 restarts);
  * the median is reported with the ratios queue/single and 2w/1w, and each worker's share of the work (from
  * the worker transcripts: "Worker started execution <id>"; ops.job_runs.worker names the WF90 execution).
  * Also prints the CPU each setup's n8n processes spent per update and per job (Linux /proc: user + system time
@@ -42,7 +43,7 @@ const JOBS = envInt('BENCH_QUEUE_JOBS', 200);
 const BATCH = envInt('BENCH_QUEUE_JOB_BATCH', 10);
 const RUNNERS = envInt('BENCH_QUEUE_RUNNERS', 4);
 const CHARS = envInt('BENCH_QUEUE_DOC_CHARS', 3000);
-const ROUNDS = envInt('BENCH_QUEUE_ROUNDS', 2);
+const ROUNDS = envInt('BENCH_QUEUE_ROUNDS', 3);
 const CONCURRENCY = envInt('BENCH_QUEUE_CONCURRENCY', 10);
 const REDIS = { host: process.env.REDIS_HOST || '127.0.0.1', port: Number(process.env.REDIS_PORT || 6379) };
 const ROOT = path.join(__dirname, '..');
@@ -153,8 +154,8 @@ async function main() {
 		let tags = 0;
 		/** One measurement of both workloads on `setup`; `warm` = a short unmeasured run. */
 		const measure = async (setup: Setup, warm = false): Promise<Sample> => {
-			const updates = warm ? 60 : UPDATES;
-			const jobs = warm ? 2 * BATCH : JOBS;
+			const updates = warm ? 100 : UPDATES;
+			const jobs = warm ? 2 * RUNNERS * BATCH : JOBS;
 			const startedBefore = workers.map((w) => new Set(w.startedExecutions()));
 			const cpu0 = cpuNow();
 			const wf10 = await measureWf10(db.pool, urlOf(setup), bot, updates, CLIENTS);
@@ -193,12 +194,30 @@ async function main() {
 			if (count === 2 && !workerTwoRunning()) {
 				log('starting worker-2 again…');
 				await q.startWorker(1);
-				await measure('queue-2w', true);
+				await warmUp('queue-2w');
+			}
+		};
+		/**
+		 * Unmeasured runs until every running worker has run both workloads (a worker's first executions load
+		 * and compile the workflows' nodes: a cold worker would count against the 2-worker setup); at most 4.
+		 */
+		const warmUp = async (setup: Setup) => {
+			const want = setup === 'queue-2w' ? ['worker-1', 'worker-2'] : setup === 'queue-1w' ? ['worker-1'] : [];
+			const seen = { wf10: new Set<string>(), wf90: new Set<string>() };
+			for (let run = 0; run < 4; run++) {
+				const sample = await measure(setup, true);
+				for (const role of Object.keys(sample.wf10By)) seen.wf10.add(role);
+				for (const role of Object.keys(sample.wf90By)) seen.wf90.add(role);
+				if (want.every((role) => seen.wf10.has(role) && seen.wf90.has(role))) return;
 			}
 		};
 
-		await measure('single', true);
-		await measure('queue-2w', true);
+		await warmUp('single');
+		await warmUp('queue-2w');
+		// what each process burns doing nothing (timers, Bull/Redis polling), counted in every per-unit figure below
+		const idleBefore = cpuNow();
+		await new Promise((r) => setTimeout(r, 5000));
+		const idle = cpuNow().map((x, i) => (1000 * (x - idleBefore[i])) / 5);
 		const samples: Record<Setup, Sample[]> = { single: [], 'queue-1w': [], 'queue-2w': [] };
 		const order: Setup[] = ['single', 'queue-2w', 'queue-1w'];
 		for (let round = 0; round < ROUNDS; round++) {
@@ -248,6 +267,7 @@ async function main() {
 			const mainMs = (k: 'wf10Cpu' | 'wf90Cpu') => median([...samples['queue-1w'], ...samples['queue-2w']].map((x) => x[k].n8n));
 			console.log(`\n  queue-mode main spends ${mainMs('wf10Cpu').toFixed(1)} ms CPU per WF10 update and ${mainMs('wf90Cpu').toFixed(1)} ms per WF90 job: with a core of its own one main (one Node.js thread)`);
 			console.log(`  tops out near ${rate(1000 / mainMs('wf10Cpu'))} updates/s and ${rate(1000 / mainMs('wf90Cpu'))} jobs/s, whatever the number of workers (webhook intake scales with \`n8n webhook\` processes, not workers)`);
+			console.log(`  idle (5 s, nothing sent): single ${idle[0].toFixed(0)}, main ${idle[1].toFixed(0)}, worker-1 ${idle[2].toFixed(0)}, worker-2 ${idle[3].toFixed(0)} ms CPU per second`);
 		}
 		console.log(`\n  n8n executions started by two workers: ${twice}; executions main ran itself: ${mainRan}; bench wall time ${Math.round((performance.now() - started) / 1000)} s`);
 	} finally {
