@@ -113,15 +113,17 @@ async function main() {
 	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
 	const loadBefore = os.loadavg();
 	const started = performance.now();
-	const db = await setupDatabase();
-	const server = await resolvePostgres();
-	const workflows = writeBenchWorkflows(BATCH);
 	const bin = harness.ensureN8n({ log });
 	const tarball = harness.packPackage();
+	const db = await setupDatabase();
 	const credential = harness.postgresCredential(db.url);
+	const workflows = writeBenchWorkflows(BATCH);
+	let server: { url: string; stop(): Promise<void> } | undefined;
 	let single: N8nProcess | undefined;
 	let cluster: Cluster | undefined;
 	try {
+		const pg: { url: string; stop(): Promise<void> } = await resolvePostgres();
+		server = pg;
 		const seeded = await seedBot(db.pool, 'bench_queue_bot', 'benchQueue-Secret_1');
 		const bot: Bot = { botKey: seeded.botKey, secret: seeded.secret, tenantId: seeded.tenantId };
 
@@ -134,7 +136,7 @@ async function main() {
 		await one.waitForWebhooks([RUNNER_HOOK]);
 
 		log(`starting the queue-mode cluster (main + 2 workers, --concurrency=${CONCURRENCY})…`);
-		const q: Cluster = await queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers: 2, concurrency: CONCURRENCY, redis: REDIS });
+		const q: Cluster = await queue.createQueueCluster({ tarball, bin, serverUrl: pg.url, workers: 2, concurrency: CONCURRENCY, redis: REDIS });
 		cluster = q;
 		await q.importCredentials([credential]);
 		await q.importAndPublish(workflows.files);
@@ -259,7 +261,8 @@ async function main() {
 			const cpu = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu', part: keyof CpuShare) => median(samples[setup].map((x) => x[k][part]));
 			const cell = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu', part: keyof CpuShare) => (setup === 'single' && part === 'workers' ? '—' : cpu(setup, k, part).toFixed(1));
 			const total = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu') => (cpu(setup, k, 'n8n') + cpu(setup, k, 'workers')).toFixed(1);
-			console.log('\nCPU ms per WF10 update and per WF90 job (n8n processes and their task runners, from /proc; PostgreSQL, Redis and the senders not counted):\n');
+			console.log('\nCPU ms per WF10 update and per WF90 job (n8n processes and their task runners, from /proc; PostgreSQL, Redis and the senders not counted,');
+			console.log("so queue mode's writes to n8n's own database (PostgreSQL) are not counted while the single process's (its SQLite, in process) are):\n");
 			console.log(markdownTable(
 				['setup', 'WF10: single / main', 'WF10: workers', 'WF10: all n8n', 'WF90: single / main', 'WF90: workers', 'WF90: all n8n'],
 				setups.map((s) => [LABEL[s], cell(s, 'wf10Cpu', 'n8n'), cell(s, 'wf10Cpu', 'workers'), total(s, 'wf10Cpu'), cell(s, 'wf90Cpu', 'n8n'), cell(s, 'wf90Cpu', 'workers'), total(s, 'wf90Cpu')]),
@@ -281,7 +284,7 @@ async function main() {
 			single.remove();
 		}
 		workflows.remove();
-		await server.stop();
+		await server?.stop();
 		await db.drop();
 	}
 }
