@@ -17,7 +17,17 @@
  * stand-in, and the demo prints the question, the reply as sent, its citations and the audit.qa_* rows.
  * Every secret (bot token, API keys, JWT secret) is random per run and never printed: the demo checks its
  * own output and n8n's log for them before it ends. n8n keeps running unless `--once`.
+ *
+ * `npm run demo -- --queue [--workers N]` runs the same in n8n queue mode (scripts/lib/n8nQueue.js): one
+ * main (webhooks, WF90's schedules) and N `n8n worker` processes (default 2, at most 8) on Redis at
+ * REDIS_HOST:REDIS_PORT (127.0.0.1:6379), n8n's own database in a scratch PostgreSQL database; WF10 is
+ * imported with its successful executions saved (it ships with saving off) so every execution has a record.
+ * At the end it prints which worker ran what: the executions each worker started (its log: "Worker started
+ * execution <id>") by workflow (n8n's execution_entity), and the jobs each worker's WF90 runs finished by type
+ * (ops.job_runs.worker is WF90's "wf90-<execution id>"). Without Redis it says so and exits with code 2.
  */
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -38,8 +48,15 @@ const { resolvePostgres, withDatabase } = require('./lib/postgres');
 const { migrate } = require('./lib/migrate');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('./lib/n8n');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const queue = require('./lib/n8nQueue');
 
 const once = process.argv.includes('--once');
+/** `--queue [--workers N]`: queue mode with N workers (null: the single-process demo). */
+const queueWorkers = queueArgument(process.argv.slice(2));
+const REDIS = { host: process.env.REDIS_HOST || '127.0.0.1', port: Number(process.env.REDIS_PORT || 6379) };
+/** Queue mode: stops main and the workers and drops n8n's scratch database when the demo fails. */
+let stopClusterOnFailure: (() => Promise<void>) | null = null;
 const ROOT = path.join(__dirname, '..');
 const SECRET = 'demo-Secret_token';
 const WORKFLOWS = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF32_file_downloader.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF41_embedder.json', 'WF50_qa_session_upserter.json', 'WF51_answerer.json', 'WF90_job_runner.json', 'maas/M00_request_handler.json', 'maas/M01_query_status.json'];
@@ -64,6 +81,14 @@ const BOT_USERNAME = 'demo_kb_bot';
 const STAGE: Record<string, string> = Object.fromEntries(JOB_TYPE_LIST.map((t) => [t, `${JOB_REGISTRY[t].workflow_id.slice(0, 4)} ${t}`]));
 
 async function main() {
+	if (queueWorkers !== null) {
+		const reason = await queue.redisUnavailable(REDIS);
+		if (reason) {
+			console.error(`npm run demo -- --queue needs Redis: ${reason}.\nStart Redis (e.g. \`redis-server\`, or \`docker run -p 6379:6379 redis:7\`) or point REDIS_HOST / REDIS_PORT at one; \`npm run demo\` without --queue needs no Redis.`);
+			process.exitCode = 2;
+			return;
+		}
+	}
 	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
 	const server = await resolvePostgres({ log: console.log });
 	console.log(`PostgreSQL: ${server.source}`);
@@ -99,7 +124,12 @@ async function main() {
 	const model = new ModelStandIn();
 	model.respond = extractiveAnswer;
 	await model.up();
-	const instance = harness.createInstance({ tarball: harness.packPackage(), bin: harness.ensureN8n({ log: console.log }), log: console.log });
+	const tarball = harness.packPackage();
+	const bin = harness.ensureN8n({ log: console.log });
+	// queue mode: the cluster's main takes the single instance's place for imports, webhooks and the log
+	const cluster = queueWorkers === null ? null : await queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers: queueWorkers, concurrency: 10, redis: REDIS, log: console.log });
+	if (cluster) stopClusterOnFailure = () => cluster.stop();
+	const instance = cluster ? cluster.main : harness.createInstance({ tarball, bin, log: console.log });
 	await instance.importCredentials([
 		harness.postgresCredential(url),
 		harness.telegramCredential(botApi.baseUrl, botApi.token),
@@ -108,10 +138,17 @@ async function main() {
 		{ id: 'embContracts01', name: 'Contracts Embeddings', type: 'contractsEmbeddingsApi', data: { api: 'gemini', baseUrl: embeddings.baseUrl, apiKey: EMBEDDINGS_KEY } },
 		{ id: 'llmContracts01', name: 'Contracts LLM', type: 'contractsLlmApi', data: { api: 'openai', baseUrl: model.url, apiKey: LLM_KEY, model: 'demo-extractive' } },
 	]);
-	await instance.importAndPublish(WORKFLOWS.map((f) => path.join(ROOT, 'workflows-json', f)));
-	const n8nUrl = await instance.start();
+	const files = WORKFLOWS.map((f) => path.join(ROOT, 'workflows-json', f));
+	const savingCopy = cluster ? wf10SavingCopy() : null;
+	await instance.importAndPublish(savingCopy ? files.map((f) => (path.basename(f) === 'WF10_telegram_ingest.json' ? savingCopy : f)) : files);
+	if (savingCopy) fs.rmSync(path.dirname(savingCopy), { recursive: true, force: true });
+	const n8nUrl = cluster ? await cluster.start() : await instance.start();
 	await instance.waitForWebhooks(['telegram', 'api/query']);
-	console.log(`n8n 2.4.8 running at ${n8nUrl} (user folder ${instance.folder})\n`);
+	if (cluster) {
+		console.log(`n8n 2.4.8 in queue mode: main at ${n8nUrl} + ${cluster.workers.length} worker(s) (${cluster.workers.map((w: { role: string }) => w.role).join(', ')}), Redis ${REDIS.host}:${REDIS.port} (Bull prefix ${cluster.prefix}), n8n's database ${new URL(cluster.n8nDatabaseUrl).pathname.slice(1)}\n`);
+	} else {
+		console.log(`n8n 2.4.8 running at ${n8nUrl} (user folder ${instance.folder})\n`);
+	}
 
 	const hook = `${n8nUrl}/webhook/telegram?bot=demo_bot`;
 	const text = messageWithLinks(pages.base);
@@ -204,14 +241,19 @@ async function main() {
 	for (const e of errors.rows) console.log(`  #${e.id} ${e.status_code} ${e.kind} [${e.node}] ${e.message} correlation ${e.correlation_id}`);
 
 	await askTheBot(db, hook, botApi.sent);
+	if (cluster) await whichWorkerRanWhat(cluster, db);
 	await db.end();
-	const leaks = leakedSecrets(instance.transcript());
+	const leaks = leakedSecrets(cluster ? [cluster.main, ...cluster.workers].map((p: { transcript(): string }) => p.transcript()).join('\n') : instance.transcript());
 	if (leaks.length > 0) throw new Error(`a secret of this run appeared in ${leaks.join(' and ')}`);
 	console.log('\nsecrets (webhook secret, bot token, API keys, JWT secret): in none of the lines above, nor in n8n\'s log');
 
 	if (once) {
-		await instance.stop();
-		instance.remove();
+		if (cluster) {
+			await cluster.stop();
+		} else {
+			await instance.stop();
+			instance.remove();
+		}
 		await pages.close();
 		await botApi.close();
 		await embeddings.close();
@@ -221,7 +263,8 @@ async function main() {
 	}
 	console.log(`\nn8n keeps running at ${n8nUrl} — open it to see the workflows on the canvas. Ctrl+C stops it.`);
 	const stop = async () => {
-		await instance.stop();
+		if (cluster) await cluster.stop();
+		else await instance.stop();
 		await server.stop();
 		process.exit(0);
 	};
@@ -320,7 +363,83 @@ async function askTheBot(db: Client, hook: string, sent: { chat_id: number; text
 	for (const e of failed.rows) console.log(`  ops.errors for job #${e.job_id}: ${e.status_code} [${e.node}] ${e.message}`);
 }
 
-main().catch((error) => {
+/**
+ * Parses `--queue [--workers N]` (also `--workers=N`): N workers (default 2), or null without --queue.
+ * Exits with code 2 and a message for a bad N or --workers without --queue.
+ */
+function queueArgument(args: string[]): number | null {
+	const at = args.findIndex((a) => a === '--workers' || a.startsWith('--workers='));
+	const raw = at < 0 ? undefined : args[at].includes('=') ? args[at].slice('--workers='.length) : args[at + 1];
+	const usage = (why: string) => {
+		console.error(`${why}\nusage: npm run demo -- [--once] [--queue [--workers N]]   (N from 1 to 8, default 2)`);
+		process.exit(2);
+	};
+	if (!args.includes('--queue')) {
+		if (at >= 0) usage('--workers needs --queue');
+		return null;
+	}
+	if (at < 0) return 2;
+	const n = Number(raw);
+	if (!Number.isInteger(n) || n < 1 || n > 8) usage(`--workers must be a whole number from 1 to 8, got ${raw ?? 'nothing'}`);
+	return n;
+}
+
+/** The shipped WF10 with its successful executions saved (it ships with saving off), in a temp folder; returns the file. */
+function wf10SavingCopy(): string {
+	const workflow = JSON.parse(fs.readFileSync(path.join(ROOT, 'workflows-json', 'WF10_telegram_ingest.json'), 'utf8'));
+	workflow.settings = { ...workflow.settings, saveDataSuccessExecution: 'all' };
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-demo-wf10-'));
+	const file = path.join(dir, 'WF10_telegram_ingest.json');
+	fs.writeFileSync(file, JSON.stringify(workflow));
+	return file;
+}
+
+interface QueueRole {
+	role: string;
+	startedExecutions(): string[];
+}
+
+/**
+ * Queue mode: prints, per worker, the executions it started (its log) by workflow (n8n's execution_entity)
+ * and the jobs its WF90 runs finished by job type (ops.job_runs), then the executions no worker started
+ * (sub-workflows: they run inside their caller's execution on the caller's worker) and what main ran itself.
+ */
+async function whichWorkerRanWhat(cluster: { main: { transcript(): string }; workers: QueueRole[]; n8nDatabaseUrl: string; workerOfExecutions(): Map<string, string[]> }, db: Client) {
+	const n8nDb = new Client({ connectionString: cluster.n8nDatabaseUrl });
+	await n8nDb.connect();
+	let executions: { id: string; workflow: string; mode: string }[];
+	try {
+		executions = (await n8nDb.query(`SELECT e.id::text, coalesce(w.name, e."workflowId") AS workflow, e.mode FROM execution_entity e
+			LEFT JOIN workflow_entity w ON w.id = e."workflowId" ORDER BY e.id`)).rows;
+	} finally {
+		await n8nDb.end();
+	}
+	const workflowOf = new Map(executions.map((e) => [e.id, e.workflow]));
+	const started = cluster.workerOfExecutions();
+	const runs = (await db.query(`SELECT r.worker, j.job_type, count(*)::int AS n FROM ops.job_runs r JOIN ops.jobs j ON j.id = r.job_id
+		WHERE r.worker LIKE 'wf90-%' GROUP BY 1, 2`)).rows as { worker: string; job_type: string; n: number }[];
+	const tally = (counts: Map<string, number>) => [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ×${n}`).join(', ') || 'none';
+	console.log("\nWhich worker ran what (queue mode; main received the webhooks and fired WF90's schedule, workers ran the executions):");
+	for (const worker of cluster.workers) {
+		const ids = worker.startedExecutions();
+		const byWorkflow = new Map<string, number>();
+		for (const id of ids) byWorkflow.set(workflowOf.get(id) ?? `execution ${id} (no record)`, (byWorkflow.get(workflowOf.get(id) ?? `execution ${id} (no record)`) ?? 0) + 1);
+		const mine = new Set(ids.map((id) => `wf90-${id}`));
+		const byJobType = new Map<string, number>();
+		for (const r of runs) if (mine.has(r.worker)) byJobType.set(STAGE[r.job_type] ?? r.job_type, (byJobType.get(STAGE[r.job_type] ?? r.job_type) ?? 0) + r.n);
+		console.log(`  ${worker.role}: ${ids.length} executions — ${tally(byWorkflow)}`);
+		console.log(`  ${' '.repeat(worker.role.length)}  job runs in its WF90 executions — ${tally(byJobType)}`);
+	}
+	const twice = [...started].filter(([, by]) => by.length > 1).map(([id]) => id);
+	if (twice.length) console.log(`  started by more than one worker: executions ${twice.join(', ')}`);
+	const inline = new Map<string, number>();
+	for (const e of executions) if (!started.has(e.id)) inline.set(e.workflow, (inline.get(e.workflow) ?? 0) + 1);
+	console.log(`  not queued (sub-workflows, run inside their caller on the caller's worker): ${tally(inline)}`);
+	console.log(`  main ran ${(cluster.main.transcript().match(/Worker started execution/g) ?? []).length} executions itself`);
+}
+
+main().catch(async (error) => {
 	console.error(error);
+	await stopClusterOnFailure?.().catch(() => undefined);
 	process.exit(1);
 });
