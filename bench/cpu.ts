@@ -87,3 +87,15 @@ export function perRequest(before: CpuReading, after: CpuReading, requests: numb
 export function ms(value: number | null | undefined): string {
 	return value === null || value === undefined ? 'n/a' : value.toFixed(1);
 }
+
+/** Whether the readings here can answer (Linux /proc). */
+export const CPU_AVAILABLE = fs.existsSync('/proc/self/stat');
+
+/**
+ * CPU seconds (user + system) used so far by each pid in `pids` and its living descendants (n8n's task
+ * runners), in the order given; 0 for a pid that is gone or undefined. Children that already exited are
+ * not counted, so take differences over a span where none exit.
+ */
+export function cpuSeconds(pids: Array<number | undefined>): number[] {
+	return pids.map((root) => (root === undefined ? 0 : processTree(root).reduce((sum, pid) => sum + processMs(pid), 0) / 1000));
+}

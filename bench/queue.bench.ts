@@ -17,7 +17,7 @@
  * the median is reported with the ratios queue/single and 2w/1w, and each worker's share of the work (from
  * the worker transcripts: "Worker started execution <id>"; ops.job_runs.worker names the WF90 execution).
  * Also prints the CPU each setup's n8n processes spent per update and per job (Linux /proc: user + system time
- * of the process and its task runners; bench/processCpu.ts) and what that means for one main's ceiling.
+ * of the process and its task runners; bench/cpu.ts) and what that means for one main's ceiling.
  * Refuses to report (exit 1) when an update or a job was lost or done twice (counts in PostgreSQL).
  * Skips (exit 0) with the reason when Redis does not answer at REDIS_HOST:REDIS_PORT (127.0.0.1:6379).
  * BENCH_QUEUE_TRANSCRIPTS=<dir> keeps every n8n process's log there.
@@ -28,7 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { seedBot, setupDatabase } from '../test/helpers/db';
 import { measureWf10, measureWf90, RUNNER_HOOK, writeBenchWorkflows, type Bot } from './queueWorkloads';
-import { CPU_AVAILABLE, cpuSeconds } from './processCpu';
+import { CPU_AVAILABLE, cpuSeconds } from './cpu';
 import { envInt, markdownTable, median, rate, Refused } from './report';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('../scripts/lib/n8n');
