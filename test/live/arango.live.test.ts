@@ -4,7 +4,7 @@
  * db/arango/schema.json with the migration, runs the same cases as the HTTP-level tests plus the
  * concurrency cases, and drops the database. Without ARANGO_URL every test reports itself skipped,
  * with the reason: ArangoDB cannot run on the machines this project is built on (no Docker engine, no
- * package ships arangod). See README "ArangoDB live suite" for `docker run arangodb:3.12`.
+ * package ships arangod). See docs/testing.md "ArangoDB live suite" for `docker run arangodb:3.12`.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -28,7 +28,7 @@ import { RUN } from '../helpers/arangoOps';
 const { migrateArango } = require('../../scripts/lib/migrate-arango');
 
 const URL_ = process.env.ARANGO_URL;
-const SKIP = URL_ ? false : 'ARANGO_URL is not set: no ArangoDB server on this machine (see README, ArangoDB live suite)';
+const SKIP = URL_ ? false : 'ARANGO_URL is not set: no ArangoDB server on this machine (see docs/testing.md, ArangoDB live suite)';
 const auth = { username: process.env.ARANGO_USER || 'root', password: process.env.ARANGO_PASSWORD || '' };
 const dbName = `contracts_live_${randomUUID().slice(0, 8)}`;
 let db: Database;
