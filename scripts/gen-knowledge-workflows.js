@@ -208,9 +208,20 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 	});
 	const request = wf.set('Job Request', [720, 0], [
 		['req', 'object', '={{ $json.data.payload }}'],
-		['ctx', 'object', '={{ { job_id: Number($json.data.id), job_claim_token: $json.data.claim_token, correlation_id: $json.data.correlation_id || $json.data.payload.correlation_id, tenant_id: $json.data.tenant_id, trace_id: $json.data.payload.trace_id || null, workflow: "WF90" } }}'],
-		['job', 'object', '={{ { id: Number($json.data.id), job_type: $json.data.job_type, locked_by: $json.data.locked_by, claim_token: $json.data.claim_token, worker: ' + JSON.stringify(WORKERS) + '[$json.data.job_type] || "" } }}'],
-	], { include: false, notes: 'The job payload is the worker\'s req; ctx.job_id + ctx.job_claim_token let WF99 retry or fail this attempt of the job on an error (a late error of an attempt that ended is recorded as stale).' });
+		// Seed 002 §3.1: no object literals in expressions — one dot-notation field each
+		['ctx.job_id', 'number', '={{ Number($json.data.id) }}'],
+		['ctx.job_claim_token', 'string', '={{ $json.data.claim_token }}'],
+		['ctx.correlation_id', 'string', '={{ $json.data.correlation_id || $json.data.payload.correlation_id }}'],
+		['ctx.tenant_id', 'string', '={{ $json.data.tenant_id }}'],
+		['ctx.trace_id', 'string', '={{ $json.data.payload.trace_id || null }}'],
+		['ctx.workflow', 'string', 'WF90'],
+		['job.id', 'number', '={{ Number($json.data.id) }}'],
+		['job.job_type', 'string', '={{ $json.data.job_type }}'],
+		['job.locked_by', 'string', '={{ $json.data.locked_by }}'],
+		['job.claim_token', 'string', '={{ $json.data.claim_token }}'],
+		// the registry's job_type → worker workflow id, as a chain of comparisons (no object literal)
+		['job.worker', 'string', `={{ ${Object.entries(WORKERS).map(([type, worker]) => `$json.data.job_type === ${JSON.stringify(type)} ? ${JSON.stringify(worker)} : `).join('')}"" }}`],
+	], { include: false, notes: 'The job payload is the worker\'s req; ctx.job_id + ctx.job_claim_token let WF99 retry or fail this attempt of the job on an error (a late error of an attempt that ended is recorded as stale). One field per assignment (seed 002 §3.1: no object literals in expressions).' });
 	const run = wf.add({
 		name: 'Run Worker',
 		type: 'n8n-nodes-base.executeWorkflow',
@@ -233,7 +244,8 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 			claimToken: "={{ $('Job Request').item.json.job.claim_token }}",
 			success: '={{ $json.ok === true }}',
 			retryable: '={{ $json.error ? $json.error.retryable !== false : true }}',
-			error: '={{ $json.error || { message: "worker answered no envelope" } }}',
+			// a text becomes { message } (Finish Job); seed 002 §3.1: no object literal here
+			error: '={{ $json.error || "worker answered no envelope" }}',
 			acceptFinished: true,
 			options: { workflow: 'WF90' },
 		},

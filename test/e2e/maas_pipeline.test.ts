@@ -177,6 +177,13 @@ test('a model that always fails: the run ends FAILED after the retries, ops.erro
 		// The error rows of this run (the Archivist of an earlier run may fail on the same model too).
 		const { rows } = await db.pool.query("SELECT node, kind, retryable FROM ops.errors WHERE details->'ctx'->>'run_id' = $1", [id]);
 		assert.deepEqual(rows, [{ node: 'Generate', kind: 'upstream', retryable: true }]);
+		// the run's error is built from WF99's envelope field by field (Fail Error, no object literal: seed 002 §3.1)
+		const stored = (await db.pool.query('SELECT error FROM maas.pipeline_runs WHERE id = $1', [id])).rows[0].error;
+		assert.match(String(stored.message), /failed after 4 attempts/);
+		assert.equal(stored.kind, 'upstream');
+		assert.equal(typeof stored.status_code, 'number');
+		assert.ok(stored.status_code >= 500, `status_code ${stored.status_code}`);
+		assert.match(String(stored.correlation_id), /^[0-9a-f-]{36}$/);
 		const stuck = await db.pool.query("SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE status IN ('ANALYZING', 'ASSEMBLING', 'RESPONDING')");
 		assert.equal(stuck.rows[0].n, 0);
 	} finally {

@@ -69,10 +69,12 @@ test('every registered type has its worker workflow shipped, and WF90 claims it 
 		assert.ok(worker.nodes.some((n) => n.type === 'n8n-nodes-base.executeWorkflowTrigger'), `${type}: ${entry.workflow_id} can be called by WF90`);
 		const runner = runners.find((wf) => claimedTypes(wf).includes(type));
 		assert.ok(runner, `${type} is claimed by a shipped workflow`);
-		// the runner's dispatch map (Job Request's job.worker expression) sends the type to that workflow
-		const dispatch = String(assigned(runner, 'job'));
-		const map = JSON.parse(/(\{"[^}]*\})\[\$json\.data\.job_type\]/.exec(dispatch)![1]) as Record<string, string>;
-		assert.equal(map[type], entry.workflow_id, `${type} is dispatched to ${entry.workflow_id}`);
+		// the runner's dispatch (Job Request's job.worker expression, evaluated for a claimed job of this type) sends it to that workflow
+		const dispatch = /^=\{\{([\s\S]*)\}\}$/.exec(String(assigned(runner, 'job.worker')))![1];
+		// eslint-disable-next-line @typescript-eslint/no-implied-eval
+		const workerOf = new Function('$json', `return (${dispatch});`) as (json: unknown) => string;
+		assert.equal(workerOf({ data: { job_type: type } }), entry.workflow_id, `${type} is dispatched to ${entry.workflow_id}`);
+		assert.equal(workerOf({ data: { job_type: 'not_registered' } }), '', 'an unknown type goes nowhere');
 	}
 });
 
