@@ -5,21 +5,37 @@ import {
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
-import { ERRORPIPE_CONTRACT_VERSION } from '../shared/contracts/ctx';
-import { isUuid, newCorrelationId, success } from '../shared/envelope';
+import type { Database } from 'arangojs';
 import { isRecord } from '../shared/json';
 import { resourceProperties } from '../shared/node/resources';
-import { runItems } from '../shared/node/runItems';
-import { readOperationInput } from '../shared/node/identity';
-import { findOperation, RESOURCES } from './actions';
+import { routeItems, type Route } from '../shared/node/router';
+import { RESOURCES } from './actions';
+import type { Operation, RunInfo } from './actions/types';
 import { arangoDbApiTest } from './transport/credentialTest';
 import { getDatabase, type ArangoCredential } from './transport/database';
-
 
 /** Header value of a Webhook item (`headers` lower-cased by n8n). */
 function header(json: Record<string, unknown>, name: string): unknown {
 	return isRecord(json.headers) ? json.headers[name] : undefined;
 }
+
+/**
+ * How ArangoCAS routes an item: the credential's database, the Webhook's x-correlation-id header, the
+ * operation called as `execute(db, input, { executionId })`.
+ */
+const ARANGO_ROUTE: Route<Operation, { db: Database; run: RunInfo }, { db: Database; run: RunInfo }> = {
+	label: 'ArangoCAS',
+	resources: RESOURCES,
+	ctxOperation: true,
+	connect: async (fn) => ({
+		db: getDatabase((await fn.getCredentials('arangoDbApi')) as unknown as ArangoCredential),
+		run: { executionId: String(fn.getExecutionId() ?? '') },
+	}),
+	workflow: () => 'ArangoCAS',
+	incoming: (_fn, item) => ({ correlationIds: [header(item.json, 'x-correlation-id')] }),
+	context: (_fn, conn) => conn,
+	execute: async (operation, { db, run }, input) => await operation.execute(db, input as Record<string, unknown>, run),
+};
 
 /**
  * ArangoCAS — the document-graph operations of seed 000 (§3.1–3.8) on ArangoDB, each one atomic
@@ -73,33 +89,6 @@ export class ArangoCas implements INodeType {
 	methods = { credentialTest: { arangoDbApiTest } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const credential = (await this.getCredentials('arangoDbApi')) as unknown as ArangoCredential;
-		const db = getDatabase(credential);
-		const nodeName = this.getNode().name;
-		const executionId = String(this.getExecutionId() ?? '');
-		return runItems(this, async (item, itemIndex, state) => {
-			const resource = this.getNodeParameter('resource', itemIndex) as string;
-			const operationValue = this.getNodeParameter('operation', itemIndex) as string;
-			const options = this.getNodeParameter('options', itemIndex, {}) as { workflow?: string };
-			const workflow = options.workflow || 'ArangoCAS';
-			const incoming = header(item.json, 'x-correlation-id');
-			const ctx = {
-				correlation_id: isUuid(incoming) ? incoming : newCorrelationId(),
-				workflow,
-				node: nodeName,
-				operation: `${resource}.${operationValue}`,
-				contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
-			};
-			state.ctx = ctx;
-			const operation = findOperation(resource, operationValue);
-			const input = readOperationInput(this, itemIndex, operation.fields, item.json);
-			const result = await operation.execute(db, input, { executionId });
-			const envelope = success(result.data, {
-				source: workflow,
-				status_code: result.statusCode,
-				correlation: { correlation_id: ctx.correlation_id, workflow, node: nodeName },
-			});
-			return { json: envelope as unknown as INodeExecutionData['json'] };
-		});
+		return routeItems(this, ARANGO_ROUTE);
 	}
 }

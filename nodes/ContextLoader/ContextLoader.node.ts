@@ -9,7 +9,7 @@ import { correlationOf, success } from '../shared/envelope';
 import { runItems } from '../shared/node/runItems';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
-import { loadContext } from './actions/load.operation';
+import { loadContext } from '../shared/acl/loadContext';
 
 /**
  * Context Loader — WF00c of seed 003 in one node: the ACL and chat policy of a request, as the

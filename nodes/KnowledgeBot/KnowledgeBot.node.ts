@@ -5,20 +5,55 @@ import {
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
-import { ERRORPIPE_CONTRACT_VERSION } from '../shared/contracts/ctx';
-import { correlationOf, isUuid, newCorrelationId, success } from '../shared/envelope';
+import type { Pool } from 'pg';
 import { isRecord } from '../shared/json';
 import { resourceProperties } from '../shared/node/resources';
-import { runItems } from '../shared/node/runItems';
+import { routeItems, type Route } from '../shared/node/router';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
+import { executionPool } from '../shared/postgres/executionPool';
 import { contractsLlmApiTest } from '../shared/llm/credentialTest';
+import type { LlmCredential } from '../shared/llm/generate';
+import { KNOWLEDGE_RESOURCES } from './actions';
+import type { KnowledgeContext, KnowledgeOperation } from './actions/types';
+import type { TelegramCredential } from './transport/botApi';
 import { contractsEmbeddingsApiTest, contractsTelegramApiTest } from './transport/credentialTest';
-import { getPool, type PostgresCredential } from '../shared/postgres/pool';
-import { findKnowledgeOperation, KNOWLEDGE_RESOURCES } from './actions';
 import { embedTexts, type EmbeddingsCredential } from './transport/embeddings';
 import { fetchSender, httpGet, httpPostJson } from './transport/http';
-import type { LlmCredential } from '../shared/llm/generate';
-import type { TelegramCredential } from './transport/botApi';
+
+/** A JSON parameter as n8n gives it: a non-blank string is parsed (bad JSON throws a SyntaxError). */
+function parsed(value: unknown): unknown {
+	return typeof value === 'string' && value.trim() ? (JSON.parse(value) as unknown) : value;
+}
+
+/**
+ * How Knowledge Bot routes an item: the Request and Context parameters (the ctx travels on, its
+ * correlation_id or the request's kept), the operation called as `execute(knowledgeContext, req)`, and
+ * the final ctx beside each envelope.
+ */
+const KNOWLEDGE_ROUTE: Route<KnowledgeOperation, Pool, KnowledgeContext> = {
+	label: 'KnowledgeBot',
+	resources: KNOWLEDGE_RESOURCES,
+	ctxInOutput: true,
+	connect: async (fn) => await executionPool(fn, { reuse: false }),
+	workflow: (operation) => operation?.workflow ?? '',
+	incoming: (fn, _item, itemIndex) => {
+		const incomingCtx = parsed(fn.getNodeParameter('ctx', itemIndex, {}));
+		const ctx = isRecord(incomingCtx) ? incomingCtx : {};
+		const req = parsed(fn.getNodeParameter('req', itemIndex, {}));
+		return { ctx, correlationIds: [ctx.correlation_id, isRecord(req) ? req.correlation_id : undefined], input: req };
+	},
+	context: (fn, pool, { itemIndex, state, correlationId }) => ({
+		pool,
+		state,
+		correlationId,
+		http: httpGet,
+		telegram: async () => (await fn.getCredentials('contractsTelegramApi', itemIndex)) as unknown as TelegramCredential,
+		embed: async (model, texts, task) => embedTexts(httpPostJson, (await fn.getCredentials('contractsEmbeddingsApi', itemIndex)) as unknown as EmbeddingsCredential, model, texts, task),
+		postJson: httpPostJson,
+		llm: async () => ({ credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential, send: fetchSender }),
+	}),
+	execute: async (operation, context, req) => ({ data: await operation.execute(context, req) }),
+};
 
 /**
  * Knowledge Bot — the worker steps of the Telegram knowledge bot (seed 003 §1), each the core of one
@@ -82,36 +117,6 @@ export class KnowledgeBot implements INodeType {
 	methods = { credentialTest: { postgresContractsApiTest, contractsTelegramApiTest, contractsEmbeddingsApiTest, contractsLlmApiTest } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
-		const pool = getPool(credential);
-		const nodeName = this.getNode().name;
-		return runItems(this, async (_item, itemIndex, state) => {
-			const operation = findKnowledgeOperation(this.getNodeParameter('resource', itemIndex) as string, this.getNodeParameter('operation', itemIndex) as string);
-			const options = this.getNodeParameter('options', itemIndex, {}) as { workflow?: string };
-			const workflow = options.workflow || operation.workflow;
-			const parse = (value: unknown) => (typeof value === 'string' && value.trim() ? (JSON.parse(value) as unknown) : value);
-			const incomingCtx = parse(this.getNodeParameter('ctx', itemIndex, {}));
-			const travelling = isRecord(incomingCtx) ? incomingCtx : {};
-			const req = parse(this.getNodeParameter('req', itemIndex, {}));
-			const fromReq = isRecord(req) ? req.correlation_id : undefined;
-			const correlationId = isUuid(travelling.correlation_id) ? travelling.correlation_id : isUuid(fromReq) ? fromReq : newCorrelationId();
-			state.ctx = { ...travelling, correlation_id: correlationId, workflow, node: nodeName, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
-			const data = await operation.execute(
-				{
-					pool,
-					state,
-					correlationId,
-					http: httpGet,
-					telegram: async () => (await this.getCredentials('contractsTelegramApi', itemIndex)) as unknown as TelegramCredential,
-					embed: async (model, texts, task) => embedTexts(httpPostJson, (await this.getCredentials('contractsEmbeddingsApi', itemIndex)) as unknown as EmbeddingsCredential, model, texts, task),
-					postJson: httpPostJson,
-					llm: async () => ({ credential: (await this.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential, send: fetchSender }),
-				},
-				req,
-			);
-			const ctx = state.ctx;
-			const envelope = success(data, { source: workflow, correlation: correlationOf(ctx, { workflow, node: nodeName }) });
-			return { json: { ...(envelope as unknown as INodeExecutionData['json']), ctx } };
-		});
+		return routeItems(this, KNOWLEDGE_ROUTE);
 	}
 }

@@ -6,24 +6,67 @@ import {
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
-import { ERRORPIPE_CONTRACT_VERSION } from '../shared/contracts/ctx';
-import { isUuid, newCorrelationId, success } from '../shared/envelope';
+import type { Pool } from 'pg';
 import { isRecord } from '../shared/json';
-import { readOperationInput } from '../shared/node/identity';
 import { resourceProperties } from '../shared/node/resources';
-import { ContractError } from '../shared/errors';
-import { runBatch } from '../shared/node/runBatch';
-import { runItems, type ItemResult, type ItemState } from '../shared/node/runItems';
+import { routeItems, type Route } from '../shared/node/router';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
+import { executionPool } from '../shared/postgres/executionPool';
 import { contractsLlmApiTest } from '../shared/llm/credentialTest';
-import { getPool, type PostgresCredential } from '../shared/postgres/pool';
-import { findPipelineOperation, PIPELINE_RESOURCES } from './actions';
-import type { PipelineContext, PipelineResult } from './actions/types';
+import type { LlmCredential, Sender } from '../shared/llm/generate';
+import { externalProcessorRunner } from '../shared/stateMachine';
+import { PIPELINE_RESOURCES } from './actions';
+import type { PipelineContext, PipelineOperation } from './actions/types';
 import { pipelineDefinition } from './transport/definition';
 import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './transport/calculationNodes';
-import { externalProcessorRunner } from '../shared/stateMachine';
-import type { LlmCredential } from '../shared/llm/generate';
 
+/** An HTTP sender through n8n's request helper (the Model resource's LLM calls). */
+function n8nSender(fn: IExecuteFunctions): Sender {
+	return async ({ url, body, headers, timeoutMs }) => {
+		const res = (await fn.helpers.httpRequest({
+			method: 'POST',
+			url,
+			body: body as IDataObject,
+			headers,
+			json: true,
+			timeout: timeoutMs,
+			returnFullResponse: true,
+			ignoreHttpStatusErrors: true,
+		})) as { statusCode: number; body: unknown; headers: Record<string, string> };
+		return { status: res.statusCode, body: res.body, headers: res.headers };
+	};
+}
+
+/**
+ * How Pipeline Capture routes an item: the Webhook's x-correlation-id header (else the item's
+ * correlation_id), the operation called as `execute(pipelineContext, input)` (Finish Job: all items in
+ * one `executeBatch`), results on "Done" or "Not Captured".
+ */
+const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string }, PipelineContext> = {
+	label: 'PipelineCapture',
+	resources: PIPELINE_RESOURCES,
+	outputs: 2,
+	ctxOperation: true,
+	connect: async (fn) => ({ pool: await executionPool(fn, { reuse: false }), executionId: String(fn.getExecutionId() ?? 'manual') }),
+	workflow: () => 'MaaS',
+	incoming: (_fn, item) => {
+		const headers = isRecord(item.json.headers) ? item.json.headers : {};
+		return { correlationIds: [headers['x-correlation-id'] ?? item.json.correlation_id] };
+	},
+	context: (fn, { pool, executionId }, { itemIndex, options, workflow, node, resource, operationValue }) => ({
+		pool,
+		definition: () => pipelineDefinition(pool),
+		worker: (typeof options.worker === 'string' && options.worker) || `n8n-${executionId}`,
+		origin: { workflow, node },
+		runProcessor: externalProcessorRunner(calculationNodesOf(fn, itemIndex, resource, operationValue), subWorkflowCaller(fn, executionId)),
+		llm: async () => ({ credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential, send: n8nSender(fn) }),
+	}),
+	execute: async (operation, context, input) => await operation.execute(context, input as Record<string, unknown>),
+	batch: (operation) => {
+		const executeBatch = operation.executeBatch;
+		return executeBatch && (async (entries) => await executeBatch(entries.map((e) => ({ ctx: e.context, input: e.input as Record<string, unknown> }))));
+	},
+};
 
 /**
  * Pipeline Capture — exactly-once capture of work in PostgreSQL: the pipeline_runs state machine of
@@ -75,64 +118,6 @@ export class PipelineCapture implements INodeType {
 	methods = { credentialTest: { postgresContractsApiTest, contractsLlmApiTest } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
-		const pool = getPool(credential);
-		const nodeName = this.getNode().name;
-		const executionId = String(this.getExecutionId() ?? 'manual');
-		// one item's operation, context and input (ctx built before any DB work), and its envelope
-		const prepare = (item: INodeExecutionData, itemIndex: number, state: ItemState) => {
-			const resource = this.getNodeParameter('resource', itemIndex) as string;
-			const operationValue = this.getNodeParameter('operation', itemIndex) as string;
-			const options = this.getNodeParameter('options', itemIndex, {}) as { worker?: string; workflow?: string };
-			const workflow = options.workflow || 'MaaS';
-			const headers = isRecord(item.json.headers) ? item.json.headers : {};
-			const incoming = headers['x-correlation-id'] ?? item.json.correlation_id;
-			const correlationId = isUuid(incoming) ? incoming : newCorrelationId();
-			state.ctx = { correlation_id: correlationId, workflow, node: nodeName, operation: `${resource}.${operationValue}`, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
-			const operation = findPipelineOperation(resource, operationValue);
-			const input = readOperationInput(this, itemIndex, operation.fields, item.json);
-			const context: PipelineContext = {
-				pool,
-				definition: () => pipelineDefinition(pool),
-				worker: options.worker || `n8n-${executionId}`,
-				origin: { workflow, node: nodeName },
-				runProcessor: externalProcessorRunner(calculationNodesOf(this, itemIndex, resource, operationValue), subWorkflowCaller(this, executionId)),
-				llm: async () => ({
-					credential: (await this.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
-					send: async ({ url, body, headers, timeoutMs }) => {
-						const res = (await this.helpers.httpRequest({
-							method: 'POST',
-							url,
-							body: body as IDataObject,
-							headers,
-							json: true,
-							timeout: timeoutMs,
-							returnFullResponse: true,
-							ignoreHttpStatusErrors: true,
-						})) as { statusCode: number; body: unknown; headers: Record<string, string> };
-						return { status: res.statusCode, body: res.body, headers: res.headers };
-					},
-				}),
-			};
-			const respond = (result: PipelineResult): ItemResult => {
-				const envelope = (data: Record<string, unknown>) =>
-					success(data, { source: workflow, status_code: result.statusCode ?? 200, correlation: { correlation_id: correlationId, workflow, node: nodeName } }) as unknown as INodeExecutionData['json'];
-				return result.many ? { many: result.many.map(envelope), output: result.output } : { json: envelope(result.data ?? {}), output: result.output };
-			};
-			return { operation, context, input, respond };
-		};
-		// an operation that writes all items at once (Finish Job): one call for the execution
-		const batched = this.getInputData().length > 0 ? findPipelineOperation(this.getNodeParameter('resource', 0) as string, this.getNodeParameter('operation', 0) as string).executeBatch : undefined;
-		if (batched) {
-			return runBatch(this, prepare, async (all) => (await batched(all.map((p) => ({ ctx: p.context, input: p.input })))).map((r, k) => (r instanceof ContractError ? r : all[k].respond(r))), 2);
-		}
-		return runItems(
-			this,
-			async (item, itemIndex, state) => {
-				const p = prepare(item, itemIndex, state);
-				return p.respond(await p.operation.execute(p.context, p.input));
-			},
-			2,
-		);
+		return routeItems(this, PIPELINE_ROUTE);
 	}
 }

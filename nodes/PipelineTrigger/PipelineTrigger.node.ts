@@ -7,7 +7,7 @@ import {
 } from 'n8n-workflow';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { poolConfig, postgresRedactor, redactPostgresText, type PostgresCredential } from '../shared/postgres/pool';
-import { PipelineListener } from '../PipelineCapture/transport/listener';
+import { PipelineListener } from '../shared/postgres/listener';
 
 /**
  * Pipeline Trigger — starts the Orchestrator (seed 001) on every pipeline_runs status change.

@@ -10,24 +10,12 @@ import { saveResult } from './analysis/saveResult.operation';
 import { createProposal } from './proposal/create.operation';
 import { mergeProposal } from './proposal/merge.operation';
 import { rejectProposal } from './proposal/reject.operation';
+import type { Resource } from '../../shared/node/router';
 import type { Operation } from './types';
 
-export interface Resource {
-	value: string;
-	name: string;
-	operations: Operation[];
-}
-
-export const RESOURCES: Resource[] = [
+export const RESOURCES: Resource<Operation>[] = [
 	{ value: 'atom', name: 'Atom', operations: [lock, unlock, archive, unlockExpired] },
 	{ value: 'proposal', name: 'Proposal', operations: [createProposal, rejectProposal, mergeProposal] },
 	{ value: 'baseline', name: 'Baseline', operations: [createBaseline] },
 	{ value: 'analysis', name: 'Analysis', operations: [loadContext, saveResult, saveError] },
 ];
-
-/** The operation of a resource. @throws Error for an unknown pair (a corrupted workflow) */
-export function findOperation(resource: string, operation: string): Operation {
-	const found = RESOURCES.find((r) => r.value === resource)?.operations.find((o) => o.value === operation);
-	if (!found) throw new Error(`unknown ArangoCAS operation ${resource}/${operation}`);
-	return found;
-}

@@ -1,6 +1,7 @@
 /** The shape every ArangoCAS operation module exports (one file per operation, nodes-base style). */
 import type { Database } from 'arangojs';
 import type { INodeProperties } from 'n8n-workflow';
+import type { Operation as RouterOperation } from '../../shared/node/router';
 
 /** Facts about the running item that an operation may record (request ids, timestamps). */
 export interface RunInfo {
@@ -14,15 +15,8 @@ export interface OperationResult {
 	statusCode: 200 | 201;
 }
 
-export interface Operation {
-	/** Operation value in the node's Operation dropdown. */
-	value: string;
-	/** Dropdown label and action text. */
-	name: string;
-	action: string;
-	description: string;
+/** An ArangoCAS operation: the router's Operation (../../shared/node/router.ts) with its own fields and signature. */
+export interface Operation extends RouterOperation<(db: Database, input: Record<string, unknown>, run: RunInfo) => Promise<OperationResult>> {
 	/** The operation's input fields (shown only for this resource/operation). */
 	fields: INodeProperties[];
-	/** Validates `input` (snake_case keys) and runs the operation. @throws ContractError */
-	execute(db: Database, input: Record<string, unknown>, run: RunInfo): Promise<OperationResult>;
 }

@@ -7,12 +7,13 @@ import { answerOperation } from './qa/answer.operation';
 import { upsertSessionOperation } from './qa/upsertSession.operation';
 import { pruneOperation } from './retention/prune.operation';
 import { checkOperation } from './transport/check.operation';
+import type { Resource } from '../../shared/node/router';
 import type { KnowledgeOperation } from './types';
 import { processOperation } from './update/process.operation';
 import { fetchOperation } from './url/fetch.operation';
 import { normalizeOperation } from './url/normalize.operation';
 
-export const KNOWLEDGE_RESOURCES: { value: string; name: string; operations: KnowledgeOperation[] }[] = [
+export const KNOWLEDGE_RESOURCES: Resource<KnowledgeOperation>[] = [
 	{ value: 'update', name: 'Telegram Update', operations: [processOperation] },
 	{ value: 'url', name: 'URL', operations: [normalizeOperation, fetchOperation] },
 	{ value: 'file', name: 'Telegram File', operations: [downloadOperation] },
@@ -21,10 +22,3 @@ export const KNOWLEDGE_RESOURCES: { value: string; name: string; operations: Kno
 	{ value: 'retention', name: 'Retention', operations: [pruneOperation] },
 	{ value: 'transport', name: 'Bot Transport', operations: [checkOperation] },
 ];
-
-/** @throws Error for an unknown pair (a corrupted workflow) */
-export function findKnowledgeOperation(resource: string, operation: string): KnowledgeOperation {
-	const found = KNOWLEDGE_RESOURCES.find((r) => r.value === resource)?.operations.find((o) => o.value === operation);
-	if (!found) throw new Error(`unknown KnowledgeBot operation ${resource}/${operation}`);
-	return found;
-}

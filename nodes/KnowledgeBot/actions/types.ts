@@ -1,6 +1,7 @@
 /** The shape every Knowledge Bot operation module exports (one file per operation). */
 import type { Pool } from 'pg';
 import type { ItemState } from '../../shared/node/runItems';
+import type { Operation as RouterOperation } from '../../shared/node/router';
 import type { EmbeddingModel } from '../transport/embeddings';
 import type { HttpGet, HttpPostJson } from '../transport/http';
 import type { LlmCredential, Sender } from '../../shared/llm/generate';
@@ -24,17 +25,16 @@ export interface KnowledgeContext {
 	embed: (model: EmbeddingModel, texts: string[], task: 'RETRIEVAL_DOCUMENT' | 'RETRIEVAL_QUERY') => Promise<number[][]>;
 }
 
-export interface KnowledgeOperation {
-	value: string;
-	name: string;
-	action: string;
-	description: string;
+/** A Knowledge Bot operation: the router's Operation (../../shared/node/router.ts) with its seed workflow. */
+export interface KnowledgeOperation
+	extends RouterOperation<
+		/**
+		 * @param req the workflow's `req` (seed 003 §1), validated by the operation's zod schema
+		 * @returns `data` of the SuccessEnvelope
+		 * @throws ContractError (422 validation naming `req.<field>`, 404/409 as documented, 503/500 db)
+		 */
+		(ctx: KnowledgeContext, req: unknown) => Promise<Record<string, unknown>>
+	> {
 	/** The seed-003 workflow this operation is the core of (meta.source, ctx.workflow). */
 	workflow: string;
-	/**
-	 * @param req the workflow's `req` (seed 003 §1), validated by the operation's zod schema
-	 * @returns `data` of the SuccessEnvelope
-	 * @throws ContractError (422 validation naming `req.<field>`, 404/409 as documented, 503/500 db)
-	 */
-	execute(ctx: KnowledgeContext, req: unknown): Promise<Record<string, unknown>>;
 }

@@ -14,18 +14,20 @@ import { loadStepContextOperation } from './run/loadStepContext.operation';
 import { sweepOperation } from './run/sweep.operation';
 import { exportOperation } from './stateMachine/export.operation';
 import { importOperation } from './stateMachine/import.operation';
+import { findOperation, type Resource } from '../../shared/node/router';
 import type { PipelineOperation } from './types';
 
-export const PIPELINE_RESOURCES: { value: string; name: string; operations: PipelineOperation[] }[] = [
+export const PIPELINE_RESOURCES: Resource<PipelineOperation>[] = [
 	{ value: 'run', name: 'Pipeline Run', operations: [createRunOperation, captureOperation, loadStepContextOperation, completeStepOperation, failOperation, getStatusOperation, archiveOperation, sweepOperation] },
 	{ value: 'model', name: 'Model', operations: [generateOperation] },
 	{ value: 'stateMachine', name: 'State Machine', operations: [importOperation, exportOperation] },
 	{ value: 'job', name: 'Job', operations: [claimJobsOperation, finishJobOperation, releaseStaleOperation, getStatsOperation] },
 ];
 
-/** @throws Error for an unknown pair (a corrupted workflow) */
+/**
+ * The operation of a resource (kept for callers that name it, e.g. the job-queue tests).
+ * @throws Error for an unknown pair (a corrupted workflow)
+ */
 export function findPipelineOperation(resource: string, operation: string): PipelineOperation {
-	const found = PIPELINE_RESOURCES.find((r) => r.value === resource)?.operations.find((o) => o.value === operation);
-	if (!found) throw new Error(`unknown PipelineCapture operation ${resource}/${operation}`);
-	return found;
+	return findOperation(PIPELINE_RESOURCES, resource, operation, 'PipelineCapture');
 }

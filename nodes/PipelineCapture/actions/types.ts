@@ -1,5 +1,6 @@
 /** The shape every PipelineCapture operation module exports (one file per operation). */
 import type { INodeProperties } from 'n8n-workflow';
+import type { Operation as RouterOperation } from '../../shared/node/router';
 import type { ContractError } from '../../shared/errors';
 import type { Pool } from 'pg';
 import type { EngineOptions, WorkflowDefinition } from '../../shared/stateMachine';
@@ -32,14 +33,9 @@ export interface PipelineResult {
 	statusCode?: 200 | 201;
 }
 
-export interface PipelineOperation {
-	value: string;
-	name: string;
-	action: string;
-	description: string;
+/** A PipelineCapture operation: the router's Operation (../../shared/node/router.ts), optionally batched. */
+export interface PipelineOperation extends RouterOperation<(ctx: PipelineContext, input: Record<string, unknown>) => Promise<PipelineResult>> {
 	fields: INodeProperties[];
-	/** @throws ContractError */
-	execute(ctx: PipelineContext, input: Record<string, unknown>): Promise<PipelineResult>;
 	/**
 	 * All items of one execution at once (Finish Job: one statement for the batch), used instead of
 	 * `execute` when present: one result or that item's own ContractError per entry, in order.

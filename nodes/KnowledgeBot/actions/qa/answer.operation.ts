@@ -31,7 +31,7 @@
  */
 import type { Pool } from 'pg';
 import { z } from 'zod';
-import { loadContext } from '../../../ContextLoader/actions/load.operation';
+import { loadContext } from '../../../shared/acl/loadContext';
 import type { AclCtx } from '../../../shared/contracts/ctx';
 import { BigIntLike, DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';

@@ -1,0 +1,203 @@
+/**
+ * The one router of the resource/operation nodes (ArangoCAS, Knowledge Bot, Pipeline Capture), in the
+ * manner of n8n's Postgres v2 `router.ts`: the node's `execute` is `routeItems(this, ROUTE)`, and the
+ * skeleton every such node shares lives here once:
+ *  1. the execution's connection (credential → pool or database), opened once before the items;
+ *  2. per item: the operation of its Resource / Operation parameters, its Workflow Label (Options),
+ *     its correlation id (the first UUID among the node's candidates, else a new one) and its ctx
+ *     (`state.ctx`, set before any input is read or any I/O is done, so an error item keeps it);
+ *  3. the operation's input (its fields with the Identity rules, unless the node read it itself), the
+ *     operation's run, and one SuccessEnvelope per result;
+ *  4. errors routed by runItems / runBatch (n8n's stop and continue modes, the error item for WF99).
+ * What differs between nodes (which credential, what an operation receives, where a correlation id may
+ * come from) is the node's `Route`.
+ */
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { ERRORPIPE_CONTRACT_VERSION } from '../contracts/ctx';
+import { correlationOf, isUuid, newCorrelationId, success } from '../envelope';
+import { ContractError } from '../errors';
+import { readOperationInput } from './identity';
+import { runBatch } from './runBatch';
+import { runItems, type ItemResult, type ItemState } from './runItems';
+
+/**
+ * One operation of a resource: its entry in the Operation dropdown, its fields, and its `execute`, whose
+ * signature is the node's own (`Execute`): the router never calls it, the node's Route does.
+ */
+export interface Operation<Execute extends (...args: never[]) => Promise<unknown> = (...args: never[]) => Promise<unknown>> {
+	/** Value in the node's Operation dropdown (the `operation` parameter). */
+	value: string;
+	/** Dropdown label. */
+	name: string;
+	/** Action text (n8n's node panel). */
+	action: string;
+	description: string;
+	/** The operation's own input fields, each shown only for its resource and operation (none: the node's shared fields). */
+	fields?: INodeProperties[];
+	/** Runs the operation. @throws ContractError */
+	execute: Execute;
+}
+
+/** A resource of the Resource dropdown and its operations, in dropdown order. */
+export interface Resource<Op extends { value: string } = Operation> {
+	value: string;
+	name: string;
+	operations: Op[];
+}
+
+/**
+ * The operation `operation` of resource `resource`.
+ * @param label the node, for the error message (e.g. "ArangoCAS")
+ * @throws Error for an unknown pair (a corrupted workflow)
+ */
+export function findOperation<Op extends { value: string }>(resources: Resource<Op>[], resource: string, operation: string, label = 'node'): Op {
+	const found = lookup(resources, resource, operation);
+	if (!found) throw new Error(`unknown ${label} operation ${resource}/${operation}`);
+	return found;
+}
+
+function lookup<Op extends { value: string }>(resources: Resource<Op>[], resource: string, operation: string): Op | undefined {
+	return resources.find((r) => r.value === resource)?.operations.find((o) => o.value === operation);
+}
+
+/** What an operation answered, as the router turns it into output items. */
+export interface Answer {
+	/** `data` of the one SuccessEnvelope for the item… */
+	data?: Record<string, unknown>;
+	/** …or the `data` of one envelope per element (none when empty). */
+	many?: Record<string, unknown>[];
+	/** Main output index (default 0). */
+	output?: number;
+	/** status_code of the envelope (default 200). */
+	statusCode?: number;
+}
+
+/** One item as the router hands it to the node's Route, ctx already set. */
+export interface RoutedItem<Op> {
+	item: INodeExecutionData;
+	itemIndex: number;
+	state: ItemState;
+	resource: string;
+	operationValue: string;
+	operation: Op;
+	/** The item's Options collection (`{}` when unset). */
+	options: Record<string, unknown>;
+	/** Workflow Label: Options → Workflow Label, else the Route's default. */
+	workflow: string;
+	correlationId: string;
+	/** The node's name on the canvas. */
+	node: string;
+}
+
+/** What the node read from the item before its ctx is built. */
+export interface Incoming {
+	/** Correlation id candidates, in order: the first UUID is the item's correlation id. */
+	correlationIds: unknown[];
+	/** A travelling ctx the item brought (its keys come first in the item's ctx). */
+	ctx?: Record<string, unknown>;
+	/** The operation's input when the node reads it itself (else the operation's fields are read). */
+	input?: unknown;
+}
+
+/**
+ * How one node routes its items. `Conn`: the execution's connection; `Context`: what one item's
+ * operation receives (built per item from Conn).
+ */
+export interface Route<Op extends Operation, Conn, Context> {
+	/** The node, in the unknown-operation error. */
+	label: string;
+	resources: Resource<Op>[];
+	/** Main outputs (default 1). */
+	outputs?: number;
+	/** Whether ctx names the item's `resource.operation` (ctx.operation). */
+	ctxOperation?: boolean;
+	/** Whether each output item also carries the item's final ctx beside the envelope (`json.ctx`). */
+	ctxInOutput?: boolean;
+	/** The execution's connection: reads the credential (once per execution). */
+	connect(fn: IExecuteFunctions): Promise<Conn>;
+	/** Workflow Label when Options → Workflow Label is empty. */
+	workflow(operation: Op | undefined): string;
+	/** Reads what the ctx is built from (before the ctx exists: a failure here leaves the error item without ctx). */
+	incoming(fn: IExecuteFunctions, item: INodeExecutionData, itemIndex: number): Incoming;
+	/** The item's operation context (after the ctx is set). */
+	context(fn: IExecuteFunctions, conn: Conn, routed: RoutedItem<Op>): Context;
+	/** Runs one item's operation. @throws ContractError */
+	execute(operation: Op, context: Context, input: unknown): Promise<Answer>;
+	/**
+	 * When the operation of the execution's first item writes all items at once (one statement for the
+	 * batch), that call: one Answer or that item's own ContractError per entry, in order.
+	 */
+	batch?(operation: Op): ((entries: Array<{ context: Context; input: unknown }>) => Promise<Array<Answer | ContractError>>) | undefined;
+}
+
+interface Prepared<Op, Context> {
+	routed: RoutedItem<Op>;
+	context: Context;
+	input: unknown;
+}
+
+/** Reads the item's Resource and Operation parameters. */
+function pair(fn: IExecuteFunctions, itemIndex: number): [string, string] {
+	return [fn.getNodeParameter('resource', itemIndex) as string, fn.getNodeParameter('operation', itemIndex) as string];
+}
+
+/**
+ * Runs every input item through its operation (see the file comment).
+ * @returns one array per main output (Route.outputs), items paired to their inputs
+ * @throws NodeOperationError in n8n's stop mode (runItems / runBatch), Error when the connection cannot be opened
+ */
+export async function routeItems<Op extends Operation, Conn, Context>(
+	fn: IExecuteFunctions,
+	route: Route<Op, Conn, Context>,
+): Promise<INodeExecutionData[][]> {
+	const conn = await route.connect(fn);
+	const node = fn.getNode().name;
+	const prepare = (item: INodeExecutionData, itemIndex: number, state: ItemState): Prepared<Op, Context> => {
+		const [resource, operationValue] = pair(fn, itemIndex);
+		const found = lookup(route.resources, resource, operationValue);
+		const options = fn.getNodeParameter('options', itemIndex, {}) as Record<string, unknown>;
+		const workflow = (typeof options.workflow === 'string' && options.workflow) || route.workflow(found);
+		const incoming = route.incoming(fn, item, itemIndex);
+		const correlationId = (incoming.correlationIds.find(isUuid) as string | undefined) ?? newCorrelationId();
+		state.ctx = {
+			...incoming.ctx,
+			correlation_id: correlationId,
+			workflow,
+			node,
+			...(route.ctxOperation ? { operation: `${resource}.${operationValue}` } : {}),
+			contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
+		};
+		const operation = found ?? findOperation(route.resources, resource, operationValue, route.label);
+		const input = 'input' in incoming ? incoming.input : readOperationInput(fn, itemIndex, operation.fields ?? [], item.json);
+		const routed: RoutedItem<Op> = { item, itemIndex, state, resource, operationValue, operation, options, workflow, correlationId, node };
+		return { routed, context: route.context(fn, conn, routed), input };
+	};
+	const respond = ({ routed }: Prepared<Op, Context>, answer: Answer): ItemResult => {
+		const { workflow, state } = routed;
+		const envelope = (data: Record<string, unknown>): IDataObject => {
+			const json = success(data, { source: workflow, status_code: answer.statusCode ?? 200, correlation: correlationOf(state.ctx ?? {}, { workflow, node }) }) as unknown as IDataObject;
+			return route.ctxInOutput ? { ...json, ctx: state.ctx as IDataObject } : json;
+		};
+		return answer.many ? { many: answer.many.map(envelope), output: answer.output } : { json: envelope(answer.data ?? {}), output: answer.output };
+	};
+	const items = fn.getInputData();
+	const first = items.length > 0 ? lookup(route.resources, ...pair(fn, 0)) : undefined;
+	const batch = first && route.batch?.(first);
+	const outputs = route.outputs ?? 1;
+	if (batch) {
+		return runBatch(
+			fn,
+			prepare,
+			async (all) => (await batch(all.map((p) => ({ context: p.context, input: p.input })))).map((r, k) => (r instanceof ContractError ? r : respond(all[k], r))),
+			outputs,
+		);
+	}
+	return runItems(
+		fn,
+		async (item, itemIndex, state) => {
+			const prepared = prepare(item, itemIndex, state);
+			return respond(prepared, await route.execute(prepared.routed.operation, prepared.context, prepared.input));
+		},
+		outputs,
+	);
+}
