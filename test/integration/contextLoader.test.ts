@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { loadContext } from '../../nodes/ContextLoader/actions/load.operation';
+import { loadContext } from '../../nodes/shared/acl/loadContext';
 import { AclCtx } from '../../nodes/shared/contracts/ctx';
 import { ContractError } from '../../nodes/shared/errors';
 import { setupDatabase, type TestDatabase } from '../helpers/db';

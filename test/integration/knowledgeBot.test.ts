@@ -8,7 +8,7 @@ import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.
 import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
 import { processOperation } from '../../nodes/KnowledgeBot/actions/update/process.operation';
 import { ingestUpdate } from '../../nodes/TelegramIngest/actions/ingest.operation';
-import { loadContext } from '../../nodes/ContextLoader/actions/load.operation';
+import { loadContext } from '../../nodes/shared/acl/loadContext';
 import type { ContractError } from '../../nodes/shared/errors';
 import { normalizeOperation } from '../../nodes/KnowledgeBot/actions/url/normalize.operation';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { loadContext } from '../../nodes/ContextLoader/actions/load.operation';
+import { loadContext } from '../../nodes/shared/acl/loadContext';
 import { processOperation } from '../../nodes/KnowledgeBot/actions/update/process.operation';
 import type { ContractError } from '../../nodes/shared/errors';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { Pool } from 'pg';
 import { capture } from '../../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
-import { PipelineListener, type PipelineEvent } from '../../nodes/PipelineCapture/transport/listener';
+import { PipelineListener, type PipelineEvent } from '../../nodes/shared/postgres/listener';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { startEmbedded, createDatabase } = require('../../scripts/lib/postgres');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
