@@ -161,6 +161,7 @@ async function main() {
 	// queue mode: the cluster's main takes the single instance's place for imports, webhooks and the log
 	const cluster = queueWorkers === null ? null : await queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers: queueWorkers, concurrency: 10, redis: REDIS, log: console.log });
 	const instance = cluster ? cluster.main : harness.createInstance({ tarball, bin, log: console.log });
+	console.log(`n8n user folder${cluster ? 's' : ''}: ${cluster ? cluster.folders.join(', ') : instance.folder} (removed when the demo ends or is stopped)`);
 	if (cluster) {
 		cluster.logTo(LOG_DIR);
 		cleanup.add(`stop n8n (main + ${cluster.workers.length} workers), drop its database, remove ${cluster.folders.join(', ')}`, () => cluster.dispose(), { force: () => cluster.killNow() });

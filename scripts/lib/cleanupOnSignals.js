@@ -42,8 +42,9 @@ const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
  *                (130 for SIGINT); set it to 0 once the script's work is done and a signal is the normal end.
  */
 function createCleanup({ log = (line) => console.error(line), exit = (code) => process.exit(code), target = process, signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] } = {}) {
-	/** @type {{ label: string, step: () => unknown, force?: () => void, done: boolean }[]} */
+	/** @type {{ label: string, step: () => unknown, force?: () => void, started: boolean, done: boolean }[]} */
 	const steps = [];
+	const next = () => [...steps].reverse().find((e) => !e.started);
 	let running = null;
 	let signal = null;
 	let stopping = false;
@@ -57,7 +58,7 @@ function createCleanup({ log = (line) => console.error(line), exit = (code) => p
 			return signal;
 		},
 		add(label, step, { force } = {}) {
-			const entry = { label, step, force, done: false };
+			const entry = { label, step, force, started: false, done: false };
 			steps.push(entry);
 			return () => {
 				const at = steps.indexOf(entry);
@@ -69,7 +70,9 @@ function createCleanup({ log = (line) => console.error(line), exit = (code) => p
 			if (!running) {
 				running = (async () => {
 					const failed = [];
-					for (const entry of [...steps].reverse()) {
+					// newest first; a step registered while the cleanup runs (a step of the script that was under way) runs too
+					for (let entry = next(); entry; entry = next()) {
+						entry.started = true;
 						try {
 							await entry.step();
 						} catch (error) {

@@ -157,6 +157,9 @@ class N8nInstance {
 	/** Runs an n8n CLI command (not while the server of this folder runs: the broker port is taken). */
 	async cli(args) {
 		const port = await freePort();
+		// one turn of the event loop before the blocking command: a signal that arrived during the previous one
+		// is handled now (its handler may close this instance), not only after a whole series of commands
+		await new Promise((resolve) => setImmediate(resolve));
 		this.assertOpen(`n8n ${args[0]}`);
 		this.writeLog(`\n--- harness: n8n ${args.join(' ')} ---\n`);
 		const out = sh(process.execPath, [this.bin, ...args], { env: this.env({ N8N_RUNNERS_BROKER_PORT: String(port) }), cwd: this.folder });

@@ -42,6 +42,19 @@ test('a signal runs every step newest first, once, then exits with 128 + its num
 	assert.equal(h.target.listenerCount('SIGINT'), 0);
 });
 
+test('a step registered while the cleanup runs (by a step of the script under way) runs too', async () => {
+	const h = harness();
+	const order: string[] = [];
+	h.cleanup.add('slow', async () => {
+		await new Promise((r) => setTimeout(r, 20));
+		order.push('slow');
+	});
+	h.target.emit('SIGINT', 'SIGINT');
+	h.cleanup.add('late', () => order.push('late'));
+	assert.equal(await h.exitPromise, 130);
+	assert.deepEqual(order, ['slow', 'late']);
+});
+
 test('a failing step is reported and the others still run; exitCode 0 makes a signal the normal end', async () => {
 	const h = harness();
 	const order: string[] = [];
