@@ -18,6 +18,17 @@
  * Every secret (bot token, API keys, JWT secret) is random per run and never printed: the demo checks its
  * own output and n8n's log for them before it ends. n8n keeps running unless `--once`.
  *
+ * For a newcomer: after n8n starts, the demo sets up n8n's owner account (POST /rest/owner/setup; email
+ * DEMO_OWNER_EMAIL or demo@example.com, password DEMO_OWNER_PASSWORD or generated per run) and prints the login,
+ * so the editor opens on a login page instead of the owner form (if n8n refuses, it prints n8n's answer and goes on).
+ * Each n8n process writes its log (and the output of the import/publish commands) to a file printed at start:
+ * <tmp>/n8n-contracts-demo/n8n.log (queue mode: n8n-main.log, n8n-worker-<i>.log), or under DEMO_LOG_DIR; the
+ * files are overwritten by the next run and kept when the demo ends. Ctrl-C, SIGTERM or SIGHUP at any point
+ * stops n8n (main and workers) and removes the demo's n8n user folder(s), the packed package and the stand-ins,
+ * as `--once` does at its end (scripts/lib/cleanupOnSignals.js; exit code 130/143/129 mid-run, 0 once the demo
+ * has finished); a second Ctrl-C exits at once, naming what was left. DEMO_DATABASE names the demo's database
+ * (default contracts_demo, dropped and created again each run; kept at exit).
+ *
  * `npm run demo -- --queue [--workers N]` runs the same in n8n queue mode (scripts/lib/n8nQueue.js): one
  * main (webhooks, WF90's schedules) and N `n8n worker` processes (default 2, at most 8) on Redis at
  * REDIS_HOST:REDIS_PORT (127.0.0.1:6379), n8n's own database in a scratch PostgreSQL database; WF10 is
@@ -159,13 +170,17 @@ async function main() {
 	const bin = harness.ensureN8n({ log: console.log });
 	interrupted();
 	// queue mode: the cluster's main takes the single instance's place for imports, webhooks and the log
-	const cluster = queueWorkers === null ? null : await queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers: queueWorkers, concurrency: 10, redis: REDIS, log: console.log });
+	let cluster: Awaited<ReturnType<typeof queue.createQueueCluster>> | null = null;
+	if (queueWorkers !== null) {
+		// registered before the cluster is ready (it creates n8n's database): a signal meanwhile still disposes of it
+		const pending = queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers: queueWorkers, concurrency: 10, redis: REDIS, log: console.log });
+		cleanup.add(`stop n8n (main + ${queueWorkers} workers), drop its database, remove its user folders`, async () => (await pending.catch(() => null))?.dispose(), { force: () => cluster?.killNow() });
+		cluster = await pending;
+		cluster.logTo(LOG_DIR);
+	}
 	const instance = cluster ? cluster.main : harness.createInstance({ tarball, bin, log: console.log });
 	console.log(`n8n user folder${cluster ? 's' : ''}: ${cluster ? cluster.folders.join(', ') : instance.folder} (removed when the demo ends or is stopped)`);
-	if (cluster) {
-		cluster.logTo(LOG_DIR);
-		cleanup.add(`stop n8n (main + ${cluster.workers.length} workers), drop its database, remove ${cluster.folders.join(', ')}`, () => cluster.dispose(), { force: () => cluster.killNow() });
-	} else {
+	if (!cluster) {
 		instance.logTo(logFiles[0]);
 		cleanup.add(`stop n8n, remove its user folder ${instance.folder}`, () => instance.dispose(), { force: () => instance.killNow() });
 	}
