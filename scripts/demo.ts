@@ -18,6 +18,17 @@
  * Every secret (bot token, API keys, JWT secret) is random per run and never printed: the demo checks its
  * own output and n8n's log for them before it ends. n8n keeps running unless `--once`.
  *
+ * For a newcomer: after n8n starts, the demo sets up n8n's owner account (POST /rest/owner/setup; email
+ * DEMO_OWNER_EMAIL or demo@example.com, password DEMO_OWNER_PASSWORD or generated per run) and prints the login,
+ * so the editor opens on a login page instead of the owner form (if n8n refuses, it prints n8n's answer and goes on).
+ * Each n8n process writes its log (and the output of the import/publish commands) to a file printed at start:
+ * <tmp>/n8n-contracts-demo/n8n.log (queue mode: n8n-main.log, n8n-worker-<i>.log), or under DEMO_LOG_DIR; the
+ * files are overwritten by the next run and kept when the demo ends. Ctrl-C, SIGTERM or SIGHUP at any point
+ * stops n8n (main and workers) and removes the demo's n8n user folder(s), the packed package and the stand-ins,
+ * as `--once` does at its end (scripts/lib/cleanupOnSignals.js; exit code 130/143/129 mid-run, 0 once the demo
+ * has finished); a second Ctrl-C exits at once, naming what was left. DEMO_DATABASE names the demo's database
+ * (default contracts_demo, dropped and created again each run; kept at exit).
+ *
  * `npm run demo -- --queue [--workers N]` runs the same in n8n queue mode (scripts/lib/n8nQueue.js): one
  * main (webhooks, WF90's schedules) and N `n8n worker` processes (default 2, at most 8) on Redis at
  * REDIS_HOST:REDIS_PORT (127.0.0.1:6379), n8n's own database in a scratch PostgreSQL database; WF10 is
@@ -50,13 +61,33 @@ const { migrate } = require('./lib/migrate');
 const harness = require('./lib/n8n');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const queue = require('./lib/n8nQueue');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { createCleanup } = require('./lib/cleanupOnSignals');
 
 const once = process.argv.includes('--once');
 /** `--queue [--workers N]`: queue mode with N workers (null: the single-process demo). */
 const queueWorkers = queueArgument(process.argv.slice(2));
 const REDIS = { host: process.env.REDIS_HOST || '127.0.0.1', port: Number(process.env.REDIS_PORT || 6379) };
-/** Queue mode: stops main and the workers and drops n8n's scratch database when the demo fails. */
-let stopClusterOnFailure: (() => Promise<void>) | null = null;
+/**
+ * What the demo undoes, newest first, at its end with --once, on Ctrl-C / SIGTERM / SIGHUP and when it
+ * fails: stop n8n (main and workers in queue mode) and remove its user folder(s), the packed package, the
+ * stand-ins, an embedded PostgreSQL. A second Ctrl-C exits at once (n8n killed, folders left, named).
+ * n8n's log files and the contracts_demo database are kept.
+ */
+const cleanup = createCleanup({ log: (line: string) => console.log(line) });
+cleanup.install();
+/** The demo's database (dropped and created again each run); DEMO_DATABASE names another one. */
+const DATABASE = process.env.DEMO_DATABASE || 'contracts_demo';
+/** Where each n8n process's log goes (overwritten each run, kept at exit); DEMO_LOG_DIR names another folder. */
+const LOG_DIR = process.env.DEMO_LOG_DIR || path.join(os.tmpdir(), 'n8n-contracts-demo');
+/** The n8n owner account the demo sets up (a demo account: password generated per run unless DEMO_OWNER_PASSWORD). */
+const OWNER = {
+	email: process.env.DEMO_OWNER_EMAIL || 'demo@example.com',
+	firstName: 'Demo',
+	lastName: 'Owner',
+	// n8n's rules: 8 to 64 characters, a digit and an uppercase letter
+	password: process.env.DEMO_OWNER_PASSWORD || `Demo-${randomBytes(12).toString('base64url')}-7`,
+};
 const ROOT = path.join(__dirname, '..');
 const SECRET = 'demo-Secret_token';
 const WORKFLOWS = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF32_file_downloader.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF41_embedder.json', 'WF50_qa_session_upserter.json', 'WF51_answerer.json', 'WF90_job_runner.json', 'maas/M00_request_handler.json', 'maas/M01_query_status.json'];
@@ -81,6 +112,7 @@ const BOT_USERNAME = 'demo_kb_bot';
 const STAGE: Record<string, string> = Object.fromEntries(JOB_TYPE_LIST.map((t) => [t, `${JOB_REGISTRY[t].workflow_id.slice(0, 4)} ${t}`]));
 
 async function main() {
+	const logFiles = queueWorkers === null ? [path.join(LOG_DIR, 'n8n.log')] : ['main', ...Array.from({ length: queueWorkers }, (_, i) => `worker-${i + 1}`)].map((role) => path.join(LOG_DIR, `n8n-${role}.log`));
 	if (queueWorkers !== null) {
 		const reason = await queue.redisUnavailable(REDIS);
 		if (reason) {
@@ -89,20 +121,24 @@ async function main() {
 			return;
 		}
 	}
+	console.log(`n8n's log: ${logFiles.join(', ')} (written as n8n runs, kept when the demo ends)`);
 	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
+	interrupted();
 	const server = await resolvePostgres({ log: console.log });
+	if (server.source === 'embedded') cleanup.add('stop the embedded PostgreSQL, remove its folder', () => server.stop());
 	console.log(`PostgreSQL: ${server.source}`);
 	const admin = new Client({ connectionString: withDatabase(server.url, 'postgres') });
 	await admin.connect();
-	await admin.query('DROP DATABASE IF EXISTS contracts_demo WITH (FORCE)');
-	await admin.query('CREATE DATABASE contracts_demo');
+	await admin.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
+	await admin.query(`CREATE DATABASE ${DATABASE}`);
 	await admin.end();
-	const url = withDatabase(server.url, 'contracts_demo');
+	const url = withDatabase(server.url, DATABASE);
 	const { applied, missing } = await migrate(url);
-	console.log(`migrated contracts_demo: ${applied.join(', ')}`);
+	console.log(`migrated ${DATABASE}: ${applied.join(', ')}`);
 	for (const m of missing) console.log(`  not applied here: ${m.reason}`);
 	const db = new Client({ connectionString: url });
 	await db.connect();
+	const dbClosed = cleanup.add('close the demo database connection', () => db.end().catch(() => undefined));
 	await db.query(
 		`WITH t AS (INSERT INTO core.tenants (name) VALUES ('Demo tenant') RETURNING tenant_id)
 		 INSERT INTO core.bots (tenant_id, bot_key, webhook_secret, username) SELECT tenant_id, 'demo_bot', $1, $2 FROM t`,
@@ -119,17 +155,36 @@ async function main() {
 	console.log(`vector route: ${route.route} (${route.table}${route.pgvector_version ? `, pgvector ${route.pgvector_version}` : ', no pgvector'})`);
 
 	const pages = await startPageServer();
+	cleanup.add('stop the page server', () => pages.close());
 	const botApi = await startBotApi(BOT_TOKEN);
+	cleanup.add('stop the Bot API stand-in', () => botApi.close());
 	const embeddings = await startEmbeddings();
+	cleanup.add('stop the embeddings stand-in', () => embeddings.close());
 	const model = new ModelStandIn();
 	model.respond = extractiveAnswer;
 	await model.up();
+	cleanup.add('stop the model stand-in', () => model.down());
+	interrupted();
 	const tarball = harness.packPackage();
+	cleanup.add(`remove the packed package ${path.dirname(tarball)}`, () => fs.rmSync(path.dirname(tarball), { recursive: true, force: true }));
 	const bin = harness.ensureN8n({ log: console.log });
+	interrupted();
 	// queue mode: the cluster's main takes the single instance's place for imports, webhooks and the log
-	const cluster = queueWorkers === null ? null : await queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers: queueWorkers, concurrency: 10, redis: REDIS, log: console.log });
-	if (cluster) stopClusterOnFailure = () => cluster.stop();
+	let cluster: Awaited<ReturnType<typeof queue.createQueueCluster>> | null = null;
+	if (queueWorkers !== null) {
+		// registered before the cluster is ready (it creates n8n's database): a signal meanwhile still disposes of it
+		const pending = queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers: queueWorkers, concurrency: 10, redis: REDIS, log: console.log });
+		cleanup.add(`stop n8n (main + ${queueWorkers} workers), drop its database, remove its user folders`, async () => (await pending.catch(() => null))?.dispose(), { force: () => cluster?.killNow() });
+		cluster = await pending;
+		cluster.logTo(LOG_DIR);
+	}
 	const instance = cluster ? cluster.main : harness.createInstance({ tarball, bin, log: console.log });
+	console.log(`n8n user folder${cluster ? 's' : ''}: ${cluster ? cluster.folders.join(', ') : instance.folder} (removed when the demo ends or is stopped)`);
+	if (!cluster) {
+		instance.logTo(logFiles[0]);
+		cleanup.add(`stop n8n, remove its user folder ${instance.folder}`, () => instance.dispose(), { force: () => instance.killNow() });
+	}
+	interrupted();
 	await instance.importCredentials([
 		harness.postgresCredential(url),
 		harness.telegramCredential(botApi.baseUrl, botApi.token),
@@ -142,13 +197,16 @@ async function main() {
 	const savingCopy = cluster ? wf10SavingCopy() : null;
 	await instance.importAndPublish(savingCopy ? files.map((f) => (path.basename(f) === 'WF10_telegram_ingest.json' ? savingCopy : f)) : files);
 	if (savingCopy) fs.rmSync(path.dirname(savingCopy), { recursive: true, force: true });
+	interrupted();
 	const n8nUrl = cluster ? await cluster.start() : await instance.start();
+	const login = await setUpOwner(instance);
 	await instance.waitForWebhooks(['telegram', 'api/query']);
 	if (cluster) {
-		console.log(`n8n 2.4.8 in queue mode: main at ${n8nUrl} + ${cluster.workers.length} worker(s) (${cluster.workers.map((w: { role: string }) => w.role).join(', ')}), Redis ${REDIS.host}:${REDIS.port} (Bull prefix ${cluster.prefix}), n8n's database ${new URL(cluster.n8nDatabaseUrl).pathname.slice(1)}\n`);
+		console.log(`n8n 2.4.8 in queue mode: main at ${n8nUrl} + ${cluster.workers.length} worker(s) (${cluster.workers.map((w: { role: string }) => w.role).join(', ')}), Redis ${REDIS.host}:${REDIS.port} (Bull prefix ${cluster.prefix}), n8n's database ${new URL(cluster.n8nDatabaseUrl).pathname.slice(1)}, user folders ${cluster.folders.join(', ')}`);
 	} else {
-		console.log(`n8n 2.4.8 running at ${n8nUrl} (user folder ${instance.folder})\n`);
+		console.log(`n8n 2.4.8 running at ${n8nUrl} (user folder ${instance.folder})`);
 	}
+	console.log(`${login}\n`);
 
 	const hook = `${n8nUrl}/webhook/telegram?bot=demo_bot`;
 	const text = messageWithLinks(pages.base);
@@ -243,33 +301,46 @@ async function main() {
 	await askTheBot(db, hook, botApi.sent);
 	if (cluster) await whichWorkerRanWhat(cluster, db);
 	await db.end();
-	const leaks = leakedSecrets(cluster ? [cluster.main, ...cluster.workers].map((p: { transcript(): string }) => p.transcript()).join('\n') : instance.transcript());
+	dbClosed();
+	const transcripts = cluster ? [cluster.main, ...cluster.workers].map((p: { transcript(): string }) => p.transcript()).join('\n') : instance.transcript();
+	const leaks = leakedSecrets([transcripts, ...logFiles.map((f) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8') : ''))].join('\n'));
 	if (leaks.length > 0) throw new Error(`a secret of this run appeared in ${leaks.join(' and ')}`);
 	console.log('\nsecrets (webhook secret, bot token, API keys, JWT secret): in none of the lines above, nor in n8n\'s log');
 
 	if (once) {
-		if (cluster) {
-			await cluster.stop();
-		} else {
-			await instance.stop();
-			instance.remove();
-		}
-		await pages.close();
-		await botApi.close();
-		await embeddings.close();
-		await model.down();
-		await server.stop();
+		const failed = await cleanup.run();
+		cleanup.uninstall();
+		if (failed.length) process.exitCode = 1;
+		console.log(`\nn8n stopped, its user folder(s) removed; n8n's log kept in ${logFiles.join(', ')}`);
 		return;
 	}
-	console.log(`\nn8n keeps running at ${n8nUrl} — open it to see the workflows on the canvas. Ctrl+C stops it.`);
-	const stop = async () => {
-		if (cluster) await cluster.stop();
-		else await instance.stop();
-		await server.stop();
-		process.exit(0);
-	};
-	process.on('SIGINT', stop);
-	process.on('SIGTERM', stop);
+	// from here on a signal is the normal end of the demo: exit code 0 after the cleanup
+	cleanup.exitCode = 0;
+	console.log(`\nn8n keeps running at ${n8nUrl} — open it to see the workflows on the canvas.\n${login}\nCtrl+C stops n8n and removes its user folder(s); n8n's log stays in ${logFiles.join(', ')}.`);
+}
+
+/** Thrown by interrupted() once a signal arrived: the demo starts nothing new while it cleans up. */
+class Interrupted extends Error {}
+
+/** Throws Interrupted when a signal arrived (called between the demo's long steps). */
+function interrupted(): void {
+	if (cleanup.stopping) throw new Interrupted('interrupted');
+}
+
+/**
+ * Sets up n8n's owner account (POST /rest/owner/setup on main) so the first visit to the editor is a
+ * login, not the owner form. Returns the line to print: the login, or n8n's answer when it refused
+ * (the demo goes on: the editor then asks for an owner as usual).
+ */
+async function setUpOwner(instance: { setupOwner(o: typeof OWNER): Promise<{ ok: boolean; status: number; body: string }> }): Promise<string> {
+	try {
+		const res = await instance.setupOwner(OWNER);
+		if (!res.ok) return `n8n owner account not set up: POST /rest/owner/setup answered HTTP ${res.status} ${res.body.slice(0, 300)} — the editor asks for an owner on the first visit`;
+		const password = process.env.DEMO_OWNER_PASSWORD ? 'the password in DEMO_OWNER_PASSWORD' : `password ${OWNER.password}`;
+		return `n8n login (a demo account of this run, n8n's owner): email ${OWNER.email}, ${password}`;
+	} catch (error) {
+		return `n8n owner account not set up (${error instanceof Error ? error.message : String(error)}) — the editor asks for an owner on the first visit`;
+	}
 }
 
 /** Alice joins the group (a chat_member update): WF20 records her membership, which lets her ask about its documents. */
@@ -439,7 +510,9 @@ async function whichWorkerRanWhat(cluster: { main: { transcript(): string }; wor
 }
 
 main().catch(async (error) => {
+	// after a signal the step that was running fails (n8n stopped under it): the signal's cleanup exits
+	if (cleanup.signal !== null) return;
 	console.error(error);
-	await stopClusterOnFailure?.().catch(() => undefined);
+	await cleanup.run();
 	process.exit(1);
 });

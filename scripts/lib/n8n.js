@@ -97,6 +97,44 @@ class N8nInstance {
 		// everything n8n printed (up to TRANSCRIPT_MAX characters), for tests that scan the whole log
 		this.transcriptChunks = [];
 		this.transcriptLength = 0;
+		/** File descriptor of the log file (logTo()), or undefined: n8n's output is then kept in memory only. */
+		this.logFd = undefined;
+		/** Set by dispose(): no n8n process or CLI command is started for this folder any more. */
+		this.closed = false;
+	}
+
+	/**
+	 * From now on also writes everything n8n prints (start(), and the output of the CLI commands) to `file`,
+	 * truncated first, synchronously (the file is complete even when the caller exits abruptly). Additive:
+	 * the transcript in memory is kept as before. The file is not under the user folder unless you put it there.
+	 */
+	logTo(file) {
+		fs.mkdirSync(path.dirname(file), { recursive: true });
+		this.closeLog();
+		this.logFd = fs.openSync(file, 'w');
+		this.logFile = file;
+	}
+
+	/** Appends `text` to the log file of logTo() (no-op without one). */
+	writeLog(text) {
+		if (this.logFd === undefined) return;
+		try {
+			fs.writeSync(this.logFd, text);
+		} catch {
+			// a full disk must not stop n8n's output from being read
+		}
+	}
+
+	/** Closes the log file of logTo() (the file stays). */
+	closeLog() {
+		if (this.logFd === undefined) return;
+		fs.closeSync(this.logFd);
+		this.logFd = undefined;
+	}
+
+	/** Throws when dispose() was called: nothing may be started in a folder that is (being) removed. */
+	assertOpen(what) {
+		if (this.closed) throw new Error(`n8n instance in ${this.folder} is closed (stopped and removed): not running ${what}`);
 	}
 
 	env(extra = {}) {
@@ -119,7 +157,14 @@ class N8nInstance {
 	/** Runs an n8n CLI command (not while the server of this folder runs: the broker port is taken). */
 	async cli(args) {
 		const port = await freePort();
-		return sh(process.execPath, [this.bin, ...args], { env: this.env({ N8N_RUNNERS_BROKER_PORT: String(port) }), cwd: this.folder });
+		// one turn of the event loop before the blocking command: a signal that arrived during the previous one
+		// is handled now (its handler may close this instance), not only after a whole series of commands
+		await new Promise((resolve) => setImmediate(resolve));
+		this.assertOpen(`n8n ${args[0]}`);
+		this.writeLog(`\n--- harness: n8n ${args.join(' ')} ---\n`);
+		const out = sh(process.execPath, [this.bin, ...args], { env: this.env({ N8N_RUNNERS_BROKER_PORT: String(port) }), cwd: this.folder });
+		this.writeLog(out);
+		return out;
 	}
 
 	/** `import:credentials` of an array of `{ id, name, type, data }` (data in clear: n8n encrypts it). */
@@ -151,6 +196,7 @@ class N8nInstance {
 		const port = await freePort();
 		const brokerPort = await freePort();
 		this.url = `http://127.0.0.1:${port}`;
+		this.assertOpen('n8n start');
 		this.process = spawn(process.execPath, [this.bin, 'start'], {
 			cwd: this.folder,
 			env: this.env({
@@ -165,6 +211,7 @@ class N8nInstance {
 		});
 		const keep = (chunk) => {
 			const text = chunk.toString();
+			this.writeLog(text);
 			this.output.push(text);
 			if (this.output.length > 500) this.output.shift();
 			if (this.transcriptLength < TRANSCRIPT_MAX) {
@@ -236,6 +283,44 @@ class N8nInstance {
 
 	remove() {
 		fs.rmSync(this.folder, { recursive: true, force: true });
+	}
+
+	/** True while the n8n process started by start() (or a queue role's start) has not exited. */
+	isRunning() {
+		return Boolean(this.process && this.process.exitCode === null && this.process.signalCode === null);
+	}
+
+	/** SIGKILL of the running n8n process, synchronously, without waiting (for a caller that exits at once). */
+	killNow() {
+		if (this.isRunning()) this.process.kill('SIGKILL');
+	}
+
+	/**
+	 * For good: no n8n process or CLI command starts for this folder any more (they throw), the running one
+	 * is stopped (SIGTERM, SIGKILL after 20 s), the user folder removed and the log file closed (it stays).
+	 */
+	async dispose() {
+		this.closed = true;
+		await this.stop();
+		this.remove();
+		this.closeLog();
+	}
+
+	/**
+	 * Sets up n8n's owner account through n8n 2.4.8's owner-setup endpoint (POST /rest/owner/setup, no auth;
+	 * only possible once per n8n database). `password`: 8 to 64 characters with at least one digit and one
+	 * uppercase letter (n8n's rules; n8n answers 400 otherwise). Call after start().
+	 * Resolves `{ ok, status, body }` with n8n's answer (body as text); never throws for an HTTP error,
+	 * only when n8n cannot be reached. The password is not part of the answer.
+	 */
+	async setupOwner({ email, firstName, lastName, password }) {
+		if (!this.url) throw new Error('setupOwner: start n8n first');
+		const res = await fetch(`${this.url}/rest/owner/setup`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', 'browser-id': 'contracts-demo' },
+			body: JSON.stringify({ email, firstName, lastName, password }),
+		});
+		return { ok: res.ok, status: res.status, body: await res.text() };
 	}
 }
 

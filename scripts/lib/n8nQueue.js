@@ -68,6 +68,7 @@ class QueueProcess extends N8nInstance {
 	}
 
 	keep(text) {
+		this.writeLog(text);
 		this.output.push(text);
 		if (this.output.length > 500) this.output.shift();
 		if (this.transcriptLength < TRANSCRIPT_MAX) {
@@ -82,6 +83,7 @@ class QueueProcess extends N8nInstance {
 		const healthPort = await freePort();
 		const brokerPort = await freePort();
 		this.url = `http://127.0.0.1:${healthPort}`;
+		this.assertOpen('n8n worker');
 		this.keep(`\n--- harness: starting ${this.role} (n8n worker --concurrency=${concurrency}) ---\n`);
 		this.process = spawn(process.execPath, [this.bin, 'worker', `--concurrency=${concurrency}`], {
 			cwd: this.folder,
@@ -121,6 +123,7 @@ class QueueProcess extends N8nInstance {
 		const port = await freePort();
 		const brokerPort = await freePort();
 		this.url = `http://127.0.0.1:${port}`;
+		this.assertOpen('n8n webhook');
 		this.keep(`\n--- harness: starting ${this.role} (n8n webhook) ---\n`);
 		const startedAt = this.transcriptLength;
 		this.process = spawn(process.execPath, [this.bin, 'webhook'], {
@@ -253,6 +256,35 @@ class QueueCluster {
 	saveTranscripts(dir) {
 		fs.mkdirSync(dir, { recursive: true });
 		for (const p of [this.main, ...this.workers, ...this.webhooks]) fs.writeFileSync(path.join(dir, `${p.role}.log`), p.transcript());
+	}
+
+	/** Every process of the cluster: main, the workers, the webhook processes. */
+	processes() {
+		return [this.main, ...this.workers, ...this.webhooks];
+	}
+
+	/**
+	 * Each process writes its log to `<dir>/<prefix><role>.log` (e.g. n8n-main.log, n8n-worker-1.log; see
+	 * N8nInstance.logTo). Returns the files, in processes() order.
+	 */
+	logTo(dir, prefix = 'n8n-') {
+		return this.processes().map((p) => {
+			const file = path.join(dir, `${prefix}${p.role}.log`);
+			p.logTo(file);
+			return file;
+		});
+	}
+
+	/** SIGKILL of every running process, synchronously (for a caller that exits at once). */
+	killNow() {
+		for (const p of this.processes()) p.killNow();
+	}
+
+	/** For good: no process of the cluster starts any more (they throw), then stop() (which removes the folders); the log files are closed and kept. */
+	async dispose() {
+		for (const p of this.processes()) p.closed = true;
+		await this.stop();
+		for (const p of this.processes()) p.closeLog();
 	}
 
 	/** Stops the webhook processes and workers, then main (SIGTERM, SIGKILL after 20 s), drops n8n's database, deletes this cluster's Redis keys and folders. */
