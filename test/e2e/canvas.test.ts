@@ -74,6 +74,14 @@ const CANARY = {
 			parameters: { req: '={{ $json.req }}', options: {} },
 			credentials: { postgresContractsApi: { id: 'noSuchCred0001', name: 'Deleted PostgreSQL' } },
 		},
+		{
+			id: 'c0000000-0000-4000-8000-000000000007',
+			name: 'Broken: credential not set',
+			type: 'n8n-nodes-contracts.contextLoader',
+			typeVersion: 1,
+			position: [440, 600],
+			parameters: { req: '={{ $json.req }}', options: {} },
+		},
 	],
 	connections: { Start: { main: [[{ node: 'Fine', type: 'main', index: 0 }]] } },
 	settings: { executionOrder: 'v1' },
@@ -140,7 +148,7 @@ test('the shipped workflows reference only credentials this test imports', { ski
 	}
 });
 
-test('the canary: the check sees an unknown type, an empty required parameter and a missing credential', { skip }, async () => {
+test('the canary: the check sees unknown types, an empty required parameter, a missing and an unset credential', { skip }, async () => {
 	const report = await inspectCanvas(page, instance.url, CANARY.id, CANARY.nodes.length, { screenshot: path.join(OUT, '_canary.png') });
 	console.log(`canary issues:\n${describe(report)}`);
 	const flagged = [...new Set(report.issues.map((i) => i.node))].sort();
@@ -148,7 +156,8 @@ test('the canary: the check sees an unknown type, an empty required parameter an
 	assert.deepEqual(flagged, broken, describe(report));
 	const text = (node: string) => report.issues.filter((i) => i.node === node).map((i) => i.text).join(' ');
 	assert.match(text('Broken: empty required parameter'), /workflowId: .*required/i, 'the issue names the empty parameter');
-	assert.match(text('Broken: missing credential'), /credential/i, 'the issue names the credential');
+	assert.match(text('Broken: missing credential'), /Deleted PostgreSQL.*do not exist/, 'the issue names the credential');
+	assert.match(text('Broken: credential not set'), /postgresContractsApi.*not set/, 'the issue names the credential type');
 });
 
 test('every shipped workflow opens in the editor without a node issue', { skip, timeout: 10 * 60_000 }, async () => {
