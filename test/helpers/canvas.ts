@@ -73,6 +73,7 @@ export function loadChromium(): typeof import('playwright-core').chromium | unde
 /** Why the canvas test cannot run here (chromium or playwright-core absent), or undefined when it can. */
 export function canvasSkipReason(): string | undefined {
 	if (!loadChromium()) return 'playwright-core is not installed (npm install)';
+	if (process.env.CHROMIUM_PATH && !chromiumPath()) return `CHROMIUM_PATH (${process.env.CHROMIUM_PATH}) does not exist`;
 	if (!chromiumPath()) return 'chromium is not installed (apt-get install -y chromium, or set CHROMIUM_PATH)';
 	return undefined;
 }
