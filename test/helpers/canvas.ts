@@ -1,0 +1,237 @@
+/**
+ * The n8n 2.4.8 editor in headless Chromium (Debian's `chromium`, driven by playwright-core): owner
+ * setup, sign-in through the editor's form, and a look at one workflow's canvas — which nodes it drew
+ * and which of them carry n8n's issue markers.
+ *
+ * The markers are the ones n8n 2.4.8's canvas renders in a node's status area (CanvasNodeStatusIcons):
+ *  - `data-test-id="node-issues"`: validation issues (e.g. a required parameter left empty) or execution
+ *    errors; its tooltip lists them;
+ *  - `data-test-id="node-not-installed"`: a community-package node type n8n does not know ("Install
+ *    this node to use it").
+ * Every canvas node is an element with `data-node-name` and `data-node-type`.
+ * Markers alone miss things (seen with the canary workflow of test/e2e/canvas.test.ts): n8n 2.4.8 draws
+ * no marker on an opened workflow for a node of an unknown n8n-nodes-base type (only a "?" icon) nor for
+ * a credential reference whose credential does not exist. So the editor's own checks are also run on
+ * what its stores hold after opening (`editorIssues`): n8n-workflow's NodeHelpers over the node types
+ * the editor loaded, and the credentials it knows.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { NodeHelpers, type INode, type INodeParameters, type INodeTypeDescription } from 'n8n-workflow';
+import type { Browser, Page } from 'playwright-core';
+
+/** The n8n owner account a test creates (password: 8–64 characters, a digit and an upper-case letter). */
+export interface Owner {
+	email: string;
+	firstName: string;
+	lastName: string;
+	password: string;
+}
+
+/** One marker on one canvas node. `text` is the marker's tooltip (n8n's issue list), '' when none showed. */
+export interface CanvasIssue {
+	node: string;
+	type: string;
+	/** A canvas marker, or `editor-issues`: what the editor's own checks find (see `editorIssues`). */
+	marker: 'node-issues' | 'node-not-installed' | 'editor-issues';
+	text: string;
+}
+
+/** What the editor drew for one workflow. */
+export interface CanvasReport {
+	/** Names of the nodes on the canvas, in DOM order. */
+	nodes: string[];
+	issues: CanvasIssue[];
+	/** Error notifications (toasts) the editor showed while opening the workflow. */
+	toasts: string[];
+}
+
+/** Where chromium is: CHROMIUM_PATH, else `chromium` / `chromium-browser` on PATH; undefined when none is. */
+export function chromiumPath(): string | undefined {
+	if (process.env.CHROMIUM_PATH) return fs.existsSync(process.env.CHROMIUM_PATH) ? process.env.CHROMIUM_PATH : undefined;
+	for (const name of ['chromium', 'chromium-browser']) {
+		try {
+			const found = execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).trim();
+			if (found) return found;
+		} catch {
+			// not on PATH
+		}
+	}
+	return undefined;
+}
+
+/** playwright-core's `chromium` launcher, or undefined when the package is not installed. */
+export function loadChromium(): typeof import('playwright-core').chromium | undefined {
+	try {
+		// eslint-disable-next-line @typescript-eslint/no-require-imports
+		return (require('playwright-core') as typeof import('playwright-core')).chromium;
+	} catch {
+		return undefined;
+	}
+}
+
+/** Why the canvas test cannot run here (chromium or playwright-core absent), or undefined when it can. */
+export function canvasSkipReason(): string | undefined {
+	if (!loadChromium()) return 'playwright-core is not installed (npm install)';
+	if (process.env.CHROMIUM_PATH && !chromiumPath()) return `CHROMIUM_PATH (${process.env.CHROMIUM_PATH}) does not exist`;
+	if (!chromiumPath()) return 'chromium is not installed (apt-get install -y chromium, or set CHROMIUM_PATH)';
+	return undefined;
+}
+
+/** Headless Chromium at `chromiumPath()`. Throws when chromium or playwright-core is absent. */
+export async function launchChromium(): Promise<Browser> {
+	const chromium = loadChromium();
+	const executablePath = chromiumPath();
+	if (!chromium || !executablePath) throw new Error(canvasSkipReason());
+	return chromium.launch({ executablePath, headless: true, args: ['--disable-dev-shm-usage', '--disable-gpu'] });
+}
+
+/**
+ * Creates n8n's owner account through its owner-setup endpoint (POST /rest/owner/setup, n8n 2.4.8's
+ * OwnerController; allowed once, before any owner exists). Throws with n8n's answer otherwise.
+ */
+export async function setupOwner(baseUrl: string, owner: Owner): Promise<void> {
+	const res = await fetch(`${baseUrl}/rest/owner/setup`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json' },
+		body: JSON.stringify(owner),
+	});
+	if (!res.ok) throw new Error(`owner setup answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+}
+
+/** Signs in through the editor's sign-in form (/signin) and waits until the editor has left it. */
+export async function signIn(page: Page, baseUrl: string, owner: Owner): Promise<void> {
+	await page.goto(`${baseUrl}/signin`);
+	await page.locator('input[name="emailOrLdapLoginId"]').fill(owner.email);
+	await page.locator('input[name="password"]').fill(owner.password);
+	await page.locator('[data-test-id="form-submit-button"]').click();
+	await page.waitForURL((url) => !url.pathname.startsWith('/signin'), { timeout: 30_000 });
+}
+
+/** A node as the editor holds it after opening the workflow (its store), with its type's description. */
+interface EditorNode {
+	name: string;
+	type: string;
+	typeVersion: number;
+	parameters: INodeParameters;
+	credentials?: Record<string, { id: string | null; name: string }>;
+	disabled?: boolean;
+	/** The node type description the editor loaded; null when the editor does not know the type. */
+	description: INodeTypeDescription | null;
+}
+
+/** Reads the editor's stores (Pinia, reached through the Vue app on #app). Runs in the page. */
+const READ_STORES = `(() => {
+	const pinia = document.querySelector('#app').__vue_app__.config.globalProperties.$pinia;
+	const workflows = pinia._s.get('workflows');
+	const nodeTypes = pinia._s.get('nodeTypes');
+	const credentials = pinia._s.get('credentials');
+	return JSON.parse(JSON.stringify({
+		id: workflows.workflow.id,
+		nodes: workflows.allNodes.map((n) => ({
+			name: n.name, type: n.type, typeVersion: n.typeVersion, parameters: n.parameters,
+			credentials: n.credentials, disabled: n.disabled,
+			description: nodeTypes.getNodeType(n.type, n.typeVersion) ?? null,
+		})),
+		credentials: credentials.allCredentials.map((c) => ({ id: c.id, name: c.name, type: c.type })),
+	}));
+})()`;
+
+/**
+ * The issues n8n's editor computes for a node (NodeHelpers of n8n-workflow 2.4.3, the version n8n 2.4.8's
+ * editor bundles): an unknown type, parameter issues (a required parameter empty, a value not among its
+ * options…), and credential issues (a referenced credential that does not exist or is of another type,
+ * a required credential not set). Disabled nodes have none, as in the editor.
+ */
+export function editorIssues(node: EditorNode, credentials: { id: string; type: string }[]): string[] {
+	if (node.disabled) return [];
+	if (!node.description) return [`Node Type "${node.type}" is not known.`];
+	const issues: string[] = [];
+	const asNode = { ...node, id: node.name, position: [0, 0] as [number, number] } as unknown as INode;
+	const parameterIssues = NodeHelpers.getNodeParametersIssues(node.description.properties, asNode, node.description);
+	for (const [parameter, texts] of Object.entries(parameterIssues?.parameters ?? {})) for (const text of texts) issues.push(`${parameter}: ${text}`);
+	for (const credential of node.description.credentials ?? []) {
+		if (!NodeHelpers.displayParameter(node.parameters, credential, asNode, node.description)) continue;
+		const ref = node.credentials?.[credential.name];
+		if (!ref) {
+			if (credential.required) issues.push(`Credentials for "${credential.name}" are not set.`);
+			continue;
+		}
+		const found = credentials.find((c) => c.id === ref.id);
+		if (!found) issues.push(`Credentials "${ref.name}" (${ref.id}) of type ${credential.name} do not exist.`);
+		else if (found.type !== credential.name) issues.push(`Credentials "${ref.name}" are of type ${found.type}, not ${credential.name}.`);
+	}
+	return issues;
+}
+
+const NODES = '[data-node-name][data-node-type]';
+
+/**
+ * Opens /workflow/<id> in the editor (a page load the first time, the editor's own router afterwards),
+ * waits until the editor holds the workflow and has drawn its `expectedNodes` nodes (a timeout error
+ * names what was drawn), then collects per node: n8n's canvas markers (with their tooltip text) and the
+ * issues the editor computes from its stores (`editorIssues`). With `screenshot`, saves a PNG there.
+ */
+export async function inspectCanvas(
+	page: Page,
+	baseUrl: string,
+	workflowId: string,
+	expectedNodes: number,
+	{ screenshot, timeoutMs = 30_000 }: { screenshot?: string; timeoutMs?: number } = {},
+): Promise<CanvasReport> {
+	if (page.url().startsWith(`${baseUrl}/workflow/`)) {
+		await page.evaluate(`document.querySelector('#app').__vue_app__.config.globalProperties.$router.push('/workflow/${workflowId}')`);
+	} else {
+		await page.goto(`${baseUrl}/workflow/${workflowId}`);
+	}
+	const nodes = page.locator(NODES);
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const held = (await page.evaluate(`(() => { try { const w = document.querySelector('#app').__vue_app__.config.globalProperties.$pinia._s.get('workflows'); return w.workflow.id + ' ' + w.allNodes.length; } catch { return ''; } })()`)) as string;
+		if (held === `${workflowId} ${expectedNodes}` && (await nodes.count()) === expectedNodes) break;
+		if (Date.now() > deadline) {
+			const drawn = await nodes.evaluateAll((els) => els.map((el) => el.getAttribute('data-node-name')));
+			throw new Error(`workflow ${workflowId}: the editor holds "${held}", ${drawn.length} of ${expectedNodes} nodes drawn after ${timeoutMs} ms (${drawn.join(', ')}) at ${page.url()}`);
+		}
+		await page.waitForTimeout(100);
+	}
+	// fit the whole workflow into the view (the editor's "Zoom to fit" button) and let the animation end
+	await page.locator('[data-test-id="zoom-to-fit"]').click();
+	// then the pointer to an empty corner of the canvas, so no tooltip or hover toolbar is in the picture
+	await page.mouse.move((page.viewportSize()?.width ?? 1600) / 2, 90);
+	await page.locator('[role="tooltip"]:visible').first().waitFor({ state: 'hidden', timeout: 3_000 }).catch(() => undefined);
+	await page.waitForTimeout(600);
+	const names = await nodes.evaluateAll((els) => els.map((el) => el.getAttribute('data-node-name') ?? ''));
+	const issues: CanvasIssue[] = [];
+	for (const marker of ['node-issues', 'node-not-installed'] as const) {
+		const found = page.locator(`${NODES}:has([data-test-id="${marker}"])`);
+		for (let i = 0; i < (await found.count()); i++) {
+			const node = found.nth(i);
+			issues.push({ node: (await node.getAttribute('data-node-name')) ?? '', type: (await node.getAttribute('data-node-type')) ?? '', marker, text: '' });
+		}
+	}
+	const state = (await page.evaluate(READ_STORES)) as { id: string; nodes: EditorNode[]; credentials: { id: string; type: string }[] };
+	for (const node of state.nodes) {
+		const texts = editorIssues(node, state.credentials);
+		if (texts.length) issues.push({ node: node.name, type: node.type, marker: 'editor-issues', text: texts.join(' ') });
+	}
+	const toasts = await page.locator('.el-notification--error, .el-notification.error').allInnerTexts();
+	if (screenshot) await page.screenshot({ path: screenshot });
+	for (const issue of issues) if (issue.marker !== 'editor-issues') issue.text = await markerTooltip(page, issue);
+	return { nodes: names, issues, toasts: toasts.map((t) => t.trim()) };
+}
+
+/** The text of a marker's tooltip (n8n shows it 500 ms after hovering), '' when it does not show. */
+async function markerTooltip(page: Page, issue: CanvasIssue): Promise<string> {
+	const marker = page.locator(`[data-node-name="${issue.node.replace(/"/g, '\\"')}"][data-node-type] [data-test-id="${issue.marker}"]`).first();
+	const visible = page.locator('[role="tooltip"]:visible');
+	try {
+		await page.mouse.move(0, 0);
+		await visible.first().waitFor({ state: 'hidden', timeout: 3_000 }).catch(() => undefined);
+		await marker.hover({ timeout: 5_000 });
+		await visible.first().waitFor({ state: 'visible', timeout: 3_000 });
+		return (await visible.first().innerText()).replace(/\s+/g, ' ').trim();
+	} catch {
+		return '';
+	}
+}
