@@ -11,7 +11,7 @@
  *    closing their run as `retry`, or dead when no attempt is left.
  */
 import type { Pool } from 'pg';
-import { isUuid } from '../envelope';
+import { isUuid } from '../contracts/ids';
 import { ContractError, fromPgError } from '../errors';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from './backoff';
 import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE } from './statements';

@@ -4,6 +4,7 @@
  * transition / lost capture, 422 invalid input, 503 database unreachable).
  */
 import type { Pool } from 'pg';
+import { isUuid } from '../../../shared/contracts/ids';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { unstorablePath } from '../../../shared/sanitize';
 import type { EngineResult, WorkflowDefinition } from '../../../shared/stateMachine';
@@ -31,13 +32,12 @@ import {
 import { countFailure, recordWarnings, warningRows, type StepOptions } from './processorOutcome';
 
 const RUNS = { table: 'maas.pipeline_runs' };
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A run row as the operations return it. */
 export type RunRow = Record<string, unknown> & { id: string; status: string };
 
 function runId(value: unknown): string {
-	if (typeof value !== 'string' || !UUID.test(value)) {
+	if (typeof value !== 'string' || !isUuid(value)) {
 		throw ContractError.validation('invalid input: run_id must be a UUID', { code: 'VALIDATION', field: 'run_id' }, { operation: 'validate', ...RUNS });
 	}
 	return value;
@@ -183,7 +183,7 @@ export async function completeStep(
 			legal: edgesOf(definition).filter((e) => e.to in RESULT_COLUMNS).map((e) => e.name),
 		}, { operation: 'update', ...RUNS });
 	}
-	if (typeof input.capture_token !== 'string' || !UUID.test(input.capture_token)) {
+	if (typeof input.capture_token !== 'string' || !isUuid(input.capture_token)) {
 		throw ContractError.validation('invalid input: capture_token must be the UUID Capture returned', { code: 'VALIDATION', field: 'capture_token' }, { operation: 'validate', ...RUNS });
 	}
 	const token = input.capture_token;
