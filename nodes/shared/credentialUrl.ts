@@ -42,7 +42,7 @@ export function baseUrlProblem(value: unknown): string | null {
  */
 export function checkedBaseUrl(value: unknown, field: UrlField): string {
 	const problem = baseUrlProblem(value);
-	if (problem) throw new ContractError(baseUrlMessage(problem, field), 500, 'validation', false, { code: 'BAD_CREDENTIAL_URL', credential_field: field.name });
+	if (problem) throw ContractError.configuration(baseUrlMessage(problem, field), { code: 'BAD_CREDENTIAL_URL', credential_field: field.name });
 	return (value as string).replace(/\/+$/, '');
 }
 

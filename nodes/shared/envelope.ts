@@ -12,13 +12,6 @@ import {
 } from './contracts/envelope';
 import { toJsonObject } from './json';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** True when `value` is a UUID string (any version). */
-export function isUuid(value: unknown): value is string {
-	return typeof value === 'string' && UUID.test(value);
-}
-
 /** A fresh correlation id (UUID v4). Call it only when no correlation id came in (seed 002 §1.3). */
 export function newCorrelationId(): string {
 	return randomUUID();

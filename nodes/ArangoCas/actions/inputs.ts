@@ -47,7 +47,7 @@ export function parseInput<S extends z.ZodTypeAny>(schema: S, input: Record<stri
 	if (parsed.success) return parsed.data as z.output<S>;
 	const issue = parsed.error.issues[0];
 	const field = issue.path.join('.') || '(input)';
-	throw new ContractError(`invalid input: ${field} ${issue.message}`, 422, 'validation', false, {
+	throw ContractError.validation(`invalid input: ${field} ${issue.message}`, {
 		code: 'VALIDATION',
 		field,
 		issues: parsed.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),

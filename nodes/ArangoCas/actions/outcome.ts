@@ -54,11 +54,11 @@ export function assertOk(
 	details: Partial<Record<OutcomeCode, Record<string, unknown>>>,
 	where: ErrorContextInit,
 ): asserts row is OutcomeRow {
-	if (!row) throw new ContractError(`ArangoDB returned no result for ${subject}`, 500, 'db', false, { code: 'NO_RESULT' }, where);
+	if (!row) throw ContractError.db(`ArangoDB returned no result for ${subject}`, { code: 'NO_RESULT' }, where);
 	if (row.outcome === 'OK') return;
 	const known = OUTCOMES[row.outcome];
 	if (!known) {
-		throw new ContractError(`unexpected outcome ${String(row.outcome)} for ${subject}`, 500, 'db', false, { code: 'UNEXPECTED_OUTCOME' }, where);
+		throw ContractError.db(`unexpected outcome ${String(row.outcome)} for ${subject}`, { code: 'UNEXPECTED_OUTCOME' }, where);
 	}
 	throw new ContractError(`${subject}: ${known.message}`, known.status, known.kind, false, { code: row.outcome, ...(details[row.outcome] ?? {}) }, where);
 }

@@ -49,19 +49,16 @@ export function fromArangoError(error: unknown, where: ErrorContextInit, redact:
 	if (isNetworkError(error)) {
 		const status = (error as { code?: unknown }).code;
 		if (typeof status === 'number' && status < 500) {
-			return new ContractError(clean(`ArangoDB answered HTTP ${status}: ${error.message}`), 502, 'upstream', false, { code: 'HTTP_ERROR', http_status: status }, where, { cause });
+			return ContractError.upstream(clean(`ArangoDB answered HTTP ${status}: ${error.message}`), 502, false, { code: 'HTTP_ERROR', http_status: status }, where, { cause });
 		}
 		const code = causeCode((error as { cause?: unknown }).cause);
-		return new ContractError(
+		return ContractError.unavailable(
 			clean(`ArangoDB unreachable: ${error.message}${code ? ` (${code})` : ''}`),
-			503,
-			'db',
-			true,
 			{ code: 'UNREACHABLE', ...(code ? { cause_code: code } : {}) },
 			where,
 			{ cause },
 		);
 	}
 	const message = error instanceof Error ? error.message : String(error);
-	return new ContractError(clean(`ArangoDB request failed: ${message}`), 500, 'db', false, { code: 'ARANGO_ERROR' }, where, { cause });
+	return ContractError.db(clean(`ArangoDB request failed: ${message}`), { code: 'ARANGO_ERROR' }, where, { cause });
 }

@@ -15,7 +15,8 @@
  */
 import { ErrorKind, type ErrorEnvelope } from '../../shared/contracts/envelope';
 import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
-import { failure, isUuid, newCorrelationId } from '../../shared/envelope';
+import { isUuid } from '../../shared/contracts/ids';
+import { failure, newCorrelationId } from '../../shared/envelope';
 import { field, isRecord, mergeOwn, recordAt, setOwn, UNREADABLE } from '../../shared/json';
 import { MAX_DETAILS_BYTES, MAX_ID_TEXT_LENGTH, MAX_STRING_LENGTH, Sanitizer } from '../../shared/sanitize';
 import { rememberedSecrets } from '../../shared/redact';

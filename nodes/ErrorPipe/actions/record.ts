@@ -33,7 +33,7 @@
  */
 import { DatabaseError, type Pool, type PoolClient } from 'pg';
 import type { ErrorEnvelope } from '../../shared/contracts/envelope';
-import { isUuid } from '../../shared/envelope';
+import { isUuid } from '../../shared/contracts/ids';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../shared/jobs/backoff';
 import { failJobCtes } from '../../shared/jobs/statements';
 

@@ -45,7 +45,7 @@ export function vectorError(pool: Db, error: unknown, where: ErrorContextInit): 
 	const code = (error as { code?: unknown } | null)?.code;
 	if (code === '42P01' || code === '42704') {
 		forgetVectorRoute(pool);
-		return new ContractError('the vector store table is missing: run npm run db:migrate (migration 011, or 007 with pgvector)', 500, 'db', false, { code: 'VECTOR_STORE_MISSING', sqlstate: code }, where, { cause: error });
+		return ContractError.db('the vector store table is missing: run npm run db:migrate (migration 011, or 007 with pgvector)', { code: 'VECTOR_STORE_MISSING', sqlstate: code }, where, { cause: error });
 	}
 	return fromPgError(error, where);
 }
@@ -81,7 +81,7 @@ async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
 		float32Bytes(p.vector); // a component beyond float32 would score every row NaN (pgvector refuses it too)
 	} catch (error) {
 		if (!(error instanceof RangeError)) throw error;
-		throw new ContractError(`embeddings endpoint returned a question vector the store cannot compare: ${error.message}`, 502, 'upstream', false, { code: 'EMBEDDINGS_FAILED', http_status: 200 }, { operation: 'select', table: EXACT_TABLE });
+		throw ContractError.upstream(`embeddings endpoint returned a question vector the store cannot compare: ${error.message}`, 502, false, { code: 'EMBEDDINGS_FAILED', http_status: 200 }, { operation: 'select', table: EXACT_TABLE });
 	}
 	const score = cosineScorer(p.vector);
 	const top = new TopK(p.k);

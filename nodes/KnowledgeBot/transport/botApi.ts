@@ -84,10 +84,9 @@ export async function getFile(http: HttpGet, credential: TelegramCredential, fil
 	}
 	const filePath = json.result.file_path;
 	if (filePath.startsWith('/') || /^[a-z]:[\\/]/i.test(filePath) || redact.string(filePath) !== filePath) {
-		throw new ContractError(
+		throw ContractError.upstream(
 			'getFile answered an absolute file_path (or one holding the bot token): the Bot API server runs in --local mode, whose files are read from its disk and cannot be downloaded over HTTP; use a Bot API server without --local',
 			502,
-			'upstream',
 			false,
 			{ code: 'LOCAL_MODE_FILE_PATH' },
 			{ operation: 'download' },

@@ -72,13 +72,10 @@ export function edgeNamed(definition: WorkflowDefinition, transition: string, fr
 	const matches = all.filter((e) => e.name === transition && (from === undefined || e.from === from));
 	if (matches.length === 1) return matches[0];
 	const legal = [...new Set(all.filter((e) => from === undefined || e.from === from).map((e) => e.name))];
-	throw new ContractError(
+	throw ContractError.conflict(
 		matches.length === 0
 			? `transition ${transition}${from ? ` from ${from}` : ''} is not in the ${definition.name} state machine (legal: ${legal.join(', ')})`
 			: `transition ${transition} leaves several states (${matches.map((m) => m.from).join(', ')}): give the source state`,
-		409,
-		'conflict',
-		false,
 		{ code: 'ILLEGAL_TRANSITION', transition, from: from ?? null, legal },
 	);
 }
@@ -103,7 +100,7 @@ export function assertPipelineTransitions(definition: WorkflowDefinition): void 
 		),
 	);
 	if (problems.length > 0) {
-		throw new ContractError(`workflow ${definition.name} is invalid for ${PIPELINE_MODEL.model}: ${problems.join('; ')}`, 400, 'validation', false, {
+		throw ContractError.badRequest(`workflow ${definition.name} is invalid for ${PIPELINE_MODEL.model}: ${problems.join('; ')}`, {
 			code: 'VALIDATION_FAILED',
 			workflow: definition.name,
 			problems,

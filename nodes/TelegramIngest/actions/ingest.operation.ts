@@ -32,7 +32,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import type { SuccessEnvelope } from '../../shared/contracts/envelope';
-import { isUuid, newCorrelationId, success } from '../../shared/envelope';
+import { isUuid } from '../../shared/contracts/ids';
+import { newCorrelationId, success } from '../../shared/envelope';
 import { ContractError, fromPgError } from '../../shared/errors';
 import { isJobType, JOB_REGISTRY, JOB_TYPE_LIST } from '../../shared/jobs/registry';
 import { TelegramUpdatePayload } from '../../shared/jobs/payloads';
@@ -80,7 +81,7 @@ const UNKNOWN_BOT_SECRET = '\u0000no bot';
 
 /** The one 403 of an unknown/disabled bot key or a wrong secret; `reason` only in details (for ops.errors). */
 function forbidden(reason: 'unknown_bot' | 'wrong_secret'): ContractError {
-	return new ContractError('forbidden: unknown bot key or wrong X-Telegram-Bot-Api-Secret-Token', 403, 'auth', false, { reason }, BOTS);
+	return ContractError.forbidden('forbidden: unknown bot key or wrong X-Telegram-Bot-Api-Secret-Token', { reason }, BOTS);
 }
 
 /** Constant-time comparison of two secrets (hashes first, so lengths leak nothing either). */
@@ -159,25 +160,22 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	// checks every stored payload against the registry's schema). A configuration error, not the update's: 500, so
 	// Telegram keeps the update and delivers it again once the node is fixed.
 	if (!isJobType(input.jobType) || JOB_REGISTRY[input.jobType].payload !== TelegramUpdatePayload) {
-		throw new ContractError(
+		throw ContractError.configuration(
 			`invalid node configuration: "Job Type" ${JSON.stringify(String(input.jobType).slice(0, 100))} is not a registered job type whose worker takes a Telegram update (${TELEGRAM_JOB_TYPES.join(', ')})`,
-			500,
-			'validation',
-			false,
 			{ field: 'jobType' },
 			{ operation: 'validate', table: 'ops.jobs' },
 		);
 	}
 
 	if (typeof input.botKey !== 'string' || !BOT_KEY.test(input.botKey)) {
-		throw new ContractError('invalid bot key: "Bot Key" must be 1-64 characters of A-Z a-z 0-9 _ -', 400, 'validation', false, {
+		throw ContractError.badRequest('invalid bot key: "Bot Key" must be 1-64 characters of A-Z a-z 0-9 _ -', {
 			field: 'botKey',
 		}, BOTS);
 	}
 	ctx.bot_key = input.botKey;
 
 	if (typeof input.secretToken !== 'string' || input.secretToken === '') {
-		throw new ContractError('missing X-Telegram-Bot-Api-Secret-Token header', 401, 'auth', false, {}, BOTS);
+		throw ContractError.unauthorized('missing X-Telegram-Bot-Api-Secret-Token header', {}, BOTS);
 	}
 
 	// A cached enabled bot (≤ BOT_CACHE_TTL_MS old, dropped on NOTIFY) may only accept; anything else —
@@ -234,7 +232,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	} catch (error) {
 		const code = (error as { code?: unknown })?.code;
 		// none (e.g. a job with this dedup key written outside the lock): the function rolled back whatever it inserted
-		if (code === NEITHER_SQLSTATE) throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
+		if (code === NEITHER_SQLSTATE) throw ContractError.db('update neither stored nor found as a duplicate', {}, RAW, { retryable: true });
 		if (typeof code === 'string' && DATA_SQLSTATE.test(code)) {
 			// Safety net: whatever the checks before the insert missed, the database refused as data.
 			return quarantine(run, {
@@ -249,7 +247,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 		}
 		throw fromPgError(error, RAW);
 	}
-	if (!row) throw new ContractError('update neither stored nor found as a duplicate', 500, 'db', true, {}, RAW);
+	if (!row) throw ContractError.db('update neither stored nor found as a duplicate', {}, RAW, { retryable: true });
 	const jobId = row.job_id === null ? null : Number(row.job_id);
 	ctx.job_id = jobId;
 	const quarantined = row.quarantine_id !== null;
@@ -335,13 +333,13 @@ async function quarantine(run: Run, item: Quarantined, sqlstate?: string): Promi
 		throw fromPgError(error, QUARANTINE_TABLE);
 	}
 	if (!row) {
-		throw new ContractError('body neither quarantined nor found as a duplicate', 500, 'db', true, {}, QUARANTINE_TABLE);
+		throw ContractError.db('body neither quarantined nor found as a duplicate', {}, QUARANTINE_TABLE, { retryable: true });
 	}
 	const quarantineId = row.quarantine_id === null ? null : Number(row.quarantine_id);
 	const jobId = row.job_id === null ? null : Number(row.job_id);
 	const reason: QuarantineReason = item.reason;
 	if (rejected && jobId === null) {
-		throw new ContractError(item.message, 400, 'validation', false, {
+		throw ContractError.badRequest(item.message, {
 			field: 'body',
 			reason,
 			path: item.path,

@@ -63,7 +63,7 @@ export async function loadContext(pool: Pool, input: unknown, state: ItemState):
 	const req = parseRequest(ContextRequest, raw, { table: 'core.tenant_users' });
 	if (req.channel === 'dm' && req.chat_id !== null && !sameId(req.chat_id, req.tg_user_id)) {
 		// a dm is the user's own private chat (chat.id == from.id): another user's dm or a group is not theirs
-		throw new ContractError('a dm request must name the user\'s own private chat (chat_id = tg_user_id)', 403, 'auth', false, { code: 'DM_NOT_OWN_CHAT', tg_user_id: req.tg_user_id, chat_id: req.chat_id }, WHERE('core.tenant_users'));
+		throw ContractError.forbidden('a dm request must name the user\'s own private chat (chat_id = tg_user_id)', { code: 'DM_NOT_OWN_CHAT', tg_user_id: req.tg_user_id, chat_id: req.chat_id }, WHERE('core.tenant_users'));
 	}
 	let row: Record<string, unknown>;
 	try {
@@ -73,17 +73,17 @@ export async function loadContext(pool: Pool, input: unknown, state: ItemState):
 	}
 	const role = row.role as string | null;
 	if (!row.tenant_exists || !row.tenant_enabled || role === null) {
-		throw new ContractError('user is not allowed in this tenant', 403, 'auth', false, { code: 'NOT_ALLOWED', tenant_id: req.tenant_id, tg_user_id: req.tg_user_id }, WHERE('core.tenant_users'));
+		throw ContractError.forbidden('user is not allowed in this tenant', { code: 'NOT_ALLOWED', tenant_id: req.tenant_id, tg_user_id: req.tg_user_id }, WHERE('core.tenant_users'));
 	}
 	if (role === 'blocked') {
-		throw new ContractError('user is blocked', 403, 'auth', false, { code: 'BLOCKED', tenant_id: req.tenant_id, tg_user_id: req.tg_user_id }, WHERE('core.tenant_users'));
+		throw ContractError.forbidden('user is blocked', { code: 'BLOCKED', tenant_id: req.tenant_id, tg_user_id: req.tg_user_id }, WHERE('core.tenant_users'));
 	}
 	if (req.channel === 'group') {
 		if (!row.chat_registered || !row.chat_enabled) {
-			throw new ContractError('chat is not registered or disabled for the tenant', 404, 'not_found', false, { code: 'CHAT_NOT_REGISTERED', chat_id: req.chat_id }, WHERE('core.tenant_chats'));
+			throw ContractError.notFound('chat is not registered or disabled for the tenant', { code: 'CHAT_NOT_REGISTERED', chat_id: req.chat_id }, WHERE('core.tenant_chats'));
 		}
 		if (!row.is_member && role !== 'admin') {
-			throw new ContractError('user is not a current member of the chat', 403, 'auth', false, { code: 'NOT_A_MEMBER', chat_id: req.chat_id }, WHERE('tg.chat_memberships_current'));
+			throw ContractError.forbidden('user is not a current member of the chat', { code: 'NOT_A_MEMBER', chat_id: req.chat_id }, WHERE('tg.chat_memberships_current'));
 		}
 	}
 	const ctx = AclCtx.parse({

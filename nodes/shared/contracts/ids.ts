@@ -101,3 +101,14 @@ export function sqlId(id: ExactId | null): string | null {
 export function sameId(a: ExactId, b: ExactId): boolean {
 	return String(a) === String(b);
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * True when `value` is a UUID string: 8-4-4-4-12 hex digits, either case, any version (nil included), no
+ * braces or spaces. The one UUID check of the nodes outside zod schemas (which use `z.string().uuid()`,
+ * the same form): correlation ids, run ids, capture and claim tokens.
+ */
+export function isUuid(value: unknown): value is string {
+	return typeof value === 'string' && UUID.test(value);
+}

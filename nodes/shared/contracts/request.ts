@@ -34,7 +34,7 @@ export function parseRequest<S extends z.ZodTypeAny>(schema: S, raw: unknown, wh
 	if (parsed.success) return parsed.data;
 	const issue = parsed.error.issues[0];
 	const field = ['req', ...issue.path].join('.');
-	throw new ContractError(`invalid request: ${field} ${issue.message}`, 422, 'validation', false, { code: 'VALIDATION', field }, { operation: 'validate', ...where });
+	throw ContractError.validation(`invalid request: ${field} ${issue.message}`, { code: 'VALIDATION', field }, { operation: 'validate', ...where });
 }
 
 /** `text` parsed as JSON, or `text` itself when it is not JSON (a request given as a string). Never throws. */

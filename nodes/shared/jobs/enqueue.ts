@@ -28,7 +28,7 @@ export async function enqueueJobs(db: Pick<Pool, 'query'>, tenantId: string, cor
 		validateJob(j.job_type, j.payload, jobs.length > 1 ? i : undefined);
 		// the worker reads rows by the payload's tenant (e.g. WF20's raw row): it must be the job's own
 		if (j.payload.tenant_id !== undefined && j.payload.tenant_id !== tenantId) {
-			throw new ContractError(`invalid job${jobs.length > 1 ? ` (job ${i})` : ''}: payload.tenant_id is not the job's tenant`, 422, 'validation', false, { code: 'VALIDATION', field: 'payload.tenant_id', job_type: j.job_type }, { operation: 'validate', table: 'ops.jobs' });
+			throw ContractError.validation(`invalid job${jobs.length > 1 ? ` (job ${i})` : ''}: payload.tenant_id is not the job's tenant`, { code: 'VALIDATION', field: 'payload.tenant_id', job_type: j.job_type }, { operation: 'validate', table: 'ops.jobs' });
 		}
 	});
 	try {

@@ -11,7 +11,7 @@
  *    closing their run as `retry`, or dead when no attempt is left.
  */
 import type { Pool } from 'pg';
-import { isUuid } from '../envelope';
+import { isUuid } from '../contracts/ids';
 import { ContractError, fromPgError } from '../errors';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from './backoff';
 import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE } from './statements';
@@ -19,7 +19,7 @@ import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE } from './statemen
 const JOBS = { table: 'ops.jobs' };
 
 function invalid(message: string, field: string): ContractError {
-	return new ContractError(`invalid input: ${message}`, 422, 'validation', false, { code: 'VALIDATION', field }, { operation: 'validate', ...JOBS });
+	return ContractError.validation(`invalid input: ${message}`, { code: 'VALIDATION', field }, { operation: 'validate', ...JOBS });
 }
 
 /** @throws ContractError 422 naming `field` unless an integer from 1 to `max` */
@@ -108,7 +108,7 @@ function check(input: FinishInput, index: number): Checked {
 function notHeld(c: Checked): ContractError {
 	// the token itself is never echoed: it is the attempt's capability
 	const claim = c.token ? ' and this claim token' : '';
-	return new ContractError(`job ${c.jobId} is not running under worker ${c.worker}${claim}`, 409, 'conflict', false, { code: 'NOT_LOCKED_BY_WORKER', job_id: c.jobId, worker: c.worker, claim_token_checked: c.token !== null }, { operation: 'update', ...JOBS });
+	return ContractError.conflict(`job ${c.jobId} is not running under worker ${c.worker}${claim}`, { code: 'NOT_LOCKED_BY_WORKER', job_id: c.jobId, worker: c.worker, claim_token_checked: c.token !== null }, { operation: 'update', ...JOBS });
 }
 
 /**
@@ -156,7 +156,7 @@ export async function finishJobs(pool: Pool, inputs: FinishInput[]): Promise<Arr
 	for (const c of first) if (finished.has(c.jobId)) out[c.index] = finished.get(c.jobId)!;
 	for (const c of missed) {
 		if (!c.acceptFinished) out[c.index] = notHeld(c);
-		else out[c.index] = current.get(c.jobId) ?? new ContractError(`job ${c.jobId} not found`, 404, 'not_found', false, { code: 'JOB_NOT_FOUND', job_id: c.jobId }, { operation: 'select', ...JOBS });
+		else out[c.index] = current.get(c.jobId) ?? ContractError.notFound(`job ${c.jobId} not found`, { code: 'JOB_NOT_FOUND', job_id: c.jobId }, { operation: 'select', ...JOBS });
 	}
 	return out;
 }

@@ -64,13 +64,13 @@ const JOBS_TABLE = { operation: 'validate', table: 'ops.jobs' };
 export function validateJob(jobType: unknown, payload: unknown, index?: number): JobType {
 	const at = index === undefined ? '' : ` (job ${index})`;
 	if (!isJobType(jobType)) {
-		throw new ContractError(`invalid job${at}: job_type ${JSON.stringify(String(jobType))} is not registered (no worker handles it)`, 422, 'validation', false, { code: 'VALIDATION', field: 'job_type' }, JOBS_TABLE);
+		throw ContractError.validation(`invalid job${at}: job_type ${JSON.stringify(String(jobType))} is not registered (no worker handles it)`, { code: 'VALIDATION', field: 'job_type' }, JOBS_TABLE);
 	}
 	const parsed = JOB_REGISTRY[jobType].payload.safeParse(payload);
 	if (!parsed.success) {
 		const issue = parsed.error.issues[0];
 		const field = ['payload', ...issue.path].join('.');
-		throw new ContractError(`invalid job${at}: ${jobType} ${field} ${issue.message}`, 422, 'validation', false, { code: 'VALIDATION', field, job_type: jobType }, JOBS_TABLE);
+		throw ContractError.validation(`invalid job${at}: ${jobType} ${field} ${issue.message}`, { code: 'VALIDATION', field, job_type: jobType }, JOBS_TABLE);
 	}
 	return jobType;
 }

@@ -85,11 +85,11 @@ export interface IdentityParams {
 }
 
 function authError(message: string, statusCode: 401 | 403, details: Record<string, unknown>): ContractError {
-	return new ContractError(message, statusCode, 'auth', false, details, WHERE);
+	return statusCode === 401 ? ContractError.unauthorized(message, details, WHERE) : ContractError.forbidden(message, details, WHERE);
 }
 
 function invalidParam(field: string, message: string): ContractError {
-	return new ContractError(`invalid input: ${field} ${message}`, 422, 'validation', false, { code: 'VALIDATION', field }, { operation: 'validate' });
+	return ContractError.validation(`invalid input: ${field} ${message}`, { code: 'VALIDATION', field }, { operation: 'validate' });
 }
 
 /** Reads `record[key]` as an own property (never the prototype's); a throwing getter reads as `failed`. */

@@ -14,7 +14,8 @@
  */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { ERRORPIPE_CONTRACT_VERSION } from '../contracts/ctx';
-import { correlationOf, isUuid, newCorrelationId, success } from '../envelope';
+import { isUuid } from '../contracts/ids';
+import { correlationOf, newCorrelationId, success } from '../envelope';
 import { ContractError } from '../errors';
 import { readOperationInput } from './identity';
 import { runBatch } from './runBatch';

@@ -50,7 +50,7 @@ export async function runBatch<P>(
 			const error = asContractError(thrown);
 			answers = ready.map(() => error);
 		}
-		ready.forEach((r, k) => (results[r.index] = answers[k] ?? new ContractError('no result for this item', 500, 'unknown', false)));
+		ready.forEach((r, k) => (results[r.index] = answers[k] ?? ContractError.internal('no result for this item')));
 	}
 	const outputs: INodeExecutionData[][] = Array.from({ length: outputCount }, () => []);
 	for (let i = 0; i < items.length; i++) {

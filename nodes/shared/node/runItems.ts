@@ -34,7 +34,7 @@ export type ItemHandler = (item: INodeExecutionData, itemIndex: number, state: I
 export function asContractError(error: unknown): ContractError {
 	if (error instanceof ContractError) return error;
 	const message = error instanceof Error ? error.message : String(error);
-	return new ContractError(message || 'unknown error', 500, 'unknown', false, {}, {}, { cause: error });
+	return ContractError.internal(message || 'unknown error', {}, {}, { cause: error });
 }
 
 /**

@@ -109,7 +109,7 @@ export function poolConfig(credential: PostgresCredential): PoolConfig {
 	const problem = postgresCredentialProblem(credential);
 	if (problem) {
 		const field = PLAIN_FIELDS.find(([name]) => problem.includes(`(${name})`))?.[0] ?? 'host';
-		throw new ContractError(problem, 500, 'validation', false, { code: 'BAD_CREDENTIAL_FIELD', credential_field: field });
+		throw ContractError.configuration(problem, { code: 'BAD_CREDENTIAL_FIELD', credential_field: field });
 	}
 	return {
 		host: credential.host,

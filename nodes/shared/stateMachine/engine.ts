@@ -225,14 +225,14 @@ export async function fireManual(
 	const available = availableTransitions(definition, state, entity, meta);
 	const details = { workflow: definition.name, state, transition: name, available };
 	if (!transition) {
-		throw new ContractError(`transition ${name} does not exist in state ${state} (available: ${available.join(', ') || 'none'})`, 404, 'not_found', false, {
+		throw ContractError.notFound(`transition ${name} does not exist in state ${state} (available: ${available.join(', ') || 'none'})`, {
 			code: 'TRANSITION_NOT_FOUND',
 			...details,
 		});
 	}
-	if (transition.disabled) throw new ContractError(`transition ${name} is disabled`, 409, 'conflict', false, { code: 'TRANSITION_DISABLED', ...details });
+	if (transition.disabled) throw ContractError.conflict(`transition ${name} is disabled`, { code: 'TRANSITION_DISABLED', ...details });
 	if (!evaluate(transition.criterion, entity, { ...meta, state })) {
-		throw new ContractError(`transition ${name} is not allowed now: its criterion does not match`, 409, 'conflict', false, { code: 'CRITERION_NOT_MET', ...details });
+		throw ContractError.conflict(`transition ${name} is not allowed now: its criterion does not match`, { code: 'CRITERION_NOT_MET', ...details });
 	}
 	const processed = await runTransitionProcessors(state, transition, entity, options);
 	if (!processed.ok) return processed;
@@ -252,7 +252,7 @@ export async function fireManual(
  */
 export function abortError(result: EngineResult, details: Record<string, unknown> = {}): ContractError {
 	const code = result.code === 'NO_COMPUTE_MEMBER_FOR_TAG' ? 'NO_COMPUTE_MEMBER_FOR_TAG' : 'WORKFLOW_FAILED';
-	return new ContractError(`workflow aborted, nothing applied (state stays ${result.state}): ${result.reason}`, 400, 'upstream', false, {
+	return ContractError.upstream(`workflow aborted, nothing applied (state stays ${result.state}): ${result.reason}`, 400, false, {
 		code,
 		cause: result.code,
 		state: result.state,

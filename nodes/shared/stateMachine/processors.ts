@@ -86,7 +86,7 @@ export function externalProcessorRunner(nodes: CalculationNode[], call: SubWorkf
 		const tags = parseTags(processor.config.calculationNodesTags);
 		const node = selectCalculationNode(nodes, tags);
 		if (!node) {
-			throw new ContractError(`no calculation node (sub-workflow) declares the tags [${tags.join(', ')}] of processor ${processor.name}`, 400, 'upstream', false, {
+			throw ContractError.upstream(`no calculation node (sub-workflow) declares the tags [${tags.join(', ')}] of processor ${processor.name}`, 400, false, {
 				code: 'NO_COMPUTE_MEMBER_FOR_TAG',
 				processor: processor.name,
 				tags,

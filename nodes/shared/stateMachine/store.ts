@@ -24,7 +24,7 @@ export function parseImport(body: unknown): ImportRequest {
 	if (parsed.success) return parsed.data;
 	const issue = parsed.error.issues[0];
 	const field = issue.path.join('.') || '(body)';
-	throw new ContractError(`invalid workflow import: ${field} ${issue.message}`, 400, 'validation', false, { code: 'VALIDATION_FAILED', field });
+	throw ContractError.badRequest(`invalid workflow import: ${field} ${issue.message}`, { code: 'VALIDATION_FAILED', field });
 }
 
 /**
@@ -38,7 +38,7 @@ export async function importWorkflows(pool: Pool, ref: ModelRef, body: unknown, 
 	const request = parseImport(body);
 	const names = request.workflows.map((w) => w.name);
 	if (new Set(names).size !== names.length) {
-		throw new ContractError('invalid workflow import: two workflows share a name', 400, 'validation', false, { code: 'VALIDATION_FAILED', names });
+		throw ContractError.badRequest('invalid workflow import: two workflows share a name', { code: 'VALIDATION_FAILED', names });
 	}
 	for (const workflow of request.workflows) {
 		validateDefinition(workflow);
@@ -91,7 +91,7 @@ export async function loadWorkflows(pool: Pool, ref: ModelRef): Promise<Workflow
 export async function exportWorkflows(pool: Pool, ref: ModelRef): Promise<Record<string, unknown>> {
 	const workflows = await loadWorkflows(pool, ref);
 	if (workflows.length === 0) {
-		throw new ContractError(`no workflows imported for ${ref.model} v${ref.modelVersion}`, 404, 'not_found', false, { code: 'WORKFLOW_NOT_FOUND', ...ref });
+		throw ContractError.notFound(`no workflows imported for ${ref.model} v${ref.modelVersion}`, { code: 'WORKFLOW_NOT_FOUND', ...ref });
 	}
 	return { entityName: ref.model, modelVersion: ref.modelVersion, workflows: workflows.map(exportDefinition) };
 }

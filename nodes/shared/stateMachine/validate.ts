@@ -23,7 +23,7 @@ export function validateDefinition(definition: WorkflowDefinition): void {
 	const cycle = findUnguardedCycle(definition);
 	if (cycle) problems.push(`infinite loop detected: ${cycle.join(' -> ')} via unguarded automated transitions`);
 	if (problems.length) {
-		throw new ContractError(`workflow ${definition.name} is invalid: ${problems.join('; ')}`, 400, 'validation', false, {
+		throw ContractError.badRequest(`workflow ${definition.name} is invalid: ${problems.join('; ')}`, {
 			code: 'VALIDATION_FAILED',
 			workflow: definition.name,
 			problems,

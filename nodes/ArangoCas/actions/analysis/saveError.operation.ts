@@ -152,7 +152,7 @@ export const saveError: Operation = {
 		});
 		const row = rows[0];
 		// NOT_FOUND here means the artifact itself was not written (never expected): a 500 names it.
-		if (row?.outcome === 'NOT_FOUND') throw new ContractError(`ArangoDB wrote no ai_error artifact for atoms/${input.target_atom_id}`, 500, 'db', false, { code: 'NO_RESULT' }, where);
+		if (row?.outcome === 'NOT_FOUND') throw ContractError.db(`ArangoDB wrote no ai_error artifact for atoms/${input.target_atom_id}`, { code: 'NO_RESULT' }, where);
 		assertOk(row, `analysis error for atoms/${input.target_atom_id}`, {}, where);
 		return {
 			statusCode: 201,

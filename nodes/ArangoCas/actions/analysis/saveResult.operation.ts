@@ -60,7 +60,7 @@ export function parseAiResponse(value: unknown): z.infer<typeof AiResponse> {
 		try {
 			parsed = JSON.parse(value);
 		} catch (error) {
-			throw new ContractError(`invalid JSON in ai_response: ${(error as Error).message}`, 422, 'validation', false, {
+			throw ContractError.validation(`invalid JSON in ai_response: ${(error as Error).message}`, {
 				code: 'INVALID_JSON',
 				field: 'ai_response',
 			}, { operation: 'validate', collection: 'artifacts' });
@@ -70,7 +70,7 @@ export function parseAiResponse(value: unknown): z.infer<typeof AiResponse> {
 	if (!result.success) {
 		const issue = result.error.issues[0];
 		const field = ['ai_response', ...issue.path].join('.');
-		throw new ContractError(`invalid JSON in ai_response: ${field} ${issue.message}`, 422, 'validation', false, {
+		throw ContractError.validation(`invalid JSON in ai_response: ${field} ${issue.message}`, {
 			code: 'INVALID_JSON',
 			field,
 		}, { operation: 'validate', collection: 'artifacts' });

@@ -109,7 +109,7 @@ export const createProposal: Operation = {
 			});
 			const made = created.rows[0];
 			if (!made || typeof made.proposal_id !== 'string' || typeof made.proposal_link_id !== 'string') {
-				throw new ContractError('the proposal and its link were not both written; aborted', 500, 'db', false, { code: 'INCOMPLETE_PROPOSAL' }, where);
+				throw ContractError.db('the proposal and its link were not both written; aborted', { code: 'INCOMPLETE_PROPOSAL' }, where);
 			}
 			return {
 				statusCode: 201 as const,

@@ -196,7 +196,7 @@ export const mergeProposal: Operation = {
 			const changed = Array.isArray(row.changed_atoms) ? row.changed_atoms : [];
 			if (typeof row.structure_edge_rev !== 'string' || changed.length !== 2) {
 				// Never commit a half merge (an active winner without its edge): abort.
-				throw new ContractError('merge did not switch the edge and both atoms; aborted', 500, 'db', false, { code: 'INCOMPLETE_MERGE' }, where);
+				throw ContractError.db('merge did not switch the edge and both atoms; aborted', { code: 'INCOMPLETE_MERGE' }, where);
 			}
 			const unlinked = await run<string>({ query: MERGE_UNLINK_AQL, bindVars: { winner_id: winnerId }, operation: 'remove', collection: 'proposal_links' });
 			const rebased = Array.isArray(row.rebased_proposals) ? row.rebased_proposals : [];

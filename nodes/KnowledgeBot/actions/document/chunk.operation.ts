@@ -78,9 +78,9 @@ export const chunkOperation: KnowledgeOperation = {
 		} catch (error) {
 			throw fromPgError(error, { operation: 'select', table: 'content.documents' });
 		}
-		if (!doc) throw new ContractError(`document ${req.document_id} not found`, 404, 'not_found', false, { code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id }, { operation: 'select', table: 'content.documents' });
+		if (!doc) throw ContractError.notFound(`document ${req.document_id} not found`, { code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id }, { operation: 'select', table: 'content.documents' });
 		if (doc.status !== 'done' || typeof doc.text !== 'string') {
-			throw new ContractError(`document ${req.document_id} has no extracted text (status ${String(doc.status)})`, 409, 'conflict', false, { code: 'DOCUMENT_NOT_READY', document_id: req.document_id, status: doc.status }, { operation: 'select', table: 'content.documents' });
+			throw ContractError.conflict(`document ${req.document_id} has no extracted text (status ${String(doc.status)})`, { code: 'DOCUMENT_NOT_READY', document_id: req.document_id, status: doc.status }, { operation: 'select', table: 'content.documents' });
 		}
 		state.ctx!.chat_id = Number(doc.chat_id);
 		const chunks = chunkText(doc.text, req.chunking.max_chars, req.chunking.overlap).map((c) => ({ ...c, text_sha256: sha256(c.text) }));

@@ -33,8 +33,8 @@ const WHERE = { table: 'kg.chunks' };
 
 /** Maps an embeddings failure to a 502 ContractError (kind rate_limit for 429). */
 export function embeddingsFailure(error: unknown): ContractError {
-	if (!(error instanceof EmbeddingsError)) return error instanceof ContractError ? error : new ContractError(String(error), 500, 'unknown', false);
-	return new ContractError(error.message, 502, error.status === 429 ? 'rate_limit' : 'upstream', error.retryable, { code: 'EMBEDDINGS_FAILED', http_status: error.status }, { operation: 'embed', ...WHERE });
+	if (!(error instanceof EmbeddingsError)) return error instanceof ContractError ? error : ContractError.internal(String(error));
+	return ContractError.upstream(error.message, 502, error.retryable, { code: 'EMBEDDINGS_FAILED', http_status: error.status }, { operation: 'embed', ...WHERE }, { rateLimited: error.status === 429 });
 }
 
 /**
@@ -48,9 +48,9 @@ export async function loadModel(pool: Pool, modelId: number): Promise<{ id: numb
 	} catch (error) {
 		throw vectorError(pool, error, { operation: 'select', table: 'kg.embedding_models' });
 	}
-	if (rows.length === 0) throw new ContractError(`embedding model ${modelId} not found`, 404, 'not_found', false, { code: 'MODEL_NOT_FOUND', model_id: modelId }, { operation: 'select', table: 'kg.embedding_models' });
+	if (rows.length === 0) throw ContractError.notFound(`embedding model ${modelId} not found`, { code: 'MODEL_NOT_FOUND', model_id: modelId }, { operation: 'select', table: 'kg.embedding_models' });
 	const dims = Number(rows[0].dims);
-	if (dims !== VECTOR_DIMS) throw new ContractError(`embedding model ${modelId} has ${dims} dimensions; ${EMBEDDINGS_TABLE} and ${EXACT_TABLE} hold ${VECTOR_DIMS}`, 422, 'validation', false, { code: 'MODEL_DIMS', field: 'req.model_id' }, { operation: 'select', table: 'kg.embedding_models' });
+	if (dims !== VECTOR_DIMS) throw ContractError.validation(`embedding model ${modelId} has ${dims} dimensions; ${EMBEDDINGS_TABLE} and ${EXACT_TABLE} hold ${VECTOR_DIMS}`, { code: 'MODEL_DIMS', field: 'req.model_id' }, { operation: 'select', table: 'kg.embedding_models' });
 	return { id: Number(rows[0].id), name: String(rows[0].name), dims };
 }
 
@@ -69,7 +69,7 @@ export const embedOperation: KnowledgeOperation = {
 		let route: Awaited<ReturnType<typeof chunksToEmbed>>['route'];
 		try {
 			doc = (await pool.query('SELECT chat_id FROM content.documents WHERE tenant_id = $1 AND id = $2', [req.tenant_id, req.document_id])).rows;
-			if (doc.length === 0) throw new ContractError(`document ${req.document_id} not found`, 404, 'not_found', false, { code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id }, { operation: 'select', table: 'content.documents' });
+			if (doc.length === 0) throw ContractError.notFound(`document ${req.document_id} not found`, { code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id }, { operation: 'select', table: 'content.documents' });
 			({ route, rows: chunks } = await chunksToEmbed(pool, req.tenant_id, req.document_id, model.id));
 		} catch (error) {
 			throw vectorError(pool, error, { operation: 'select', ...WHERE });
@@ -88,7 +88,7 @@ export const embedOperation: KnowledgeOperation = {
 		try {
 			upserted = await upsertEmbeddings(pool, req.tenant_id, model.id, rows);
 		} catch (error) {
-			if (error instanceof RangeError) throw new ContractError(`embeddings endpoint returned a vector the store cannot hold: ${error.message}`, 502, 'upstream', false, { code: 'EMBEDDINGS_FAILED', http_status: 200 }, { operation: 'embed', table: route.table });
+			if (error instanceof RangeError) throw ContractError.upstream(`embeddings endpoint returned a vector the store cannot hold: ${error.message}`, 502, false, { code: 'EMBEDDINGS_FAILED', http_status: 200 }, { operation: 'embed', table: route.table });
 			throw vectorError(pool, error, { operation: 'upsert', table: route.table });
 		}
 		return done(upserted, rows.length);

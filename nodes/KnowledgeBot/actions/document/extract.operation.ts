@@ -52,8 +52,8 @@ export const extractOperation: KnowledgeOperation = {
 		} catch (error) {
 			throw fromPgError(error, { operation: 'select', ...WHERE });
 		}
-		if (!doc) throw new ContractError(`document ${req.document_id} not found`, 404, 'not_found', false, { code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id }, { operation: 'select', ...WHERE });
-		if (!doc.bytes) throw new ContractError(`document ${req.document_id} has no downloaded body`, 409, 'conflict', false, { code: 'NO_BODY', document_id: req.document_id }, { operation: 'select', ...WHERE });
+		if (!doc) throw ContractError.notFound(`document ${req.document_id} not found`, { code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id }, { operation: 'select', ...WHERE });
+		if (!doc.bytes) throw ContractError.conflict(`document ${req.document_id} has no downloaded body`, { code: 'NO_BODY', document_id: req.document_id }, { operation: 'select', ...WHERE });
 		state.ctx!.chat_id = Number(doc.chat_id);
 		let result: Awaited<ReturnType<typeof extractText>> | null = null;
 		let failure: string | null = null;

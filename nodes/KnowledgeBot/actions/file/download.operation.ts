@@ -53,14 +53,14 @@ WHERE tenant_id = $1 AND file_unique_id = $2 AND file_id = $3`;
 function upstream(error: unknown): ContractError {
 	if (error instanceof ContractError) return error;
 	if (error instanceof TooLargeError) {
-		return new ContractError(`Telegram file: ${error.message}`, 413, 'upstream', false, { code: 'TOO_LARGE', limit_bytes: error.limit }, { operation: 'download', ...WHERE });
+		return ContractError.upstream(`Telegram file: ${error.message}`, 413, false, { code: 'TOO_LARGE', limit_bytes: error.limit }, { operation: 'download', ...WHERE });
 	}
 	if (error instanceof BotApiError) {
 		const retryable = error.status >= 500 || error.status === 429;
-		return new ContractError(error.message, 502, error.status === 429 ? 'rate_limit' : 'upstream', retryable, { code: 'BOT_API_ERROR', http_status: error.status, description: error.description }, { operation: 'download', ...WHERE });
+		return ContractError.upstream(error.message, 502, retryable, { code: 'BOT_API_ERROR', http_status: error.status, description: error.description }, { operation: 'download', ...WHERE }, { rateLimited: error.status === 429 });
 	}
 	const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-	return new ContractError(`Telegram file: ${message}`, 502, 'upstream', true, { code: 'DOWNLOAD_FAILED' }, { operation: 'download', ...WHERE });
+	return ContractError.upstream(`Telegram file: ${message}`, 502, true, { code: 'DOWNLOAD_FAILED' }, { operation: 'download', ...WHERE });
 }
 
 export const downloadOperation: KnowledgeOperation = {

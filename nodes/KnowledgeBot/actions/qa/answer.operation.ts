@@ -152,7 +152,7 @@ export const answerOperation: KnowledgeOperation = {
 			sentId = existing[0].telegram_message_id === null ? null : Number(existing[0].telegram_message_id);
 		} else {
 			const models = await query(pool, ACTIVE_MODEL, [], { operation: 'select', table: 'kg.embedding_models' });
-			if (models.length === 0) throw new ContractError('no active embedding model of 1536 dimensions in kg.embedding_models', 404, 'not_found', false, { code: 'NO_EMBEDDING_MODEL' }, { operation: 'select', table: 'kg.embedding_models' });
+			if (models.length === 0) throw ContractError.notFound('no active embedding model of 1536 dimensions in kg.embedding_models', { code: 'NO_EMBEDDING_MODEL' }, { operation: 'select', table: 'kg.embedding_models' });
 			const model = { id: Number(models[0].id), name: String(models[0].name), dims: Number(models[0].dims) };
 			let vector: number[];
 			try {
@@ -187,7 +187,7 @@ export const answerOperation: KnowledgeOperation = {
 			} catch (error) {
 				const status = error instanceof BotApiError ? error.status : null;
 				const retryable = status === null || status >= 500 || status === 429;
-				throw new ContractError(`reply not sent: ${error instanceof Error ? error.message : String(error)}`, 502, status === 429 ? 'rate_limit' : 'upstream', retryable, { code: 'REPLY_FAILED', http_status: status, turn_id: turnId }, { operation: 'send', table: 'audit.qa_turns' });
+				throw ContractError.upstream(`reply not sent: ${error instanceof Error ? error.message : String(error)}`, 502, retryable, { code: 'REPLY_FAILED', http_status: status, turn_id: turnId }, { operation: 'send', table: 'audit.qa_turns' }, { rateLimited: status === 429 });
 			}
 			await query(pool, 'UPDATE audit.qa_turns SET telegram_message_id = $2 WHERE id = $1', [turnId, sentId], { operation: 'update', ...WHERE });
 		}

@@ -46,9 +46,9 @@ function exactOf(value: unknown): number | string {
  */
 export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' | 'tg_user_id' | 'role' | 'is_allowed' | 'channel' | 'chat_id'>, vector: number[], options: { model_id: number; k: number; onRoute?: (route: VectorRoute) => void }): Promise<RetrievedChunk[]> {
 	const where = { operation: 'select', table: TABLE };
-	const invalid = (field: string, message: string) => new ContractError(`the ctx's ${field} ${message}`, 422, 'validation', false, { code: 'VALIDATION', field: `ctx.${field}` }, { operation: 'validate', table: TABLE });
+	const invalid = (field: string, message: string) => ContractError.validation(`the ctx's ${field} ${message}`, { code: 'VALIDATION', field: `ctx.${field}` }, { operation: 'validate', table: TABLE });
 	if (!ctx.is_allowed || ctx.role === 'blocked') {
-		throw new ContractError('the ctx does not allow reading', 403, 'auth', false, { code: 'NOT_ALLOWED' }, where);
+		throw ContractError.forbidden('the ctx does not allow reading', { code: 'NOT_ALLOWED' }, where);
 	}
 	const user = parseExactId(ctx.tg_user_id);
 	if (!user.ok) throw invalid('tg_user_id', user.message);
@@ -62,7 +62,7 @@ export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' |
 		// a dm is the asker's own private chat (Context Loader checks it; checked again: the reply goes there)
 		const parsed = parseExactId(ctx.chat_id);
 		if (!parsed.ok || !sameId(parsed.value, user.value)) {
-			throw new ContractError('a dm ctx must name the asker\'s own private chat (chat_id = tg_user_id)', 403, 'auth', false, { code: 'DM_NOT_OWN_CHAT' }, where);
+			throw ContractError.forbidden('a dm ctx must name the asker\'s own private chat (chat_id = tg_user_id)', { code: 'DM_NOT_OWN_CHAT' }, where);
 		}
 	}
 	try {

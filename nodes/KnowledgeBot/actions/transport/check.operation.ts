@@ -81,10 +81,10 @@ export const checkOperation: KnowledgeOperation = {
 			apiError = redact.string(error instanceof Error ? error.message : String(error));
 		}
 		if (!req.bot_id && tgBotId === null) {
-			throw new ContractError(`Bot API not answering getMe: ${apiError}`, 502, 'upstream', true, { code: 'BOT_API_ERROR' }, { operation: 'select', table: 'core.bots' });
+			throw ContractError.upstream(`Bot API not answering getMe: ${apiError}`, 502, true, { code: 'BOT_API_ERROR' }, { operation: 'select', table: 'core.bots' });
 		}
 		const bot = await findBot(pool, req.bot_id ?? null, tgBotId);
-		if (!bot) throw new ContractError('this bot is not registered in core.bots (tg_bot_id or bot_id)', 404, 'not_found', false, { code: 'BOT_NOT_REGISTERED', tg_bot_id: tgBotId, bot_id: req.bot_id ?? null }, { operation: 'select', table: 'core.bots' });
+		if (!bot) throw ContractError.notFound('this bot is not registered in core.bots (tg_bot_id or bot_id)', { code: 'BOT_NOT_REGISTERED', tg_bot_id: tgBotId, bot_id: req.bot_id ?? null }, { operation: 'select', table: 'core.bots' });
 		Object.assign(state.ctx!, { tenant_id: bot.tenant_id, trace_id: req.trace_id ?? null });
 		const judged = healthOf(info, { mode: String(bot.mode), expected_webhook_url: (bot.expected_webhook_url as string | null) ?? null, max_pending_updates: Number(bot.max_pending_updates) }, Math.floor(Date.now() / 1000));
 		const health = judged.health;

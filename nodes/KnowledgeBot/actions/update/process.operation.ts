@@ -67,11 +67,11 @@ async function readRawUpdate(pool: Pool, req: Request): Promise<z.infer<typeof U
 		throw fromPgError(error, { operation: 'select', table: 'raw.telegram_updates' });
 	}
 	if (!row) {
-		throw new ContractError(`raw update ${req.raw_update_id} of this tenant does not exist (pruned by retention?)`, 404, 'not_found', false, { code: 'NOT_FOUND', field: 'req.raw_update_id' }, { operation: 'select', table: 'raw.telegram_updates' });
+		throw ContractError.notFound(`raw update ${req.raw_update_id} of this tenant does not exist (pruned by retention?)`, { code: 'NOT_FOUND', field: 'req.raw_update_id' }, { operation: 'select', table: 'raw.telegram_updates' });
 	}
 	const parsed = Update.safeParse(row.update);
 	if (!parsed.success) {
-		throw new ContractError('invalid update: req.update.update_id is required', 422, 'validation', false, { code: 'VALIDATION', field: 'req.update.update_id' }, { operation: 'validate', ...TABLES });
+		throw ContractError.validation('invalid update: req.update.update_id is required', { code: 'VALIDATION', field: 'req.update.update_id' }, { operation: 'validate', ...TABLES });
 	}
 	return parsed.data;
 }
@@ -164,7 +164,7 @@ export const processOperation: KnowledgeOperation = {
 			if (!(error instanceof ZodError)) throw error;
 			const issue = error.issues[0];
 			const field = ['req', 'update', Object.keys(update).find((k) => k !== 'update_id'), ...issue.path].join('.');
-			throw new ContractError(`invalid update: ${field} ${issue.message}`, 422, 'validation', false, { code: 'VALIDATION', field }, { operation: 'validate', ...TABLES });
+			throw ContractError.validation(`invalid update: ${field} ${issue.message}`, { code: 'VALIDATION', field }, { operation: 'validate', ...TABLES });
 		}
 		if (parsed.chat) Object.assign(state.ctx!, { chat_id: parsed.chat.id, message_id: parsed.message?.message_id ?? null });
 		if (!parsed.chat) {

@@ -63,7 +63,7 @@ export const fetchOperation: KnowledgeOperation = {
 		} catch (error) {
 			throw fromPgError(error, { operation: 'select', table: 'content.urls' });
 		}
-		if (rows.length === 0) throw new ContractError(`url ${req.url_id} not found`, 404, 'not_found', false, { code: 'URL_NOT_FOUND', url_id: req.url_id }, { operation: 'select', table: 'content.urls' });
+		if (rows.length === 0) throw ContractError.notFound(`url ${req.url_id} not found`, { code: 'URL_NOT_FOUND', url_id: req.url_id }, { operation: 'select', table: 'content.urls' });
 		const url = rows[0].normalized_url;
 		let res;
 		try {
@@ -71,17 +71,17 @@ export const fetchOperation: KnowledgeOperation = {
 		} catch (error) {
 			if (error instanceof TooLargeError) {
 				await recordFailure(pool, req.url_id, { error: error.message });
-				throw new ContractError(`${url}: ${error.message}`, 413, 'upstream', false, { code: 'TOO_LARGE', limit_bytes: error.limit }, { operation: 'fetch', table: 'content.urls' });
+				throw ContractError.upstream(`${url}: ${error.message}`, 413, false, { code: 'TOO_LARGE', limit_bytes: error.limit }, { operation: 'fetch', table: 'content.urls' });
 			}
 			const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 			await recordFailure(pool, req.url_id, { error: message });
-			throw new ContractError(`${url}: ${message}`, 502, 'upstream', true, { code: 'FETCH_FAILED', url }, { operation: 'fetch', table: 'content.urls' });
+			throw ContractError.upstream(`${url}: ${message}`, 502, true, { code: 'FETCH_FAILED', url }, { operation: 'fetch', table: 'content.urls' });
 		}
 		const contentType = res.headers['content-type'] ?? null;
 		if (res.status >= 400) {
 			const urlFetchId = await recordFailure(pool, req.url_id, { http_status: res.status, content_type: contentType ?? undefined, final_url: res.url, error: `HTTP ${res.status}` });
 			if (res.status >= 500 || res.status === 429) {
-				throw new ContractError(`${url}: HTTP ${res.status}`, 502, res.status === 429 ? 'rate_limit' : 'upstream', true, { code: 'FETCH_FAILED', http_status: res.status, url_fetch_id: urlFetchId }, { operation: 'fetch', table: 'content.urls' });
+				throw ContractError.upstream(`${url}: HTTP ${res.status}`, 502, true, { code: 'FETCH_FAILED', http_status: res.status, url_fetch_id: urlFetchId }, { operation: 'fetch', table: 'content.urls' }, { rateLimited: res.status === 429 });
 			}
 			return { url_fetch_id: urlFetchId, document_id: null, status: 'error', http_status: res.status, extract_job_id: null };
 		}

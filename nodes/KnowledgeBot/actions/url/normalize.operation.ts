@@ -44,7 +44,7 @@ export const normalizeOperation: KnowledgeOperation = {
 			canonical = normalizeUrl(req.url);
 		} catch (error) {
 			if (!(error instanceof InvalidUrlError)) throw error;
-			throw new ContractError(error.message, 422, 'validation', false, { code: error.code, field: 'req.url', url: req.url }, { operation: 'validate', ...WHERE });
+			throw ContractError.validation(error.message, { code: error.code, field: 'req.url', url: req.url }, { operation: 'validate', ...WHERE });
 		}
 		let urlId: number;
 		try {

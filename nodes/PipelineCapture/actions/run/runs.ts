@@ -4,6 +4,7 @@
  * transition / lost capture, 422 invalid input, 503 database unreachable).
  */
 import type { Pool } from 'pg';
+import { isUuid } from '../../../shared/contracts/ids';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { unstorablePath } from '../../../shared/sanitize';
 import type { EngineResult, WorkflowDefinition } from '../../../shared/stateMachine';
@@ -31,14 +32,13 @@ import {
 import { countFailure, recordWarnings, warningRows, type StepOptions } from './processorOutcome';
 
 const RUNS = { table: 'maas.pipeline_runs' };
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A run row as the operations return it. */
 export type RunRow = Record<string, unknown> & { id: string; status: string };
 
 function runId(value: unknown): string {
-	if (typeof value !== 'string' || !UUID.test(value)) {
-		throw new ContractError('invalid input: run_id must be a UUID', 422, 'validation', false, { code: 'VALIDATION', field: 'run_id' }, { operation: 'validate', ...RUNS });
+	if (typeof value !== 'string' || !isUuid(value)) {
+		throw ContractError.validation('invalid input: run_id must be a UUID', { code: 'VALIDATION', field: 'run_id' }, { operation: 'validate', ...RUNS });
 	}
 	return value;
 }
@@ -52,13 +52,13 @@ async function query<T extends Record<string, unknown>>(pool: Pick<Pool, 'query'
 }
 
 function notFound(id: string): ContractError {
-	return new ContractError(`pipeline run ${id} does not exist`, 404, 'not_found', false, { code: 'NOT_FOUND', run_id: id }, { operation: 'update', ...RUNS });
+	return ContractError.notFound(`pipeline run ${id} does not exist`, { code: 'NOT_FOUND', run_id: id }, { operation: 'update', ...RUNS });
 }
 
 /** A user id (string or number, trimmed). @throws ContractError 422 when missing or empty */
 function userIdOf(value: unknown): string {
 	const userId = typeof value === 'string' || typeof value === 'number' ? String(value).trim() : '';
-	if (!userId) throw new ContractError('invalid input: user_id is required', 422, 'validation', false, { code: 'VALIDATION', field: 'user_id' }, { operation: 'validate', ...RUNS });
+	if (!userId) throw ContractError.validation('invalid input: user_id is required', { code: 'VALIDATION', field: 'user_id' }, { operation: 'validate', ...RUNS });
 	return userId;
 }
 
@@ -66,7 +66,7 @@ function userIdOf(value: unknown): string {
 export async function createRun(pool: Pool, input: { user_id: unknown; query: unknown; correlation_id?: string | null }) {
 	const userId = userIdOf(input.user_id);
 	const text = typeof input.query === 'string' ? input.query.trim() : '';
-	if (!text) throw new ContractError('invalid input: query is required', 422, 'validation', false, { code: 'VALIDATION', field: 'query' }, { operation: 'validate', ...RUNS });
+	if (!text) throw ContractError.validation('invalid input: query is required', { code: 'VALIDATION', field: 'query' }, { operation: 'validate', ...RUNS });
 	const [row] = await query<{ id: string; raw_log_id: string }>(pool, CREATE_RUN, [userId, text, input.correlation_id ?? null], 'insert');
 	return { request_id: row.id, status: 'processing', raw_log_id: Number(row.raw_log_id) };
 }
@@ -112,7 +112,7 @@ export async function capture(
 		const [current] = await query<RunRow>(pool, 'SELECT * FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
 		if (!current) throw notFound(id);
 		if (current.status === edge.from && !evaluate(declared.criterion, current, { state: current.status, previousTransition: (current.previous_transition as string) ?? null })) {
-			throw new ContractError(`transition ${edge.name} is not allowed for run ${id}: its criterion does not match`, 409, 'conflict', false, { code: 'CRITERION_NOT_MET', run_id: id, transition: edge.name }, { operation: 'update', ...RUNS });
+			throw ContractError.conflict(`transition ${edge.name} is not allowed for run ${id}: its criterion does not match`, { code: 'CRITERION_NOT_MET', run_id: id, transition: edge.name }, { operation: 'update', ...RUNS });
 		}
 	}
 	// The first step of a run waits for the user's previous run to be archived (seed 001 blocking rule).
@@ -177,14 +177,14 @@ export async function completeStep(
 	const edge = edgeNamed(definition, input.transition);
 	const column = RESULT_COLUMNS[edge.to as keyof typeof RESULT_COLUMNS];
 	if (!column) {
-		throw new ContractError(`transition ${edge.name} is not a step completion (${edge.to} has no result column)`, 409, 'conflict', false, {
+		throw ContractError.conflict(`transition ${edge.name} is not a step completion (${edge.to} has no result column)`, {
 			code: 'ILLEGAL_TRANSITION',
 			transition: edge.name,
 			legal: edgesOf(definition).filter((e) => e.to in RESULT_COLUMNS).map((e) => e.name),
 		}, { operation: 'update', ...RUNS });
 	}
-	if (typeof input.capture_token !== 'string' || !UUID.test(input.capture_token)) {
-		throw new ContractError('invalid input: capture_token must be the UUID Capture returned', 422, 'validation', false, { code: 'VALIDATION', field: 'capture_token' }, { operation: 'validate', ...RUNS });
+	if (typeof input.capture_token !== 'string' || !isUuid(input.capture_token)) {
+		throw ContractError.validation('invalid input: capture_token must be the UUID Capture returned', { code: 'VALIDATION', field: 'capture_token' }, { operation: 'validate', ...RUNS });
 	}
 	const token = input.capture_token;
 	const value = column === 'analysis_result' ? JSON.stringify(input.result ?? null) : input.result === null || input.result === undefined ? null : typeof input.result === 'string' ? input.result : JSON.stringify(input.result);
@@ -193,7 +193,7 @@ export async function completeStep(
 	for (const [field, v] of [['result', input.result], ['draft_context', draft]] as const) {
 		const path = unstorablePath(v);
 		if (path !== null) {
-			throw new ContractError(`invalid input: ${field}${path} contains NUL or a lone surrogate, which PostgreSQL cannot store`, 422, 'validation', false, { code: 'VALIDATION', field: `${field}${path}` }, { operation: 'validate', ...RUNS });
+			throw ContractError.validation(`invalid input: ${field}${path} contains NUL or a lone surrogate, which PostgreSQL cannot store`, { code: 'VALIDATION', field: `${field}${path}` }, { operation: 'validate', ...RUNS });
 		}
 	}
 	const heldRows = await query<RunRow & { held: boolean }>(pool, HOLD_FOR_STEP, [id, edge.from, token], 'update');
@@ -259,11 +259,8 @@ function lostCapture(definition: WorkflowDefinition, id: string, run: RunRow, ed
 		run.status === edge.from && run.capture_token
 			? `run ${id} is ${edge.from} under another capture token (a Complete Step with this token is running, or the run was released and captured again)`
 			: `run ${id} is ${String(run.status)}, not ${edge.from} under this capture`;
-	return new ContractError(
+	return ContractError.conflict(
 		`${why}: ${edge.name} refused (legal now: ${legal.join(', ') || 'none'})`,
-		409,
-		'conflict',
-		false,
 		{ code: 'ILLEGAL_TRANSITION', run_id: id, status: run.status, transition: edge.name, legal },
 		{ operation: 'update', ...RUNS },
 	);
@@ -284,7 +281,7 @@ export async function failRun(pool: Pool, definition: WorkflowDefinition, input:
 	if (rows.length === 0) throw notFound(id);
 	const { moved, ...run } = rows[0];
 	if (!moved) {
-		throw new ContractError(`run ${id} is already ${String(run.status)}`, 409, 'conflict', false, { code: 'ALREADY_TERMINAL', run_id: id, status: run.status }, { operation: 'update', ...RUNS });
+		throw ContractError.conflict(`run ${id} is already ${String(run.status)}`, { code: 'ALREADY_TERMINAL', run_id: id, status: run.status }, { operation: 'update', ...RUNS });
 	}
 	return run as RunRow;
 }
@@ -301,7 +298,7 @@ export async function getStatus(pool: Pool, input: { run_id: unknown; user_id: u
 	const id = runId(input.run_id);
 	const owner = input.user_id === null ? null : userIdOf(input.user_id);
 	const [row] = await query<{ status: string; final_answer: string | null; error: Record<string, unknown> | null }>(pool, GET_RUN, [id, owner], 'select');
-	if (!row) throw new ContractError(`pipeline run ${id} does not exist`, 404, 'not_found', false, { code: 'NOT_FOUND', run_id: id }, { operation: 'select', ...RUNS });
+	if (!row) throw ContractError.notFound(`pipeline run ${id} does not exist`, { code: 'NOT_FOUND', run_id: id }, { operation: 'select', ...RUNS });
 	if (row.status === 'COMPLETED') return { request_id: id, status: 'completed', answer: row.final_answer };
 	if (row.status === 'FAILED') return { request_id: id, status: 'failed', error: typeof row.error?.message === 'string' ? row.error.message : row.error };
 	return { request_id: id, status: 'processing' };
@@ -356,9 +353,9 @@ export type Step = 'analysis' | 'assembly' | 'response' | 'archive';
 export async function loadStepContext(pool: Pool, input: { run_id: unknown; step: Step }): Promise<Record<string, unknown>> {
 	const id = runId(input.run_id);
 	const sql = { analysis: CONTEXT_ANALYSIS, assembly: CONTEXT_ASSEMBLY, response: CONTEXT_RESPONSE, archive: CONTEXT_ARCHIVE }[input.step];
-	if (!sql) throw new ContractError(`invalid input: step must be analysis, assembly, response or archive`, 422, 'validation', false, { code: 'VALIDATION', field: 'step' }, { operation: 'validate', ...RUNS });
+	if (!sql) throw ContractError.validation(`invalid input: step must be analysis, assembly, response or archive`, { code: 'VALIDATION', field: 'step' }, { operation: 'validate', ...RUNS });
 	const [row] = await query<Record<string, unknown>>(pool, sql, [id], 'select');
-	if (!row) throw new ContractError(`pipeline run ${id} does not exist`, 404, 'not_found', false, { code: 'NOT_FOUND', run_id: id }, { operation: 'select', ...RUNS });
+	if (!row) throw ContractError.notFound(`pipeline run ${id} does not exist`, { code: 'NOT_FOUND', run_id: id }, { operation: 'select', ...RUNS });
 	if (input.step !== 'assembly') return { run_id: id, step: input.step, ...row };
 	const history = [
 		...(row.history as { message_type: string; content: string }[]).reverse().map((h) => `[${h.message_type}] ${h.content}`),
@@ -377,13 +374,13 @@ export async function loadStepContext(pool: Pool, input: { run_id: unknown; step
 export async function archiveRun(pool: Pool, input: { run_id: unknown; summary: unknown; tags?: unknown }) {
 	const id = runId(input.run_id);
 	const summary = typeof input.summary === 'string' ? input.summary.trim() : '';
-	if (!summary) throw new ContractError('invalid input: summary is required', 422, 'validation', false, { code: 'VALIDATION', field: 'summary' }, { operation: 'validate', ...RUNS });
+	if (!summary) throw ContractError.validation('invalid input: summary is required', { code: 'VALIDATION', field: 'summary' }, { operation: 'validate', ...RUNS });
 	const tags = Array.isArray(input.tags) ? input.tags.map(String) : typeof input.tags === 'string' && input.tags ? input.tags.split(',').map((t) => t.trim()) : [];
 	const [row] = await query<{ lsm_id: string; id: string; next_run_id: string | null }>(pool, ARCHIVE_RUN, [id, summary, tags], 'insert');
 	if (!row) {
 		const [current] = await query<{ status: string; archived_at: string | null }>(pool, 'SELECT status, archived_at FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
 		if (!current) throw notFound(id);
-		throw new ContractError(`run ${id} cannot be archived (${current.status}${current.archived_at ? ', already archived' : ''})`, 409, 'conflict', false, { code: 'NOT_ARCHIVABLE', run_id: id, status: current.status }, { operation: 'insert', table: 'maas.lsm_storage' });
+		throw ContractError.conflict(`run ${id} cannot be archived (${current.status}${current.archived_at ? ', already archived' : ''})`, { code: 'NOT_ARCHIVABLE', run_id: id, status: current.status }, { operation: 'insert', table: 'maas.lsm_storage' });
 	}
 	return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id };
 }

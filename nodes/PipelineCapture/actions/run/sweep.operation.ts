@@ -31,7 +31,7 @@ export const sweepOperation: PipelineOperation = {
 		const parsed = Input.safeParse(input);
 		if (!parsed.success) {
 			const field = parsed.error.issues[0].path.join('.');
-			throw new ContractError(`invalid input: ${field} ${parsed.error.issues[0].message}`, 422, 'validation', false, { code: 'VALIDATION', field });
+			throw ContractError.validation(`invalid input: ${field} ${parsed.error.issues[0].message}`, { code: 'VALIDATION', field });
 		}
 		const result = await sweep(ctx.pool, await ctx.definition(), parsed.data);
 		return {
