@@ -54,7 +54,8 @@ const SEARCH: SearchBenchOptions = {
 const ROOT = path.join(__dirname, '..');
 
 /** nearest-rank percentile of `xs` (ms) */
-const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil((p / 100) * xs.length) - 1)];
+const percentile = (xs: number[], p: number) =>
+	[...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil((p / 100) * xs.length) - 1)];
 
 async function timed(fn: () => Promise<void>): Promise<number> {
 	const t = performance.now();
@@ -63,21 +64,27 @@ async function timed(fn: () => Promise<void>): Promise<number> {
 }
 
 async function answerLatency(started: number) {
-	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
+	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0)
+		throw new Error('build failed');
 	const db = await setupDatabase();
 	const botApi = await startBotApi();
 	const embeddings = await startEmbeddings();
 	const model = new ModelStandIn();
 	await model.up();
 	model.respond = () => ({ text: 'Here is what the sources say [1].' });
-	const instance = harness.createInstance({ tarball: harness.packPackage(), bin: harness.ensureN8n({ log: console.log }) });
+	const instance = harness.createInstance({
+		tarball: harness.packPackage(),
+		bin: harness.ensureN8n({ log: console.log }),
+	});
 	try {
 		const bot = await seedBot(db.pool, 'bench_answer_bot', 'bench-Secret_1');
 		const tenant = bot.tenantId;
 		const t = performance.now();
 		const corpus = await seedCorpus(db.pool, tenant, CHUNKS);
 		const route = (await vectorRoute(db.pool)).route;
-		process.stderr.write(`answer corpus: ${CHUNKS} chunks seeded in ${((performance.now() - t) / 1000).toFixed(1)} s, vector route ${route}\n`);
+		process.stderr.write(
+			`answer corpus: ${CHUNKS} chunks seeded in ${((performance.now() - t) / 1000).toFixed(1)} s, vector route ${route}\n`,
+		);
 
 		const credentials = {
 			telegram: () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }),
@@ -87,31 +94,58 @@ async function answerLatency(started: number) {
 		await instance.importCredentials([
 			harness.postgresCredential(db.url),
 			harness.telegramCredential(botApi.baseUrl, botApi.token),
-			{ id: 'embContracts01', name: 'Contracts Embeddings', type: 'contractsEmbeddingsApi', data: credentials.embeddings() },
+			{
+				id: 'embContracts01',
+				name: 'Contracts Embeddings',
+				type: 'contractsEmbeddingsApi',
+				data: credentials.embeddings(),
+			},
 			{ id: 'llmContracts01', name: 'Contracts LLM', type: 'contractsLlmApi', data: credentials.llm() },
 		]);
 		await instance.importAndPublish([
-			...['WF99_global_err_handler.json', 'WF51_answerer.json', 'WF90_job_runner.json'].map((f) => path.join(ROOT, 'workflows-json', f)),
+			...['WF99_global_err_handler.json', 'WF51_answerer.json', 'WF90_job_runner.json'].map((f) =>
+				path.join(ROOT, 'workflows-json', f),
+			),
 			path.join(ROOT, 'test', 'e2e', 'workflows', 'test_call_workflow.json'),
 			path.join(__dirname, 'workflows', 'BENCH_noop_subworkflow.json'),
 		]);
-		const url = await instance.start({ env: { EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'none', EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false' } });
+		const url = await instance.start({
+			env: { EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'none', EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false' },
+		});
 		await instance.waitForWebhooks(['test/call']);
 		process.stderr.write(`n8n up after ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
 
-		const req = (q: Question) => ({ tenant_id: tenant, tg_user_id: ASKER, channel: q.channel, chat_id: q.chat_id, question: q.question });
-		const check = (q: Question, data: { citations?: { chunk_id: number }[]; telegram_message_id?: number | null } | undefined, where: string) => {
+		const req = (q: Question) => ({
+			tenant_id: tenant,
+			tg_user_id: ASKER,
+			channel: q.channel,
+			chat_id: q.chat_id,
+			question: q.question,
+		});
+		const check = (
+			q: Question,
+			data: { citations?: { chunk_id: number }[]; telegram_message_id?: number | null } | undefined,
+			where: string,
+		) => {
 			const cited = data?.citations ?? [];
-			if (cited.length === 0) throw new Error(`${where}: no citation for ${JSON.stringify(q)}: ${JSON.stringify(data)}`);
+			if (cited.length === 0)
+				throw new Error(`${where}: no citation for ${JSON.stringify(q)}: ${JSON.stringify(data)}`);
 			const allowed = corpus.allowed(q.channel);
 			const leaked = cited.filter((c) => !allowed.has(Number(c.chunk_id)));
-			if (leaked.length) throw new Error(`${where}: cited chunks the asker may not see in the ${q.channel}: ${JSON.stringify(leaked)}`);
-			if (typeof data?.telegram_message_id !== 'number') throw new Error(`${where}: the reply was not sent: ${JSON.stringify(data)}`);
+			if (leaked.length)
+				throw new Error(`${where}: cited chunks the asker may not see in the ${q.channel}: ${JSON.stringify(leaked)}`);
+			if (typeof data?.telegram_message_id !== 'number')
+				throw new Error(`${where}: the reply was not sent: ${JSON.stringify(data)}`);
 		};
 		const call = async (workflowId: string, q: Question) => {
-			const res = await fetch(`${url}/webhook/test/call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workflow_id: workflowId, req: req(q) }) });
+			const res = await fetch(`${url}/webhook/test/call`, {
+				method: 'POST',
+				headers: { 'content-type': 'application/json' },
+				body: JSON.stringify({ workflow_id: workflowId, req: req(q) }),
+			});
 			const body = (await res.json()) as { ok?: boolean; data?: Record<string, any> };
-			if (res.status !== 200 || body.ok !== true) throw new Error(`${workflowId} answered ${res.status}: ${JSON.stringify(body).slice(0, 500)}`);
+			if (res.status !== 200 || body.ok !== true)
+				throw new Error(`${workflowId} answered ${res.status}: ${JSON.stringify(body).slice(0, 500)}`);
 			return body.data;
 		};
 		const runner = knowledgeRunner(() => db.pool, crypto.randomUUID(), credentials);
@@ -119,14 +153,34 @@ async function answerLatency(started: number) {
 			{
 				name: 'stand-ins only (embed + model + sendMessage, no SQL, no n8n)',
 				run: async (q) => {
-					await embedTexts(httpPostJson, credentials.embeddings(), { name: 'gemini-embedding-001', dims: 1536 }, [q.question], 'RETRIEVAL_QUERY');
-					await generate(credentials.llm(), { system: 'bench', input: q.question, expectJson: false, temperature: 0.2 }, DEFAULT_RETRY, fetchSender);
+					await embedTexts(
+						httpPostJson,
+						credentials.embeddings(),
+						{ name: 'gemini-embedding-001', dims: 1536 },
+						[q.question],
+						'RETRIEVAL_QUERY',
+					);
+					await generate(
+						credentials.llm(),
+						{ system: 'bench', input: q.question, expectJson: false, temperature: 0.2 },
+						DEFAULT_RETRY,
+						fetchSender,
+					);
 					await sendMessage(httpPostJson, credentials.telegram(), q.chat_id, 'bench', null, 15_000);
 				},
 			},
-			{ name: 'Answer operation in-process (no n8n)', run: async (q) => check(q, (await runner.run(answerOperation, req(q))).data as never, 'in-process') },
-			{ name: 'n8n no-op (webhook → Execute Workflow → no-op)', run: async (q) => void (await call('BenchNoopSub', q)) },
-			{ name: 'n8n WF51 (webhook → Execute Workflow → WF51)', run: async (q) => check(q, (await call('WF51Answerer', q)) as never, 'n8n WF51') },
+			{
+				name: 'Answer operation in-process (no n8n)',
+				run: async (q) => check(q, (await runner.run(answerOperation, req(q))).data as never, 'in-process'),
+			},
+			{
+				name: 'n8n no-op (webhook → Execute Workflow → no-op)',
+				run: async (q) => void (await call('BenchNoopSub', q)),
+			},
+			{
+				name: 'n8n WF51 (webhook → Execute Workflow → WF51)',
+				run: async (q) => check(q, (await call('WF51Answerer', q)) as never, 'n8n WF51'),
+			},
 		];
 		const sentBefore = botApi.sent.length;
 		for (const q of corpus.questions(WARMUP)) for (const p of paths) await p.run(q);
@@ -136,7 +190,8 @@ async function answerLatency(started: number) {
 		}
 		// the stand-in path sends one message per question too
 		const sent = botApi.sent.length - sentBefore;
-		if (sent !== 3 * (QUESTIONS + WARMUP)) throw new Error(`${sent} replies sent for ${QUESTIONS + WARMUP} questions × 3 paths that send`);
+		if (sent !== 3 * (QUESTIONS + WARMUP))
+			throw new Error(`${sent} replies sent for ${QUESTIONS + WARMUP} questions × 3 paths that send`);
 
 		const jobs = await wf90Batch(db.pool, tenant, corpus.questions(JOBS), (q) => req(q));
 		const floor = percentile(times[0], 50);
@@ -144,7 +199,10 @@ async function answerLatency(started: number) {
 			`WF51 answer latency, ms: ${QUESTIONS} distinct questions per path (after ${WARMUP} warm-up), one client, paths interleaved per question;`,
 			`corpus ${CHUNKS} chunks, vector route ${route}; n8n 2.4.8, executions not saved; stand-ins on 127.0.0.1`,
 			'path | p50 | p95 | p50 / stand-ins p50',
-			...paths.map((p, i) => `${p.name} | ${percentile(times[i], 50).toFixed(1)} | ${percentile(times[i], 95).toFixed(1)} | ${(percentile(times[i], 50) / floor).toFixed(1)}x`),
+			...paths.map(
+				(p, i) =>
+					`${p.name} | ${percentile(times[i], 50).toFixed(1)} | ${percentile(times[i], 95).toFixed(1)} | ${(percentile(times[i], 50) / floor).toFixed(1)}x`,
+			),
 			`n8n WF51 − in-process, p50: ${(percentile(times[3], 50) - percentile(times[1], 50)).toFixed(1)} ms (what n8n adds: webhook, sub-workflow call, node); n8n WF51 − n8n no-op, p50: ${(percentile(times[3], 50) - percentile(times[2], 50)).toFixed(1)} ms (WF51 inside n8n)`,
 			`WF90 (cross-check): ${JOBS} qa_answer jobs enqueued at once, all succeeded; first claim → last finish ${(jobs.drainMs / 1000).toFixed(1)} s = ${(jobs.drainMs / JOBS).toFixed(1)} ms per job (sequential in one execution); enqueue → last finish ${(jobs.totalMs / 1000).toFixed(1)} s (includes the wait for WF90's 10 s schedule)`,
 		];
@@ -160,19 +218,39 @@ async function answerLatency(started: number) {
 }
 
 /** Enqueues one qa_answer job per question and waits for WF90 to finish them all (each must succeed). */
-async function wf90Batch(pool: import('pg').Pool, tenant: string, questions: Question[], req: (q: Question) => Record<string, unknown>) {
+async function wf90Batch(
+	pool: import('pg').Pool,
+	tenant: string,
+	questions: Question[],
+	req: (q: Question) => Record<string, unknown>,
+) {
 	const t = performance.now();
-	const { rows } = await pool.query("INSERT INTO ops.jobs (tenant_id, job_type, payload) SELECT $1, 'qa_answer', p FROM jsonb_array_elements($2::jsonb) p RETURNING id", [tenant, JSON.stringify(questions.map(req))]);
+	const { rows } = await pool.query(
+		"INSERT INTO ops.jobs (tenant_id, job_type, payload) SELECT $1, 'qa_answer', p FROM jsonb_array_elements($2::jsonb) p RETURNING id",
+		[tenant, JSON.stringify(questions.map(req))],
+	);
 	const ids = rows.map((r) => Number(r.id));
 	const deadline = Date.now() + 180_000;
 	for (;;) {
-		const s = await pool.query("SELECT count(*) FILTER (WHERE status IN ('queued', 'running'))::int AS open, count(*) FILTER (WHERE status NOT IN ('queued', 'running', 'succeeded'))::int AS bad FROM ops.jobs WHERE id = ANY($1)", [ids]);
-		if (s.rows[0].bad > 0) throw new Error(`WF90: ${s.rows[0].bad} qa_answer jobs did not succeed: ${JSON.stringify((await pool.query('SELECT id, status, last_error FROM ops.jobs WHERE id = ANY($1) AND status <> $2 LIMIT 3', [ids, 'succeeded'])).rows)}`);
+		const s = await pool.query(
+			"SELECT count(*) FILTER (WHERE status IN ('queued', 'running'))::int AS open, count(*) FILTER (WHERE status NOT IN ('queued', 'running', 'succeeded'))::int AS bad FROM ops.jobs WHERE id = ANY($1)",
+			[ids],
+		);
+		if (s.rows[0].bad > 0)
+			throw new Error(
+				`WF90: ${s.rows[0].bad} qa_answer jobs did not succeed: ${JSON.stringify((await pool.query('SELECT id, status, last_error FROM ops.jobs WHERE id = ANY($1) AND status <> $2 LIMIT 3', [ids, 'succeeded'])).rows)}`,
+			);
 		if (s.rows[0].open === 0) {
 			const totalMs = performance.now() - t;
 			// ops.jobs clears locked_at on finish; the runs keep when each attempt started and finished
-			const runs = (await pool.query("SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'succeeded')::int AS ok, extract(epoch FROM max(finished_at) - min(started_at)) * 1000 AS drain FROM ops.job_runs WHERE job_id = ANY($1)", [ids])).rows[0];
-			if (runs.n !== ids.length || runs.ok !== ids.length) throw new Error(`WF90: ${runs.n} runs (${runs.ok} succeeded) for ${ids.length} jobs: a job was retried`);
+			const runs = (
+				await pool.query(
+					"SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'succeeded')::int AS ok, extract(epoch FROM max(finished_at) - min(started_at)) * 1000 AS drain FROM ops.job_runs WHERE job_id = ANY($1)",
+					[ids],
+				)
+			).rows[0];
+			if (runs.n !== ids.length || runs.ok !== ids.length)
+				throw new Error(`WF90: ${runs.n} runs (${runs.ok} succeeded) for ${ids.length} jobs: a job was retried`);
 			return { drainMs: Number(runs.drain), totalMs };
 		}
 		if (Date.now() > deadline) throw new Error(`WF90: ${s.rows[0].open} jobs still open after 180 s`);
@@ -184,7 +262,16 @@ async function main() {
 	const started = performance.now();
 	const latency = await answerLatency(started);
 	const search = searchTable(await searchBench(SEARCH), SEARCH);
-	console.log(['', ...latency, '', ...search, '', `bench:answer run time ${((performance.now() - started) / 1000).toFixed(0)} s`].join('\n'));
+	console.log(
+		[
+			'',
+			...latency,
+			'',
+			...search,
+			'',
+			`bench:answer run time ${((performance.now() - started) / 1000).toFixed(0)} s`,
+		].join('\n'),
+	);
 }
 
 main().then(

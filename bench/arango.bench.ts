@@ -27,17 +27,32 @@ const INPUTS: Record<string, Record<string, unknown>> = {
 	'atom.unlockExpired': {},
 	'proposal.create': { target_active_id: 'a1', new_content: 'x', author: 'u1' },
 	'proposal.reject': { proposal_id: 'p1', expected_proposal_rev: '_r1' },
-	'proposal.merge': { winner_proposal_id: 'p1', current_active_id: 'a1', user_id: 'u1', structure_edge_id: 'e1', expected_edge_rev: '_e1' },
+	'proposal.merge': {
+		winner_proposal_id: 'p1',
+		current_active_id: 'a1',
+		user_id: 'u1',
+		structure_edge_id: 'e1',
+		expected_edge_rev: '_e1',
+	},
 	'baseline.create': { doc_id: 'doc_1', version_tag: 'v1' },
 	'analysis.loadContext': { target_atom_id: 'a1', agent_role_key: 'tech_lead' },
-	'analysis.saveResult': { target_atom_id: 'a1', prompt_id: 'prompts/p1', ai_response: { issues: [{ description: 'd', severity: 'low' }] } },
+	'analysis.saveResult': {
+		target_atom_id: 'a1',
+		prompt_id: 'prompts/p1',
+		ai_response: { issues: [{ description: 'd', severity: 'low' }] },
+	},
 	'analysis.saveError': { target_atom_id: 'a1', status_code: 503 },
 };
 
 async function main() {
 	const standIn = new ArangoStandIn(RTT_MS);
 	await standIn.up();
-	const db = new Database({ url: standIn.url, databaseName: 'bench', auth: { username: 'root', password: '' }, maxRetries: false });
+	const db = new Database({
+		url: standIn.url,
+		databaseName: 'bench',
+		auth: { username: 'root', password: '' },
+		maxRetries: false,
+	});
 	const rows: { op: string; ours: number; base: number; oursMs: number; baseMs: number }[] = [];
 	for (const resource of RESOURCES) {
 		for (const op of resource.operations) {
@@ -60,17 +75,21 @@ async function main() {
 			await baseline();
 			const base = op.value === 'merge' ? ours : standIn.requests.length;
 			t = performance.now();
-			for (let i = 0; i < ROUNDS; i++) await (op.value === 'merge' ? op.execute(db, INPUTS[name], { executionId: '1' }) : baseline());
+			for (let i = 0; i < ROUNDS; i++)
+				await (op.value === 'merge' ? op.execute(db, INPUTS[name], { executionId: '1' }) : baseline());
 			const baseMs = (performance.now() - t) / ROUNDS;
 			rows.push({ op: name, ours, base, oursMs, baseMs });
 		}
 	}
 	db.close();
 	await standIn.down();
-	console.log(`ArangoCAS round trips per operation (stand-in ArangoDB, ${RTT_MS} ms per request, ${ROUNDS} rounds each)`);
+	console.log(
+		`ArangoCAS round trips per operation (stand-in ArangoDB, ${RTT_MS} ms per request, ${ROUNDS} rounds each)`,
+	);
 	console.log('| operation | contracts: round trips | baseline: round trips | contracts ms/op | baseline ms/op |');
 	console.log('|---|---|---|---|---|');
-	for (const r of rows) console.log(`| ${r.op} | ${r.ours} | ${r.base} | ${r.oursMs.toFixed(2)} | ${r.baseMs.toFixed(2)} |`);
+	for (const r of rows)
+		console.log(`| ${r.op} | ${r.ours} | ${r.base} | ${r.oursMs.toFixed(2)} | ${r.baseMs.toFixed(2)} |`);
 	const totalOurs = rows.reduce((s, r) => s + r.ours, 0);
 	const totalBase = rows.reduce((s, r) => s + r.base, 0);
 	const timeOurs = rows.reduce((s, r) => s + r.oursMs, 0);

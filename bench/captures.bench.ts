@@ -20,7 +20,16 @@ import { Pool } from 'pg';
 import { capture } from '../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../nodes/PipelineCapture/transport/definition';
 import { setupDatabase } from '../test/helpers/db';
-import { alternatingMedians, envInt, markdownTable, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
+import {
+	alternatingMedians,
+	envInt,
+	markdownTable,
+	rate,
+	Refused,
+	refuseUnless,
+	secondsSince,
+	workerCounts,
+} from './report';
 
 const RUNS = envInt('BENCH_RUNS', 1000);
 const ROUNDS = envInt('BENCH_CAPTURE_ROUNDS', 3);
@@ -35,11 +44,15 @@ const contracts: Attempt = async (pool, runId, worker) => {
 	const result = await capture(pool, definition, { run_id: runId, transition: 'CAPTURE_ANALYSIS', worker });
 	if (result.captured) return String(result.run.capture_token);
 	// a loser is told who won: the run as the winner left it, never the stale NEW
-	refuseUnless(result.reason === 'TAKEN' && result.run.status === 'ANALYZING', `contracts: a loser was told ${result.reason} with the run in ${result.run.status}`);
+	refuseUnless(
+		result.reason === 'TAKEN' && result.run.status === 'ANALYZING',
+		`contracts: a loser was told ${result.reason} with the run in ${result.run.status}`,
+	);
 	return null;
 };
 
-const BARE_CAS = "UPDATE maas.pipeline_runs SET status = 'ANALYZING', previous_transition = 'CAPTURE_ANALYSIS', captured_by = $2, capture_token = gen_random_uuid(), updated_at = now() WHERE id = $1 AND status = 'NEW' RETURNING capture_token";
+const BARE_CAS =
+	"UPDATE maas.pipeline_runs SET status = 'ANALYZING', previous_transition = 'CAPTURE_ANALYSIS', captured_by = $2, capture_token = gen_random_uuid(), updated_at = now() WHERE id = $1 AND status = 'NEW' RETURNING capture_token";
 
 const bareCas: Attempt = async (pool, runId, worker) => {
 	const { rows } = await pool.query<{ capture_token: string }>(BARE_CAS, [runId, worker]);
@@ -99,7 +112,10 @@ async function measure(url: string, name: string, attempt: Attempt, workers: num
 			 FROM maas.pipeline_runs r JOIN unnest($1::uuid[], $2::text[], $3::uuid[]) AS x(id, worker, token) ON x.id = r.id`,
 			[won.map((w) => w.id), won.map((w) => w.worker), won.map((w) => w.token)],
 		);
-		refuseUnless(check.rows[0].all === RUNS && check.rows[0].ok === RUNS, `${name}: ${check.rows[0].ok} of ${RUNS} runs in the database are ANALYZING under their winner's token`);
+		refuseUnless(
+			check.rows[0].all === RUNS && check.rows[0].ok === RUNS,
+			`${name}: ${check.rows[0].ok} of ${RUNS} runs in the database are ANALYZING under their winner's token`,
+		);
 		return RUNS / seconds;
 	} finally {
 		await pool.end();
@@ -110,16 +126,39 @@ async function main() {
 	const db = await setupDatabase();
 	try {
 		const measured = await alternatingMedians(COUNTS, ROUNDS, (side, workers, round) =>
-			side === 'ours' ? measure(db.url, 'capture', contracts, workers, round) : measure(db.url, 'cas', bareCas, workers, round),
+			side === 'ours'
+				? measure(db.url, 'capture', contracts, workers, round)
+				: measure(db.url, 'cas', bareCas, workers, round),
 		);
 		const rows = measured.map((r) => ({ workers: r.workers, ours: r.ours, cas: r.baseline }));
-		for (const r of rows) console.log(`  ${r.workers} workers: Capture ${rate(r.ours)} captures/s, bare compare-and-set ${rate(r.cas)}/s, ratio ${(r.ours / r.cas).toFixed(2)}x`);
+		for (const r of rows)
+			console.log(
+				`  ${r.workers} workers: Capture ${rate(r.ours)} captures/s, bare compare-and-set ${rate(r.cas)}/s, ratio ${(r.ours / r.cas).toFixed(2)}x`,
+			);
 		const one = rows.find((r) => r.workers === 1) ?? rows[0];
-		console.log(`\npipeline captures, every worker racing for every run (${RUNS} runs per measurement, median of ${ROUNDS}; each run captured exactly once):\n`);
-		console.log(markdownTable(
-			['workers', 'Capture captures/s', 'attempts/s', `vs ${one.workers} worker`, 'bare compare-and-set captures/s', 'Capture / bare'],
-			rows.map((r) => [r.workers, rate(r.ours), rate(r.ours * r.workers), `${(r.ours / one.ours).toFixed(2)}×`, rate(r.cas), `${(r.ours / r.cas).toFixed(2)}×`]),
-		));
+		console.log(
+			`\npipeline captures, every worker racing for every run (${RUNS} runs per measurement, median of ${ROUNDS}; each run captured exactly once):\n`,
+		);
+		console.log(
+			markdownTable(
+				[
+					'workers',
+					'Capture captures/s',
+					'attempts/s',
+					`vs ${one.workers} worker`,
+					'bare compare-and-set captures/s',
+					'Capture / bare',
+				],
+				rows.map((r) => [
+					r.workers,
+					rate(r.ours),
+					rate(r.ours * r.workers),
+					`${(r.ours / one.ours).toFixed(2)}×`,
+					rate(r.cas),
+					`${(r.ours / r.cas).toFixed(2)}×`,
+				]),
+			),
+		);
 	} finally {
 		await db.drop();
 	}

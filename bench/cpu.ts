@@ -73,13 +73,21 @@ export type CpuReading = Record<string, number | null>;
 /** Sums the CPU ms of each group's pids now. */
 export function readCpu(groups: Record<string, number[]>): CpuReading {
 	const linux = fs.existsSync('/proc/self/stat');
-	return Object.fromEntries(Object.entries(groups).map(([name, pids]) => [name, linux ? pids.reduce((sum, pid) => sum + processMs(pid), 0) : null]));
+	return Object.fromEntries(
+		Object.entries(groups).map(([name, pids]) => [
+			name,
+			linux ? pids.reduce((sum, pid) => sum + processMs(pid), 0) : null,
+		]),
+	);
 }
 
 /** CPU ms per request of each group between two readings. */
 export function perRequest(before: CpuReading, after: CpuReading, requests: number): CpuReading {
 	return Object.fromEntries(
-		Object.keys(after).map((k) => [k, after[k] === null || before[k] === null || before[k] === undefined ? null : (after[k]! - before[k]!) / requests]),
+		Object.keys(after).map((k) => [
+			k,
+			after[k] === null || before[k] === null || before[k] === undefined ? null : (after[k]! - before[k]!) / requests,
+		]),
 	);
 }
 
@@ -97,5 +105,7 @@ export const CPU_AVAILABLE = fs.existsSync('/proc/self/stat');
  * not counted, so take differences over a span where none exit.
  */
 export function cpuSeconds(pids: Array<number | undefined>): number[] {
-	return pids.map((root) => (root === undefined ? 0 : processTree(root).reduce((sum, pid) => sum + processMs(pid), 0) / 1000));
+	return pids.map((root) =>
+		root === undefined ? 0 : processTree(root).reduce((sum, pid) => sum + processMs(pid), 0) / 1000,
+	);
 }

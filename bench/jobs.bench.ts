@@ -20,7 +20,17 @@ import PgBoss from 'pg-boss';
 import { ContractError } from '../nodes/shared/errors';
 import { claimJobs, finishJobs } from '../nodes/shared/jobs/queue';
 import { setupDatabase } from '../test/helpers/db';
-import { alternatingMedians, duplicates, envInt, markdownTable, rate, Refused, refuseUnless, secondsSince, workerCounts } from './report';
+import {
+	alternatingMedians,
+	duplicates,
+	envInt,
+	markdownTable,
+	rate,
+	Refused,
+	refuseUnless,
+	secondsSince,
+	workerCounts,
+} from './report';
 
 const JOBS = envInt('BENCH_JOBS', 3000);
 const BATCH = envInt('BENCH_JOB_BATCH', 10);
@@ -51,7 +61,15 @@ function contracts(url: string): Side {
 						const jobs = await claimJobs(pool, { job_type: type, batch_size: BATCH, worker: `w${w}` });
 						if (jobs.length === 0) return;
 						for (const job of jobs) claimed.push(Number(job.id));
-						const results = await finishJobs(pool, jobs.map((job) => ({ job_id: job.id, worker: job.locked_by, claim_token: job.claim_token, success: true })));
+						const results = await finishJobs(
+							pool,
+							jobs.map((job) => ({
+								job_id: job.id,
+								worker: job.locked_by,
+								claim_token: job.claim_token,
+								success: true,
+							})),
+						);
 						for (const r of results) {
 							if (r instanceof ContractError) errors.push(r.message);
 							else finished.push(Number(r.id));
@@ -73,8 +91,14 @@ function contracts(url: string): Side {
 				[type],
 			);
 			const db = rows[0];
-			refuseUnless(db.all === JOBS && db.done === JOBS, `contracts: ${db.done} of ${db.all} jobs succeeded once in the database (${JOBS} enqueued)`);
-			refuseUnless(db.runs === JOBS && db.good_runs === JOBS, `contracts: ${db.runs} job_runs rows, ${db.good_runs} succeeded (want ${JOBS} each)`);
+			refuseUnless(
+				db.all === JOBS && db.done === JOBS,
+				`contracts: ${db.done} of ${db.all} jobs succeeded once in the database (${JOBS} enqueued)`,
+			);
+			refuseUnless(
+				db.runs === JOBS && db.good_runs === JOBS,
+				`contracts: ${db.runs} job_runs rows, ${db.good_runs} succeeded (want ${JOBS} each)`,
+			);
 			return JOBS / seconds;
 		} finally {
 			await pool.end();
@@ -85,13 +109,20 @@ function contracts(url: string): Side {
 /** pg-boss `fetch` (batch) + `complete` (the batch's ids), `workers` concurrent loops. Returns jobs/s. */
 function pgBoss(url: string): Side {
 	return async (workers, round) => {
-		const boss = new PgBoss({ connectionString: url, max: workers + 2, supervise: false, schedule: false, migrate: true });
+		const boss = new PgBoss({
+			connectionString: url,
+			max: workers + 2,
+			supervise: false,
+			schedule: false,
+			migrate: true,
+		});
 		boss.on('error', () => undefined);
 		await boss.start();
 		const queue = `bench_w${workers}_r${round}`;
 		try {
 			await boss.createQueue(queue);
-			for (let i = 0; i < JOBS; i += 1000) await boss.insert(Array.from({ length: Math.min(1000, JOBS - i) }, () => ({ name: queue, data: {} })));
+			for (let i = 0; i < JOBS; i += 1000)
+				await boss.insert(Array.from({ length: Math.min(1000, JOBS - i) }, () => ({ name: queue, data: {} })));
 			const admin = new Pool({ connectionString: url, max: 1 });
 			try {
 				await admin.query('VACUUM ANALYZE pgboss.job');
@@ -107,21 +138,30 @@ function pgBoss(url: string): Side {
 						const jobs = await boss.fetch(queue, { batchSize: BATCH });
 						if (!jobs || jobs.length === 0) return;
 						for (const job of jobs) fetched.push(job.id);
-						const result = (await boss.complete(queue, jobs.map((j) => j.id))) as unknown as { affected: number };
+						const result = (await boss.complete(
+							queue,
+							jobs.map((j) => j.id),
+						)) as unknown as { affected: number };
 						completed += result.affected;
 					}
 				}),
 			);
 			const seconds = secondsSince(start);
 			refuseUnless(duplicates(fetched).length === 0, `pg-boss: ${duplicates(fetched).length} jobs fetched twice`);
-			refuseUnless(fetched.length === JOBS && completed === JOBS, `pg-boss: ${fetched.length} fetched, ${completed} completed of ${JOBS}`);
+			refuseUnless(
+				fetched.length === JOBS && completed === JOBS,
+				`pg-boss: ${fetched.length} fetched, ${completed} completed of ${JOBS}`,
+			);
 			const db = new Pool({ connectionString: url, max: 1 });
 			try {
 				const { rows } = await db.query<{ done: number; all: number }>(
 					"SELECT count(*) FILTER (WHERE state = 'completed' AND retry_count = 0)::int AS done, count(*)::int AS all FROM pgboss.job WHERE name = $1",
 					[queue],
 				);
-				refuseUnless(rows[0].all === JOBS && rows[0].done === JOBS, `pg-boss: ${rows[0].done} of ${rows[0].all} jobs completed once in the database`);
+				refuseUnless(
+					rows[0].all === JOBS && rows[0].done === JOBS,
+					`pg-boss: ${rows[0].done} of ${rows[0].all} jobs completed once in the database`,
+				);
 			} finally {
 				await db.end();
 			}
@@ -137,17 +177,31 @@ async function main() {
 	try {
 		const ours = contracts(db.url);
 		const boss = pgBoss(db.url);
-		const measured = await alternatingMedians(COUNTS, ROUNDS, (side, workers, round) => (side === 'ours' ? ours(workers, round) : boss(workers, round)));
+		const measured = await alternatingMedians(COUNTS, ROUNDS, (side, workers, round) =>
+			side === 'ours' ? ours(workers, round) : boss(workers, round),
+		);
 		const rows = measured.map((r) => ({ workers: r.workers, ours: r.ours, boss: r.baseline }));
-		for (const r of rows) console.log(`  ${r.workers} workers: contracts ${rate(r.ours)} jobs/s, pg-boss ${rate(r.boss)} jobs/s, ratio ${(r.ours / r.boss).toFixed(2)}x`);
-		console.log(`\njobs claimed and finished (${JOBS} jobs per measurement, batches of ${BATCH}, median of ${ROUNDS}; no job lost or done twice):`);
-		console.log('  contracts = Claim Jobs + Finish Job (one statement per batch each); pg-boss 10.4.2 = fetch + complete of the batch\n');
-		console.log(markdownTable(
-			['workers', 'contracts jobs/s', 'pg-boss jobs/s', 'contracts / pg-boss'],
-			rows.map((r) => [r.workers, rate(r.ours), rate(r.boss), `${(r.ours / r.boss).toFixed(2)}×`]),
-		));
+		for (const r of rows)
+			console.log(
+				`  ${r.workers} workers: contracts ${rate(r.ours)} jobs/s, pg-boss ${rate(r.boss)} jobs/s, ratio ${(r.ours / r.boss).toFixed(2)}x`,
+			);
+		console.log(
+			`\njobs claimed and finished (${JOBS} jobs per measurement, batches of ${BATCH}, median of ${ROUNDS}; no job lost or done twice):`,
+		);
+		console.log(
+			'  contracts = Claim Jobs + Finish Job (one statement per batch each); pg-boss 10.4.2 = fetch + complete of the batch\n',
+		);
+		console.log(
+			markdownTable(
+				['workers', 'contracts jobs/s', 'pg-boss jobs/s', 'contracts / pg-boss'],
+				rows.map((r) => [r.workers, rate(r.ours), rate(r.boss), `${(r.ours / r.boss).toFixed(2)}×`]),
+			),
+		);
 		const p2 = rows.find((r) => r.workers === 4);
-		if (p2) console.log(`\nP2 (4 workers, batches of ${BATCH}): contracts / pg-boss = ${(p2.ours / p2.boss).toFixed(2)}× (goal ≥ 1.0×)`);
+		if (p2)
+			console.log(
+				`\nP2 (4 workers, batches of ${BATCH}): contracts / pg-boss = ${(p2.ours / p2.boss).toFixed(2)}× (goal ≥ 1.0×)`,
+			);
 	} finally {
 		await db.drop();
 	}

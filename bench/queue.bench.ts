@@ -101,7 +101,6 @@ interface CpuShare {
 	workers: number;
 }
 
-
 const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 
 async function main() {
@@ -110,7 +109,8 @@ async function main() {
 		console.log(`bench:queue skipped: ${redisDown} (queue mode needs Redis; start one or set REDIS_HOST / REDIS_PORT)`);
 		return;
 	}
-	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
+	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0)
+		throw new Error('build failed');
 	const loadBefore = os.loadavg();
 	const started = performance.now();
 	const bin = harness.ensureN8n({ log });
@@ -136,7 +136,14 @@ async function main() {
 		await one.waitForWebhooks([RUNNER_HOOK]);
 
 		log(`starting the queue-mode cluster (main + 2 workers, --concurrency=${CONCURRENCY})…`);
-		const q: Cluster = await queue.createQueueCluster({ tarball, bin, serverUrl: pg.url, workers: 2, concurrency: CONCURRENCY, redis: REDIS });
+		const q: Cluster = await queue.createQueueCluster({
+			tarball,
+			bin,
+			serverUrl: pg.url,
+			workers: 2,
+			concurrency: CONCURRENCY,
+			redis: REDIS,
+		});
 		cluster = q;
 		await q.importCredentials([credential]);
 		await q.importAndPublish(workflows.files);
@@ -146,12 +153,15 @@ async function main() {
 		const urlOf = (setup: Setup) => (setup === 'single' ? singleUrl : queueUrl);
 
 		/** CPU seconds so far of [single, main, worker-1, worker-2], each with its descendants (task runners) */
-		const cpuNow = () => (CPU_AVAILABLE ? cpuSeconds([one.process?.pid, q.main.process?.pid, ...workers.map((w) => w.process?.pid)]) : []);
+		const cpuNow = () =>
+			CPU_AVAILABLE ? cpuSeconds([one.process?.pid, q.main.process?.pid, ...workers.map((w) => w.process?.pid)]) : [];
 		const cpuShare = (setup: Setup, before: number[], after: number[], units: number): CpuShare => {
 			const d = after.map((x, i) => x - (before[i] ?? 0));
 			if (d.length === 0) return { n8n: NaN, workers: NaN };
 			const ms = (seconds: number) => (1000 * seconds) / units;
-			return setup === 'single' ? { n8n: ms(d[0]), workers: 0 } : { n8n: ms(d[1]), workers: ms(d.slice(2).reduce((a, b) => a + b, 0)) };
+			return setup === 'single'
+				? { n8n: ms(d[0]), workers: 0 }
+				: { n8n: ms(d[1]), workers: ms(d.slice(2).reduce((a, b) => a + b, 0)) };
 		};
 		let tags = 0;
 		/** One measurement of both workloads on `setup`; `warm` = a short unmeasured run. */
@@ -168,7 +178,12 @@ async function main() {
 				if (fresh) wf10By[w.role] = fresh;
 			});
 			const cpu2 = cpuNow();
-			const wf90 = await measureWf90(db.pool, urlOf(setup), bot.tenantId, { jobs, runners: RUNNERS, chars: CHARS, tag: `${setup}-${tags++}` });
+			const wf90 = await measureWf90(db.pool, urlOf(setup), bot.tenantId, {
+				jobs,
+				runners: RUNNERS,
+				chars: CHARS,
+				tag: `${setup}-${tags++}`,
+			});
 			const cpu3 = cpuNow();
 			const wf10Cpu = cpuShare(setup, cpu0, cpu1, updates);
 			const wf90Cpu = cpuShare(setup, cpu2, cpu3, jobs);
@@ -181,7 +196,9 @@ async function main() {
 					wf90By[role] = (wf90By[role] ?? 0) + count;
 				}
 			}
-			log(`${warm ? 'warm-up ' : ''}${LABEL[setup]}: WF10 ${rate(wf10)} updates/s ${JSON.stringify(wf10By)}, WF90 ${rate(wf90.rate)} jobs/s ${JSON.stringify(wf90By)}`);
+			log(
+				`${warm ? 'warm-up ' : ''}${LABEL[setup]}: WF10 ${rate(wf10)} updates/s ${JSON.stringify(wf10By)}, WF90 ${rate(wf90.rate)} jobs/s ${JSON.stringify(wf90By)}`,
+			);
 			return { wf10, wf90: wf90.rate, wf10By, wf90By, wf10Cpu, wf90Cpu };
 		};
 		const workerTwoRunning = () => {
@@ -234,45 +251,118 @@ async function main() {
 		const med = (setup: Setup, k: 'wf10' | 'wf90') => median(samples[setup].map((s) => s[k]));
 		const share = (setup: Setup, k: 'wf10By' | 'wf90By') => {
 			const total: Record<string, number> = {};
-			for (const s of samples[setup]) for (const [role, n] of Object.entries(s[k])) total[role] = (total[role] ?? 0) + n;
+			for (const s of samples[setup])
+				for (const [role, n] of Object.entries(s[k])) total[role] = (total[role] ?? 0) + n;
 			const sum = Object.values(total).reduce((a, b) => a + b, 0);
-			return Object.keys(total).length ? Object.entries(total).sort().map(([role, n]) => `${role} ${Math.round((100 * n) / sum)}%`).join(', ') : '—';
+			return Object.keys(total).length
+				? Object.entries(total)
+						.sort()
+						.map(([role, n]) => `${role} ${Math.round((100 * n) / sum)}%`)
+						.join(', ')
+				: '—';
 		};
 		const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
 		const setups: Setup[] = ['single', 'queue-1w', 'queue-2w'];
-		console.log(`\nn8n 2.4.8, queue mode vs a single process, median of ${ROUNDS} mirrored round(s); every update and job stored/run exactly once (counted in PostgreSQL):`);
-		console.log(`  WF10: ${UPDATES} distinct updates per measurement, ${CLIENTS} concurrent senders (shipped WF10, saving off)`);
-		console.log(`  WF90: ${JOBS} document_chunk jobs of ${CHARS} characters per measurement, ${RUNNERS} runner loops, ${BATCH} jobs per claim (WF40 per job)`);
-		console.log(`  workers: n8n worker --concurrency=${CONCURRENCY}; load average before the run ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (${os.cpus().length} cores)\n`);
-		console.log(markdownTable(
-			['setup', 'WF10 updates/s', 'WF90 jobs/s', 'WF10 executions by worker', 'WF90 jobs by worker'],
-			setups.map((s) => [LABEL[s], rate(med(s, 'wf10')), rate(med(s, 'wf90')), share(s, 'wf10By'), share(s, 'wf90By')]),
-		));
+		console.log(
+			`\nn8n 2.4.8, queue mode vs a single process, median of ${ROUNDS} mirrored round(s); every update and job stored/run exactly once (counted in PostgreSQL):`,
+		);
+		console.log(
+			`  WF10: ${UPDATES} distinct updates per measurement, ${CLIENTS} concurrent senders (shipped WF10, saving off)`,
+		);
+		console.log(
+			`  WF90: ${JOBS} document_chunk jobs of ${CHARS} characters per measurement, ${RUNNERS} runner loops, ${BATCH} jobs per claim (WF40 per job)`,
+		);
+		console.log(
+			`  workers: n8n worker --concurrency=${CONCURRENCY}; load average before the run ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${os
+				.loadavg()
+				.map((l) => l.toFixed(2))
+				.join(' ')} (${os.cpus().length} cores)\n`,
+		);
+		console.log(
+			markdownTable(
+				['setup', 'WF10 updates/s', 'WF90 jobs/s', 'WF10 executions by worker', 'WF90 jobs by worker'],
+				setups.map((s) => [
+					LABEL[s],
+					rate(med(s, 'wf10')),
+					rate(med(s, 'wf90')),
+					share(s, 'wf10By'),
+					share(s, 'wf90By'),
+				]),
+			),
+		);
 		console.log('');
-		console.log(markdownTable(
-			['ratio', 'WF10', 'WF90'],
-			[
-				['queue 1 worker / single', ratio(med('queue-1w', 'wf10'), med('single', 'wf10')), ratio(med('queue-1w', 'wf90'), med('single', 'wf90'))],
-				['queue 2 workers / single', ratio(med('queue-2w', 'wf10'), med('single', 'wf10')), ratio(med('queue-2w', 'wf90'), med('single', 'wf90'))],
-				['queue 2 workers / 1 worker', ratio(med('queue-2w', 'wf10'), med('queue-1w', 'wf10')), ratio(med('queue-2w', 'wf90'), med('queue-1w', 'wf90'))],
-			],
-		));
+		console.log(
+			markdownTable(
+				['ratio', 'WF10', 'WF90'],
+				[
+					[
+						'queue 1 worker / single',
+						ratio(med('queue-1w', 'wf10'), med('single', 'wf10')),
+						ratio(med('queue-1w', 'wf90'), med('single', 'wf90')),
+					],
+					[
+						'queue 2 workers / single',
+						ratio(med('queue-2w', 'wf10'), med('single', 'wf10')),
+						ratio(med('queue-2w', 'wf90'), med('single', 'wf90')),
+					],
+					[
+						'queue 2 workers / 1 worker',
+						ratio(med('queue-2w', 'wf10'), med('queue-1w', 'wf10')),
+						ratio(med('queue-2w', 'wf90'), med('queue-1w', 'wf90')),
+					],
+				],
+			),
+		);
 		if (CPU_AVAILABLE) {
-			const cpu = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu', part: keyof CpuShare) => median(samples[setup].map((x) => x[k][part]));
-			const cell = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu', part: keyof CpuShare) => (setup === 'single' && part === 'workers' ? '—' : cpu(setup, k, part).toFixed(1));
-			const total = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu') => (cpu(setup, k, 'n8n') + cpu(setup, k, 'workers')).toFixed(1);
-			console.log('\nCPU ms per WF10 update and per WF90 job (n8n processes and their task runners, from /proc; PostgreSQL, Redis and the senders not counted,');
-			console.log("so queue mode's writes to n8n's own database (PostgreSQL) are not counted while the single process's (its SQLite, in process) are):\n");
-			console.log(markdownTable(
-				['setup', 'WF10: single / main', 'WF10: workers', 'WF10: all n8n', 'WF90: single / main', 'WF90: workers', 'WF90: all n8n'],
-				setups.map((s) => [LABEL[s], cell(s, 'wf10Cpu', 'n8n'), cell(s, 'wf10Cpu', 'workers'), total(s, 'wf10Cpu'), cell(s, 'wf90Cpu', 'n8n'), cell(s, 'wf90Cpu', 'workers'), total(s, 'wf90Cpu')]),
-			));
-			const mainMs = (k: 'wf10Cpu' | 'wf90Cpu') => median([...samples['queue-1w'], ...samples['queue-2w']].map((x) => x[k].n8n));
-			console.log(`\n  queue-mode main spends ${mainMs('wf10Cpu').toFixed(1)} ms CPU per WF10 update and ${mainMs('wf90Cpu').toFixed(1)} ms per WF90 job: with a core of its own one main (one Node.js thread)`);
-			console.log(`  tops out near ${rate(1000 / mainMs('wf10Cpu'))} updates/s and ${rate(1000 / mainMs('wf90Cpu'))} jobs/s, whatever the number of workers (webhook intake scales with \`n8n webhook\` processes, not workers)`);
-			console.log(`  idle (5 s, nothing sent): single ${idle[0].toFixed(0)}, main ${idle[1].toFixed(0)}, worker-1 ${idle[2].toFixed(0)}, worker-2 ${idle[3].toFixed(0)} ms CPU per second`);
+			const cpu = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu', part: keyof CpuShare) =>
+				median(samples[setup].map((x) => x[k][part]));
+			const cell = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu', part: keyof CpuShare) =>
+				setup === 'single' && part === 'workers' ? '—' : cpu(setup, k, part).toFixed(1);
+			const total = (setup: Setup, k: 'wf10Cpu' | 'wf90Cpu') =>
+				(cpu(setup, k, 'n8n') + cpu(setup, k, 'workers')).toFixed(1);
+			console.log(
+				'\nCPU ms per WF10 update and per WF90 job (n8n processes and their task runners, from /proc; PostgreSQL, Redis and the senders not counted,',
+			);
+			console.log(
+				"so queue mode's writes to n8n's own database (PostgreSQL) are not counted while the single process's (its SQLite, in process) are):\n",
+			);
+			console.log(
+				markdownTable(
+					[
+						'setup',
+						'WF10: single / main',
+						'WF10: workers',
+						'WF10: all n8n',
+						'WF90: single / main',
+						'WF90: workers',
+						'WF90: all n8n',
+					],
+					setups.map((s) => [
+						LABEL[s],
+						cell(s, 'wf10Cpu', 'n8n'),
+						cell(s, 'wf10Cpu', 'workers'),
+						total(s, 'wf10Cpu'),
+						cell(s, 'wf90Cpu', 'n8n'),
+						cell(s, 'wf90Cpu', 'workers'),
+						total(s, 'wf90Cpu'),
+					]),
+				),
+			);
+			const mainMs = (k: 'wf10Cpu' | 'wf90Cpu') =>
+				median([...samples['queue-1w'], ...samples['queue-2w']].map((x) => x[k].n8n));
+			console.log(
+				`\n  queue-mode main spends ${mainMs('wf10Cpu').toFixed(1)} ms CPU per WF10 update and ${mainMs('wf90Cpu').toFixed(1)} ms per WF90 job: with a core of its own one main (one Node.js thread)`,
+			);
+			console.log(
+				`  tops out near ${rate(1000 / mainMs('wf10Cpu'))} updates/s and ${rate(1000 / mainMs('wf90Cpu'))} jobs/s, whatever the number of workers (webhook intake scales with \`n8n webhook\` processes, not workers)`,
+			);
+			console.log(
+				`  idle (5 s, nothing sent): single ${idle[0].toFixed(0)}, main ${idle[1].toFixed(0)}, worker-1 ${idle[2].toFixed(0)}, worker-2 ${idle[3].toFixed(0)} ms CPU per second`,
+			);
 		}
-		console.log(`\n  n8n executions started by two workers: ${twice}; executions main ran itself: ${mainRan}; bench wall time ${Math.round((performance.now() - started) / 1000)} s`);
+		console.log(
+			`\n  n8n executions started by two workers: ${twice}; executions main ran itself: ${mainRan}; bench wall time ${Math.round((performance.now() - started) / 1000)} s`,
+		);
 	} finally {
 		const keep = process.env.BENCH_QUEUE_TRANSCRIPTS;
 		if (keep) fs.mkdirSync(keep, { recursive: true });

@@ -49,7 +49,13 @@ export function runnerCopy(batch: number) {
 					typeVersion: 2.1,
 					position: n.position,
 					webhookId: '9e900000-0000-4000-8000-0000000000c1',
-					parameters: { httpMethod: 'POST', path: RUNNER_HOOK, responseMode: 'lastNode', responseData: 'allEntries', options: {} },
+					parameters: {
+						httpMethod: 'POST',
+						path: RUNNER_HOOK,
+						responseMode: 'lastNode',
+						responseData: 'allEntries',
+						options: {},
+					},
 				};
 			}
 			if (n.name === 'Runner Settings') {
@@ -62,7 +68,9 @@ export function runnerCopy(batch: number) {
 			}
 			return n;
 		});
-	const connections = Object.fromEntries(Object.entries(wf90.connections as Record<string, unknown>).filter(([from]) => !dropped.has(from)));
+	const connections = Object.fromEntries(
+		Object.entries(wf90.connections as Record<string, unknown>).filter(([from]) => !dropped.has(from)),
+	);
 	return { ...wf90, id: RUNNER_ID, name: 'WF90 — Job Runner (queue bench copy)', nodes, connections };
 }
 
@@ -75,7 +83,12 @@ export function writeBenchWorkflows(batch: number): { files: string[]; remove():
 	const runner = path.join(dir, `${RUNNER_ID}.json`);
 	fs.writeFileSync(runner, JSON.stringify(runnerCopy(batch)));
 	return {
-		files: [...['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)), runner],
+		files: [
+			...['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF40_chunker.json'].map((f) =>
+				path.join(WORKFLOWS, f),
+			),
+			runner,
+		],
 		remove: () => fs.rmSync(dir, { recursive: true, force: true }),
 	};
 }
@@ -113,16 +126,23 @@ export async function measureWf10(pool: Pool, baseUrl: string, bot: Bot, n: numb
 	});
 	const seconds = secondsSince(start);
 	const bad = answers.filter((a) => a.status !== 200 || a.duplicate !== false);
-	refuseUnless(bad.length === 0, `WF10: ${bad.length} of ${n} answers were not a 200 first delivery (first: HTTP ${bad[0]?.status} ${bad[0]?.text.slice(0, 200)})`);
+	refuseUnless(
+		bad.length === 0,
+		`WF10: ${bad.length} of ${n} answers were not a 200 first delivery (first: HTTP ${bad[0]?.status} ${bad[0]?.text.slice(0, 200)})`,
+	);
 	const after = await ingestCounts(pool);
 	for (const k of Object.keys(after) as Array<keyof typeof after>) {
-		refuseUnless(after[k] - before[k] === n, `WF10: ${n} updates answered 200 but ${k} grew by ${after[k] - before[k]}`);
+		refuseUnless(
+			after[k] - before[k] === n,
+			`WF10: ${n} updates answered 200 but ${k} grew by ${after[k] - before[k]}`,
+		);
 	}
 	return n / seconds;
 }
 
 async function ingestCounts(pool: Pool): Promise<{ raw: number; keys: number; jobs: number; distinct_jobs: number }> {
-	const { rows } = await pool.query(`SELECT (SELECT count(*) FROM raw.telegram_updates)::int AS raw, (SELECT count(*) FROM raw.telegram_update_keys)::int AS keys,
+	const { rows } =
+		await pool.query(`SELECT (SELECT count(*) FROM raw.telegram_updates)::int AS raw, (SELECT count(*) FROM raw.telegram_update_keys)::int AS keys,
 		(SELECT count(*) FROM ops.jobs WHERE job_type <> 'document_chunk')::int AS jobs,
 		(SELECT count(DISTINCT dedup_key) FROM ops.jobs WHERE job_type <> 'document_chunk')::int AS distinct_jobs`);
 	return rows[0];
@@ -130,7 +150,10 @@ async function ingestCounts(pool: Pool): Promise<{ raw: number; keys: number; jo
 
 /** `count` extracted documents of `chars` characters and one queued document_chunk job each; returns the job ids. */
 async function chunkJobs(pool: Pool, tenantId: string, count: number, chars: number, tag: string): Promise<number[]> {
-	const text = Array.from({ length: Math.ceil(chars / 30) }, (_, i) => `sentence ${i} about queues. `).join('').slice(0, chars).trimEnd();
+	const text = Array.from({ length: Math.ceil(chars / 30) }, (_, i) => `sentence ${i} about queues. `)
+		.join('')
+		.slice(0, chars)
+		.trimEnd();
 	const { rows } = await pool.query(
 		`WITH d AS (
 		   INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status)
@@ -169,7 +192,11 @@ export async function measureWf90(
 		Array.from({ length: runners }, async () => {
 			// every run that claims something finishes ≥ 1 job: `jobs` + 1 POSTs per loop is a hard upper bound
 			for (let posts = 0; posts <= jobs; posts++) {
-				const res = await fetch(`${baseUrl}/webhook/${RUNNER_HOOK}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+				const res = await fetch(`${baseUrl}/webhook/${RUNNER_HOOK}`, {
+					method: 'POST',
+					headers: { 'content-type': 'application/json' },
+					body: '{}',
+				});
 				const text = await res.text();
 				let body: unknown;
 				try {
@@ -177,7 +204,10 @@ export async function measureWf90(
 				} catch {
 					body = text;
 				}
-				refuseUnless(res.status === 200 && Array.isArray(body), `WF90: a runner answered HTTP ${res.status} ${text.slice(0, 200)}`);
+				refuseUnless(
+					res.status === 200 && Array.isArray(body),
+					`WF90: a runner answered HTTP ${res.status} ${text.slice(0, 200)}`,
+				);
 				if ((body as unknown[]).length === 0) return;
 			}
 		}),
@@ -188,13 +218,19 @@ export async function measureWf90(
 		[jobIds],
 	);
 	const done = status.find((s) => s.status === 'succeeded' && s.attempts === 1)?.n ?? 0;
-	refuseUnless(done === jobs, `WF90: ${done} of ${jobs} jobs succeeded on the first attempt (${JSON.stringify(status)})`);
+	refuseUnless(
+		done === jobs,
+		`WF90: ${done} of ${jobs} jobs succeeded on the first attempt (${JSON.stringify(status)})`,
+	);
 	const { rows: runs } = await pool.query<{ job_id: string; status: string; attempt: number; worker: string }>(
 		'SELECT job_id::text, status, attempt, worker FROM ops.job_runs WHERE job_id = ANY($1)',
 		[jobIds],
 	);
 	const good = runs.filter((r) => r.status === 'succeeded' && r.attempt === 1);
-	refuseUnless(runs.length === jobs && good.length === jobs && new Set(good.map((r) => r.job_id)).size === jobs, `WF90: ${runs.length} job_runs rows, ${good.length} succeeded first attempts for ${jobs} jobs`);
+	refuseUnless(
+		runs.length === jobs && good.length === jobs && new Set(good.map((r) => r.job_id)).size === jobs,
+		`WF90: ${runs.length} job_runs rows, ${good.length} succeeded first attempts for ${jobs} jobs`,
+	);
 	const { rows: chunked } = await pool.query<{ docs: number; shapes: number; complete: boolean }>(
 		`SELECT count(*)::int AS docs, count(DISTINCT per.n)::int AS shapes, bool_and(per.last_end = length(d.text)) AS complete
 		 FROM ops.jobs j JOIN content.documents d ON d.id = (j.payload->>'document_id')::bigint
@@ -202,7 +238,10 @@ export async function measureWf90(
 		 WHERE j.id = ANY($1)`,
 		[jobIds],
 	);
-	refuseUnless(chunked[0].docs === jobs && chunked[0].shapes === 1 && chunked[0].complete === true, `WF90: documents not chunked once and completely (${JSON.stringify(chunked[0])})`);
+	refuseUnless(
+		chunked[0].docs === jobs && chunked[0].shapes === 1 && chunked[0].complete === true,
+		`WF90: documents not chunked once and completely (${JSON.stringify(chunked[0])})`,
+	);
 	const jobsPerExecution = new Map<string, number>();
 	for (const r of good) {
 		const id = r.worker.replace(/^wf90-/, '');

@@ -16,7 +16,8 @@ export function envInt(name: string, fallback: number): number {
 export function workerCounts(): number[] {
 	const raw = process.env.BENCH_WORKER_COUNTS ?? '1,2,4,8';
 	const counts = raw.split(',').map((s) => Number(s.trim()));
-	if (counts.length === 0 || counts.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`BENCH_WORKER_COUNTS must list positive integers, got ${raw}`);
+	if (counts.length === 0 || counts.some((n) => !Number.isInteger(n) || n < 1))
+		throw new Error(`BENCH_WORKER_COUNTS must list positive integers, got ${raw}`);
 	return counts;
 }
 

@@ -50,9 +50,18 @@ const query = vector();
 /** tenant, model, user 2 a member of -100 and -200, user 3 of -200 only; returns the model id and the two document ids */
 async function schema(db: Db) {
 	await db.query("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'bench')", [TENANT]);
-	const model = Number((await db.query("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('bench', 'm', 1536) RETURNING id")).rows[0].id);
-	await db.query("INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status, is_member) VALUES ($1, -100, 2, 'member', true), ($1, -200, 2, 'member', true), ($1, -200, 3, 'member', true)", [TENANT]);
-	const docs = await db.query("INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status) VALUES ($1, 'url', 'a', -100, 'group', 'x', 'done'), ($1, 'url', 'b', -200, 'group', 'x', 'done') RETURNING id", [TENANT]);
+	const model = Number(
+		(await db.query("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('bench', 'm', 1536) RETURNING id"))
+			.rows[0].id,
+	);
+	await db.query(
+		"INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status, is_member) VALUES ($1, -100, 2, 'member', true), ($1, -200, 2, 'member', true), ($1, -200, 3, 'member', true)",
+		[TENANT],
+	);
+	const docs = await db.query(
+		"INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status) VALUES ($1, 'url', 'a', -100, 'group', 'x', 'done'), ($1, 'url', 'b', -200, 'group', 'x', 'done') RETURNING id",
+		[TENANT],
+	);
 	return { model, big: Number(docs.rows[0].id), small: Number(docs.rows[1].id) };
 }
 
@@ -60,8 +69,16 @@ async function schema(db: Db) {
 async function grow(db: Db, ids: { model: number; big: number; small: number }, from: number, total: number) {
 	for (let i = from; i < total; i += 1000) {
 		const n = Math.min(1000, total - i);
-		const { rows } = await db.query("INSERT INTO kg.chunks (tenant_id, document_id, chunk_no, text, char_start, char_end, text_sha256) SELECT $1, CASE WHEN g % 100 = 0 THEN $2::bigint ELSE $3::bigint END, g, 'chunk ' || g, 0, 1, 'h' FROM generate_series($4::int, $5::int) g RETURNING id", [TENANT, ids.small, ids.big, i, i + n - 1]);
-		await upsertEmbeddings(db, TENANT, ids.model, rows.map((r) => ({ chunk_id: Number(r.id), vector: vector(), chunk_sha256: 'h' })));
+		const { rows } = await db.query(
+			"INSERT INTO kg.chunks (tenant_id, document_id, chunk_no, text, char_start, char_end, text_sha256) SELECT $1, CASE WHEN g % 100 = 0 THEN $2::bigint ELSE $3::bigint END, g, 'chunk ' || g, 0, 1, 'h' FROM generate_series($4::int, $5::int) g RETURNING id",
+			[TENANT, ids.small, ids.big, i, i + n - 1],
+		);
+		await upsertEmbeddings(
+			db,
+			TENANT,
+			ids.model,
+			rows.map((r) => ({ chunk_id: Number(r.id), vector: vector(), chunk_sha256: 'h' })),
+		);
 	}
 }
 
@@ -78,8 +95,20 @@ async function median(fn: () => Promise<unknown>, runs: number): Promise<number>
 }
 
 async function measure(db: Db, model: number, runs: number): Promise<[number, number]> {
-	const params = (user: string): SearchParams => ({ tenant_id: TENANT, model_id: model, vector: query, user, admin: false, k: 5, channel: 'dm', chat: null });
-	return [await median(() => searchChunks(db, params('2')), runs), await median(() => searchChunks(db, params('3')), runs)];
+	const params = (user: string): SearchParams => ({
+		tenant_id: TENANT,
+		model_id: model,
+		vector: query,
+		user,
+		admin: false,
+		k: 5,
+		channel: 'dm',
+		chat: null,
+	});
+	return [
+		await median(() => searchChunks(db, params('2')), runs),
+		await median(() => searchChunks(db, params('3')), runs),
+	];
 }
 
 async function exact({ sizes, runs }: SearchBenchOptions, results: SearchResult[]) {
@@ -112,9 +141,13 @@ async function hnsw({ sizes, hnswMax, runs }: SearchBenchOptions, results: Searc
 			await vdb.db.query('DROP INDEX kg.chunk_embeddings_1536_hnsw');
 			await grow(vdb.pool, ids, 0, size);
 			const t = performance.now();
-			await vdb.db.query('CREATE INDEX chunk_embeddings_1536_hnsw ON kg.chunk_embeddings_1536 USING hnsw (embedding vector_cosine_ops)');
+			await vdb.db.query(
+				'CREATE INDEX chunk_embeddings_1536_hnsw ON kg.chunk_embeddings_1536 USING hnsw (embedding vector_cosine_ops)',
+			);
 			await vdb.db.query('ANALYZE');
-			process.stderr.write(`hnsw: index over ${size} chunks built in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+			process.stderr.write(
+				`hnsw: index over ${size} chunks built in ${((performance.now() - t) / 1000).toFixed(1)} s\n`,
+			);
 			const route = await vectorRoute(vdb.pool);
 			const [all, onePercent] = await measure(vdb.pool, ids.model, runs);
 			results.push({ route: `pgvector ${route.pgvector_version} HNSW, iterative (PGlite)`, size, all, onePercent });
@@ -137,9 +170,14 @@ export function searchTable(results: SearchResult[], { sizes, hnswMax, runs }: S
 	const lines = [`search ms (median of ${runs}), k = 5, 1536 dims`, 'route | chunks | asker sees all | asker sees 1%'];
 	for (const r of results) lines.push(`${r.route} | ${r.size} | ${r.all.toFixed(1)} | ${r.onePercent.toFixed(1)}`);
 	const skipped = sizes.filter((s) => s > hnswMax);
-	if (skipped.length) lines.push(`pgvector HNSW (PGlite) | ${skipped.join(', ')} | not measured: the index build in PGlite's WASM takes about a minute per 10k rows (BENCH_HNSW_MAX=${hnswMax})`);
+	if (skipped.length)
+		lines.push(
+			`pgvector HNSW (PGlite) | ${skipped.join(', ')} | not measured: the index build in PGlite's WASM takes about a minute per 10k rows (BENCH_HNSW_MAX=${hnswMax})`,
+		);
 	const under = results.filter((r) => r.route.startsWith('exact') && r.all < 200).map((r) => r.size);
-	lines.push(`exact route under 200 ms with every chunk visible: up to ${under.length ? Math.max(...under) : 'none'} of the sizes measured`);
+	lines.push(
+		`exact route under 200 ms with every chunk visible: up to ${under.length ? Math.max(...under) : 'none'} of the sizes measured`,
+	);
 	return lines;
 }
 

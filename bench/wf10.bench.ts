@@ -88,7 +88,10 @@ async function savedExecutions(folder: string, bin: string): Promise<Map<string,
 	const db = new sqlite3.Database(path.join(folder, '.n8n', 'database.sqlite'), sqlite3.OPEN_READONLY);
 	try {
 		const rows: { workflowId: string; n: number }[] = await new Promise((resolve, reject) =>
-			db.all('SELECT workflowId, count(*) AS n FROM execution_entity GROUP BY workflowId', (error: Error | null, r: never[]) => (error ? reject(error) : resolve(r))),
+			db.all(
+				'SELECT workflowId, count(*) AS n FROM execution_entity GROUP BY workflowId',
+				(error: Error | null, r: never[]) => (error ? reject(error) : resolve(r)),
+			),
 		);
 		return new Map(rows.map((r) => [r.workflowId, Number(r.n)]));
 	} finally {
@@ -97,37 +100,60 @@ async function savedExecutions(folder: string, bin: string): Promise<Map<string,
 }
 
 async function main() {
-	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
+	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0)
+		throw new Error('build failed');
 	const db = await setupDatabase();
 	const bot = await seedBot(db.pool, 'bench_bot', 'bench-Secret_1');
 	const bin = harness.ensureN8n({ log: console.log });
 	const instance = harness.createInstance({ tarball: harness.packPackage(), bin });
 	try {
 		const ours = harness.postgresCredential(db.url);
-		await instance.importCredentials([ours, { id: 'pgBuiltin01', name: 'Built-in PostgreSQL', type: 'postgres', data: { ...ours.data, allowUnauthorizedCerts: false } }]);
+		await instance.importCredentials([
+			ours,
+			{
+				id: 'pgBuiltin01',
+				name: 'Built-in PostgreSQL',
+				type: 'postgres',
+				data: { ...ours.data, allowUnauthorizedCerts: false },
+			},
+		]);
 		const copies = fs.mkdtempSync(path.join(instance.folder, 'bench-'));
 		const variants: Variant[] = [];
 		const files = [path.join(ROOT, 'workflows-json', 'WF99_global_err_handler.json')];
 		for (const s of SHIPPED) {
 			const shipped = JSON.parse(fs.readFileSync(s.file, 'utf8'));
-			if (shipped.settings?.saveDataSuccessExecution !== 'none') throw new Error(`${s.file}: settings.saveDataSuccessExecution is not "none"`);
+			if (shipped.settings?.saveDataSuccessExecution !== 'none')
+				throw new Error(`${s.file}: settings.saveDataSuccessExecution is not "none"`);
 			const copy = defaultSavingCopy(s.file, copies);
 			files.push(s.file, copy.file);
 			variants.push({ name: s.name, saving: 'off', hook: hookOf(shipped), workflowId: shipped.id, stores: s.stores });
 			variants.push({ name: s.name, saving: 'default', hook: copy.hook, workflowId: copy.id, stores: s.stores });
 		}
 		await instance.importAndPublish(files);
-		const url = await instance.start({ env: { NODE_FUNCTION_ALLOW_BUILTIN: 'crypto', EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false', N8N_LOG_LEVEL: 'info' } });
+		const url = await instance.start({
+			env: {
+				NODE_FUNCTION_ALLOW_BUILTIN: 'crypto',
+				EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false',
+				N8N_LOG_LEVEL: 'info',
+			},
+		});
 		await instance.waitForWebhooks(variants.map((v) => v.hook));
 
 		const counts = async () =>
-			(await db.pool.query(`SELECT (SELECT count(*) FROM raw.telegram_updates)::int AS raw, (SELECT count(*) FROM raw.telegram_update_keys)::int AS keys,
-				(SELECT count(*) FROM ops.jobs)::int AS jobs, (SELECT count(DISTINCT dedup_key) FROM ops.jobs)::int AS distinct_jobs`)).rows[0] as Record<string, number>;
+			(
+				await db.pool
+					.query(`SELECT (SELECT count(*) FROM raw.telegram_updates)::int AS raw, (SELECT count(*) FROM raw.telegram_update_keys)::int AS keys,
+				(SELECT count(*) FROM ops.jobs)::int AS jobs, (SELECT count(DISTINCT dedup_key) FROM ops.jobs)::int AS distinct_jobs`)
+			).rows[0] as Record<string, number>;
 		const sent = new Map<string, number>();
 		const dbName = new URL(db.url).pathname.slice(1);
 		const cpuOf = new Map<Variant, CpuReading[]>();
 		// CPU ms per update of n8n (main + task runner), the PostgreSQL backends of this database, and this client
-		const cpuGroups = async () => ({ n8n: processTree(instance.process.pid), postgres: await backendPids(db.pool, dbName), client: [process.pid] });
+		const cpuGroups = async () => ({
+			n8n: processTree(instance.process.pid),
+			postgres: await backendPids(db.pool, dbName),
+			client: [process.pid],
+		});
 		const run = async (v: Variant, n: number) => {
 			const updates = Array.from({ length: n }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
 			const before = await counts();
@@ -142,7 +168,8 @@ async function main() {
 				});
 				const text = await res.text();
 				if (process.env.BENCH_DEBUG) console.log(v.hook, res.status, text.slice(0, 300));
-				if (res.status === 200 && v.stores && JSON.parse(text).duplicate !== false) throw new Error(`${v.hook}: a new update answered as a duplicate: ${text}`);
+				if (res.status === 200 && v.stores && JSON.parse(text).duplicate !== false)
+					throw new Error(`${v.hook}: a new update answered as a duplicate: ${text}`);
 				return res.status;
 			});
 			const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -153,7 +180,10 @@ async function main() {
 			const after = await counts();
 			const want = v.stores ? n : 0;
 			for (const k of ['raw', 'keys', 'jobs', 'distinct_jobs']) {
-				if (after[k] - before[k] !== want) throw new Error(`${v.hook}: ${n} updates answered 200 but ${k} grew by ${after[k] - before[k]} (want ${want})`);
+				if (after[k] - before[k] !== want)
+					throw new Error(
+						`${v.hook}: ${n} updates answered 200 but ${k} grew by ${after[k] - before[k]} (want ${want})`,
+					);
 			}
 			sent.set(v.workflowId, (sent.get(v.workflowId) ?? 0) + n);
 			return n / seconds;
@@ -162,33 +192,54 @@ async function main() {
 		for (const v of variants) await run(v, 40);
 		cpuOf.clear();
 		const rates = new Map<Variant, number[]>(variants.map((v) => [v, []]));
-		for (let round = 0; round < ROUNDS; round++) for (const v of variants) rates.get(v)!.push(await run(v, Math.round(UPDATES / ROUNDS)));
+		for (let round = 0; round < ROUNDS; round++)
+			for (const v of variants) rates.get(v)!.push(await run(v, Math.round(UPDATES / ROUNDS)));
 
 		// Each "default saving" copy saved every execution; each shipped workflow saved none (all succeeded).
 		const saved = await savedExecutions(instance.folder, bin);
 		for (const v of variants) {
 			const got = saved.get(v.workflowId) ?? 0;
 			const want = v.saving === 'default' ? sent.get(v.workflowId)! : 0;
-			if (got !== want) throw new Error(`${v.hook} (${v.saving} saving): n8n saved ${got} executions, expected ${want}`);
+			if (got !== want)
+				throw new Error(`${v.hook} (${v.saving} saving): n8n saved ${got} executions, expected ${want}`);
 		}
 
 		const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-		const rate = (name: Variant['name'], saving: Variant['saving']) => median(rates.get(variants.find((v) => v.name === name && v.saving === saving)!)!);
-		console.log(`\nWF10 updates/s through the n8n 2.4.8 webhook, ${CLIENTS} concurrent clients, median of ${ROUNDS} interleaved rounds of ${Math.round(UPDATES / ROUNDS)}:`);
+		const rate = (name: Variant['name'], saving: Variant['saving']) =>
+			median(rates.get(variants.find((v) => v.name === name && v.saving === saving)!)!);
+		console.log(
+			`\nWF10 updates/s through the n8n 2.4.8 webhook, ${CLIENTS} concurrent clients, median of ${ROUNDS} interleaved rounds of ${Math.round(UPDATES / ROUNDS)}:`,
+		);
 		console.log('                                                   saving off   default saving');
-		const row = (label: string, name: Variant['name']) => console.log(`  ${label.padEnd(48)} ${rate(name, 'off').toFixed(1).padStart(9)}  ${rate(name, 'default').toFixed(1).padStart(15)}`);
+		const row = (label: string, name: Variant['name']) =>
+			console.log(
+				`  ${label.padEnd(48)} ${rate(name, 'off').toFixed(1).padStart(9)}  ${rate(name, 'default').toFixed(1).padStart(15)}`,
+			);
 		row('ours (Webhook → Telegram Ingest, answering)', 'ours');
 		row('ours+respond (… → Respond to Webhook)', 'ours+respond');
 		row('builtin (Postgres + Code + Postgres nodes)', 'builtin');
 		row('floor (Webhook → No Op → Respond)', 'floor');
 		row('floor+errors (… + the seed-002 error branch)', 'floor+errors');
-		const ratio = (a: Variant['name'], b: Variant['name'], saving: Variant['saving']) => (rate(a, saving) / rate(b, saving)).toFixed(2);
-		console.log(`  ${'ratio ours / floor (goal ≥ 0.9)'.padEnd(48)} ${ratio('ours', 'floor', 'off').padStart(8)}x  ${ratio('ours', 'floor', 'default').padStart(14)}x`);
-		console.log(`  ${'ratio ours / floor+errors (WF10\'s whole shape)'.padEnd(48)} ${ratio('ours', 'floor+errors', 'off').padStart(8)}x  ${ratio('ours', 'floor+errors', 'default').padStart(14)}x`);
-		console.log(`  ${'ratio ours+respond / floor (same shape)'.padEnd(48)} ${ratio('ours+respond', 'floor', 'off').padStart(8)}x  ${ratio('ours+respond', 'floor', 'default').padStart(14)}x`);
-		console.log(`  ${'ratio ours / builtin'.padEnd(48)} ${ratio('ours', 'builtin', 'off').padStart(8)}x  ${ratio('ours', 'builtin', 'default').padStart(14)}x`);
-		console.log('\nCPU ms per update (median of the rounds; n8n = main + task runner, postgres = the backends of the bench database):');
-		console.log('                                                   saving off: n8n  postgres  client   default: n8n  postgres  client');
+		const ratio = (a: Variant['name'], b: Variant['name'], saving: Variant['saving']) =>
+			(rate(a, saving) / rate(b, saving)).toFixed(2);
+		console.log(
+			`  ${'ratio ours / floor (goal ≥ 0.9)'.padEnd(48)} ${ratio('ours', 'floor', 'off').padStart(8)}x  ${ratio('ours', 'floor', 'default').padStart(14)}x`,
+		);
+		console.log(
+			`  ${"ratio ours / floor+errors (WF10's whole shape)".padEnd(48)} ${ratio('ours', 'floor+errors', 'off').padStart(8)}x  ${ratio('ours', 'floor+errors', 'default').padStart(14)}x`,
+		);
+		console.log(
+			`  ${'ratio ours+respond / floor (same shape)'.padEnd(48)} ${ratio('ours+respond', 'floor', 'off').padStart(8)}x  ${ratio('ours+respond', 'floor', 'default').padStart(14)}x`,
+		);
+		console.log(
+			`  ${'ratio ours / builtin'.padEnd(48)} ${ratio('ours', 'builtin', 'off').padStart(8)}x  ${ratio('ours', 'builtin', 'default').padStart(14)}x`,
+		);
+		console.log(
+			'\nCPU ms per update (median of the rounds; n8n = main + task runner, postgres = the backends of the bench database):',
+		);
+		console.log(
+			'                                                   saving off: n8n  postgres  client   default: n8n  postgres  client',
+		);
 		const cpuMedian = (v: Variant, k: string) => {
 			const xs = (cpuOf.get(v) ?? []).map((r) => r[k]).filter((x): x is number => typeof x === 'number');
 			return xs.length ? median(xs) : null;
@@ -196,11 +247,17 @@ async function main() {
 		for (const name of ['ours', 'ours+respond', 'builtin', 'floor', 'floor+errors'] as const) {
 			const cells = (['off', 'default'] as const).flatMap((saving) => {
 				const v = variants.find((x) => x.name === name && x.saving === saving)!;
-				return [ms(cpuMedian(v, 'n8n')).padStart(9), ms(cpuMedian(v, 'postgres')).padStart(9), ms(cpuMedian(v, 'client')).padStart(7)];
+				return [
+					ms(cpuMedian(v, 'n8n')).padStart(9),
+					ms(cpuMedian(v, 'postgres')).padStart(9),
+					ms(cpuMedian(v, 'client')).padStart(7),
+				];
 			});
 			console.log(`  ${name.padEnd(47)} ${cells.slice(0, 3).join(' ')}   ${cells.slice(3).join(' ')}`);
 		}
-		console.log(`  (every update stored once with one job; saving checked: ${[...sent.values()].reduce((a, b) => a + b, 0)} requests)`);
+		console.log(
+			`  (every update stored once with one job; saving checked: ${[...sent.values()].reduce((a, b) => a + b, 0)} requests)`,
+		);
 	} finally {
 		await instance.stop();
 		instance.remove();

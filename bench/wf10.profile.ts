@@ -51,7 +51,9 @@ function label(frame: ProfileNode['callFrame']): string {
 function library(url: string): string {
 	if (!url) return '(native/gc/idle)';
 	if (url.includes(OURS)) return 'n8n-nodes-contracts';
-	const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url.slice(url.lastIndexOf('node_modules/') - 1 >= 0 ? url.lastIndexOf('node_modules/') : 0));
+	const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(
+		url.slice(url.lastIndexOf('node_modules/') - 1 >= 0 ? url.lastIndexOf('node_modules/') : 0),
+	);
 	if (m) return m[1];
 	if (url.startsWith('node:')) return url;
 	return 'other';
@@ -117,12 +119,16 @@ async function main() {
 	}
 	// PROFILE_TARBALL: profile another build of the package (e.g. `npm pack` of an older commit) instead.
 	const tarball = process.env.PROFILE_TARBALL || undefined;
-	if (!tarball && spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
+	if (!tarball && spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0)
+		throw new Error('build failed');
 	const db = await setupDatabase();
 	const bot = await seedBot(db.pool, 'bench_bot', 'bench-Secret_1');
 	const profFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wf10-prof-')), `${HOOK}.cpuprofile`);
 	let windowMs = 0;
-	const instance = harness.createInstance({ tarball: tarball ?? harness.packPackage(), bin: harness.ensureN8n({ log: console.log }) });
+	const instance = harness.createInstance({
+		tarball: tarball ?? harness.packPackage(),
+		bin: harness.ensureN8n({ log: console.log }),
+	});
 	try {
 		await instance.importCredentials([harness.postgresCredential(db.url)]);
 		await instance.importAndPublish([
@@ -132,7 +138,12 @@ async function main() {
 			path.join(__dirname, 'workflows', 'BENCH_floor.json'),
 		]);
 		const url = await instance.start({
-			env: { NODE_OPTIONS: `--require ${path.join(__dirname, 'cpuProfilePreload.js')}`, WF10_CPU_PROFILE: profFile, EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'none', EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false' },
+			env: {
+				NODE_OPTIONS: `--require ${path.join(__dirname, 'cpuProfilePreload.js')}`,
+				WF10_CPU_PROFILE: profFile,
+				EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'none',
+				EXECUTIONS_DATA_SAVE_MANUAL_EXECUTIONS: 'false',
+			},
 		});
 		await instance.waitForWebhooks([HOOK]);
 		const updates = Array.from({ length: UPDATES + 40 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());

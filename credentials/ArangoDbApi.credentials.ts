@@ -64,7 +64,8 @@ export class ArangoDbApi implements ICredentialType {
 			type: 'number',
 			typeOptions: { minValue: 0 },
 			default: 30000,
-			description: 'Milliseconds after which a request to ArangoDB is aborted (0 = no limit); the item then fails with a retryable 503',
+			description:
+				'Milliseconds after which a request to ArangoDB is aborted (0 = no limit); the item then fails with a retryable 503',
 		},
 	];
 }

@@ -28,7 +28,20 @@ export class ContractsEmbeddingsApi implements ICredentialType {
 			],
 			default: 'gemini',
 		},
-		{ displayName: 'Base URL', name: 'baseUrl', type: 'string', default: 'https://generativelanguage.googleapis.com', description: 'Server URL without the API path, starting with http:// or https://' },
-		{ displayName: 'API Key', name: 'apiKey', type: 'string', typeOptions: { password: true }, default: '', description: 'Gemini: sent as x-goog-api-key; OpenAI-compatible: as Authorization: Bearer' },
+		{
+			displayName: 'Base URL',
+			name: 'baseUrl',
+			type: 'string',
+			default: 'https://generativelanguage.googleapis.com',
+			description: 'Server URL without the API path, starting with http:// or https://',
+		},
+		{
+			displayName: 'API Key',
+			name: 'apiKey',
+			type: 'string',
+			typeOptions: { password: true },
+			default: '',
+			description: 'Gemini: sent as x-goog-api-key; OpenAI-compatible: as Authorization: Bearer',
+		},
 	];
 }

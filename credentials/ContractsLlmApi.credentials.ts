@@ -29,9 +29,29 @@ export class ContractsLlmApi implements ICredentialType {
 			],
 			default: 'openai',
 		},
-		{ displayName: 'Base URL', name: 'baseUrl', type: 'string', default: 'http://127.0.0.1:11434', placeholder: 'https://api.openai.com', description: 'Server URL without the API path, starting with http:// or https://' },
-		{ displayName: 'API Key', name: 'apiKey', type: 'string', typeOptions: { password: true }, default: '', description: 'Sent as Authorization: Bearer (leave empty for a local server)' },
-		{ displayName: 'Default Model', name: 'model', type: 'string', default: 'llama3', description: 'Model used when a step does not name one' },
+		{
+			displayName: 'Base URL',
+			name: 'baseUrl',
+			type: 'string',
+			default: 'http://127.0.0.1:11434',
+			placeholder: 'https://api.openai.com',
+			description: 'Server URL without the API path, starting with http:// or https://',
+		},
+		{
+			displayName: 'API Key',
+			name: 'apiKey',
+			type: 'string',
+			typeOptions: { password: true },
+			default: '',
+			description: 'Sent as Authorization: Bearer (leave empty for a local server)',
+		},
+		{
+			displayName: 'Default Model',
+			name: 'model',
+			type: 'string',
+			default: 'llama3',
+			description: 'Model used when a step does not name one',
+		},
 	];
 
 	authenticate: IAuthenticateGeneric = {

@@ -18,7 +18,21 @@ export class ContractsTelegramApi implements ICredentialType {
 	documentationUrl = 'https://github.com/n8n-nodes-contracts/n8n-nodes-contracts#knowledge-bot-seed-003';
 
 	properties: INodeProperties[] = [
-		{ displayName: 'Access Token', name: 'accessToken', type: 'string', typeOptions: { password: true }, default: '', required: true, description: 'The bot token from @BotFather (123456:ABC-…)' },
-		{ displayName: 'Base URL', name: 'baseUrl', type: 'string', default: 'https://api.telegram.org', description: 'Bot API server URL, starting with http:// or https://' },
+		{
+			displayName: 'Access Token',
+			name: 'accessToken',
+			type: 'string',
+			typeOptions: { password: true },
+			default: '',
+			required: true,
+			description: 'The bot token from @BotFather (123456:ABC-…)',
+		},
+		{
+			displayName: 'Base URL',
+			name: 'baseUrl',
+			type: 'string',
+			default: 'https://api.telegram.org',
+			description: 'Bot API server URL, starting with http:// or https://',
+		},
 	];
 }

@@ -52,7 +52,15 @@ import { extractiveAnswer } from '../test/helpers/extractiveAnswer';
 import { ModelStandIn } from '../test/helpers/modelStandIn';
 import { bearer, mint } from '../test/helpers/jwt';
 import { messageWithLinks, startPageServer } from '../test/helpers/pageServer';
-import { channelPost, documentMessage, editedMessage, myChatMember, newUpdateId, photoWithCaption, textWithUrls } from '../test/helpers/updates';
+import {
+	channelPost,
+	documentMessage,
+	editedMessage,
+	myChatMember,
+	newUpdateId,
+	photoWithCaption,
+	textWithUrls,
+} from '../test/helpers/updates';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { resolvePostgres, withDatabase } = require('./lib/postgres');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -90,7 +98,22 @@ const OWNER = {
 };
 const ROOT = path.join(__dirname, '..');
 const SECRET = 'demo-Secret_token';
-const WORKFLOWS = ['WF99_global_err_handler.json', 'WF10_telegram_ingest.json', 'WF20_update_processor.json', 'WF30_url_normalizer.json', 'WF31_url_fetcher.json', 'WF32_file_downloader.json', 'WF33_document_extractor.json', 'WF40_chunker.json', 'WF41_embedder.json', 'WF50_qa_session_upserter.json', 'WF51_answerer.json', 'WF90_job_runner.json', 'maas/M00_request_handler.json', 'maas/M01_query_status.json'];
+const WORKFLOWS = [
+	'WF99_global_err_handler.json',
+	'WF10_telegram_ingest.json',
+	'WF20_update_processor.json',
+	'WF30_url_normalizer.json',
+	'WF31_url_fetcher.json',
+	'WF32_file_downloader.json',
+	'WF33_document_extractor.json',
+	'WF40_chunker.json',
+	'WF41_embedder.json',
+	'WF50_qa_session_upserter.json',
+	'WF51_answerer.json',
+	'WF90_job_runner.json',
+	'maas/M00_request_handler.json',
+	'maas/M01_query_status.json',
+];
 /** The JWT Auth secret of M00/M01's webhooks for this demo run (never printed). */
 const JWT_SECRET = randomBytes(32).toString('base64url');
 /** The stand-ins' bot token and API keys, random per run (never printed; the demo checks). */
@@ -109,20 +132,30 @@ const GROUP = { id: -1001234567890, title: 'Research group', type: 'supergroup' 
 const ALICE = { id: 111222333, is_bot: false, first_name: 'Alice', username: 'alice', language_code: 'en' };
 const BOT_USERNAME = 'demo_kb_bot';
 /** Each job type's stage label: its worker workflow, from the job-type registry. */
-const STAGE: Record<string, string> = Object.fromEntries(JOB_TYPE_LIST.map((t) => [t, `${JOB_REGISTRY[t].workflow_id.slice(0, 4)} ${t}`]));
+const STAGE: Record<string, string> = Object.fromEntries(
+	JOB_TYPE_LIST.map((t) => [t, `${JOB_REGISTRY[t].workflow_id.slice(0, 4)} ${t}`]),
+);
 
 async function main() {
-	const logFiles = queueWorkers === null ? [path.join(LOG_DIR, 'n8n.log')] : ['main', ...Array.from({ length: queueWorkers }, (_, i) => `worker-${i + 1}`)].map((role) => path.join(LOG_DIR, `n8n-${role}.log`));
+	const logFiles =
+		queueWorkers === null
+			? [path.join(LOG_DIR, 'n8n.log')]
+			: ['main', ...Array.from({ length: queueWorkers }, (_, i) => `worker-${i + 1}`)].map((role) =>
+					path.join(LOG_DIR, `n8n-${role}.log`),
+				);
 	if (queueWorkers !== null) {
 		const reason = await queue.redisUnavailable(REDIS);
 		if (reason) {
-			console.error(`npm run demo -- --queue needs Redis: ${reason}.\nStart Redis (e.g. \`redis-server\`, or \`docker run -p 6379:6379 redis:7\`) or point REDIS_HOST / REDIS_PORT at one; \`npm run demo\` without --queue needs no Redis.`);
+			console.error(
+				`npm run demo -- --queue needs Redis: ${reason}.\nStart Redis (e.g. \`redis-server\`, or \`docker run -p 6379:6379 redis:7\`) or point REDIS_HOST / REDIS_PORT at one; \`npm run demo\` without --queue needs no Redis.`,
+			);
 			process.exitCode = 2;
 			return;
 		}
 	}
 	console.log(`n8n's log: ${logFiles.join(', ')} (written as n8n runs, kept when the demo ends)`);
-	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
+	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0)
+		throw new Error('build failed');
 	interrupted();
 	const server = await resolvePostgres({ log: console.log });
 	if (server.source === 'embedded') cleanup.add('stop the embedded PostgreSQL, remove its folder', () => server.stop());
@@ -150,9 +183,13 @@ async function main() {
 		 INSERT INTO core.tenant_chats (tenant_id, chat_id, chat_type, title) SELECT tenant_id, $2, $3, $4 FROM t`,
 		[ALICE.id, GROUP.id, GROUP.type, GROUP.title],
 	);
-	await db.query("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'gemini-embedding-001', 1536)");
+	await db.query(
+		"INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'gemini-embedding-001', 1536)",
+	);
 	const route = await detectVectorRoute(db);
-	console.log(`vector route: ${route.route} (${route.table}${route.pgvector_version ? `, pgvector ${route.pgvector_version}` : ', no pgvector'})`);
+	console.log(
+		`vector route: ${route.route} (${route.table}${route.pgvector_version ? `, pgvector ${route.pgvector_version}` : ', no pgvector'})`,
+	);
 
 	const pages = await startPageServer();
 	cleanup.add('stop the page server', () => pages.close());
@@ -166,23 +203,41 @@ async function main() {
 	cleanup.add('stop the model stand-in', () => model.down());
 	interrupted();
 	const tarball = harness.packPackage();
-	cleanup.add(`remove the packed package ${path.dirname(tarball)}`, () => fs.rmSync(path.dirname(tarball), { recursive: true, force: true }));
+	cleanup.add(`remove the packed package ${path.dirname(tarball)}`, () =>
+		fs.rmSync(path.dirname(tarball), { recursive: true, force: true }),
+	);
 	const bin = harness.ensureN8n({ log: console.log });
 	interrupted();
 	// queue mode: the cluster's main takes the single instance's place for imports, webhooks and the log
 	let cluster: Awaited<ReturnType<typeof queue.createQueueCluster>> | null = null;
 	if (queueWorkers !== null) {
 		// registered before the cluster is ready (it creates n8n's database): a signal meanwhile still disposes of it
-		const pending = queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers: queueWorkers, concurrency: 10, redis: REDIS, log: console.log });
-		cleanup.add(`stop n8n (main + ${queueWorkers} workers), drop its database, remove its user folders`, async () => (await pending.catch(() => null))?.dispose(), { force: () => cluster?.killNow() });
+		const pending = queue.createQueueCluster({
+			tarball,
+			bin,
+			serverUrl: server.url,
+			workers: queueWorkers,
+			concurrency: 10,
+			redis: REDIS,
+			log: console.log,
+		});
+		cleanup.add(
+			`stop n8n (main + ${queueWorkers} workers), drop its database, remove its user folders`,
+			async () => (await pending.catch(() => null))?.dispose(),
+			{ force: () => cluster?.killNow() },
+		);
 		cluster = await pending;
 		cluster.logTo(LOG_DIR);
 	}
 	const instance = cluster ? cluster.main : harness.createInstance({ tarball, bin, log: console.log });
-	console.log(`n8n user folder${cluster ? 's' : ''}: ${cluster ? cluster.folders.join(', ') : instance.folder} (removed when the demo ends or is stopped)`);
+	console.log(
+		`n8n user folder${cluster ? 's' : ''}: ${cluster ? cluster.folders.join(', ') : instance.folder} (removed when the demo ends or is stopped)`,
+	);
 	if (!cluster) {
 		instance.logTo(logFiles[0]);
-		cleanup.add(`stop n8n, remove its user folder ${instance.folder}`, () => instance.dispose(), { force: () => instance.killNow() });
+		cleanup.add(`stop n8n, remove its user folder ${instance.folder}`, () => instance.dispose(), {
+			force: () => instance.killNow(),
+		});
 	}
 	interrupted();
 	await instance.importCredentials([
@@ -190,19 +245,33 @@ async function main() {
 		harness.telegramCredential(botApi.baseUrl, botApi.token),
 		harness.jwtCredential(JWT_SECRET),
 		// the shipped WF41/WF51 reference these ids; point baseUrl/apiKey (and model) at a real endpoint instead (README)
-		{ id: 'embContracts01', name: 'Contracts Embeddings', type: 'contractsEmbeddingsApi', data: { api: 'gemini', baseUrl: embeddings.baseUrl, apiKey: EMBEDDINGS_KEY } },
-		{ id: 'llmContracts01', name: 'Contracts LLM', type: 'contractsLlmApi', data: { api: 'openai', baseUrl: model.url, apiKey: LLM_KEY, model: 'demo-extractive' } },
+		{
+			id: 'embContracts01',
+			name: 'Contracts Embeddings',
+			type: 'contractsEmbeddingsApi',
+			data: { api: 'gemini', baseUrl: embeddings.baseUrl, apiKey: EMBEDDINGS_KEY },
+		},
+		{
+			id: 'llmContracts01',
+			name: 'Contracts LLM',
+			type: 'contractsLlmApi',
+			data: { api: 'openai', baseUrl: model.url, apiKey: LLM_KEY, model: 'demo-extractive' },
+		},
 	]);
 	const files = WORKFLOWS.map((f) => path.join(ROOT, 'workflows-json', f));
 	const savingCopy = cluster ? wf10SavingCopy() : null;
-	await instance.importAndPublish(savingCopy ? files.map((f) => (path.basename(f) === 'WF10_telegram_ingest.json' ? savingCopy : f)) : files);
+	await instance.importAndPublish(
+		savingCopy ? files.map((f) => (path.basename(f) === 'WF10_telegram_ingest.json' ? savingCopy : f)) : files,
+	);
 	if (savingCopy) fs.rmSync(path.dirname(savingCopy), { recursive: true, force: true });
 	interrupted();
 	const n8nUrl = cluster ? await cluster.start() : await instance.start();
 	const login = await setUpOwner(instance);
 	await instance.waitForWebhooks(['telegram', 'api/query']);
 	if (cluster) {
-		console.log(`n8n 2.4.8 in queue mode: main at ${n8nUrl} + ${cluster.workers.length} worker(s) (${cluster.workers.map((w: { role: string }) => w.role).join(', ')}), Redis ${REDIS.host}:${REDIS.port} (Bull prefix ${cluster.prefix}), n8n's database ${new URL(cluster.n8nDatabaseUrl).pathname.slice(1)}, user folders ${cluster.folders.join(', ')}`);
+		console.log(
+			`n8n 2.4.8 in queue mode: main at ${n8nUrl} + ${cluster.workers.length} worker(s) (${cluster.workers.map((w: { role: string }) => w.role).join(', ')}), Redis ${REDIS.host}:${REDIS.port} (Bull prefix ${cluster.prefix}), n8n's database ${new URL(cluster.n8nDatabaseUrl).pathname.slice(1)}, user folders ${cluster.folders.join(', ')}`,
+		);
 	} else {
 		console.log(`n8n 2.4.8 running at ${n8nUrl} (user folder ${instance.folder})`);
 	}
@@ -211,12 +280,20 @@ async function main() {
 	const hook = `${n8nUrl}/webhook/telegram?bot=demo_bot`;
 	const text = messageWithLinks(pages.base);
 	const doc = documentMessage();
-	botApi.files.set(doc.message.document.file_id, { path: 'documents/notes.pdf', body: pdfWithText('Meeting notes on vector indexes'), type: 'application/pdf' });
+	botApi.files.set(doc.message.document.file_id, {
+		path: 'documents/notes.pdf',
+		body: pdfWithText('Meeting notes on vector indexes'),
+		type: 'application/pdf',
+	});
 	// offline: the photo's caption and the edit link to local pages only; the photo is served by the stand-in
 	const photo = photoWithCaption();
 	photo.message.caption = 'whiteboard photo';
 	photo.message.caption_entities = [];
-	botApi.files.set(photo.message.photo[1].file_id, { path: 'photos/whiteboard.jpg', body: Buffer.from([0xff, 0xd8, 0xff, 0xe0]), type: 'image/jpeg' });
+	botApi.files.set(photo.message.photo[1].file_id, {
+		path: 'photos/whiteboard.jpg',
+		body: Buffer.from([0xff, 0xd8, 0xff, 0xe0]),
+		type: 'image/jpeg',
+	});
 	const edit = editedMessage();
 	edit.edited_message.entities = [{ type: 'text_link', offset: 4, length: 8, url: `${pages.base}/article` }];
 	// an update PostgreSQL cannot store (jsonb refuses U+0000): kept byte for byte in raw.telegram_quarantine, answered 200
@@ -247,7 +324,10 @@ async function main() {
 	console.log('\nWF90 (every 10 s) runs the jobs: WF20 → WF30 → WF31 / WF32 → WF33 → WF40 → WF41 …');
 	const deadline = Date.now() + 150_000;
 	while (Date.now() < deadline) {
-		const { rows } = await db.query('SELECT count(*)::int AS open FROM ops.jobs WHERE status IN ($1, $2) AND job_type <> $3', [JOB_STATUS.queued, JOB_STATUS.running, JOB_TYPES.qa_answer]);
+		const { rows } = await db.query(
+			'SELECT count(*)::int AS open FROM ops.jobs WHERE status IN ($1, $2) AND job_type <> $3',
+			[JOB_STATUS.queued, JOB_STATUS.running, JOB_TYPES.qa_answer],
+		);
 		if (rows[0].open === 0) break;
 		await new Promise((r) => setTimeout(r, 2000));
 	}
@@ -258,8 +338,10 @@ async function main() {
 			headers: { 'content-type': 'application/json', ...(auth ? bearer(auth) : {}) },
 			body: JSON.stringify({ query: 'What is compare-and-swap?' }),
 		});
-	const status = (id: string, auth: string) => fetch(`${n8nUrl}/webhook/api/query/status?id=${encodeURIComponent(id)}`, { headers: bearer(auth) });
-	const line = (label: string, res: Response, body: string) => console.log(`  ${label.padEnd(40)} → HTTP ${res.status} ${body.slice(0, 160)}`);
+	const status = (id: string, auth: string) =>
+		fetch(`${n8nUrl}/webhook/api/query/status?id=${encodeURIComponent(id)}`, { headers: bearer(auth) });
+	const line = (label: string, res: Response, body: string) =>
+		console.log(`  ${label.padEnd(40)} → HTTP ${res.status} ${body.slice(0, 160)}`);
 	const anonymous = await query(null);
 	line('POST /api/query without a token', anonymous, await anonymous.text());
 	const demoToken = mint('demo-user', { secret: JWT_SECRET, expiresIn: '1h' });
@@ -271,13 +353,20 @@ async function main() {
 	line('GET status as demo-user', own, `${await own.text()} (stays processing: the demo does not run M10+)`);
 	const other = await status(requestId, mint('other-user', { secret: JWT_SECRET, expiresIn: '1h' }));
 	const otherText = await other.text();
-	line('GET status as other-user', other, other.ok ? otherText : `${(JSON.parse(otherText) as { error?: { message?: string } }).error?.message ?? otherText}`);
+	line(
+		'GET status as other-user',
+		other,
+		other.ok ? otherText : `${(JSON.parse(otherText) as { error?: { message?: string } }).error?.message ?? otherText}`,
+	);
 
 	const stages = await db.query(`SELECT job_type, count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
 		count(*) FILTER (WHERE status IN ('failed', 'dead'))::int AS failed, count(*) FILTER (WHERE status IN ('queued', 'running'))::int AS waiting
 		FROM ops.jobs GROUP BY 1 ORDER BY min(id)`);
 	console.log('\nper stage (ops.jobs):            succeeded  failed  waiting');
-	for (const r of stages.rows) console.log(`  ${String(STAGE[r.job_type] ?? r.job_type).padEnd(30)} ${String(r.succeeded).padStart(9)} ${String(r.failed).padStart(7)} ${String(r.waiting).padStart(8)}`);
+	for (const r of stages.rows)
+		console.log(
+			`  ${String(STAGE[r.job_type] ?? r.job_type).padEnd(30)} ${String(r.succeeded).padStart(9)} ${String(r.failed).padStart(7)} ${String(r.waiting).padStart(8)}`,
+		);
 	const counts = await db.query(`SELECT 'raw.telegram_updates' AS t, count(*) FROM raw.telegram_updates
 		UNION ALL SELECT 'tg.messages', count(*) FROM tg.messages
 		UNION ALL SELECT 'tg.message_versions', count(*) FROM tg.message_versions
@@ -290,22 +379,33 @@ async function main() {
 		UNION ALL SELECT 'ops.errors', count(*) FROM ops.errors`);
 	console.log('\nrows per table:');
 	for (const r of counts.rows) console.log(`  ${r.t.padEnd(26)} ${r.count}`);
-	const docs = await db.query(`SELECT d.id, d.doc_type, coalesce(d.title, u.normalized_url, d.source_key) AS name, d.status, d.token_count,
+	const docs =
+		await db.query(`SELECT d.id, d.doc_type, coalesce(d.title, u.normalized_url, d.source_key) AS name, d.status, d.token_count,
 		(SELECT count(*) FROM kg.chunks c WHERE c.document_id = d.id)::int AS chunks FROM content.documents d LEFT JOIN content.urls u ON u.id = d.url_id ORDER BY d.id`);
 	console.log('\ncontent.documents:');
-	for (const d of docs.rows) console.log(`  #${d.id} ${d.doc_type} ${d.name} — ${d.status}, ${d.token_count ?? '?'} tokens, ${d.chunks} chunks`);
-	const errors = await db.query(`SELECT id, status_code, kind, node, message, correlation_id FROM ops.errors ORDER BY id`);
+	for (const d of docs.rows)
+		console.log(`  #${d.id} ${d.doc_type} ${d.name} — ${d.status}, ${d.token_count ?? '?'} tokens, ${d.chunks} chunks`);
+	const errors = await db.query(
+		`SELECT id, status_code, kind, node, message, correlation_id FROM ops.errors ORDER BY id`,
+	);
 	console.log('\nops.errors:');
-	for (const e of errors.rows) console.log(`  #${e.id} ${e.status_code} ${e.kind} [${e.node}] ${e.message} correlation ${e.correlation_id}`);
+	for (const e of errors.rows)
+		console.log(`  #${e.id} ${e.status_code} ${e.kind} [${e.node}] ${e.message} correlation ${e.correlation_id}`);
 
 	await askTheBot(db, hook, botApi.sent);
 	if (cluster) await whichWorkerRanWhat(cluster, db);
 	await db.end();
 	dbClosed();
-	const transcripts = cluster ? [cluster.main, ...cluster.workers].map((p: { transcript(): string }) => p.transcript()).join('\n') : instance.transcript();
-	const leaks = leakedSecrets([transcripts, ...logFiles.map((f) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8') : ''))].join('\n'));
+	const transcripts = cluster
+		? [cluster.main, ...cluster.workers].map((p: { transcript(): string }) => p.transcript()).join('\n')
+		: instance.transcript();
+	const leaks = leakedSecrets(
+		[transcripts, ...logFiles.map((f) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8') : ''))].join('\n'),
+	);
 	if (leaks.length > 0) throw new Error(`a secret of this run appeared in ${leaks.join(' and ')}`);
-	console.log('\nsecrets (webhook secret, bot token, API keys, JWT secret): in none of the lines above, nor in n8n\'s log');
+	console.log(
+		"\nsecrets (webhook secret, bot token, API keys, JWT secret): in none of the lines above, nor in n8n's log",
+	);
 
 	if (once) {
 		const failed = await cleanup.run();
@@ -316,7 +416,9 @@ async function main() {
 	}
 	// from here on a signal is the normal end of the demo: exit code 0 after the cleanup
 	cleanup.exitCode = 0;
-	console.log(`\nn8n keeps running at ${n8nUrl} — open it to see the workflows on the canvas.\n${login}\nCtrl+C stops n8n and removes its user folder(s); n8n's log stays in ${logFiles.join(', ')}.`);
+	console.log(
+		`\nn8n keeps running at ${n8nUrl} — open it to see the workflows on the canvas.\n${login}\nCtrl+C stops n8n and removes its user folder(s); n8n's log stays in ${logFiles.join(', ')}.`,
+	);
 }
 
 /** Thrown by interrupted() once a signal arrived: the demo starts nothing new while it cleans up. */
@@ -332,11 +434,16 @@ function interrupted(): void {
  * login, not the owner form. Returns the line to print: the login, or n8n's answer when it refused
  * (the demo goes on: the editor then asks for an owner as usual).
  */
-async function setUpOwner(instance: { setupOwner(o: typeof OWNER): Promise<{ ok: boolean; status: number; body: string }> }): Promise<string> {
+async function setUpOwner(instance: {
+	setupOwner(o: typeof OWNER): Promise<{ ok: boolean; status: number; body: string }>;
+}): Promise<string> {
 	try {
 		const res = await instance.setupOwner(OWNER);
-		if (!res.ok) return `n8n owner account not set up: POST /rest/owner/setup answered HTTP ${res.status} ${res.body.slice(0, 300)} — the editor asks for an owner on the first visit`;
-		const password = process.env.DEMO_OWNER_PASSWORD ? 'the password in DEMO_OWNER_PASSWORD' : `password ${OWNER.password}`;
+		if (!res.ok)
+			return `n8n owner account not set up: POST /rest/owner/setup answered HTTP ${res.status} ${res.body.slice(0, 300)} — the editor asks for an owner on the first visit`;
+		const password = process.env.DEMO_OWNER_PASSWORD
+			? 'the password in DEMO_OWNER_PASSWORD'
+			: `password ${OWNER.password}`;
 		return `n8n login (a demo account of this run, n8n's owner): email ${OWNER.email}, ${password}`;
 	} catch (error) {
 		return `n8n owner account not set up (${error instanceof Error ? error.message : String(error)}) — the editor asks for an owner on the first visit`;
@@ -347,7 +454,13 @@ async function setUpOwner(instance: { setupOwner(o: typeof OWNER): Promise<{ ok:
 function aliceJoins() {
 	return {
 		update_id: newUpdateId(),
-		chat_member: { chat: GROUP, from: ALICE, date: 1_763_800_050, old_chat_member: { user: ALICE, status: 'left' }, new_chat_member: { user: ALICE, status: 'member' } },
+		chat_member: {
+			chat: GROUP,
+			from: ALICE,
+			date: 1_763_800_050,
+			old_chat_member: { user: ALICE, status: 'left' },
+			new_chat_member: { user: ALICE, status: 'member' },
+		},
 	};
 }
 
@@ -360,7 +473,10 @@ function question(where: 'dm' | 'group', messageId: number, text: string) {
 		message: {
 			message_id: messageId,
 			from: ALICE,
-			chat: where === 'group' ? GROUP : { id: ALICE.id, first_name: ALICE.first_name, username: ALICE.username, type: 'private' },
+			chat:
+				where === 'group'
+					? GROUP
+					: { id: ALICE.id, first_name: ALICE.first_name, username: ALICE.username, type: 'private' },
 			date: Math.floor(Date.now() / 1000),
 			text: body,
 			...(where === 'group' ? { entities: [{ type: 'mention', offset: 0, length: mention.length }] } : {}),
@@ -389,22 +505,39 @@ async function askTheBot(db: Client, hook: string, sent: { chat_id: number; text
 		['group', 5202, 'what is dense passage retrieval?'],
 	];
 	console.log('\nThe bot answers (Alice asks as Telegram updates through WF10; WF90 → WF20 → qa_answer → WF51):');
-	const before = (await db.query('SELECT coalesce(max(id), 0) AS id FROM ops.jobs WHERE job_type = $1', [JOB_TYPES.qa_answer])).rows[0].id;
+	const before = (
+		await db.query('SELECT coalesce(max(id), 0) AS id FROM ops.jobs WHERE job_type = $1', [JOB_TYPES.qa_answer])
+	).rows[0].id;
 	for (const [where, messageId, text] of asks) {
 		const update = question(where, messageId, text);
-		const res = await fetch(hook, { method: 'POST', headers: { 'content-type': 'application/json', 'X-Telegram-Bot-Api-Secret-Token': SECRET }, body: JSON.stringify(update) });
-		console.log(`  ${(where === 'dm' ? 'question in a DM' : 'question in the group').padEnd(22)} → HTTP ${res.status} ${await res.text()}`);
+		const res = await fetch(hook, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', 'X-Telegram-Bot-Api-Secret-Token': SECRET },
+			body: JSON.stringify(update),
+		});
+		console.log(
+			`  ${(where === 'dm' ? 'question in a DM' : 'question in the group').padEnd(22)} → HTTP ${res.status} ${await res.text()}`,
+		);
 	}
 	const deadline = Date.now() + 90_000;
 	let jobs: { id: string; status: string; attempts: number }[] = [];
 	while (Date.now() < deadline) {
-		jobs = (await db.query('SELECT id, status, attempts FROM ops.jobs WHERE job_type = $2 AND id > $1 ORDER BY id', [before, JOB_TYPES.qa_answer])).rows;
-		const open = (await db.query("SELECT count(*)::int AS n FROM ops.jobs WHERE status IN ('queued', 'running')")).rows[0].n;
+		jobs = (
+			await db.query('SELECT id, status, attempts FROM ops.jobs WHERE job_type = $2 AND id > $1 ORDER BY id', [
+				before,
+				JOB_TYPES.qa_answer,
+			])
+		).rows;
+		const open = (await db.query("SELECT count(*)::int AS n FROM ops.jobs WHERE status IN ('queued', 'running')"))
+			.rows[0].n;
 		if (jobs.length === asks.length && open === 0) break;
 		await new Promise((r) => setTimeout(r, 1000));
 	}
-	console.log(`  WF51 answerer jobs: ${jobs.map((j) => `#${j.id} ${j.status}`).join(', ') || 'none'} (${((Date.now() - started) / 1000).toFixed(0)} s after the questions)`);
-	const turns = await db.query(`SELECT t.id, s.channel, s.chat_id, t.question, t.answer_text, t.model, t.telegram_message_id
+	console.log(
+		`  WF51 answerer jobs: ${jobs.map((j) => `#${j.id} ${j.status}`).join(', ') || 'none'} (${((Date.now() - started) / 1000).toFixed(0)} s after the questions)`,
+	);
+	const turns =
+		await db.query(`SELECT t.id, s.channel, s.chat_id, t.question, t.answer_text, t.model, t.telegram_message_id
 		FROM audit.qa_turns t JOIN audit.qa_sessions s ON s.session_id = t.session_id ORDER BY t.id`);
 	for (const t of turns.rows) {
 		const reply = sent.find((m) => String(m.chat_id) === String(t.chat_id) && m.text.startsWith(t.answer_text));
@@ -422,16 +555,23 @@ async function askTheBot(db: Client, hook: string, sent: { chat_id: number; text
 		console.log('  citations (audit.qa_citations):');
 		for (const c of cites.rows) {
 			const snippet = String(c.snippet).replace(/\s+/g, ' ');
-			console.log(`    [${c.rank}] document ${c.document_id ?? '?'} ${c.document} (${c.doc_type ?? '?'}, chunk ${c.chunk_no ?? '?'}) score ${Number(c.score).toFixed(4)} "${snippet.length > 60 ? `${snippet.slice(0, 59)}…` : snippet}"`);
+			console.log(
+				`    [${c.rank}] document ${c.document_id ?? '?'} ${c.document} (${c.doc_type ?? '?'}, chunk ${c.chunk_no ?? '?'}) score ${Number(c.score).toFixed(4)} "${snippet.length > 60 ? `${snippet.slice(0, 59)}…` : snippet}"`,
+			);
 		}
 	}
-	const audit = await db.query(`SELECT 'audit.qa_sessions' AS t, count(*)::int AS n, string_agg(channel || ' chat ' || chat_id || ' user ' || tg_user_id, '; ' ORDER BY started_at) AS rows FROM audit.qa_sessions
+	const audit =
+		await db.query(`SELECT 'audit.qa_sessions' AS t, count(*)::int AS n, string_agg(channel || ' chat ' || chat_id || ' user ' || tg_user_id, '; ' ORDER BY started_at) AS rows FROM audit.qa_sessions
 		UNION ALL SELECT 'audit.qa_turns', count(*)::int, string_agg('#' || id || ' model ' || coalesce(model, '-') || ' telegram message ' || coalesce(telegram_message_id::text, '-'), '; ' ORDER BY id) FROM audit.qa_turns
 		UNION ALL SELECT 'audit.qa_citations', count(*)::int, string_agg(DISTINCT 'turn #' || turn_id || ': ' || (SELECT count(*) FROM audit.qa_citations x WHERE x.turn_id = c.turn_id), '; ') FROM audit.qa_citations c`);
 	console.log('\n  audit.qa_* rows:');
 	for (const r of audit.rows) console.log(`    ${r.t.padEnd(19)} ${String(r.n).padStart(2)}  ${r.rows ?? ''}`);
-	const failed = await db.query('SELECT e.job_id, e.status_code, e.node, e.message FROM ops.errors e JOIN ops.jobs j ON j.id = e.job_id WHERE j.job_type = $1 ORDER BY e.id', [JOB_TYPES.qa_answer]);
-	for (const e of failed.rows) console.log(`  ops.errors for job #${e.job_id}: ${e.status_code} [${e.node}] ${e.message}`);
+	const failed = await db.query(
+		'SELECT e.job_id, e.status_code, e.node, e.message FROM ops.errors e JOIN ops.jobs j ON j.id = e.job_id WHERE j.job_type = $1 ORDER BY e.id',
+		[JOB_TYPES.qa_answer],
+	);
+	for (const e of failed.rows)
+		console.log(`  ops.errors for job #${e.job_id}: ${e.status_code} [${e.node}] ${e.message}`);
 }
 
 /**
@@ -451,7 +591,8 @@ function queueArgument(args: string[]): number | null {
 	}
 	if (at < 0) return 2;
 	const n = Number(raw);
-	if (!Number.isInteger(n) || n < 1 || n > 8) usage(`--workers must be a whole number from 1 to 8, got ${raw ?? 'nothing'}`);
+	if (!Number.isInteger(n) || n < 1 || n > 8)
+		usage(`--workers must be a whole number from 1 to 8, got ${raw ?? 'nothing'}`);
 	return n;
 }
 
@@ -475,29 +616,53 @@ interface QueueRole {
  * and the jobs its WF90 runs finished by job type (ops.job_runs), then the executions no worker started
  * (sub-workflows: they run inside their caller's execution on the caller's worker) and what main ran itself.
  */
-async function whichWorkerRanWhat(cluster: { main: { transcript(): string }; workers: QueueRole[]; n8nDatabaseUrl: string; workerOfExecutions(): Map<string, string[]> }, db: Client) {
+async function whichWorkerRanWhat(
+	cluster: {
+		main: { transcript(): string };
+		workers: QueueRole[];
+		n8nDatabaseUrl: string;
+		workerOfExecutions(): Map<string, string[]>;
+	},
+	db: Client,
+) {
 	const n8nDb = new Client({ connectionString: cluster.n8nDatabaseUrl });
 	await n8nDb.connect();
 	let executions: { id: string; workflow: string; mode: string }[];
 	try {
-		executions = (await n8nDb.query(`SELECT e.id::text, coalesce(w.name, e."workflowId") AS workflow, e.mode FROM execution_entity e
-			LEFT JOIN workflow_entity w ON w.id = e."workflowId" ORDER BY e.id`)).rows;
+		executions = (
+			await n8nDb.query(`SELECT e.id::text, coalesce(w.name, e."workflowId") AS workflow, e.mode FROM execution_entity e
+			LEFT JOIN workflow_entity w ON w.id = e."workflowId" ORDER BY e.id`)
+		).rows;
 	} finally {
 		await n8nDb.end();
 	}
 	const workflowOf = new Map(executions.map((e) => [e.id, e.workflow]));
 	const started = cluster.workerOfExecutions();
-	const runs = (await db.query(`SELECT r.worker, j.job_type, count(*)::int AS n FROM ops.job_runs r JOIN ops.jobs j ON j.id = r.job_id
-		WHERE r.worker LIKE 'wf90-%' GROUP BY 1, 2`)).rows as { worker: string; job_type: string; n: number }[];
-	const tally = (counts: Map<string, number>) => [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ×${n}`).join(', ') || 'none';
-	console.log("\nWhich worker ran what (queue mode; main received the webhooks and fired WF90's schedule, workers ran the executions):");
+	const runs = (
+		await db.query(`SELECT r.worker, j.job_type, count(*)::int AS n FROM ops.job_runs r JOIN ops.jobs j ON j.id = r.job_id
+		WHERE r.worker LIKE 'wf90-%' GROUP BY 1, 2`)
+	).rows as { worker: string; job_type: string; n: number }[];
+	const tally = (counts: Map<string, number>) =>
+		[...counts]
+			.sort((a, b) => b[1] - a[1])
+			.map(([k, n]) => `${k} ×${n}`)
+			.join(', ') || 'none';
+	console.log(
+		"\nWhich worker ran what (queue mode; main received the webhooks and fired WF90's schedule, workers ran the executions):",
+	);
 	for (const worker of cluster.workers) {
 		const ids = worker.startedExecutions();
 		const byWorkflow = new Map<string, number>();
-		for (const id of ids) byWorkflow.set(workflowOf.get(id) ?? `execution ${id} (no record)`, (byWorkflow.get(workflowOf.get(id) ?? `execution ${id} (no record)`) ?? 0) + 1);
+		for (const id of ids)
+			byWorkflow.set(
+				workflowOf.get(id) ?? `execution ${id} (no record)`,
+				(byWorkflow.get(workflowOf.get(id) ?? `execution ${id} (no record)`) ?? 0) + 1,
+			);
 		const mine = new Set(ids.map((id) => `wf90-${id}`));
 		const byJobType = new Map<string, number>();
-		for (const r of runs) if (mine.has(r.worker)) byJobType.set(STAGE[r.job_type] ?? r.job_type, (byJobType.get(STAGE[r.job_type] ?? r.job_type) ?? 0) + r.n);
+		for (const r of runs)
+			if (mine.has(r.worker))
+				byJobType.set(STAGE[r.job_type] ?? r.job_type, (byJobType.get(STAGE[r.job_type] ?? r.job_type) ?? 0) + r.n);
 		console.log(`  ${worker.role}: ${ids.length} executions — ${tally(byWorkflow)}`);
 		console.log(`  ${' '.repeat(worker.role.length)}  job runs in its WF90 executions — ${tally(byJobType)}`);
 	}
@@ -506,7 +671,9 @@ async function whichWorkerRanWhat(cluster: { main: { transcript(): string }; wor
 	const inline = new Map<string, number>();
 	for (const e of executions) if (!started.has(e.id)) inline.set(e.workflow, (inline.get(e.workflow) ?? 0) + 1);
 	console.log(`  not queued (sub-workflows, run inside their caller on the caller's worker): ${tally(inline)}`);
-	console.log(`  main ran ${(cluster.main.transcript().match(/Worker started execution/g) ?? []).length} executions itself`);
+	console.log(
+		`  main ran ${(cluster.main.transcript().match(/Worker started execution/g) ?? []).length} executions itself`,
+	);
 }
 
 main().catch(async (error) => {

@@ -48,7 +48,14 @@ function workflowBuilder(id, name) {
 			parameters: {
 				mode: 'manual',
 				includeOtherFields: include,
-				assignments: { assignments: assignments.map(([field, type, value]) => ({ id: uuidOf(id, name, field), name: field, type, value })) },
+				assignments: {
+					assignments: assignments.map(([field, type, value]) => ({
+						id: uuidOf(id, name, field),
+						name: field,
+						type,
+						value,
+					})),
+				},
 				options: { dotNotation: true },
 			},
 			...(executeOnce ? { executeOnce: true } : {}),
@@ -59,39 +66,63 @@ function workflowBuilder(id, name) {
 	 * `errorOutput`) of `source`; several sources share one Prepare DB Error / Call WF99.
 	 */
 	const errorBranch = (source, x, defaultTable, errorOutput = 1, y = 200) => {
-		const err = set(`ERR — Source ${source}`, [x, y], [
-			['_err.node', 'string', source],
-			['_err.operation', 'string', '={{ $json.error.error_context.operation }}'],
-			['_err.table', 'string', `={{ $json.error.error_context.table || "${defaultTable}" }}`],
-			['_ctx', 'object', '={{ $json.error.ctx }}'],
-		], { notes: 'Seed 002 §2.3: stamps the error source and glues _ctx.' });
+		const err = set(
+			`ERR — Source ${source}`,
+			[x, y],
+			[
+				['_err.node', 'string', source],
+				['_err.operation', 'string', '={{ $json.error.error_context.operation }}'],
+				['_err.table', 'string', `={{ $json.error.error_context.table || "${defaultTable}" }}`],
+				['_ctx', 'object', '={{ $json.error.ctx }}'],
+			],
+			{ notes: 'Seed 002 §2.3: stamps the error source and glues _ctx.' },
+		);
 		connect(source, err, errorOutput);
 		if (nodes.some((n) => n.name === 'Prepare DB Error')) {
 			connect(err, 'Prepare DB Error');
 			return;
 		}
-		const prepare = set('Prepare DB Error', [x + 240, 200], [
-			['error_context.node', 'string', '={{ $json._err.node }}'],
-			['error_context.operation', 'string', '={{ $json._err.operation }}'],
-			['error_context.table', 'string', '={{ $json._err.table }}'],
-			['error_context.correlation_id', 'string', '={{ $json._ctx.correlation_id }}'],
-			['error_context.error_message', 'string', '={{ $json.error.message }}'],
-			['error_context.status_code', 'number', '={{ $json.error.status_code }}'],
-			['ctx', 'object', '={{ $json._ctx }}'],
-		], { notes: 'Seed 002 §2.3: error_context.* and ctx (with job_id: WF99 retries or fails the job).' });
+		const prepare = set(
+			'Prepare DB Error',
+			[x + 240, 200],
+			[
+				['error_context.node', 'string', '={{ $json._err.node }}'],
+				['error_context.operation', 'string', '={{ $json._err.operation }}'],
+				['error_context.table', 'string', '={{ $json._err.table }}'],
+				['error_context.correlation_id', 'string', '={{ $json._ctx.correlation_id }}'],
+				['error_context.error_message', 'string', '={{ $json.error.message }}'],
+				['error_context.status_code', 'number', '={{ $json.error.status_code }}'],
+				['ctx', 'object', '={{ $json._ctx }}'],
+			],
+			{ notes: 'Seed 002 §2.3: error_context.* and ctx (with job_id: WF99 retries or fails the job).' },
+		);
 		const call = add({
 			name: 'Call WF99',
 			type: 'n8n-nodes-base.executeWorkflow',
 			typeVersion: 1.2,
 			position: [x + 480, 200],
-			parameters: { source: 'database', workflowId: { __rl: true, mode: 'id', value: WF99.id, cachedResultName: WF99.name }, mode: 'each', options: { waitForSubWorkflow: true } },
-			notes: 'WF99: ErrorEnvelope + ops.errors row (+ job retry); the envelope is this workflow\'s answer.',
+			parameters: {
+				source: 'database',
+				workflowId: { __rl: true, mode: 'id', value: WF99.id, cachedResultName: WF99.name },
+				mode: 'each',
+				options: { waitForSubWorkflow: true },
+			},
+			notes: "WF99: ErrorEnvelope + ops.errors row (+ job retry); the envelope is this workflow's answer.",
 		});
 		connect(err, prepare);
 		connect(prepare, call);
 	};
 	const write = (file) => {
-		const json = { id, name, nodes, connections, settings: { executionOrder: 'v1' }, pinData: {}, active: false, tags: [] };
+		const json = {
+			id,
+			name,
+			nodes,
+			connections,
+			settings: { executionOrder: 'v1' },
+			pinData: {},
+			active: false,
+			tags: [],
+		};
 		fs.writeFileSync(path.join(OUT, file), `${JSON.stringify(json, null, 2)}\n`);
 		WRITTEN[id] = file;
 	};
@@ -117,42 +148,171 @@ function worker({ id, file, name, resource, operation, nodeName, input, table, c
 		parameters: { resource, operation, req: '={{ $json.req }}', ctx: '={{ $json.ctx || {} }}', options: {} },
 		onError: 'continueErrorOutput',
 		credentials,
-		notes: 'SuccessEnvelope with the seed\'s data; failures to the error output with ctx.',
+		notes: "SuccessEnvelope with the seed's data; failures to the error output with ctx.",
 	});
 	wf.connect(trigger, step);
 	wf.errorBranch(step, 520, table);
 	wf.write(file);
 }
 
-worker({ id: 'WF20UpdateProc', file: 'WF20_update_processor.json', name: 'WF20 — Update Processor', resource: 'update', operation: 'process', nodeName: 'Process Update', input: '{ tenant_id, raw_update_id (the update is read from raw.telegram_updates; or update itself), trace_id, bot_id }', table: 'tg.messages' });
-worker({ id: 'WF30UrlNormalizer', file: 'WF30_url_normalizer.json', name: 'WF30 — URL Normalizer', resource: 'url', operation: 'normalize', nodeName: 'Normalize URL', input: '{ tenant_id, url, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'content.urls' });
-worker({ id: 'WF31UrlFetcher', file: 'WF31_url_fetcher.json', name: 'WF31 — URL Fetcher', resource: 'url', operation: 'fetch', nodeName: 'Fetch URL', input: '{ tenant_id, url_id, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'content.url_fetches' });
-worker({ id: 'WF32FileDownloader', file: 'WF32_file_downloader.json', name: 'WF32 — Telegram File Downloader', resource: 'file', operation: 'download', nodeName: 'Download File', input: '{ tenant_id, file_id, file_unique_id, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }', table: 'tg.file_instances', credentials: { ...PG, ...TELEGRAM } });
-worker({ id: 'WF33Extractor', file: 'WF33_document_extractor.json', name: 'WF33 — Document Extractor', resource: 'document', operation: 'extract', nodeName: 'Extract Text', input: '{ tenant_id, document_id }', table: 'content.documents' });
-worker({ id: 'WF40Chunker', file: 'WF40_chunker.json', name: 'WF40 — Chunker', resource: 'document', operation: 'chunk', nodeName: 'Chunk Document', input: '{ tenant_id, document_id, chunking: { max_chars, overlap } }', table: 'kg.chunks' });
+worker({
+	id: 'WF20UpdateProc',
+	file: 'WF20_update_processor.json',
+	name: 'WF20 — Update Processor',
+	resource: 'update',
+	operation: 'process',
+	nodeName: 'Process Update',
+	input:
+		'{ tenant_id, raw_update_id (the update is read from raw.telegram_updates; or update itself), trace_id, bot_id }',
+	table: 'tg.messages',
+});
+worker({
+	id: 'WF30UrlNormalizer',
+	file: 'WF30_url_normalizer.json',
+	name: 'WF30 — URL Normalizer',
+	resource: 'url',
+	operation: 'normalize',
+	nodeName: 'Normalize URL',
+	input: '{ tenant_id, url, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }',
+	table: 'content.urls',
+});
+worker({
+	id: 'WF31UrlFetcher',
+	file: 'WF31_url_fetcher.json',
+	name: 'WF31 — URL Fetcher',
+	resource: 'url',
+	operation: 'fetch',
+	nodeName: 'Fetch URL',
+	input: '{ tenant_id, url_id, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }',
+	table: 'content.url_fetches',
+});
+worker({
+	id: 'WF32FileDownloader',
+	file: 'WF32_file_downloader.json',
+	name: 'WF32 — Telegram File Downloader',
+	resource: 'file',
+	operation: 'download',
+	nodeName: 'Download File',
+	input: '{ tenant_id, file_id, file_unique_id, ctx: { chat_id, visibility, dm_owner_user_id, message_version_id } }',
+	table: 'tg.file_instances',
+	credentials: { ...PG, ...TELEGRAM },
+});
+worker({
+	id: 'WF33Extractor',
+	file: 'WF33_document_extractor.json',
+	name: 'WF33 — Document Extractor',
+	resource: 'document',
+	operation: 'extract',
+	nodeName: 'Extract Text',
+	input: '{ tenant_id, document_id }',
+	table: 'content.documents',
+});
+worker({
+	id: 'WF40Chunker',
+	file: 'WF40_chunker.json',
+	name: 'WF40 — Chunker',
+	resource: 'document',
+	operation: 'chunk',
+	nodeName: 'Chunk Document',
+	input: '{ tenant_id, document_id, chunking: { max_chars, overlap } }',
+	table: 'kg.chunks',
+});
 
-worker({ id: 'WF41Embedder', file: 'WF41_embedder.json', name: 'WF41 — Embedder', resource: 'document', operation: 'embed', nodeName: 'Embed Chunks', input: '{ tenant_id, document_id, model_id }', table: 'kg.chunk_embeddings_1536', credentials: { ...PG, ...EMBEDDINGS } });
+worker({
+	id: 'WF41Embedder',
+	file: 'WF41_embedder.json',
+	name: 'WF41 — Embedder',
+	resource: 'document',
+	operation: 'embed',
+	nodeName: 'Embed Chunks',
+	input: '{ tenant_id, document_id, model_id }',
+	table: 'kg.chunk_embeddings_1536',
+	credentials: { ...PG, ...EMBEDDINGS },
+});
 
 const LLM = { contractsLlmApi: { id: 'llmContracts01', name: 'Contracts LLM' } };
-worker({ id: 'WF50QaSession', file: 'WF50_qa_session_upserter.json', name: 'WF50 — QA Session Upserter', resource: 'qa', operation: 'upsertSession', nodeName: 'Upsert Session', input: '{ tenant_id, tg_user_id, channel, chat_id, meta }', table: 'audit.qa_sessions' });
-worker({ id: 'WF51Answerer', file: 'WF51_answerer.json', name: 'WF51 — Answerer', resource: 'qa', operation: 'answer', nodeName: 'Answer Question', input: '{ tenant_id, tg_user_id, channel, chat_id, question, question_message_version_id, trace_id }', table: 'audit.qa_turns', credentials: { ...PG, ...EMBEDDINGS, ...LLM, ...TELEGRAM } });
+worker({
+	id: 'WF50QaSession',
+	file: 'WF50_qa_session_upserter.json',
+	name: 'WF50 — QA Session Upserter',
+	resource: 'qa',
+	operation: 'upsertSession',
+	nodeName: 'Upsert Session',
+	input: '{ tenant_id, tg_user_id, channel, chat_id, meta }',
+	table: 'audit.qa_sessions',
+});
+worker({
+	id: 'WF51Answerer',
+	file: 'WF51_answerer.json',
+	name: 'WF51 — Answerer',
+	resource: 'qa',
+	operation: 'answer',
+	nodeName: 'Answer Question',
+	input: '{ tenant_id, tg_user_id, channel, chat_id, question, question_message_version_id, trace_id }',
+	table: 'audit.qa_turns',
+	credentials: { ...PG, ...EMBEDDINGS, ...LLM, ...TELEGRAM },
+});
 
 /**
  * A Schedule-triggered workflow: Schedule (+ manual) → "Request" (Set `req`) → Knowledge Bot → envelope,
  * errors → WF99; also callable as a sub-workflow with its own `{ req }` (e.g. one chat's retention now).
  */
-function scheduled({ id, file, name, rule, ruleNote, resource, operation, nodeName, req, reqNote, table, credentials = PG }) {
+function scheduled({
+	id,
+	file,
+	name,
+	rule,
+	ruleNote,
+	resource,
+	operation,
+	nodeName,
+	req,
+	reqNote,
+	table,
+	credentials = PG,
+}) {
 	const wf = workflowBuilder(id, name);
-	const schedule = wf.add({ name: 'Schedule', type: 'n8n-nodes-base.scheduleTrigger', typeVersion: 1.2, position: [0, 0], parameters: { rule }, notes: ruleNote });
-	const manual = wf.add({ name: 'Run Now', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 200], parameters: {} });
-	const called = wf.add({ name: 'When Called by Another Workflow', type: 'n8n-nodes-base.executeWorkflowTrigger', typeVersion: 1.1, position: [240, 300], parameters: { inputSource: 'passthrough' }, notes: 'Input: { req, ctx } as the seed\'s input.' });
-	const request = wf.set('Request', [240, 100], req.map(([field, type, value]) => [`req.${field}`, type, value]), { include: false, notes: reqNote });
+	const schedule = wf.add({
+		name: 'Schedule',
+		type: 'n8n-nodes-base.scheduleTrigger',
+		typeVersion: 1.2,
+		position: [0, 0],
+		parameters: { rule },
+		notes: ruleNote,
+	});
+	const manual = wf.add({
+		name: 'Run Now',
+		type: 'n8n-nodes-base.manualTrigger',
+		typeVersion: 1,
+		position: [0, 200],
+		parameters: {},
+	});
+	const called = wf.add({
+		name: 'When Called by Another Workflow',
+		type: 'n8n-nodes-base.executeWorkflowTrigger',
+		typeVersion: 1.1,
+		position: [240, 300],
+		parameters: { inputSource: 'passthrough' },
+		notes: "Input: { req, ctx } as the seed's input.",
+	});
+	const request = wf.set(
+		'Request',
+		[240, 100],
+		req.map(([field, type, value]) => [`req.${field}`, type, value]),
+		{ include: false, notes: reqNote },
+	);
 	const step = wf.add({
 		name: nodeName,
 		type: 'n8n-nodes-contracts.knowledgeBot',
 		typeVersion: 1,
 		position: [480, 100],
-		parameters: { resource, operation, req: '={{ $json.req }}', ctx: '={{ Object.assign({ workflow: "' + id.slice(0, 4) + '" }, $json.ctx || {}) }}', options: {} },
+		parameters: {
+			resource,
+			operation,
+			req: '={{ $json.req }}',
+			ctx: '={{ Object.assign({ workflow: "' + id.slice(0, 4) + '" }, $json.ctx || {}) }}',
+			options: {},
+		},
 		onError: 'continueErrorOutput',
 		credentials,
 	});
@@ -165,20 +325,48 @@ function scheduled({ id, file, name, rule, ruleNote, resource, operation, nodeNa
 }
 
 scheduled({
-	id: 'WF11Watchdog', file: 'WF11_transport_watchdog.json', name: 'WF11 — Bot Transport Watchdog', rule: { interval: [{ field: 'minutes', minutesInterval: 5 }] }, ruleNote: 'Every 5 minutes.',
-	resource: 'transport', operation: 'check', nodeName: 'Check Webhook', table: 'ops.webhook_health_snapshots', credentials: { ...PG, ...TELEGRAM },
-	req: [['tenant_id', 'string', ''], ['bot_id', 'string', '']], reqNote: 'Seed 003 WF11 input { tenant_id, bot_id }: empty bot_id = the bot of the credential (found by getMe in core.bots.tg_bot_id).',
+	id: 'WF11Watchdog',
+	file: 'WF11_transport_watchdog.json',
+	name: 'WF11 — Bot Transport Watchdog',
+	rule: { interval: [{ field: 'minutes', minutesInterval: 5 }] },
+	ruleNote: 'Every 5 minutes.',
+	resource: 'transport',
+	operation: 'check',
+	nodeName: 'Check Webhook',
+	table: 'ops.webhook_health_snapshots',
+	credentials: { ...PG, ...TELEGRAM },
+	req: [
+		['tenant_id', 'string', ''],
+		['bot_id', 'string', ''],
+	],
+	reqNote:
+		'Seed 003 WF11 input { tenant_id, bot_id }: empty bot_id = the bot of the credential (found by getMe in core.bots.tg_bot_id).',
 });
 scheduled({
-	id: 'WF60Retention', file: 'WF60_retention.json', name: 'WF60 — Retention & Pruning', rule: { interval: [{ field: 'cronExpression', expression: '17 3 * * *' }] }, ruleNote: 'Daily at 03:17.',
-	resource: 'retention', operation: 'prune', nodeName: 'Prune', table: 'core.chat_policies',
-	req: [['tenant_id', 'string', ''], ['batch_size', 'number', 500], ['max_batches', 'number', 20]], reqNote: 'Seed 003 WF60 input { tenant_id, chat_id } (empty: every tenant and chat) + batching.',
+	id: 'WF60Retention',
+	file: 'WF60_retention.json',
+	name: 'WF60 — Retention & Pruning',
+	rule: { interval: [{ field: 'cronExpression', expression: '17 3 * * *' }] },
+	ruleNote: 'Daily at 03:17.',
+	resource: 'retention',
+	operation: 'prune',
+	nodeName: 'Prune',
+	table: 'core.chat_policies',
+	req: [
+		['tenant_id', 'string', ''],
+		['batch_size', 'number', 500],
+		['max_batches', 'number', 20],
+	],
+	reqNote: 'Seed 003 WF60 input { tenant_id, chat_id } (empty: every tenant and chat) + batching.',
 });
 
 /** job_type → the worker sub-workflow that runs it (WF90), from the registry. */
 const WORKERS = Object.fromEntries(Object.entries(REGISTRY).map(([type, entry]) => [type, entry.workflow_id]));
 for (const [type, entry] of Object.entries(REGISTRY)) {
-	if (WRITTEN[entry.workflow_id] !== entry.workflow_file) throw new Error(`registry: ${type} → ${entry.workflow_id} (${entry.workflow_file}) is not a worker this script writes`);
+	if (WRITTEN[entry.workflow_id] !== entry.workflow_file)
+		throw new Error(
+			`registry: ${type} → ${entry.workflow_id} (${entry.workflow_file}) is not a worker this script writes`,
+		);
 }
 
 (function jobRunner() {
@@ -190,46 +378,84 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 		position: [0, 0],
 		parameters: { rule: { interval: [{ field: 'seconds', secondsInterval: 10 }] } },
 	});
-	const manual = wf.add({ name: 'Run Now', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 200], parameters: {} });
-	const settings = wf.set('Runner Settings', [240, 100], [
-		['req.limit', 'number', 50],
-		['req.worker_id', 'string', '={{ "wf90-" + $execution.id }}'],
-		['req.job_types', 'string', Object.keys(WORKERS).join(', ')],
-	], { include: false, notes: 'Seed 003 WF90 input: { limit, worker_id } (+ the job types this runner serves).' });
+	const manual = wf.add({
+		name: 'Run Now',
+		type: 'n8n-nodes-base.manualTrigger',
+		typeVersion: 1,
+		position: [0, 200],
+		parameters: {},
+	});
+	const settings = wf.set(
+		'Runner Settings',
+		[240, 100],
+		[
+			['req.limit', 'number', 50],
+			['req.worker_id', 'string', '={{ "wf90-" + $execution.id }}'],
+			['req.job_types', 'string', Object.keys(WORKERS).join(', ')],
+		],
+		{ include: false, notes: 'Seed 003 WF90 input: { limit, worker_id } (+ the job types this runner serves).' },
+	);
 	const claim = wf.add({
 		name: 'Claim Jobs',
 		type: 'n8n-nodes-contracts.pipelineCapture',
 		typeVersion: 1,
 		position: [480, 100],
-		parameters: { resource: 'job', operation: 'claimJobs', jobType: '={{ $json.req.job_types }}', batchSize: '={{ $json.req.limit }}', options: { worker: '={{ $json.req.worker_id }}', workflow: 'WF90' } },
+		parameters: {
+			resource: 'job',
+			operation: 'claimJobs',
+			jobType: '={{ $json.req.job_types }}',
+			batchSize: '={{ $json.req.limit }}',
+			options: { worker: '={{ $json.req.worker_id }}', workflow: 'WF90' },
+		},
 		onError: 'continueErrorOutput',
 		credentials: PG,
 		notes: 'FOR UPDATE SKIP LOCKED: each due job to exactly one runner; attempts counted; a job_runs row opened.',
 	});
-	const request = wf.set('Job Request', [720, 0], [
-		['req', 'object', '={{ $json.data.payload }}'],
-		// Seed 002 §3.1: no object literals in expressions — one dot-notation field each
-		['ctx.job_id', 'number', '={{ Number($json.data.id) }}'],
-		['ctx.job_claim_token', 'string', '={{ $json.data.claim_token }}'],
-		['ctx.correlation_id', 'string', '={{ $json.data.correlation_id || $json.data.payload.correlation_id }}'],
-		['ctx.tenant_id', 'string', '={{ $json.data.tenant_id }}'],
-		['ctx.trace_id', 'string', '={{ $json.data.payload.trace_id || null }}'],
-		['ctx.workflow', 'string', 'WF90'],
-		['job.id', 'number', '={{ Number($json.data.id) }}'],
-		['job.job_type', 'string', '={{ $json.data.job_type }}'],
-		['job.locked_by', 'string', '={{ $json.data.locked_by }}'],
-		['job.claim_token', 'string', '={{ $json.data.claim_token }}'],
-		// the registry's job_type → worker workflow id, as a chain of comparisons (no object literal)
-		['job.worker', 'string', `={{ ${Object.entries(WORKERS).map(([type, worker]) => `$json.data.job_type === ${JSON.stringify(type)} ? ${JSON.stringify(worker)} : `).join('')}"" }}`],
-	], { include: false, notes: 'The job payload is the worker\'s req; ctx.job_id + ctx.job_claim_token let WF99 retry or fail this attempt of the job on an error (a late error of an attempt that ended is recorded as stale). One field per assignment (seed 002 §3.1: no object literals in expressions).' });
+	const request = wf.set(
+		'Job Request',
+		[720, 0],
+		[
+			['req', 'object', '={{ $json.data.payload }}'],
+			// Seed 002 §3.1: no object literals in expressions — one dot-notation field each
+			['ctx.job_id', 'number', '={{ Number($json.data.id) }}'],
+			['ctx.job_claim_token', 'string', '={{ $json.data.claim_token }}'],
+			['ctx.correlation_id', 'string', '={{ $json.data.correlation_id || $json.data.payload.correlation_id }}'],
+			['ctx.tenant_id', 'string', '={{ $json.data.tenant_id }}'],
+			['ctx.trace_id', 'string', '={{ $json.data.payload.trace_id || null }}'],
+			['ctx.workflow', 'string', 'WF90'],
+			['job.id', 'number', '={{ Number($json.data.id) }}'],
+			['job.job_type', 'string', '={{ $json.data.job_type }}'],
+			['job.locked_by', 'string', '={{ $json.data.locked_by }}'],
+			['job.claim_token', 'string', '={{ $json.data.claim_token }}'],
+			// the registry's job_type → worker workflow id, as a chain of comparisons (no object literal)
+			[
+				'job.worker',
+				'string',
+				`={{ ${Object.entries(WORKERS)
+					.map(([type, worker]) => `$json.data.job_type === ${JSON.stringify(type)} ? ${JSON.stringify(worker)} : `)
+					.join('')}"" }}`,
+			],
+		],
+		{
+			include: false,
+			notes:
+				"The job payload is the worker's req; ctx.job_id + ctx.job_claim_token let WF99 retry or fail this attempt of the job on an error (a late error of an attempt that ended is recorded as stale). One field per assignment (seed 002 §3.1: no object literals in expressions).",
+		},
+	);
 	const run = wf.add({
 		name: 'Run Worker',
 		type: 'n8n-nodes-base.executeWorkflow',
 		typeVersion: 1.2,
 		position: [960, 0],
-		parameters: { source: 'database', workflowId: { __rl: true, mode: 'id', value: '={{ $json.job.worker }}' }, mode: 'each', options: { waitForSubWorkflow: true } },
+		parameters: {
+			source: 'database',
+			workflowId: { __rl: true, mode: 'id', value: '={{ $json.job.worker }}' },
+			mode: 'each',
+			options: { waitForSubWorkflow: true },
+		},
 		onError: 'continueRegularOutput',
-		notes: 'WF20 / WF30 / WF31 / WF32 / WF33 / WF40 / WF41 / WF51 by job_type; answers a SuccessEnvelope or (via WF99) an ErrorEnvelope.',
+		notes:
+			'WF20 / WF30 / WF31 / WF32 / WF33 / WF40 / WF41 / WF51 by job_type; answers a SuccessEnvelope or (via WF99) an ErrorEnvelope.',
 	});
 	const finish = wf.add({
 		name: 'Finish Job',
@@ -251,14 +477,28 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 		},
 		onError: 'continueErrorOutput',
 		credentials: PG,
-		notes: 'Succeeded; or failed with retry/dead letter, for this claim only (claim token). A job WF99 already retried, or released and claimed again, is returned as it is.',
+		notes:
+			'Succeeded; or failed with retry/dead letter, for this claim only (claim token). A job WF99 already retried, or released and claimed again, is returned as it is.',
 	});
-	const summary = wf.set('Run Summary', [1440, 0], [
-		['data.picked', 'number', '={{ $input.all().length }}'],
-		['data.succeeded', 'number', '={{ $input.all().filter(i => i.json.data && i.json.data.status === "succeeded").length }}'],
-		['data.failed', 'number', '={{ $input.all().filter(i => !(i.json.data && i.json.data.status === "succeeded")).length }}'],
-		['ok', 'boolean', '={{ true }}'],
-	], { include: false, executeOnce: true, notes: 'Seed 003 WF90 output: { picked, succeeded, failed }.' });
+	const summary = wf.set(
+		'Run Summary',
+		[1440, 0],
+		[
+			['data.picked', 'number', '={{ $input.all().length }}'],
+			[
+				'data.succeeded',
+				'number',
+				'={{ $input.all().filter(i => i.json.data && i.json.data.status === "succeeded").length }}',
+			],
+			[
+				'data.failed',
+				'number',
+				'={{ $input.all().filter(i => !(i.json.data && i.json.data.status === "succeeded")).length }}',
+			],
+			['ok', 'boolean', '={{ true }}'],
+		],
+		{ include: false, executeOnce: true, notes: 'Seed 003 WF90 output: { picked, succeeded, failed }.' },
+	);
 	wf.connect(schedule, settings);
 	wf.connect(manual, settings);
 	wf.connect(settings, claim);
@@ -282,10 +522,17 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 		type: 'n8n-nodes-contracts.pipelineCapture',
 		typeVersion: 1,
 		position: [240, 440],
-		parameters: { resource: 'job', operation: 'releaseStale', olderThanSeconds: 900, limit: 500, options: { workflow: 'WF90' } },
+		parameters: {
+			resource: 'job',
+			operation: 'releaseStale',
+			olderThanSeconds: 900,
+			limit: 500,
+			options: { workflow: 'WF90' },
+		},
 		onError: 'continueErrorOutput',
 		credentials: PG,
-		notes: 'Jobs running for more than 15 min (their runner died) go back to the queue, or dead when no attempt is left; the claim token is cleared, so a late error or Finish Job of the dead runner changes nothing.',
+		notes:
+			'Jobs running for more than 15 min (their runner died) go back to the queue, or dead when no attempt is left; the claim token is cleared, so a late error or Finish Job of the dead runner changes nothing.',
 	});
 	wf.connect(staleSchedule, release);
 	wf.errorBranch(release, 480, 'ops.jobs', 2, 440); // joins Claim Jobs' Prepare DB Error → Call WF99

@@ -9,7 +9,9 @@ const { migrate, describeVectorStore } = require('./lib/migrate');
 const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 migrate(url, { log: (m) => console.log(m) })
 	.then(({ applied, skipped, missing, vector_store: store }) => {
-		console.log(`migrations: ${applied.length} applied, ${skipped.length} already applied, ${missing.length} not applicable here`);
+		console.log(
+			`migrations: ${applied.length} applied, ${skipped.length} already applied, ${missing.length} not applicable here`,
+		);
 		for (const m of missing) console.log(`  NOT APPLIED ${m.file}: ${m.reason}`);
 		console.log(`vector store: ${describeVectorStore(store)}`);
 	})

@@ -20,7 +20,9 @@ const fs = require('node:fs');
 const jwt = require('jsonwebtoken');
 
 function usage(message) {
-	process.stderr.write(`mint-token: ${message}\nusage: node scripts/mint-token.js --sub <user> [--secret-file <file> | env JWT_SECRET] [--expires-in 1h] [--claim k=v]\n`);
+	process.stderr.write(
+		`mint-token: ${message}\nusage: node scripts/mint-token.js --sub <user> [--secret-file <file> | env JWT_SECRET] [--expires-in 1h] [--claim k=v]\n`,
+	);
 	process.exit(2);
 }
 

@@ -40,7 +40,8 @@ async function main() {
 		if (process.env.SKIP_E2E === '1') console.log('e2e tests skipped: SKIP_E2E=1');
 		else suites.push('e2e');
 		suites.push('live');
-		if (!process.env.ARANGO_URL) console.log('ArangoDB live suite: ARANGO_URL not set, its tests are reported as skipped');
+		if (!process.env.ARANGO_URL)
+			console.log('ArangoDB live suite: ARANGO_URL not set, its tests are reported as skipped');
 		const files = suites.flatMap(testFiles);
 		return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], {
 			DATABASE_URL: server.url,

@@ -60,7 +60,8 @@ export class ArangoCas implements INodeType {
 		version: 1,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
-		description: 'Atomic, compare-and-swap document-graph operations on ArangoDB (lock, merge, archive, baseline, AI analysis)',
+		description:
+			'Atomic, compare-and-swap document-graph operations on ArangoDB (lock, merge, archive, baseline, AI analysis)',
 		defaults: { name: 'ArangoCAS' },
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],

@@ -44,7 +44,15 @@ export class ContextLoader implements INodeType {
 				type: 'collection',
 				placeholder: 'Add option',
 				default: {},
-				options: [{ displayName: 'Workflow Label', name: 'workflow', type: 'string', default: 'WF00c', description: 'Value of meta.source' }],
+				options: [
+					{
+						displayName: 'Workflow Label',
+						name: 'workflow',
+						type: 'string',
+						default: 'WF00c',
+						description: 'Value of meta.source',
+					},
+				],
 			},
 		],
 	};
@@ -62,7 +70,10 @@ export class ContextLoader implements INodeType {
 			// a JSON string is parsed by loadContext (bad JSON is a 422 there, never a thrown SyntaxError)
 			const data = await loadContext(pool, raw, state);
 			const ctx = data.ctx as Record<string, unknown>;
-			const envelope = success(data, { source: workflow, correlation: correlationOf(ctx, { workflow, node: nodeName }) });
+			const envelope = success(data, {
+				source: workflow,
+				correlation: correlationOf(ctx, { workflow, node: nodeName }),
+			});
 			return { json: envelope as unknown as INodeExecutionData['json'] };
 		});
 	}

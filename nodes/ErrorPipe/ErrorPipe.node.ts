@@ -84,15 +84,24 @@ export class ErrorPipe implements INodeType {
 			try {
 				normalized = normalizeErrorItem(item?.json, { source });
 			} catch (error) {
-				normalized = { envelope: fallbackEnvelope(error, { source }, item?.json), jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION, jobClaimToken: null };
+				normalized = {
+					envelope: fallbackEnvelope(error, { source }, item?.json),
+					jobId: null,
+					contractVersion: ERRORPIPE_CONTRACT_VERSION,
+					jobClaimToken: null,
+				};
 			}
 			const { envelope, jobId, contractVersion, jobClaimToken } = normalized;
-			const recording = pool ? recordError(pool, envelope, jobId, contractVersion, jobClaimToken) : Promise.reject(poolFailure);
+			const recording = pool
+				? recordError(pool, envelope, jobId, contractVersion, jobClaimToken)
+				: Promise.reject(poolFailure);
 			const recorded = await recording.catch(
 				(error): RecordResult => ({
 					error_id: null,
 					job: { executed: false },
-					write_failures: [{ table: 'ops.errors', message: String((error as Error)?.message ?? error), sqlstate: null }],
+					write_failures: [
+						{ table: 'ops.errors', message: String((error as Error)?.message ?? error), sqlstate: null },
+					],
 				}),
 			);
 			if (recorded.write_failures.length) envelope.error.details.write_failures = recorded.write_failures;

@@ -48,9 +48,19 @@ const KNOWLEDGE_ROUTE: Route<KnowledgeOperation, Pool, KnowledgeContext> = {
 		correlationId,
 		http: httpGet,
 		telegram: async () => (await fn.getCredentials('contractsTelegramApi', itemIndex)) as unknown as TelegramCredential,
-		embed: async (model, texts, task) => embedTexts(httpPostJson, (await fn.getCredentials('contractsEmbeddingsApi', itemIndex)) as unknown as EmbeddingsCredential, model, texts, task),
+		embed: async (model, texts, task) =>
+			embedTexts(
+				httpPostJson,
+				(await fn.getCredentials('contractsEmbeddingsApi', itemIndex)) as unknown as EmbeddingsCredential,
+				model,
+				texts,
+				task,
+			),
 		postJson: httpPostJson,
-		llm: async () => ({ credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential, send: fetchSender }),
+		llm: async () => ({
+			credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
+			send: fetchSender,
+		}),
 	}),
 	execute: async (operation, context, req) => ({ data: await operation.execute(context, req) }),
 };
@@ -76,15 +86,31 @@ export class KnowledgeBot implements INodeType {
 		version: 1,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
-		description: 'Telegram knowledge bot steps: process updates, fetch URLs and files, extract and chunk documents (seed 003)',
+		description:
+			'Telegram knowledge bot steps: process updates, fetch URLs and files, extract and chunk documents (seed 003)',
 		defaults: { name: 'Knowledge Bot' },
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [
 			{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' },
-			{ name: 'contractsTelegramApi', required: true, testedBy: 'contractsTelegramApiTest', displayOptions: { show: { operation: ['download', 'answer', 'check'] } } },
-			{ name: 'contractsEmbeddingsApi', required: true, testedBy: 'contractsEmbeddingsApiTest', displayOptions: { show: { operation: ['embed', 'answer'] } } },
-			{ name: 'contractsLlmApi', required: true, testedBy: 'contractsLlmApiTest', displayOptions: { show: { operation: ['answer'] } } },
+			{
+				name: 'contractsTelegramApi',
+				required: true,
+				testedBy: 'contractsTelegramApiTest',
+				displayOptions: { show: { operation: ['download', 'answer', 'check'] } },
+			},
+			{
+				name: 'contractsEmbeddingsApi',
+				required: true,
+				testedBy: 'contractsEmbeddingsApiTest',
+				displayOptions: { show: { operation: ['embed', 'answer'] } },
+			},
+			{
+				name: 'contractsLlmApi',
+				required: true,
+				testedBy: 'contractsLlmApiTest',
+				displayOptions: { show: { operation: ['answer'] } },
+			},
 		],
 		properties: [
 			...resourceProperties(KNOWLEDGE_RESOURCES),
@@ -101,7 +127,8 @@ export class KnowledgeBot implements INodeType {
 				name: 'ctx',
 				type: 'json',
 				default: '={{ $json.ctx || {} }}',
-				description: 'The ctx travelling with the request (correlation_id, job_id, trace_id); kept in errors so WF99 can retry the job',
+				description:
+					'The ctx travelling with the request (correlation_id, job_id, trace_id); kept in errors so WF99 can retry the job',
 			},
 			{
 				displayName: 'Options',
@@ -109,12 +136,28 @@ export class KnowledgeBot implements INodeType {
 				type: 'collection',
 				placeholder: 'Add option',
 				default: {},
-				options: [{ displayName: 'Workflow Label', name: 'workflow', type: 'string', default: '', description: 'Value of meta.source and ctx.workflow (default: the seed workflow of the operation, e.g. WF20)' }],
+				options: [
+					{
+						displayName: 'Workflow Label',
+						name: 'workflow',
+						type: 'string',
+						default: '',
+						description:
+							'Value of meta.source and ctx.workflow (default: the seed workflow of the operation, e.g. WF20)',
+					},
+				],
 			},
 		],
 	};
 
-	methods = { credentialTest: { postgresContractsApiTest, contractsTelegramApiTest, contractsEmbeddingsApiTest, contractsLlmApiTest } };
+	methods = {
+		credentialTest: {
+			postgresContractsApiTest,
+			contractsTelegramApiTest,
+			contractsEmbeddingsApiTest,
+			contractsLlmApiTest,
+		},
+	};
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		return routeItems(this, KNOWLEDGE_ROUTE);

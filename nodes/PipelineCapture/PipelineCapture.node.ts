@@ -47,7 +47,10 @@ const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string
 	resources: PIPELINE_RESOURCES,
 	outputs: 2,
 	ctxOperation: true,
-	connect: async (fn) => ({ pool: await executionPool(fn, { reuse: false }), executionId: String(fn.getExecutionId() ?? 'manual') }),
+	connect: async (fn) => ({
+		pool: await executionPool(fn, { reuse: false }),
+		executionId: String(fn.getExecutionId() ?? 'manual'),
+	}),
 	workflow: () => 'MaaS',
 	incoming: (_fn, item) => {
 		const headers = isRecord(item.json.headers) ? item.json.headers : {};
@@ -58,13 +61,23 @@ const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string
 		definition: () => pipelineDefinition(pool),
 		worker: (typeof options.worker === 'string' && options.worker) || `n8n-${executionId}`,
 		origin: { workflow, node },
-		runProcessor: externalProcessorRunner(calculationNodesOf(fn, itemIndex, resource, operationValue), subWorkflowCaller(fn, executionId)),
-		llm: async () => ({ credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential, send: n8nSender(fn) }),
+		runProcessor: externalProcessorRunner(
+			calculationNodesOf(fn, itemIndex, resource, operationValue),
+			subWorkflowCaller(fn, executionId),
+		),
+		llm: async () => ({
+			credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
+			send: n8nSender(fn),
+		}),
 	}),
 	execute: async (operation, context, input) => await operation.execute(context, input as Record<string, unknown>),
 	batch: (operation) => {
 		const executeBatch = operation.executeBatch;
-		return executeBatch && (async (entries) => await executeBatch(entries.map((e) => ({ ctx: e.context, input: e.input as Record<string, unknown> }))));
+		return (
+			executeBatch &&
+			(async (entries) =>
+				await executeBatch(entries.map((e) => ({ ctx: e.context, input: e.input as Record<string, unknown> }))))
+		);
 	},
 };
 
@@ -89,14 +102,20 @@ export class PipelineCapture implements INodeType {
 		version: 1,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
-		description: 'Exactly-once pipeline runs (seed 001 state machine), model calls with retries, and the job queue in PostgreSQL',
+		description:
+			'Exactly-once pipeline runs (seed 001 state machine), model calls with retries, and the job queue in PostgreSQL',
 		defaults: { name: 'Pipeline Capture' },
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main, NodeConnectionTypes.Main],
 		outputNames: ['Done', 'Not Captured'],
 		credentials: [
 			{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' },
-			{ name: 'contractsLlmApi', required: true, testedBy: 'contractsLlmApiTest', displayOptions: { show: { resource: ['model'] } } },
+			{
+				name: 'contractsLlmApi',
+				required: true,
+				testedBy: 'contractsLlmApiTest',
+				displayOptions: { show: { resource: ['model'] } },
+			},
 		],
 		properties: [
 			...resourceProperties(PIPELINE_RESOURCES),
@@ -108,8 +127,20 @@ export class PipelineCapture implements INodeType {
 				placeholder: 'Add option',
 				default: {},
 				options: [
-					{ displayName: 'Worker Name', name: 'worker', type: 'string', default: '', description: 'Name recorded in locked_by / captured_by (default: n8n-&lt;execution ID&gt;)' },
-					{ displayName: 'Workflow Label', name: 'workflow', type: 'string', default: 'MaaS', description: 'Value of meta.source and ctx.workflow' },
+					{
+						displayName: 'Worker Name',
+						name: 'worker',
+						type: 'string',
+						default: '',
+						description: 'Name recorded in locked_by / captured_by (default: n8n-&lt;execution ID&gt;)',
+					},
+					{
+						displayName: 'Workflow Label',
+						name: 'workflow',
+						type: 'string',
+						default: 'MaaS',
+						description: 'Value of meta.source and ctx.workflow',
+					},
 				],
 			},
 		],

@@ -40,7 +40,9 @@ export class PipelineTrigger implements INodeType {
 				displayName: 'Statuses',
 				name: 'statuses',
 				type: 'multiOptions',
-				options: ['NEW', 'ANALYZING', 'ANALYZED', 'ASSEMBLING', 'READY', 'RESPONDING', 'COMPLETED', 'FAILED'].map((s) => ({ name: s, value: s })),
+				options: ['NEW', 'ANALYZING', 'ANALYZED', 'ASSEMBLING', 'READY', 'RESPONDING', 'COMPLETED', 'FAILED'].map(
+					(s) => ({ name: s, value: s }),
+				),
 				default: ['NEW', 'ANALYZED', 'READY', 'COMPLETED'],
 				description: 'Emit only runs entering these statuses (empty: all)',
 			},
@@ -51,9 +53,29 @@ export class PipelineTrigger implements INodeType {
 				placeholder: 'Add option',
 				default: {},
 				options: [
-					{ displayName: 'Channel', name: 'channel', type: 'string', default: 'pipeline_events', description: 'The NOTIFY channel of the notify_pipeline_change trigger' },
-					{ displayName: 'Catch-Up Limit', name: 'catchUpLimit', type: 'number', typeOptions: { minValue: 1 }, default: 1000, description: 'Most runs one catch-up emits' },
-					{ displayName: 'Max Reconnect Delay (Ms)', name: 'maxBackoffMs', type: 'number', typeOptions: { minValue: 100 }, default: 30000, description: 'Cap of the reconnect backoff (starts at 500 ms, doubles, with jitter)' },
+					{
+						displayName: 'Channel',
+						name: 'channel',
+						type: 'string',
+						default: 'pipeline_events',
+						description: 'The NOTIFY channel of the notify_pipeline_change trigger',
+					},
+					{
+						displayName: 'Catch-Up Limit',
+						name: 'catchUpLimit',
+						type: 'number',
+						typeOptions: { minValue: 1 },
+						default: 1000,
+						description: 'Most runs one catch-up emits',
+					},
+					{
+						displayName: 'Max Reconnect Delay (Ms)',
+						name: 'maxBackoffMs',
+						type: 'number',
+						typeOptions: { minValue: 100 },
+						default: 30000,
+						description: 'Cap of the reconnect backoff (starts at 500 ms, doubles, with jitter)',
+					},
 				],
 			},
 		],
@@ -64,7 +86,11 @@ export class PipelineTrigger implements INodeType {
 	async trigger(this: ITriggerFunctions): Promise<ITriggerResponse> {
 		const credential = (await this.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
 		const statuses = this.getNodeParameter('statuses', []) as string[];
-		const options = this.getNodeParameter('options', {}) as { channel?: string; catchUpLimit?: number; maxBackoffMs?: number };
+		const options = this.getNodeParameter('options', {}) as {
+			channel?: string;
+			catchUpLimit?: number;
+			maxBackoffMs?: number;
+		};
 		const redact = postgresRedactor(credential);
 		// Refuses a connection string pasted into Host/Database/User (ContractError, the value not quoted).
 		const { max: _max, idleTimeoutMillis: _idle, ...config } = poolConfig(credential);
@@ -80,7 +106,8 @@ export class PipelineTrigger implements INodeType {
 				maxBackoffMs: options.maxBackoffMs ?? 30_000,
 				onEvents: (events) => this.emit([this.helpers.returnJsonArray(events.map((e) => ({ ...e })))]),
 				// The password is redacted from the logged message (e.g. a connection string pasted into Host).
-				onError: (error) => logger.warn(`Pipeline Trigger: ${redactPostgresText(redact, error.message)} (reconnecting)`),
+				onError: (error) =>
+					logger.warn(`Pipeline Trigger: ${redactPostgresText(redact, error.message)} (reconnecting)`),
 			},
 		);
 		try {

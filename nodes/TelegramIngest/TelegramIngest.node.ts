@@ -31,11 +31,21 @@ function fieldOf(json: INodeExecutionData['json'], key: string, field: string): 
  */
 export function successAnswer(envelope: SuccessEnvelope): IDataObject {
 	const data = envelope.data as { job_id?: unknown; duplicate?: unknown; quarantined?: unknown };
-	return { ok: true, job_id: (data.job_id ?? null) as number | null, duplicate: data.duplicate === true, quarantined: data.quarantined === true };
+	return {
+		ok: true,
+		job_id: (data.job_id ?? null) as number | null,
+		duplicate: data.duplicate === true,
+		quarantined: data.quarantined === true,
+	};
 }
 
 /** The bytes of the item's raw-body binary property, or undefined when the item has none. */
-async function rawBodyOf(fn: IExecuteFunctions, node: INode, item: INodeExecutionData, itemIndex: number): Promise<Buffer | undefined> {
+async function rawBodyOf(
+	fn: IExecuteFunctions,
+	node: INode,
+	item: INodeExecutionData,
+	itemIndex: number,
+): Promise<Buffer | undefined> {
 	const property = plainParameter(fn, node, 'rawBodyProperty', itemIndex, 'data') as string;
 	if (!property || !item.binary?.[property]) return undefined;
 	return await fn.helpers.getBinaryDataBuffer(itemIndex, property);
@@ -75,7 +85,8 @@ export class TelegramIngest implements INodeType {
 				type: 'string',
 				default: '={{ ($json.query || {}).bot }}', // = DEFAULT_BOT_KEY (a literal for n8n's lint)
 				required: true,
-				description: 'The bot\'s key in core.bots, sent as the query parameter of the webhook URL: /webhook/telegram?bot=&lt;bot_key&gt;',
+				description:
+					"The bot's key in core.bots, sent as the query parameter of the webhook URL: /webhook/telegram?bot=&lt;bot_key&gt;",
 			},
 			{
 				displayName: 'Secret Token',
@@ -132,7 +143,7 @@ export class TelegramIngest implements INodeType {
 						type: 'boolean',
 						default: false,
 						description:
-							'Whether to read the PostgreSQL credential through n8n at most once per 5 seconds per workflow in each n8n process instead of on every execution (faster on a busy webhook; the shipped WF10 turns it on). An edited credential then applies within 5 s. Only for a static credential: one whose fields use expressions or are resolved per caller must leave this off, or executions would share the first one\'s resolved values.',
+							"Whether to read the PostgreSQL credential through n8n at most once per 5 seconds per workflow in each n8n process instead of on every execution (faster on a busy webhook; the shipped WF10 turns it on). An edited credential then applies within 5 s. Only for a static credential: one whose fields use expressions or are resolved per caller must leave this off, or executions would share the first one's resolved values.",
 					},
 					{
 						displayName: 'Respond to Webhook',
@@ -166,14 +177,20 @@ export class TelegramIngest implements INodeType {
 		const pool = await executionPool(this, { node, reuse: reuseCredential === true });
 		let responded = false;
 		return runItems(this, async (item, itemIndex, state) => {
-			const options = plainParameter(this, node, 'options', itemIndex, {}) as { maxAttempts?: number; workflow?: string; respond?: boolean };
+			const options = plainParameter(this, node, 'options', itemIndex, {}) as {
+				maxAttempts?: number;
+				workflow?: string;
+				respond?: boolean;
+			};
 			const rawBody = await rawBodyOf(this, node, item, itemIndex);
 			// With the raw body, "Update" is not evaluated: a deeply nested parsed body would overflow the expression engine.
 			const update = rawBody ? undefined : this.getNodeParameter('update', itemIndex, '');
 			const envelope = await ingestUpdate(
 				pool,
 				{
-					botKey: defaultExpressionParameter(this, node, 'botKey', itemIndex, DEFAULT_BOT_KEY, () => fieldOf(item.json, 'query', 'bot')),
+					botKey: defaultExpressionParameter(this, node, 'botKey', itemIndex, DEFAULT_BOT_KEY, () =>
+						fieldOf(item.json, 'query', 'bot'),
+					),
 					secretToken: defaultExpressionParameter(this, node, 'secretToken', itemIndex, DEFAULT_SECRET_TOKEN, () =>
 						fieldOf(item.json, 'headers', 'x-telegram-bot-api-secret-token'),
 					),
@@ -197,4 +214,3 @@ export class TelegramIngest implements INodeType {
 		});
 	}
 }
-

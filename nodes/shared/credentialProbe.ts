@@ -27,12 +27,23 @@ function describe(body: unknown): string | null {
  * @param path what to GET under it, e.g. `/bot<token>/getMe` (may carry the secret: never reported)
  * @returns OK with `okMessage`, or Error with a redacted reason
  */
-export async function probeCredential(baseUrl: unknown, field: UrlField, path: string, headers: Record<string, string>, redact: Redactor, okMessage: string): Promise<INodeCredentialTestResult> {
+export async function probeCredential(
+	baseUrl: unknown,
+	field: UrlField,
+	path: string,
+	headers: Record<string, string>,
+	redact: Redactor,
+	okMessage: string,
+): Promise<INodeCredentialTestResult> {
 	const problem = baseUrlProblem(baseUrl);
 	if (problem) return { status: 'Error', message: baseUrlMessage(problem, field) };
 	const url = `${(baseUrl as string).replace(/\/+$/, '')}${path}`;
 	try {
-		const res = await fetch(url, { headers, redirect: 'manual', signal: AbortSignal.timeout(CREDENTIAL_TEST_TIMEOUT_MS) });
+		const res = await fetch(url, {
+			headers,
+			redirect: 'manual',
+			signal: AbortSignal.timeout(CREDENTIAL_TEST_TIMEOUT_MS),
+		});
 		const text = await res.text();
 		if (res.ok) return { status: 'OK', message: okMessage };
 		let told: string | null = null;
@@ -44,10 +55,18 @@ export async function probeCredential(baseUrl: unknown, field: UrlField, path: s
 		// Redacted before it is cut to 300 characters, so no part of a secret is left at the cut.
 		const quoted = told ? ` ${redact.string(told).slice(0, 300)}` : '';
 		const hint = res.status >= 300 && res.status < 400 ? REDIRECT_HINT : '';
-		return { status: 'Error', message: redact.string(`${field.credential}: the server answered HTTP ${res.status}${quoted}${hint}`) };
+		return {
+			status: 'Error',
+			message: redact.string(`${field.credential}: the server answered HTTP ${res.status}${quoted}${hint}`),
+		};
 	} catch (error) {
 		const cause = (error as { cause?: unknown }).cause;
 		const detail = cause instanceof Error ? ` (${cause.message})` : '';
-		return { status: 'Error', message: redact.string(`${field.credential}: no answer: ${error instanceof Error ? error.message : String(error)}${detail}`) };
+		return {
+			status: 'Error',
+			message: redact.string(
+				`${field.credential}: no answer: ${error instanceof Error ? error.message : String(error)}${detail}`,
+			),
+		};
 	}
 }

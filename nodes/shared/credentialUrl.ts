@@ -23,7 +23,8 @@ export function baseUrlProblem(value: unknown): string | null {
 	if (typeof value !== 'string' || value.trim() === '') return 'is empty';
 	if (/\s/.test(value)) return 'contains whitespace';
 	const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value);
-	if (!scheme || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return 'has no scheme (it must start with http:// or https://)';
+	if (!scheme || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value))
+		return 'has no scheme (it must start with http:// or https://)';
 	if (!['http', 'https'].includes(scheme[1].toLowerCase())) return 'must use http:// or https://';
 	let url: URL;
 	try {
@@ -32,7 +33,7 @@ export function baseUrlProblem(value: unknown): string | null {
 		return 'is not a valid URL';
 	}
 	if (!url.hostname) return 'has no host';
-	if (url.username || url.password) return 'must not contain a user name or password (use the credential\'s own fields)';
+	if (url.username || url.password) return "must not contain a user name or password (use the credential's own fields)";
 	return null;
 }
 
@@ -42,7 +43,11 @@ export function baseUrlProblem(value: unknown): string | null {
  */
 export function checkedBaseUrl(value: unknown, field: UrlField): string {
 	const problem = baseUrlProblem(value);
-	if (problem) throw ContractError.configuration(baseUrlMessage(problem, field), { code: 'BAD_CREDENTIAL_URL', credential_field: field.name });
+	if (problem)
+		throw ContractError.configuration(baseUrlMessage(problem, field), {
+			code: 'BAD_CREDENTIAL_URL',
+			credential_field: field.name,
+		});
 	return (value as string).replace(/\/+$/, '');
 }
 

@@ -4,12 +4,7 @@
  * `undefined`, or `error.details` that is not an object.
  */
 import { randomUUID } from 'node:crypto';
-import {
-	Correlation,
-	ErrorEnvelope,
-	SuccessEnvelope,
-	type ErrorKind,
-} from './contracts/envelope';
+import { Correlation, ErrorEnvelope, SuccessEnvelope, type ErrorKind } from './contracts/envelope';
 import { toJsonObject } from './json';
 
 /** A fresh correlation id (UUID v4). Call it only when no correlation id came in (seed 002 §1.3). */

@@ -32,7 +32,12 @@ export class ContractError extends Error {
 		readonly where: ErrorContextInit = {},
 		options?: { cause?: unknown },
 	) {
-		super(rememberedSecrets().string(message), options?.cause !== undefined && rememberedSecrets().active ? { cause: safely(() => rememberedSecrets().error(options.cause), undefined) } : options);
+		super(
+			rememberedSecrets().string(message),
+			options?.cause !== undefined && rememberedSecrets().active
+				? { cause: safely(() => rememberedSecrets().error(options.cause), undefined) }
+				: options,
+		);
 		this.details = safely(() => rememberedSecrets().value(details), { redaction: 'failed: details dropped' });
 		this.name = 'ContractError';
 	}
@@ -41,7 +46,12 @@ export class ContractError extends Error {
 	 * 422 `validation`, not retryable: the input (a field of the request or item) breaks the contract.
 	 * Details usually `{ code: 'VALIDATION', field }`, where usually `{ operation: 'validate' }`.
 	 */
-	static validation(message: string, details?: Record<string, unknown>, where?: ErrorContextInit, options?: FactoryOptions): ContractError {
+	static validation(
+		message: string,
+		details?: Record<string, unknown>,
+		where?: ErrorContextInit,
+		options?: FactoryOptions,
+	): ContractError {
 		return new ContractError(message, 422, 'validation', false, details, where, options);
 	}
 
@@ -49,7 +59,12 @@ export class ContractError extends Error {
 	 * 400 `validation`, not retryable: the request itself is malformed (a body or header the node cannot
 	 * read as a request at all, e.g. a webhook body that is not JSON or a bad bot key).
 	 */
-	static badRequest(message: string, details?: Record<string, unknown>, where?: ErrorContextInit, options?: FactoryOptions): ContractError {
+	static badRequest(
+		message: string,
+		details?: Record<string, unknown>,
+		where?: ErrorContextInit,
+		options?: FactoryOptions,
+	): ContractError {
 		return new ContractError(message, 400, 'validation', false, details, where, options);
 	}
 
@@ -57,12 +72,22 @@ export class ContractError extends Error {
 	 * 500 `validation`, not retryable: the node's own configuration (a parameter, an option, a credential
 	 * field) is wrong, not the input; 500 so a sender that retries on 5xx keeps the input until it is fixed.
 	 */
-	static configuration(message: string, details?: Record<string, unknown>, where?: ErrorContextInit, options?: FactoryOptions): ContractError {
+	static configuration(
+		message: string,
+		details?: Record<string, unknown>,
+		where?: ErrorContextInit,
+		options?: FactoryOptions,
+	): ContractError {
 		return new ContractError(message, 500, 'validation', false, details, where, options);
 	}
 
 	/** 404 `not_found`, not retryable: the row, document or run the request names does not exist (for this tenant or user). */
-	static notFound(message: string, details?: Record<string, unknown>, where?: ErrorContextInit, options?: FactoryOptions): ContractError {
+	static notFound(
+		message: string,
+		details?: Record<string, unknown>,
+		where?: ErrorContextInit,
+		options?: FactoryOptions,
+	): ContractError {
 		return new ContractError(message, 404, 'not_found', false, details, where, options);
 	}
 
@@ -70,17 +95,32 @@ export class ContractError extends Error {
 	 * 409 `conflict`, not retryable: the target exists but is in a state the request does not fit
 	 * (illegal transition, stale revision, already terminal, duplicate).
 	 */
-	static conflict(message: string, details?: Record<string, unknown>, where?: ErrorContextInit, options?: FactoryOptions): ContractError {
+	static conflict(
+		message: string,
+		details?: Record<string, unknown>,
+		where?: ErrorContextInit,
+		options?: FactoryOptions,
+	): ContractError {
 		return new ContractError(message, 409, 'conflict', false, details, where, options);
 	}
 
 	/** 401 `auth`, not retryable: the caller did not authenticate (missing or wrong secret, token or signature). */
-	static unauthorized(message: string, details?: Record<string, unknown>, where?: ErrorContextInit, options?: FactoryOptions): ContractError {
+	static unauthorized(
+		message: string,
+		details?: Record<string, unknown>,
+		where?: ErrorContextInit,
+		options?: FactoryOptions,
+	): ContractError {
 		return new ContractError(message, 401, 'auth', false, details, where, options);
 	}
 
 	/** 403 `auth`, not retryable: the caller is known but may not do this (ACL, tenant or owner mismatch). */
-	static forbidden(message: string, details?: Record<string, unknown>, where?: ErrorContextInit, options?: FactoryOptions): ContractError {
+	static forbidden(
+		message: string,
+		details?: Record<string, unknown>,
+		where?: ErrorContextInit,
+		options?: FactoryOptions,
+	): ContractError {
 		return new ContractError(message, 403, 'auth', false, details, where, options);
 	}
 
@@ -98,7 +138,15 @@ export class ContractError extends Error {
 		where?: ErrorContextInit,
 		options?: FactoryOptions & { rateLimited?: boolean },
 	): ContractError {
-		return new ContractError(message, statusCode, options?.rateLimited ? 'rate_limit' : 'upstream', retryable, details, where, causeOf(options));
+		return new ContractError(
+			message,
+			statusCode,
+			options?.rateLimited ? 'rate_limit' : 'upstream',
+			retryable,
+			details,
+			where,
+			causeOf(options),
+		);
 	}
 
 	/**
@@ -107,17 +155,32 @@ export class ContractError extends Error {
 	 * one must be, a missing collection or table, an unexpected outcome). Driver errors go through
 	 * `fromPgError` / `fromArangoError`, which pick 500 or 503 themselves.
 	 */
-	static db(message: string, details?: Record<string, unknown>, where?: ErrorContextInit, options?: FactoryOptions & { retryable?: boolean }): ContractError {
+	static db(
+		message: string,
+		details?: Record<string, unknown>,
+		where?: ErrorContextInit,
+		options?: FactoryOptions & { retryable?: boolean },
+	): ContractError {
 		return new ContractError(message, 500, 'db', options?.retryable ?? false, details, where, causeOf(options));
 	}
 
 	/** 503 `db`, retryable: the database is unreachable or not ready; a later attempt may succeed. */
-	static unavailable(message: string, details?: Record<string, unknown>, where?: ErrorContextInit, options?: FactoryOptions): ContractError {
+	static unavailable(
+		message: string,
+		details?: Record<string, unknown>,
+		where?: ErrorContextInit,
+		options?: FactoryOptions,
+	): ContractError {
 		return new ContractError(message, 503, 'db', true, details, where, options);
 	}
 
 	/** 500 `unknown`, not retryable: an error nothing else classified (a bug, an unexpected throw). */
-	static internal(message: string, details?: Record<string, unknown>, where?: ErrorContextInit, options?: FactoryOptions): ContractError {
+	static internal(
+		message: string,
+		details?: Record<string, unknown>,
+		where?: ErrorContextInit,
+		options?: FactoryOptions,
+	): ContractError {
 		return new ContractError(message, 500, 'unknown', false, details, where, options);
 	}
 }
@@ -144,7 +207,15 @@ function safely<T>(make: () => T, fallback: T): T {
 /** SQLSTATE classes that mean "the server or the connection is not there": retry later. */
 const TRANSIENT_SQLSTATE = /^(08|53|57P0[1-3]|40001|40P01|55P03)/;
 /** Node socket errors of an unreachable or dropped server. */
-const TRANSIENT_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const TRANSIENT_NET = new Set([
+	'ECONNREFUSED',
+	'ECONNRESET',
+	'ETIMEDOUT',
+	'EPIPE',
+	'EHOSTUNREACH',
+	'ENOTFOUND',
+	'EAI_AGAIN',
+]);
 
 /**
  * Maps an error thrown by `pg` to a ContractError of kind `db`: unreachable server, dropped
@@ -156,20 +227,17 @@ export function fromPgError(error: unknown, where: ErrorContextInit): ContractEr
 	const pgError = (error ?? {}) as { code?: unknown; message?: unknown; constraint?: unknown };
 	const code = typeof pgError.code === 'string' ? pgError.code : undefined;
 	// A URL's user info (`postgres://app:pw@host`) is never quoted, whoever's password it is.
-	const message = (typeof pgError.message === 'string' && pgError.message ? pgError.message : String(error)).replace(/:\/\/[^@/\s]*@/g, '://[REDACTED]@');
+	const message = (typeof pgError.message === 'string' && pgError.message ? pgError.message : String(error)).replace(
+		/:\/\/[^@/\s]*@/g,
+		'://[REDACTED]@',
+	);
 	const transient =
 		(code !== undefined && (TRANSIENT_SQLSTATE.test(code) || TRANSIENT_NET.has(code))) ||
 		/Connection terminated|connection timeout|timeout exceeded when trying to connect/i.test(message);
 	const details: Record<string, unknown> = {};
 	if (code) details.sqlstate = code;
 	if (typeof pgError.constraint === 'string') details.constraint = pgError.constraint;
-	return new ContractError(
-		`database error: ${message}`,
-		transient ? 503 : 500,
-		'db',
-		transient,
-		details,
-		where,
-		{ cause: error },
-	);
+	return new ContractError(`database error: ${message}`, transient ? 503 : 500, 'db', transient, details, where, {
+		cause: error,
+	});
 }

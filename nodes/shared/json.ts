@@ -70,7 +70,8 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** Sets an own enumerable data property, `__proto__` included (a plain assignment would set the prototype). */
 export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
-	if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+	if (key === '__proto__')
+		Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 	else target[key] = value;
 }
 

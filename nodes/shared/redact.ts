@@ -232,12 +232,22 @@ export class Redactor {
 			copy.name = 'Error';
 			return copy;
 		}
-		const source = error as Error & { code?: unknown; errno?: unknown; syscall?: unknown; status?: unknown; cause?: unknown };
+		const source = error as Error & {
+			code?: unknown;
+			errno?: unknown;
+			syscall?: unknown;
+			status?: unknown;
+			cause?: unknown;
+		};
 		const cause = depth < MAX_CAUSES && source.cause !== undefined ? this.error(source.cause, depth + 1) : undefined;
-		const copy = new RedactedError(this.string(String(source.message ?? '')), cause === undefined ? undefined : { cause });
+		const copy = new RedactedError(
+			this.string(String(source.message ?? '')),
+			cause === undefined ? undefined : { cause },
+		);
 		copy.name = this.string(String(source.name ?? 'Error'));
 		copy.stack = this.string(String(source.stack ?? `${copy.name}: ${copy.message}`));
-		if (typeof source.code === 'string' || typeof source.code === 'number') copy.code = typeof source.code === 'string' ? this.string(source.code) : source.code;
+		if (typeof source.code === 'string' || typeof source.code === 'number')
+			copy.code = typeof source.code === 'string' ? this.string(source.code) : source.code;
 		if (typeof source.errno === 'number') copy.errno = source.errno;
 		if (typeof source.syscall === 'string') copy.syscall = source.syscall;
 		if (typeof source.status === 'number') copy.status = source.status;
@@ -264,7 +274,8 @@ function safeString(value: unknown): string {
  * the path) never follows a redirect, since fetch would send custom headers such as `x-goog-api-key` on
  * to another host.
  */
-export const REDIRECT_HINT = ' (a redirect: requests carrying a credential do not follow redirects; set the base URL to the final address)';
+export const REDIRECT_HINT =
+	' (a redirect: requests carrying a credential do not follow redirects; set the base URL to the final address)';
 
 /** A Redactor with nothing to redact. */
 export const NO_SECRETS = new Redactor([]);

@@ -109,7 +109,11 @@ export class Sanitizer {
 		else if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') text = String(value);
 		else if (value === undefined || typeof value === 'function' || typeof value === 'symbol') text = String(value);
 		else {
-			const copy = new Sanitizer({ budgetBytes: MAX_ID_TEXT_LENGTH * 4, maxDepth: 8, maxStringLength: MAX_ID_TEXT_LENGTH }).value(value);
+			const copy = new Sanitizer({
+				budgetBytes: MAX_ID_TEXT_LENGTH * 4,
+				maxDepth: 8,
+				maxStringLength: MAX_ID_TEXT_LENGTH,
+			}).value(value);
 			text = copy === undefined ? 'undefined' : JSON.stringify(copy);
 		}
 		return this.text(text, MAX_ID_TEXT_LENGTH, true);
@@ -174,7 +178,8 @@ export class Sanitizer {
 				return undefined;
 		}
 		const obj = value as object;
-		if (obj instanceof Date) return Number.isNaN(obj.getTime()) ? this.walk(null, depth, ancestors) : this.chargeString(obj.toISOString());
+		if (obj instanceof Date)
+			return Number.isNaN(obj.getTime()) ? this.walk(null, depth, ancestors) : this.chargeString(obj.toISOString());
 		if (ancestors.includes(obj)) {
 			this.sanitized = true;
 			return this.chargeString('[Circular]');
@@ -253,7 +258,10 @@ function read(obj: Record<string | number, unknown>, key: string | number): unkn
  * One-shot form for other nodes: a storable, bounded copy of `value` and what was done to it.
  * @param options budget (default MAX_DETAILS_BYTES), depth (MAX_DEPTH) and string length (MAX_STRING_LENGTH)
  */
-export function sanitizeJson(value: unknown, options: SanitizerOptions = {}): { value: unknown; sanitized: boolean; truncated: boolean } {
+export function sanitizeJson(
+	value: unknown,
+	options: SanitizerOptions = {},
+): { value: unknown; sanitized: boolean; truncated: boolean } {
 	const sanitizer = new Sanitizer({ budgetBytes: MAX_DETAILS_BYTES, ...options });
 	const out = sanitizer.value(value);
 	return { value: out === undefined ? null : out, sanitized: sanitizer.sanitized, truncated: sanitizer.truncated };

@@ -41,7 +41,12 @@ const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
  *   exitCode:    the code a signal exits with after the cleanup: null (default) = 128 + the signal number
  *                (130 for SIGINT); set it to 0 once the script's work is done and a signal is the normal end.
  */
-function createCleanup({ log = (line) => console.error(line), exit = (code) => process.exit(code), target = process, signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] } = {}) {
+function createCleanup({
+	log = (line) => console.error(line),
+	exit = (code) => process.exit(code),
+	target = process,
+	signals = ['SIGINT', 'SIGTERM', 'SIGHUP'],
+} = {}) {
 	/** @type {{ label: string, step: () => unknown, force?: () => void, started: boolean, done: boolean }[]} */
 	const steps = [];
 	const next = () => [...steps].reverse().find((e) => !e.started);
@@ -77,7 +82,9 @@ function createCleanup({ log = (line) => console.error(line), exit = (code) => p
 							await entry.step();
 						} catch (error) {
 							failed.push(entry.label);
-							log(`cleanup: ${entry.label} failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+							log(
+								`cleanup: ${entry.label} failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+							);
 						}
 						entry.done = true;
 					}
@@ -112,7 +119,16 @@ function createCleanup({ log = (line) => console.error(line), exit = (code) => p
 			return;
 		}
 		signal = name;
-		log(`\n${name}: cleaning up (${steps.length ? [...steps].reverse().map((e) => e.label).join('; ') : 'nothing to do'}) — press Ctrl-C again to exit at once`);
+		log(
+			`\n${name}: cleaning up (${
+				steps.length
+					? [...steps]
+							.reverse()
+							.map((e) => e.label)
+							.join('; ')
+					: 'nothing to do'
+			}) — press Ctrl-C again to exit at once`,
+		);
 		api.run().then(
 			(failed) => {
 				log(failed.length ? `cleanup done except: ${failed.join('; ')}` : 'cleanup done');

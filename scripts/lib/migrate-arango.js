@@ -18,8 +18,15 @@ function loadSchema(file = SCHEMA_FILE) {
 
 /** Connection settings from the environment: ARANGO_URL, ARANGO_DB, ARANGO_USER, ARANGO_PASSWORD / ARANGO_TOKEN. */
 function configFromEnv(env = process.env) {
-	const auth = env.ARANGO_TOKEN ? { token: env.ARANGO_TOKEN } : { username: env.ARANGO_USER || 'root', password: env.ARANGO_PASSWORD || '' };
-	return { url: env.ARANGO_URL || 'http://127.0.0.1:8529', databaseName: env.ARANGO_DB || 'contracts', auth, maxRetries: false };
+	const auth = env.ARANGO_TOKEN
+		? { token: env.ARANGO_TOKEN }
+		: { username: env.ARANGO_USER || 'root', password: env.ARANGO_PASSWORD || '' };
+	return {
+		url: env.ARANGO_URL || 'http://127.0.0.1:8529',
+		databaseName: env.ARANGO_DB || 'contracts',
+		auth,
+		maxRetries: false,
+	};
 }
 
 async function migrateArango(config, schema = loadSchema()) {
@@ -35,11 +42,16 @@ async function migrateArango(config, schema = loadSchema()) {
 			}
 		}
 		const existing = new Map((await db.listCollections()).map((c) => [c.name, c.type]));
-		const wanted = [...schema.documents.map((name) => ({ name, edge: false })), ...schema.edges.map((name) => ({ name, edge: true }))];
+		const wanted = [
+			...schema.documents.map((name) => ({ name, edge: false })),
+			...schema.edges.map((name) => ({ name, edge: true })),
+		];
 		for (const { name, edge } of wanted) {
 			if (existing.has(name)) {
 				if ((existing.get(name) === EDGE_TYPE) !== edge) {
-					throw new Error(`collection ${name} exists as a ${edge ? 'document' : 'edge'} collection; expected ${edge ? 'edge' : 'document'}`);
+					throw new Error(
+						`collection ${name} exists as a ${edge ? 'document' : 'edge'} collection; expected ${edge ? 'edge' : 'document'}`,
+					);
 				}
 				continue;
 			}

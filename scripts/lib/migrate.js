@@ -59,7 +59,9 @@ async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {
 			const sha = crypto.createHash('sha256').update(sql).digest('hex');
 			if (done.has(file)) {
 				if (done.get(file) !== sha) {
-					throw new Error(`migration ${file} was applied with other content (sha256 ${done.get(file)}); add a new migration instead of editing it`);
+					throw new Error(
+						`migration ${file} was applied with other content (sha256 ${done.get(file)}); add a new migration instead of editing it`,
+					);
 				}
 				skipped.push(file);
 				continue;
@@ -97,8 +99,10 @@ async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {
 
 /** One line saying which vector store WF41/WF51 use and why. */
 function describeVectorStore(store) {
-	if (store.route === 'pgvector_hnsw') return `pgvector ${store.pgvector_version} HNSW on ${store.table}${/^0\.[0-7]\./.test(store.pgvector_version || '') ? ' (pgvector < 0.8: a filtered search that comes back short is re-run exactly)' : ' (iterative scans keep k under the ACL filter)'}`;
-	if (store.route === 'exact') return `exact search on ${store.table} (no pgvector here: the ACL filter selects the visible rows, the node computes their cosine)`;
+	if (store.route === 'pgvector_hnsw')
+		return `pgvector ${store.pgvector_version} HNSW on ${store.table}${/^0\.[0-7]\./.test(store.pgvector_version || '') ? ' (pgvector < 0.8: a filtered search that comes back short is re-run exactly)' : ' (iterative scans keep k under the ACL filter)'}`;
+	if (store.route === 'exact')
+		return `exact search on ${store.table} (no pgvector here: the ACL filter selects the visible rows, the node computes their cosine)`;
 	return 'none (neither kg.chunk_embeddings_1536 nor kg.chunk_embeddings_1536_exact exists)';
 }
 

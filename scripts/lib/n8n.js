@@ -25,7 +25,9 @@ const CACHE = process.env.N8N_CONTRACTS_CACHE || path.join(os.homedir(), '.cache
 function sh(cmd, args, opts = {}) {
 	const result = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, ...opts });
 	if (result.status !== 0) {
-		throw new Error(`${cmd} ${args.join(' ')} failed (${result.status}):\n${(result.stdout || '').slice(-3000)}\n${(result.stderr || '').slice(-3000)}`);
+		throw new Error(
+			`${cmd} ${args.join(' ')} failed (${result.status}):\n${(result.stdout || '').slice(-3000)}\n${(result.stderr || '').slice(-3000)}`,
+		);
 	}
 	return result.stdout;
 }
@@ -59,7 +61,11 @@ function ensureN8n({ log = () => {} } = {}) {
 		),
 	);
 	log(`installing n8n ${N8N_VERSION} into ${dir} (one time, a few minutes)…`);
-	sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, stdio: 'inherit', timeout: 30 * 60_000 });
+	sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], {
+		cwd: dir,
+		stdio: 'inherit',
+		timeout: 30 * 60_000,
+	});
 	fs.writeFileSync(marker, new Date().toISOString());
 	return bin;
 }
@@ -81,9 +87,14 @@ function createInstance({ tarball, bin, log = () => {}, userFolder } = {}) {
 	const folder = userFolder || fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-n8n-'));
 	const nodesDir = path.join(folder, '.n8n', 'nodes');
 	fs.mkdirSync(nodesDir, { recursive: true });
-	fs.writeFileSync(path.join(nodesDir, 'package.json'), JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }));
+	fs.writeFileSync(
+		path.join(nodesDir, 'package.json'),
+		JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }),
+	);
 	log(`installing ${path.basename(tarball)} into ${nodesDir}`);
-	sh('npm', ['install', tarball, '--legacy-peer-deps', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: nodesDir });
+	sh('npm', ['install', tarball, '--legacy-peer-deps', '--no-audit', '--no-fund', '--loglevel=error'], {
+		cwd: nodesDir,
+	});
 	return new N8nInstance(folder, bin, log);
 }
 
@@ -134,7 +145,8 @@ class N8nInstance {
 
 	/** Throws when dispose() was called: nothing may be started in a folder that is (being) removed. */
 	assertOpen(what) {
-		if (this.closed) throw new Error(`n8n instance in ${this.folder} is closed (stopped and removed): not running ${what}`);
+		if (this.closed)
+			throw new Error(`n8n instance in ${this.folder} is closed (stopped and removed): not running ${what}`);
 	}
 
 	env(extra = {}) {
@@ -162,7 +174,10 @@ class N8nInstance {
 		await new Promise((resolve) => setImmediate(resolve));
 		this.assertOpen(`n8n ${args[0]}`);
 		this.writeLog(`\n--- harness: n8n ${args.join(' ')} ---\n`);
-		const out = sh(process.execPath, [this.bin, ...args], { env: this.env({ N8N_RUNNERS_BROKER_PORT: String(port) }), cwd: this.folder });
+		const out = sh(process.execPath, [this.bin, ...args], {
+			env: this.env({ N8N_RUNNERS_BROKER_PORT: String(port) }),
+			cwd: this.folder,
+		});
 		this.writeLog(out);
 		return out;
 	}
@@ -260,7 +275,10 @@ class N8nInstance {
 			}
 			if (pending.size) await new Promise((r) => setTimeout(r, 500));
 		}
-		if (pending.size) throw new Error(`webhooks not registered: ${[...pending].join(', ')} (last answer: ${last.slice(0, 300)})\n${this.logs()}`);
+		if (pending.size)
+			throw new Error(
+				`webhooks not registered: ${[...pending].join(', ')} (last answer: ${last.slice(0, 300)})\n${this.logs()}`,
+			);
 	}
 
 	logs() {
@@ -344,8 +362,22 @@ function postgresCredential(url, { id = 'pgContracts01', name = 'Contracts Postg
 }
 
 /** The ArangoDbApi credential the shipped arango workflows reference (id arangoContracts1). */
-function arangoCredential(url, { database = 'contracts', username = 'root', password = '', id = 'arangoContracts1', name = 'Contracts ArangoDB' } = {}) {
-	return { id, name, type: 'arangoDbApi', data: { url, database, authMode: 'basic', username, password, timeoutMs: 30000 } };
+function arangoCredential(
+	url,
+	{
+		database = 'contracts',
+		username = 'root',
+		password = '',
+		id = 'arangoContracts1',
+		name = 'Contracts ArangoDB',
+	} = {},
+) {
+	return {
+		id,
+		name,
+		type: 'arangoDbApi',
+		data: { url, database, authMode: 'basic', username, password, timeoutMs: 30000 },
+	};
 }
 
 /** The Contracts Telegram Bot API credential of the shipped knowledge workflows (WF32), for a Bot API at `baseUrl`. */
@@ -360,8 +392,21 @@ function telegramCredential(baseUrl, accessToken, { id = 'tgContracts01', name =
  * without a token and 403 for a bad signature or an expired token, before the workflow runs.
  */
 function jwtCredential(secret, { id = 'jwtContracts01', name = 'Contracts Webhook JWT' } = {}) {
-	if (typeof secret !== 'string' || secret.length === 0) throw new Error('jwtCredential: the secret must be a non-empty string');
+	if (typeof secret !== 'string' || secret.length === 0)
+		throw new Error('jwtCredential: the secret must be a non-empty string');
 	return { id, name, type: 'jwtAuth', data: { keyType: 'passphrase', secret, algorithm: 'HS256' } };
 }
 
-module.exports = { ensureN8n, packPackage, createInstance, N8nInstance, TRANSCRIPT_MAX, postgresCredential, arangoCredential, telegramCredential, jwtCredential, N8N_VERSION, ROOT };
+module.exports = {
+	ensureN8n,
+	packPackage,
+	createInstance,
+	N8nInstance,
+	TRANSCRIPT_MAX,
+	postgresCredential,
+	arangoCredential,
+	telegramCredential,
+	jwtCredential,
+	N8N_VERSION,
+	ROOT,
+};

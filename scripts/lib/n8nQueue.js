@@ -50,7 +50,12 @@ function redisUnavailable({ host = '127.0.0.1', port = 6379, timeoutMs = 1500 } 
 		socket.on('connect', () => socket.write('PING\r\n'));
 		socket.on('data', (chunk) => {
 			answer += chunk.toString();
-			if (answer.includes('\r\n')) done(answer.startsWith('+PONG') ? null : `Redis at ${host}:${port} answered ${JSON.stringify(answer.trim())} to PING`);
+			if (answer.includes('\r\n'))
+				done(
+					answer.startsWith('+PONG')
+						? null
+						: `Redis at ${host}:${port} answered ${JSON.stringify(answer.trim())} to PING`,
+				);
 		});
 	});
 }
@@ -79,7 +84,8 @@ class QueueProcess extends N8nInstance {
 
 	/** Starts `n8n worker --concurrency=N`; resolves when its /healthz/readiness answers 200. */
 	async startWorker({ concurrency = 10, timeoutMs = 120_000 } = {}) {
-		if (this.process && this.process.exitCode === null && this.process.signalCode === null) throw new Error(`${this.role} is running`);
+		if (this.process && this.process.exitCode === null && this.process.signalCode === null)
+			throw new Error(`${this.role} is running`);
 		const healthPort = await freePort();
 		const brokerPort = await freePort();
 		this.url = `http://127.0.0.1:${healthPort}`;
@@ -119,7 +125,8 @@ class QueueProcess extends N8nInstance {
 	 * Throws (with its log) when it exits first or is not ready within `timeoutMs`.
 	 */
 	async startWebhook({ timeoutMs = 120_000 } = {}) {
-		if (this.process && this.process.exitCode === null && this.process.signalCode === null) throw new Error(`${this.role} is running`);
+		if (this.process && this.process.exitCode === null && this.process.signalCode === null)
+			throw new Error(`${this.role} is running`);
 		const port = await freePort();
 		const brokerPort = await freePort();
 		this.url = `http://127.0.0.1:${port}`;
@@ -248,14 +255,16 @@ class QueueCluster {
 	/** Map execution id → worker role, from the worker transcripts. */
 	workerOfExecutions() {
 		const map = new Map();
-		for (const worker of this.workers) for (const id of worker.startedExecutions()) map.set(id, [...(map.get(id) || []), worker.role]);
+		for (const worker of this.workers)
+			for (const id of worker.startedExecutions()) map.set(id, [...(map.get(id) || []), worker.role]);
 		return map;
 	}
 
 	/** Writes each process's transcript to `<dir>/<role>.log`. */
 	saveTranscripts(dir) {
 		fs.mkdirSync(dir, { recursive: true });
-		for (const p of [this.main, ...this.workers, ...this.webhooks]) fs.writeFileSync(path.join(dir, `${p.role}.log`), p.transcript());
+		for (const p of [this.main, ...this.workers, ...this.webhooks])
+			fs.writeFileSync(path.join(dir, `${p.role}.log`), p.transcript());
 	}
 
 	/** Every process of the cluster: main, the workers, the webhook processes. */
@@ -299,7 +308,12 @@ class QueueCluster {
 	async deleteRedisKeys() {
 		// ioredis comes with n8n (resolved from its install, not a dependency of this package)
 		const Redis = require(require.resolve('ioredis', { paths: [path.dirname(this.bin)] }));
-		const client = new Redis({ host: this.redis.host, port: this.redis.port, lazyConnect: true, maxRetriesPerRequest: 1 });
+		const client = new Redis({
+			host: this.redis.host,
+			port: this.redis.port,
+			lazyConnect: true,
+			maxRetriesPerRequest: 1,
+		});
 		await client.connect();
 		try {
 			let cursor = '0';
@@ -370,7 +384,18 @@ async function createQueueCluster({
 	};
 	const workerProcesses = Array.from({ length: workers }, (_, i) => sharing('worker', i));
 	const webhookProcesses = Array.from({ length: webhooks }, (_, i) => sharing('webhook', i));
-	const cluster = new QueueCluster({ main, workers: workerProcesses, webhooks: webhookProcesses, n8nDatabase, prefix, redis, bin, concurrency, folders, log });
+	const cluster = new QueueCluster({
+		main,
+		workers: workerProcesses,
+		webhooks: webhookProcesses,
+		n8nDatabase,
+		prefix,
+		redis,
+		bin,
+		concurrency,
+		folders,
+		log,
+	});
 	if (disableProductionMain) cluster.mainEnv = { N8N_DISABLE_PRODUCTION_MAIN_PROCESS: 'true' };
 	return cluster;
 }

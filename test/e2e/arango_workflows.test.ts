@@ -27,20 +27,69 @@ import { shippedWebhooks } from '../helpers/webhooks';
 const ARANGO_WORKFLOWS = path.join(WORKFLOWS, 'arango');
 
 /** One call per webhook, with the seed's input body, the node that runs it and its success status. */
-const CALLS: { path: string; node: string; status: number; body: Record<string, unknown>; headers?: Record<string, string> }[] = [
-	{ path: 'arango/ai-analysis', node: 'Load Context', status: 201, body: { target_atom_id: 'atom_uuid_v5', agent_role_key: 'tech_lead' } },
+const CALLS: {
+	path: string;
+	node: string;
+	status: number;
+	body: Record<string, unknown>;
+	headers?: Record<string, string>;
+}[] = [
+	{
+		path: 'arango/ai-analysis',
+		node: 'Load Context',
+		status: 201,
+		body: { target_atom_id: 'atom_uuid_v5', agent_role_key: 'tech_lead' },
+	},
 	{
 		path: 'arango/merge',
 		node: 'Merge Proposal',
 		status: 200,
-		body: { winner_proposal_id: 'atom_draft_x', current_active_id: 'atom_uuid_v5', user_id: 'user_123', structure_edge_id: 'structure_links/e1', expected_edge_rev: '_e1', allow_outdated: false },
+		body: {
+			winner_proposal_id: 'atom_draft_x',
+			current_active_id: 'atom_uuid_v5',
+			user_id: 'user_123',
+			structure_edge_id: 'structure_links/e1',
+			expected_edge_rev: '_e1',
+			allow_outdated: false,
+		},
 	},
-	{ path: 'arango/baseline', node: 'Create Baseline', status: 201, body: { doc_id: 'docs/doc_1', version_tag: 'v1.0', title: 'MVP Release' } },
-	{ path: 'arango/proposal', node: 'Create Proposal', status: 201, body: { target_active_id: 'atom_uuid_v5', new_content: 'Fixed text', comment: 'typo', author: 'user_123' } },
-	{ path: 'arango/reject', node: 'Reject Proposal', status: 200, body: { proposal_id: 'atom_draft_y', expected_proposal_rev: '_r1' } },
-	{ path: 'arango/lock', node: 'Lock Atom', status: 200, body: { atom_id: 'atom_uuid_v5', user_id: 'user_123', expected_rev: '_a1' } },
-	{ path: 'arango/unlock', node: 'Unlock Atom', status: 200, body: { atom_id: 'atom_uuid_v5', user_id: 'user_123' }, headers: { 'if-match': '"_a1"' } },
-	{ path: 'arango/archive', node: 'Archive Atom', status: 200, body: { atom_id: 'atom_uuid_v5', reason: 'cancelled', expected_rev: '_a1', user_id: 'user_123' } },
+	{
+		path: 'arango/baseline',
+		node: 'Create Baseline',
+		status: 201,
+		body: { doc_id: 'docs/doc_1', version_tag: 'v1.0', title: 'MVP Release' },
+	},
+	{
+		path: 'arango/proposal',
+		node: 'Create Proposal',
+		status: 201,
+		body: { target_active_id: 'atom_uuid_v5', new_content: 'Fixed text', comment: 'typo', author: 'user_123' },
+	},
+	{
+		path: 'arango/reject',
+		node: 'Reject Proposal',
+		status: 200,
+		body: { proposal_id: 'atom_draft_y', expected_proposal_rev: '_r1' },
+	},
+	{
+		path: 'arango/lock',
+		node: 'Lock Atom',
+		status: 200,
+		body: { atom_id: 'atom_uuid_v5', user_id: 'user_123', expected_rev: '_a1' },
+	},
+	{
+		path: 'arango/unlock',
+		node: 'Unlock Atom',
+		status: 200,
+		body: { atom_id: 'atom_uuid_v5', user_id: 'user_123' },
+		headers: { 'if-match': '"_a1"' },
+	},
+	{
+		path: 'arango/archive',
+		node: 'Archive Atom',
+		status: 200,
+		body: { atom_id: 'atom_uuid_v5', reason: 'cancelled', expected_rev: '_a1', user_id: 'user_123' },
+	},
 ];
 
 let db: TestDatabase;
@@ -72,10 +121,12 @@ before(
 				writeFileSync(path.join(dir, f), text);
 				return path.join(dir, f);
 			});
-		n8n = await startN8n(db.url, [path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files], CALLS.map((c) => c.path), [
-			arangoCredential(arango.url),
-			jwtCredential(SECRET),
-		]);
+		n8n = await startN8n(
+			db.url,
+			[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files],
+			CALLS.map((c) => c.path),
+			[arangoCredential(arango.url), jwtCredential(SECRET)],
+		);
 	},
 	{ timeout: 30 * 60_000 },
 );
@@ -115,8 +166,13 @@ const sent = () => arango.requests.filter((r) => !isSweep(r.body?.query));
 const sentQueries = () => arango.queries().filter((q) => !isSweep(q.query));
 
 test('every scenario 3.1–3.8 ships one workflow', () => {
-	const files = readdirSync(ARANGO_WORKFLOWS).filter((f) => f.endsWith('.json')).sort();
-	assert.deepEqual(files.map((f) => f.slice(0, 3)), ['A31', 'A32', 'A33', 'A34', 'A35', 'A36', 'A37', 'A38']);
+	const files = readdirSync(ARANGO_WORKFLOWS)
+		.filter((f) => f.endsWith('.json'))
+		.sort();
+	assert.deepEqual(
+		files.map((f) => f.slice(0, 3)),
+		['A31', 'A32', 'A33', 'A34', 'A35', 'A36', 'A37', 'A38'],
+	);
 });
 
 for (const c of CALLS) {
@@ -132,11 +188,21 @@ for (const c of CALLS) {
 
 test('merge: begin, two queries carrying the transaction id, commit; bind vars from the body', async () => {
 	await call(byPath('arango/merge'));
-	assert.deepEqual(sent().map((r) => r.method), ['POST', 'POST', 'POST', 'PUT']);
+	assert.deepEqual(
+		sent().map((r) => r.method),
+		['POST', 'POST', 'POST', 'PUT'],
+	);
 	const [sw, unlink] = sentQueries();
 	const trx = sent().at(-1)!.path.split('/').pop();
 	assert.deepEqual([sw.trxId, unlink.trxId], [trx, trx]);
-	assert.deepEqual(sw.bindVars, { current_key: 'atom_uuid_v5', winner_key: 'atom_draft_x', edge_key: 'e1', expected_edge_rev: '_e1', user_id: 'user_123', allow_outdated: false });
+	assert.deepEqual(sw.bindVars, {
+		current_key: 'atom_uuid_v5',
+		winner_key: 'atom_draft_x',
+		edge_key: 'e1',
+		expected_edge_rev: '_e1',
+		user_id: 'user_123',
+		allow_outdated: false,
+	});
 });
 
 test('unlock: the If-Match header is the expected revision; lock sends a 5-minute lease', async () => {
@@ -157,7 +223,11 @@ test('ai-analysis: the prompt built from the atom reaches the model; its issues 
 	assert.equal(save.bindVars.prompt_key, 'tech_lead_v1');
 });
 
-for (const [mode, code] of [['error', 'MODEL_ERROR'], ['prose', 'INVALID_JSON'], ['down', 'TIMEOUT']] as const) {
+for (const [mode, code] of [
+	['error', 'MODEL_ERROR'],
+	['prose', 'INVALID_JSON'],
+	['down', 'TIMEOUT'],
+] as const) {
 	test(`ai-analysis: model ${mode} → Save Error records ${code}`, async () => {
 		if (mode === 'down') await ollama.down();
 		else ollama.mode = mode;
@@ -179,8 +249,14 @@ test('a stale _rev → 409 ErrorEnvelope with the current _rev, and one ops.erro
 	assert.equal(res.status, 409, res.text);
 	const envelope = ErrorEnvelope.parse(res.json);
 	assert.equal(envelope.error.kind, 'conflict');
-	assert.deepEqual(envelope.error.details.node_details, { code: 'REV_CONFLICT', expected_rev: '_a1', current_rev: '_a9' });
-	const rows = await db.pool.query('SELECT node, status_code FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+	assert.deepEqual(envelope.error.details.node_details, {
+		code: 'REV_CONFLICT',
+		expected_rev: '_a1',
+		current_rev: '_a9',
+	});
+	const rows = await db.pool.query('SELECT node, status_code FROM ops.errors WHERE correlation_id = $1', [
+		envelope.meta.correlation.correlation_id,
+	]);
 	assert.deepEqual(rows.rows, [{ node: 'Lock Atom', status_code: 409 }]);
 });
 
@@ -189,7 +265,9 @@ test('a validation failure (no expected_rev, no If-Match) → 422 naming the fie
 	assert.equal(res.status, 422);
 	const envelope = ErrorEnvelope.parse(res.json);
 	assert.equal((envelope.error.details.node_details as Record<string, unknown>).field, 'expected_rev');
-	const rows = await db.pool.query('SELECT 1 FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+	const rows = await db.pool.query('SELECT 1 FROM ops.errors WHERE correlation_id = $1', [
+		envelope.meta.correlation.correlation_id,
+	]);
 	assert.equal(rows.rowCount, 1);
 });
 
@@ -203,11 +281,15 @@ test('ArangoDB unreachable: every webhook → 503 ErrorEnvelope (db, retryable) 
 			assert.deepEqual([envelope.error.kind, envelope.error.retryable], ['db', true], c.path);
 			assert.equal(envelope.error.details.error_context?.node, c.node);
 			assert.equal((envelope.error.details.node_details as Record<string, unknown>).code, 'UNREACHABLE');
-			const rows = await db.pool.query('SELECT node, kind, status_code, retryable, details FROM ops.errors WHERE correlation_id = $1', [
-				envelope.meta.correlation.correlation_id,
-			]);
+			const rows = await db.pool.query(
+				'SELECT node, kind, status_code, retryable, details FROM ops.errors WHERE correlation_id = $1',
+				[envelope.meta.correlation.correlation_id],
+			);
 			assert.equal(rows.rowCount, 1, c.path);
-			assert.deepEqual([rows.rows[0].node, rows.rows[0].kind, rows.rows[0].status_code, rows.rows[0].retryable], [c.node, 'db', 503, true]);
+			assert.deepEqual(
+				[rows.rows[0].node, rows.rows[0].kind, rows.rows[0].status_code, rows.rows[0].retryable],
+				[c.node, 'db', 503, true],
+			);
 			assert.ok(rows.rows[0].details.error_context.collection, 'error_context names the collection');
 		}
 	} finally {
@@ -216,13 +298,20 @@ test('ArangoDB unreachable: every webhook → 503 ErrorEnvelope (db, retryable) 
 });
 
 test('every Webhook of A31–A37 uses JWT Auth with the Contracts Webhook JWT credential', () => {
-	const files = readdirSync(ARANGO_WORKFLOWS).filter((f) => /^A3[1-7]/.test(f)).map((f) => path.join(ARANGO_WORKFLOWS, f));
+	const files = readdirSync(ARANGO_WORKFLOWS)
+		.filter((f) => /^A3[1-7]/.test(f))
+		.map((f) => path.join(ARANGO_WORKFLOWS, f));
 	const hooks = shippedWebhooks(files);
-	assert.deepEqual(hooks.map((h) => h.path).sort(), CALLS.map((c) => c.path).sort(), 'one CALLS entry per shipped webhook');
-	for (const h of hooks) assert.deepEqual([h.authentication, h.jwtCredentialId], ['jwtAuth', 'jwtContracts01'], `${h.file} ${h.node}`);
+	assert.deepEqual(
+		hooks.map((h) => h.path).sort(),
+		CALLS.map((c) => c.path).sort(),
+		'one CALLS entry per shipped webhook',
+	);
+	for (const h of hooks)
+		assert.deepEqual([h.authentication, h.jwtCredentialId], ['jwtAuth', 'jwtContracts01'], `${h.file} ${h.node}`);
 });
 
-test('no token: every arango webhook answers n8n\'s 401, sends nothing to ArangoDB and records no ops.errors row', async () => {
+test("no token: every arango webhook answers n8n's 401, sends nothing to ArangoDB and records no ops.errors row", async () => {
 	const before = await errorCount();
 	for (const c of CALLS) {
 		const res = await call(c, null);
@@ -230,7 +319,11 @@ test('no token: every arango webhook answers n8n\'s 401, sends nothing to Arango
 		assert.deepEqual(sent(), [], `${c.path} reached ArangoDB`);
 	}
 	// also a malformed Authorization header (no token after the scheme)
-	const res = await fetch(`${n8n.url}/webhook/arango/lock`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer' }, body: '{}' });
+	const res = await fetch(`${n8n.url}/webhook/arango/lock`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', authorization: 'Bearer' },
+		body: '{}',
+	});
 	assert.equal(res.status, 401);
 	assert.equal(await errorCount(), before);
 });
@@ -255,21 +348,21 @@ for (const [label, bad] of [
 	});
 }
 
-test('merge: the user_id bind var is the token\'s sub when the body names no user', async () => {
+test("merge: the user_id bind var is the token's sub when the body names no user", async () => {
 	const { user_id: _omitted, ...body } = byPath('arango/merge').body;
 	const res = await call({ ...byPath('arango/merge'), body }, token('user_from_token'));
 	assert.equal(res.status, 200, res.text);
 	assert.equal(sentQueries()[0].bindVars.user_id, 'user_from_token');
 });
 
-test('proposal: the author bind var is the token\'s sub when the body names no author', async () => {
+test("proposal: the author bind var is the token's sub when the body names no author", async () => {
 	const { author: _omitted, ...body } = byPath('arango/proposal').body;
 	const res = await call({ ...byPath('arango/proposal'), body }, token('author_from_token'));
 	assert.equal(res.status, 201, res.text);
 	assert.equal(sentQueries()[0].bindVars.author, 'author_from_token');
 });
 
-test('A\'s valid token cannot release B\'s lock (423, ops.errors row); B\'s token can', async () => {
+test("A's valid token cannot release B's lock (423, ops.errors row); B's token can", async () => {
 	// The stand-in plays an atom locked by user_B: LOCKED unless the query's user_id is user_B (the AQL's
 	// owner check itself is covered by the AQL tests).
 	arango.replyFn = (query, bindVars) =>
@@ -283,7 +376,9 @@ test('A\'s valid token cannot release B\'s lock (423, ops.errors row); B\'s toke
 		const envelope = ErrorEnvelope.parse(asA.json);
 		assert.equal(envelope.error.kind, 'locked');
 		assert.equal(sentQueries()[0].bindVars.user_id, 'user_A');
-		const rows = await db.pool.query('SELECT node, status_code FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+		const rows = await db.pool.query('SELECT node, status_code FROM ops.errors WHERE correlation_id = $1', [
+			envelope.meta.correlation.correlation_id,
+		]);
 		assert.deepEqual(rows.rows, [{ node: 'Unlock Atom', status_code: 423 }]);
 		// the body cannot claim B's identity either: user_id = user_B with A's token is a mismatch
 		const claimed = await call({ ...byPath('arango/unlock'), body: { ...body, user_id: 'user_B' } }, token('user_A'));
@@ -296,7 +391,13 @@ test('A\'s valid token cannot release B\'s lock (423, ops.errors row); B\'s toke
 	}
 });
 
-for (const [p, key] of [['arango/lock', 'user_id'], ['arango/unlock', 'user_id'], ['arango/archive', 'user_id'], ['arango/merge', 'user_id'], ['arango/proposal', 'author']]) {
+for (const [p, key] of [
+	['arango/lock', 'user_id'],
+	['arango/unlock', 'user_id'],
+	['arango/archive', 'user_id'],
+	['arango/merge', 'user_id'],
+	['arango/proposal', 'author'],
+]) {
 	test(`${p}: a body ${key} ≠ the token's sub → 403 ErrorEnvelope (IDENTITY_MISMATCH), one ops.errors row, nothing sent to ArangoDB`, async () => {
 		const c = byPath(p);
 		const res = await call({ ...c, body: { ...c.body, [key]: 'someone_else' } }, token(USER));
@@ -305,12 +406,14 @@ for (const [p, key] of [['arango/lock', 'user_id'], ['arango/unlock', 'user_id']
 		assert.equal(envelope.error.kind, 'auth');
 		assert.equal((envelope.error.details.node_details as Record<string, unknown>).code, 'IDENTITY_MISMATCH');
 		assert.deepEqual(sent(), []);
-		const rows = await db.pool.query('SELECT node, kind, status_code FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+		const rows = await db.pool.query('SELECT node, kind, status_code FROM ops.errors WHERE correlation_id = $1', [
+			envelope.meta.correlation.correlation_id,
+		]);
 		assert.deepEqual(rows.rows, [{ node: c.node, kind: 'auth', status_code: 403 }]);
 	});
 }
 
-test('no token used in this file appears in any ops.errors row or in n8n\'s log', async () => {
+test("no token used in this file appears in any ops.errors row or in n8n's log", async () => {
 	await assertNoTokenLeaked(db.pool, n8n.transcript(), minted);
 });
 

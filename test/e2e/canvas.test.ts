@@ -18,7 +18,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { canvasSkipReason, inspectCanvas, launchChromium, setupOwner, signIn, type CanvasReport, type Owner } from '../helpers/canvas';
+import {
+	canvasSkipReason,
+	inspectCanvas,
+	launchChromium,
+	setupOwner,
+	signIn,
+	type CanvasReport,
+	type Owner,
+} from '../helpers/canvas';
 import { WORKFLOWS } from '../helpers/n8n';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('../../scripts/lib/n8n');
@@ -43,8 +51,18 @@ const CREDENTIALS: Record<string, unknown> = {
 	arangoDbApi: harness.arangoCredential('http://127.0.0.1:8529'),
 	jwtAuth: harness.jwtCredential(randomBytes(16).toString('hex')),
 	contractsTelegramApi: harness.telegramCredential('http://127.0.0.1:9', '123:canvas'),
-	contractsEmbeddingsApi: { id: 'embContracts01', name: 'Contracts Embeddings', type: 'contractsEmbeddingsApi', data: { api: 'gemini', baseUrl: 'http://127.0.0.1:9', apiKey: 'k' } },
-	contractsLlmApi: { id: 'llmContracts01', name: 'Contracts LLM', type: 'contractsLlmApi', data: { api: 'openai', baseUrl: 'http://127.0.0.1:9', apiKey: 'sk-canvas', model: 'canvas' } },
+	contractsEmbeddingsApi: {
+		id: 'embContracts01',
+		name: 'Contracts Embeddings',
+		type: 'contractsEmbeddingsApi',
+		data: { api: 'gemini', baseUrl: 'http://127.0.0.1:9', apiKey: 'k' },
+	},
+	contractsLlmApi: {
+		id: 'llmContracts01',
+		name: 'Contracts LLM',
+		type: 'contractsLlmApi',
+		data: { api: 'openai', baseUrl: 'http://127.0.0.1:9', apiKey: 'sk-canvas', model: 'canvas' },
+	},
 };
 
 /** A workflow that must show issues on exactly the nodes named "Broken: …". */
@@ -52,10 +70,38 @@ const CANARY = {
 	id: 'CanvasCanary0001',
 	name: 'Canvas canary (broken on purpose)',
 	nodes: [
-		{ id: 'c0000000-0000-4000-8000-000000000001', name: 'Start', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 0], parameters: {} },
-		{ id: 'c0000000-0000-4000-8000-000000000002', name: 'Fine', type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [220, 0], parameters: {} },
-		{ id: 'c0000000-0000-4000-8000-000000000003', name: 'Broken: unknown contracts type', type: 'n8n-nodes-contracts.noSuchNode', typeVersion: 1, position: [440, -200], parameters: {} },
-		{ id: 'c0000000-0000-4000-8000-000000000004', name: 'Broken: unknown base type', type: 'n8n-nodes-base.noSuchNode', typeVersion: 1, position: [440, 0], parameters: {} },
+		{
+			id: 'c0000000-0000-4000-8000-000000000001',
+			name: 'Start',
+			type: 'n8n-nodes-base.manualTrigger',
+			typeVersion: 1,
+			position: [0, 0],
+			parameters: {},
+		},
+		{
+			id: 'c0000000-0000-4000-8000-000000000002',
+			name: 'Fine',
+			type: 'n8n-nodes-base.noOp',
+			typeVersion: 1,
+			position: [220, 0],
+			parameters: {},
+		},
+		{
+			id: 'c0000000-0000-4000-8000-000000000003',
+			name: 'Broken: unknown contracts type',
+			type: 'n8n-nodes-contracts.noSuchNode',
+			typeVersion: 1,
+			position: [440, -200],
+			parameters: {},
+		},
+		{
+			id: 'c0000000-0000-4000-8000-000000000004',
+			name: 'Broken: unknown base type',
+			type: 'n8n-nodes-base.noSuchNode',
+			typeVersion: 1,
+			position: [440, 0],
+			parameters: {},
+		},
 		{
 			// a required resource locator left empty (n8n's own rule: an empty required json parameter is no issue)
 			id: 'c0000000-0000-4000-8000-000000000005',
@@ -88,7 +134,12 @@ const CANARY = {
 	active: false,
 };
 
-const owner: Owner = { email: 'canvas@example.com', firstName: 'Canvas', lastName: 'Check', password: `Canvas-${randomBytes(6).toString('hex')}1` };
+const owner: Owner = {
+	email: 'canvas@example.com',
+	firstName: 'Canvas',
+	lastName: 'Check',
+	password: `Canvas-${randomBytes(6).toString('hex')}1`,
+};
 /** The harness's N8nInstance (scripts/lib/n8n.js), as far as this file uses it. */
 interface Instance {
 	url: string;
@@ -148,17 +199,42 @@ test('the shipped workflows reference only credentials this test imports', () =>
 	}
 });
 
-test('the canary: the check sees unknown types, an empty required parameter, a missing and an unset credential', { skip }, async () => {
-	const report = await inspectCanvas(page, instance.url, CANARY.id, CANARY.nodes.length, { screenshot: path.join(OUT, '_canary.png') });
-	console.log(`canary issues:\n${describe(report)}`);
-	const flagged = [...new Set(report.issues.map((i) => i.node))].sort();
-	const broken = CANARY.nodes.map((n) => n.name).filter((n) => n.startsWith('Broken:')).sort();
-	assert.deepEqual(flagged, broken, describe(report));
-	const text = (node: string) => report.issues.filter((i) => i.node === node).map((i) => i.text).join(' ');
-	assert.match(text('Broken: empty required parameter'), /workflowId: .*required/i, 'the issue names the empty parameter');
-	assert.match(text('Broken: missing credential'), /Deleted PostgreSQL.*do not exist/, 'the issue names the credential');
-	assert.match(text('Broken: credential not set'), /postgresContractsApi.*not set/, 'the issue names the credential type');
-});
+test(
+	'the canary: the check sees unknown types, an empty required parameter, a missing and an unset credential',
+	{ skip },
+	async () => {
+		const report = await inspectCanvas(page, instance.url, CANARY.id, CANARY.nodes.length, {
+			screenshot: path.join(OUT, '_canary.png'),
+		});
+		console.log(`canary issues:\n${describe(report)}`);
+		const flagged = [...new Set(report.issues.map((i) => i.node))].sort();
+		const broken = CANARY.nodes
+			.map((n) => n.name)
+			.filter((n) => n.startsWith('Broken:'))
+			.sort();
+		assert.deepEqual(flagged, broken, describe(report));
+		const text = (node: string) =>
+			report.issues
+				.filter((i) => i.node === node)
+				.map((i) => i.text)
+				.join(' ');
+		assert.match(
+			text('Broken: empty required parameter'),
+			/workflowId: .*required/i,
+			'the issue names the empty parameter',
+		);
+		assert.match(
+			text('Broken: missing credential'),
+			/Deleted PostgreSQL.*do not exist/,
+			'the issue names the credential',
+		);
+		assert.match(
+			text('Broken: credential not set'),
+			/postgresContractsApi.*not set/,
+			'the issue names the credential type',
+		);
+	},
+);
 
 test('every shipped workflow opens in the editor without a node issue', { skip, timeout: 10 * 60_000 }, async () => {
 	const failures: string[] = [];
@@ -179,7 +255,9 @@ test('every shipped workflow opens in the editor without a node issue', { skip, 
 		if (report.issues.length) failures.push(`${file}:\n${describe(report)}`);
 		if (report.toasts.length) failures.push(`${file}: error toasts: ${report.toasts.join(' | ')}`);
 		const errors = pageErrors.slice(before);
-		console.log(`${file}: ${report.nodes.length} nodes, ${report.issues.length} issues, ${Date.now() - started} ms${errors.length ? `, page errors: ${errors.join(' | ')}` : ''}`);
+		console.log(
+			`${file}: ${report.nodes.length} nodes, ${report.issues.length} issues, ${Date.now() - started} ms${errors.length ? `, page errors: ${errors.join(' | ')}` : ''}`,
+		);
 	}
 	assert.deepEqual(failures, [], failures.join('\n'));
 });

@@ -52,13 +52,18 @@ function startDemo() {
 		out: '',
 		logFile: path.join(logDir, 'n8n.log'),
 		started: Date.now(),
-		exited: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
+		exited: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+			child.once('exit', (code, signal) => resolve({ code, signal })),
+		),
 		/** Waits until `ready()` is true (polled every 500 ms); fails when the demo exits first or after `timeoutMs`. */
 		async until(what: string, ready: () => boolean, timeoutMs = 180_000) {
 			while (!ready()) {
 				const early = await Promise.race([demo.exited, new Promise((r) => setTimeout(() => r(null), 500))]);
 				assert.equal(early, null, `the demo exited before ${what}:\n${demo.out.slice(-4000)}`);
-				assert.ok(Date.now() - demo.started < timeoutMs, `not ${what} after ${timeoutMs / 1000} s:\n${demo.out.slice(-4000)}`);
+				assert.ok(
+					Date.now() - demo.started < timeoutMs,
+					`not ${what} after ${timeoutMs / 1000} s:\n${demo.out.slice(-4000)}`,
+				);
 			}
 			return Date.now() - demo.started;
 		},
@@ -66,7 +71,10 @@ function startDemo() {
 		async interrupt() {
 			const at = Date.now();
 			child.kill('SIGINT');
-			const end = await Promise.race([demo.exited, new Promise<null>((r) => setTimeout(() => r(null), 60_000).unref())]);
+			const end = await Promise.race([
+				demo.exited,
+				new Promise<null>((r) => setTimeout(() => r(null), 60_000).unref()),
+			]);
 			assert.ok(end, `the demo did not exit within 60 s of SIGINT:\n${demo.out.slice(-4000)}`);
 			return { ...end, ms: Date.now() - at };
 		},
@@ -74,7 +82,11 @@ function startDemo() {
 			if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 			fs.rmSync(logDir, { recursive: true, force: true });
 			const serverUrl = process.env.DATABASE_URL;
-			const admin = new Client({ connectionString: serverUrl ? new URL('/postgres', serverUrl).toString() : 'postgres://postgres@127.0.0.1:5432/postgres' });
+			const admin = new Client({
+				connectionString: serverUrl
+					? new URL('/postgres', serverUrl).toString()
+					: 'postgres://postgres@127.0.0.1:5432/postgres',
+			});
 			await admin.connect().then(
 				() => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).finally(() => admin.end()),
 				() => undefined,
@@ -87,7 +99,11 @@ function startDemo() {
 }
 
 /** The checks after the cleanup: exit 130, the cleanup's lines, no process with the folder, folder and packed package gone, log kept. */
-function assertCleanedUp(demo: ReturnType<typeof startDemo>, end: { code: number | null; signal: NodeJS.Signals | null }, folder: string) {
+function assertCleanedUp(
+	demo: ReturnType<typeof startDemo>,
+	end: { code: number | null; signal: NodeJS.Signals | null },
+	folder: string,
+) {
 	assert.deepEqual({ code: end.code, signal: end.signal }, { code: 130, signal: null }, demo.out.slice(-3000));
 	assert.match(demo.out, /SIGINT: cleaning up \(stop n8n, remove its user folder/);
 	assert.match(demo.out, /cleanup done\n/);
@@ -97,49 +113,79 @@ function assertCleanedUp(demo: ReturnType<typeof startDemo>, end: { code: number
 	assert.equal(fs.existsSync(folder), false, `the user folder ${folder} is removed`);
 	assert.equal(fs.existsSync(pack), false, `the packed package ${pack} is removed`);
 	assert.ok(fs.existsSync(demo.logFile), `n8n's log ${demo.logFile} is kept`);
-	assert.match(demo.out, new RegExp(`n8n's log: ${demo.logFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} `), 'the log path is printed at start');
+	assert.match(
+		demo.out,
+		new RegExp(`n8n's log: ${demo.logFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} `),
+		'the log path is printed at start',
+	);
 }
 
 const installed = fs.existsSync(path.join(CACHE, 'n8n-2.4.8', '.installed'));
 const notInstalled = `n8n 2.4.8 is not installed in ${CACHE} yet (the first install takes minutes; run any e2e test or npm run demo once)`;
 
-test('Ctrl-C during the demo\'s imports: nothing more starts, the user folder is removed, the log kept', { timeout: 150_000 }, async (t) => {
-	if (!installed) return t.skip(notInstalled);
-	const demo = startDemo();
-	try {
-		const readyAfter = await demo.until('publishing workflows', () => fs.existsSync(demo.logFile) && fs.readFileSync(demo.logFile, 'utf8').includes('--- harness: n8n publish:workflow'));
-		const folder = demo.out.match(/n8n user folder: (\S+) \(removed when/)?.[1];
-		assert.ok(folder && fs.existsSync(folder), `the user folder is known and exists (${folder})`);
-		const end = await demo.interrupt();
-		assertCleanedUp(demo, end, folder);
-		assert.doesNotMatch(demo.out, /n8n 2\.4\.8 running at/, 'n8n was not started after the signal');
-		assert.doesNotMatch(demo.out, /Error|at async/, 'the interrupted step prints no error');
-		t.diagnostic(`SIGINT ${(readyAfter / 1000).toFixed(0)} s after the start, during the publishes; exited ${(end.ms / 1000).toFixed(1)} s later`);
-	} finally {
-		await demo.stop();
-	}
-});
+test(
+	"Ctrl-C during the demo's imports: nothing more starts, the user folder is removed, the log kept",
+	{ timeout: 150_000 },
+	async (t) => {
+		if (!installed) return t.skip(notInstalled);
+		const demo = startDemo();
+		try {
+			const readyAfter = await demo.until(
+				'publishing workflows',
+				() =>
+					fs.existsSync(demo.logFile) &&
+					fs.readFileSync(demo.logFile, 'utf8').includes('--- harness: n8n publish:workflow'),
+			);
+			const folder = demo.out.match(/n8n user folder: (\S+) \(removed when/)?.[1];
+			assert.ok(folder && fs.existsSync(folder), `the user folder is known and exists (${folder})`);
+			const end = await demo.interrupt();
+			assertCleanedUp(demo, end, folder);
+			assert.doesNotMatch(demo.out, /n8n 2\.4\.8 running at/, 'n8n was not started after the signal');
+			assert.doesNotMatch(demo.out, /Error|at async/, 'the interrupted step prints no error');
+			t.diagnostic(
+				`SIGINT ${(readyAfter / 1000).toFixed(0)} s after the start, during the publishes; exited ${(end.ms / 1000).toFixed(1)} s later`,
+			);
+		} finally {
+			await demo.stop();
+		}
+	},
+);
 
-test('Ctrl-C while n8n runs: n8n stopped, owner was set up, user folder removed, log kept (DEMO_SIGNALS_E2E=1)', { timeout: 300_000 }, async (t) => {
-	if (!installed) return t.skip(notInstalled);
-	if (process.env.DEMO_SIGNALS_E2E !== '1') return t.skip('the demo needs about 3 minutes to start n8n on a 2-core machine: set DEMO_SIGNALS_E2E=1 to run this');
-	const demo = startDemo();
-	try {
-		const ready = /n8n 2\.4\.8 running at (\S+) \(user folder (\S+)\)/;
-		const readyAfter = await demo.until('n8n running', () => ready.test(demo.out), 240_000);
-		const [, url, folder] = demo.out.match(ready)!;
-		assert.ok(fs.existsSync(folder), 'the user folder exists while n8n runs');
-		assert.ok(processesOf(folder).length > 0 || !fs.existsSync('/proc/self/environ'), 'n8n runs with that user folder');
-		assert.match(demo.out, /n8n login \(a demo account of this run, n8n's owner\): email demo@example\.com, password Demo-\S+-7/);
-		const end = await demo.interrupt();
-		assertCleanedUp(demo, end, folder);
-		await assert.rejects(fetch(`${url}/healthz`), 'n8n no longer answers');
-		const log = fs.readFileSync(demo.logFile, 'utf8');
-		assert.match(log, /Editor is now accessible via/, "n8n's log file has n8n's own lines");
-		assert.match(log, /Owner was set up successfully/, "n8n's log records the owner setup");
-		assert.match(log, /--- harness: n8n import:workflow/, "the CLI imports' output is in the log too");
-		t.diagnostic(`n8n running ${(readyAfter / 1000).toFixed(0)} s after the start; exited ${(end.ms / 1000).toFixed(1)} s after SIGINT; log ${log.length} characters`);
-	} finally {
-		await demo.stop();
-	}
-});
+test(
+	'Ctrl-C while n8n runs: n8n stopped, owner was set up, user folder removed, log kept (DEMO_SIGNALS_E2E=1)',
+	{ timeout: 300_000 },
+	async (t) => {
+		if (!installed) return t.skip(notInstalled);
+		if (process.env.DEMO_SIGNALS_E2E !== '1')
+			return t.skip(
+				'the demo needs about 3 minutes to start n8n on a 2-core machine: set DEMO_SIGNALS_E2E=1 to run this',
+			);
+		const demo = startDemo();
+		try {
+			const ready = /n8n 2\.4\.8 running at (\S+) \(user folder (\S+)\)/;
+			const readyAfter = await demo.until('n8n running', () => ready.test(demo.out), 240_000);
+			const [, url, folder] = demo.out.match(ready)!;
+			assert.ok(fs.existsSync(folder), 'the user folder exists while n8n runs');
+			assert.ok(
+				processesOf(folder).length > 0 || !fs.existsSync('/proc/self/environ'),
+				'n8n runs with that user folder',
+			);
+			assert.match(
+				demo.out,
+				/n8n login \(a demo account of this run, n8n's owner\): email demo@example\.com, password Demo-\S+-7/,
+			);
+			const end = await demo.interrupt();
+			assertCleanedUp(demo, end, folder);
+			await assert.rejects(fetch(`${url}/healthz`), 'n8n no longer answers');
+			const log = fs.readFileSync(demo.logFile, 'utf8');
+			assert.match(log, /Editor is now accessible via/, "n8n's log file has n8n's own lines");
+			assert.match(log, /Owner was set up successfully/, "n8n's log records the owner setup");
+			assert.match(log, /--- harness: n8n import:workflow/, "the CLI imports' output is in the log too");
+			t.diagnostic(
+				`n8n running ${(readyAfter / 1000).toFixed(0)} s after the start; exited ${(end.ms / 1000).toFixed(1)} s after SIGINT; log ${log.length} characters`,
+			);
+		} finally {
+			await demo.stop();
+		}
+	},
+);

@@ -43,7 +43,16 @@ function normalModel(body: Record<string, unknown>) {
 	const messages = body.messages as { role: string; content: string }[];
 	const system = messages[0].content;
 	const user = messages[1].content;
-	if (body.response_format) return { text: JSON.stringify({ needs_context: false, context_type: 'none', time_scope: 'now', search_keywords: [], context_found: {} }) };
+	if (body.response_format)
+		return {
+			text: JSON.stringify({
+				needs_context: false,
+				context_type: 'none',
+				time_scope: 'now',
+				search_keywords: [],
+				context_found: {},
+			}),
+		};
 	if (/Summarise this exchange/.test(system)) return { text: `Summary: ${user.slice(0, 60)}` };
 	if (/Optimise the draft/.test(system)) return { text: `<context>${user.slice(0, 200)}</context>` };
 	return { text: `Answer to: ${user.slice(0, 120)}` };
@@ -54,11 +63,23 @@ before(
 		db = await setupDatabase();
 		await model.up();
 		model.respond = normalModel;
-		const maas = readdirSync(MAAS).filter((f) => f.endsWith('.json')).map((f) => path.join(MAAS, f));
-		n8n = await startN8n(db.url, [path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas], ['api/query'], [
-			{ id: 'llmContracts01', name: 'Contracts LLM', type: 'contractsLlmApi', data: { api: 'openai', baseUrl: model.url, apiKey: 'sk-stand-in', model: 'stand-in' } },
-			jwtCredential(SECRET),
-		]);
+		const maas = readdirSync(MAAS)
+			.filter((f) => f.endsWith('.json'))
+			.map((f) => path.join(MAAS, f));
+		n8n = await startN8n(
+			db.url,
+			[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas],
+			['api/query'],
+			[
+				{
+					id: 'llmContracts01',
+					name: 'Contracts LLM',
+					type: 'contractsLlmApi',
+					data: { api: 'openai', baseUrl: model.url, apiKey: 'sk-stand-in', model: 'stand-in' },
+				},
+				jwtCredential(SECRET),
+			],
+		);
 	},
 	{ timeout: 30 * 60_000 },
 );
@@ -97,11 +118,14 @@ async function ask(user: string, body: unknown, auth: string | null = token(user
 
 /** GET the status of `id` as its owner (or with `auth`: another token, or null for none). */
 async function poll(id: string, auth: string | null = token(owners.get(id) ?? 'nobody')) {
-	const res = await fetch(`${n8n.url}/webhook/api/query/status?id=${encodeURIComponent(id)}`, { headers: auth === null ? {} : bearer(auth) });
+	const res = await fetch(`${n8n.url}/webhook/api/query/status?id=${encodeURIComponent(id)}`, {
+		headers: auth === null ? {} : bearer(auth),
+	});
 	return answer(res);
 }
 
-const count = async (table: string) => (await db.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number;
+const count = async (table: string) =>
+	(await db.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number;
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
 	const end = Date.now() + ms;
@@ -109,7 +133,9 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 
 		const value = await probe();
 		if (value !== undefined) return value;
 		if (Date.now() > end) {
-			const { rows } = await db.pool.query('SELECT id, user_id, status, previous_transition, archived_at FROM maas.pipeline_runs ORDER BY created_at');
+			const { rows } = await db.pool.query(
+				'SELECT id, user_id, status, previous_transition, archived_at FROM maas.pipeline_runs ORDER BY created_at',
+			);
 			assert.fail(`timed out waiting for ${what}\nruns: ${JSON.stringify(rows)}\n${n8n.logs().slice(-3000)}`);
 		}
 		await new Promise((r) => setTimeout(r, 300));
@@ -121,7 +147,7 @@ const finished = (id: string) => async () => {
 	return json.status === 'processing' ? undefined : json;
 };
 
-test('POST /api/query → 201 processing, then the polling API answers completed with the model\'s answer', async () => {
+test("POST /api/query → 201 processing, then the polling API answers completed with the model's answer", async () => {
 	const asked = await ask('user-1', { user_id: 'user-1', query: 'What is compare-and-swap?' });
 	assert.equal(asked.status, 201);
 	assert.equal(asked.json.status, 'processing');
@@ -130,13 +156,28 @@ test('POST /api/query → 201 processing, then the polling API answers completed
 	const done = await until('completion', finished(id));
 	assert.equal(done.status, 'completed', JSON.stringify(done));
 	assert.match(String(done.answer), /^Answer to: <context>## Element 1: query\nWhat is compare-and-swap\?/);
-	const viaPath = await fetch(`${n8n.url}/webhook/${PATH_ID_HOOK}/api/query/${id}/status`, { headers: bearer(token('user-1')) });
+	const viaPath = await fetch(`${n8n.url}/webhook/${PATH_ID_HOOK}/api/query/${id}/status`, {
+		headers: bearer(token('user-1')),
+	});
 	assert.deepEqual(await viaPath.json(), done, 'the /api/query/:id/status form answers the same');
-	const { rows } = await db.pool.query('SELECT analysis_result, draft_context IS NOT NULL AS drafted, final_context_payload IS NOT NULL AS payload FROM maas.pipeline_runs WHERE id = $1', [id]);
-	assert.deepEqual(rows[0], { analysis_result: { needs_context: false, context_type: 'none', time_scope: 'now', search_keywords: [], context_found: {} }, drafted: true, payload: true });
+	const { rows } = await db.pool.query(
+		'SELECT analysis_result, draft_context IS NOT NULL AS drafted, final_context_payload IS NOT NULL AS payload FROM maas.pipeline_runs WHERE id = $1',
+		[id],
+	);
+	assert.deepEqual(rows[0], {
+		analysis_result: {
+			needs_context: false,
+			context_type: 'none',
+			time_scope: 'now',
+			search_keywords: [],
+			context_found: {},
+		},
+		drafted: true,
+		payload: true,
+	});
 });
 
-test('Archivist: signal 2 lands in lsm_storage; the same user\'s next run waits for it, then completes with that memory', async () => {
+test("Archivist: signal 2 lands in lsm_storage; the same user's next run waits for it, then completes with that memory", async () => {
 	const first = (await ask('user-2', { user_id: 'user-2', query: 'first question' })).json.request_id as string;
 	const second = (await ask('user-2', { query: 'second question' })).json.request_id as string;
 	await until('both completed', async () => {
@@ -153,12 +194,15 @@ test('Archivist: signal 2 lands in lsm_storage; the same user\'s next run waits 
 		"SELECT min(l.created_at) AS analysed FROM maas.raw_logs l WHERE l.run_id = $1 AND l.message_type = 'assistant_response'",
 		[second],
 	);
-	assert.ok(new Date(rows[0].lsm_at) <= new Date(started[0].analysed), 'the second run answered only after signal 2 of the first');
-	const ctx = await db.pool.query("SELECT draft_context FROM maas.pipeline_runs WHERE id = $1", [second]);
+	assert.ok(
+		new Date(rows[0].lsm_at) <= new Date(started[0].analysed),
+		'the second run answered only after signal 2 of the first',
+	);
+	const ctx = await db.pool.query('SELECT draft_context FROM maas.pipeline_runs WHERE id = $1', [second]);
 	assert.match(ctx.rows[0].draft_context, /\[memory \] Summary: Q: first question/);
 });
 
-test('after the trigger\'s backend is terminated, the next query still completes (reconnect + catch-up)', async () => {
+test("after the trigger's backend is terminated, the next query still completes (reconnect + catch-up)", async () => {
 	const { rows } = await db.pool.query(
 		"SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = 'n8n-nodes-contracts pipeline trigger' AND datname = current_database()",
 	);
@@ -167,36 +211,47 @@ test('after the trigger\'s backend is terminated, the next query still completes
 	assert.equal((await until('completion after reconnect', finished(id))).status, 'completed');
 });
 
-test('a model that always fails: the run ends FAILED after the retries, ops.errors records it, nothing stuck', { timeout: 120_000 }, async () => {
-	model.respond = () => ({ status: 503 });
-	try {
-		const id = (await ask('user-4', { user_id: 'user-4', query: 'doomed' })).json.request_id as string;
-		const done = await until('the failure', finished(id), 90_000);
-		assert.equal(done.status, 'failed');
-		assert.match(String(done.error), /failed after 4 attempts/);
-		// The error rows of this run (the Archivist of an earlier run may fail on the same model too).
-		const { rows } = await db.pool.query("SELECT node, kind, retryable FROM ops.errors WHERE details->'ctx'->>'run_id' = $1", [id]);
-		assert.deepEqual(rows, [{ node: 'Generate', kind: 'upstream', retryable: true }]);
-		// the run's error is built from WF99's envelope field by field (Fail Error, no object literal: seed 002 §3.1)
-		const stored = (await db.pool.query('SELECT error FROM maas.pipeline_runs WHERE id = $1', [id])).rows[0].error;
-		assert.match(String(stored.message), /failed after 4 attempts/);
-		assert.equal(stored.kind, 'upstream');
-		assert.equal(typeof stored.status_code, 'number');
-		assert.ok(stored.status_code >= 500, `status_code ${stored.status_code}`);
-		assert.match(String(stored.correlation_id), /^[0-9a-f-]{36}$/);
-		const stuck = await db.pool.query("SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE status IN ('ANALYZING', 'ASSEMBLING', 'RESPONDING')");
-		assert.equal(stuck.rows[0].n, 0);
-	} finally {
-		model.respond = normalModel;
-	}
-});
+test(
+	'a model that always fails: the run ends FAILED after the retries, ops.errors records it, nothing stuck',
+	{ timeout: 120_000 },
+	async () => {
+		model.respond = () => ({ status: 503 });
+		try {
+			const id = (await ask('user-4', { user_id: 'user-4', query: 'doomed' })).json.request_id as string;
+			const done = await until('the failure', finished(id), 90_000);
+			assert.equal(done.status, 'failed');
+			assert.match(String(done.error), /failed after 4 attempts/);
+			// The error rows of this run (the Archivist of an earlier run may fail on the same model too).
+			const { rows } = await db.pool.query(
+				"SELECT node, kind, retryable FROM ops.errors WHERE details->'ctx'->>'run_id' = $1",
+				[id],
+			);
+			assert.deepEqual(rows, [{ node: 'Generate', kind: 'upstream', retryable: true }]);
+			// the run's error is built from WF99's envelope field by field (Fail Error, no object literal: seed 002 §3.1)
+			const stored = (await db.pool.query('SELECT error FROM maas.pipeline_runs WHERE id = $1', [id])).rows[0].error;
+			assert.match(String(stored.message), /failed after 4 attempts/);
+			assert.equal(stored.kind, 'upstream');
+			assert.equal(typeof stored.status_code, 'number');
+			assert.ok(stored.status_code >= 500, `status_code ${stored.status_code}`);
+			assert.match(String(stored.correlation_id), /^[0-9a-f-]{36}$/);
+			const stuck = await db.pool.query(
+				"SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE status IN ('ANALYZING', 'ASSEMBLING', 'RESPONDING')",
+			);
+			assert.equal(stuck.rows[0].n, 0);
+		} finally {
+			model.respond = normalModel;
+		}
+	},
+);
 
 test('bad input: no query → 422 ErrorEnvelope naming the field (one ops.errors row); unknown id → 404', async () => {
 	const res = await ask('user-5', { user_id: 'user-5' });
 	assert.equal(res.status, 422);
 	const envelope = ErrorEnvelope.parse(res.json);
 	assert.equal((envelope.error.details.node_details as Record<string, unknown>).field, 'query');
-	const { rows } = await db.pool.query('SELECT node FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+	const { rows } = await db.pool.query('SELECT node FROM ops.errors WHERE correlation_id = $1', [
+		envelope.meta.correlation.correlation_id,
+	]);
 	assert.deepEqual(rows, [{ node: 'Create Run' }]);
 	const missing = await poll('6f1c2d3e-0000-4000-8000-000000000000', token('user-5'));
 	assert.equal(missing.status, 404);
@@ -206,30 +261,38 @@ test('bad input: no query → 422 ErrorEnvelope naming the field (one ops.errors
 test('every Webhook of M00 and M01 uses JWT Auth with the Contracts Webhook JWT credential', () => {
 	const hooks = shippedWebhooks(['M00_request_handler.json', 'M01_query_status.json'].map((f) => path.join(MAAS, f)));
 	assert.equal(hooks.length, 3);
-	for (const h of hooks) assert.deepEqual([h.authentication, h.jwtCredentialId], ['jwtAuth', 'jwtContracts01'], `${h.file} ${h.node}`);
+	for (const h of hooks)
+		assert.deepEqual([h.authentication, h.jwtCredentialId], ['jwtAuth', 'jwtContracts01'], `${h.file} ${h.node}`);
 });
 
-test('no token: every M00/M01 webhook answers n8n\'s 401; no pipeline_runs or ops.errors row', async () => {
+test("no token: every M00/M01 webhook answers n8n's 401; no pipeline_runs or ops.errors row", async () => {
 	const runs = await count('maas.pipeline_runs');
 	const errors = await count('ops.errors');
 	const hooks = shippedWebhooks(['M00_request_handler.json', 'M01_query_status.json'].map((f) => path.join(MAAS, f)));
 	for (const h of hooks) {
-		const res = await fetch(`${n8n.url}/webhook/${h.urlPath}${h.method === 'GET' ? '?id=6f1c2d3e-0000-4000-8000-000000000000' : ''}`, {
-			method: h.method,
-			headers: { 'content-type': 'application/json' },
-			body: h.method === 'GET' ? undefined : JSON.stringify({ user_id: 'user-6', query: 'free ride?' }),
-		});
+		const res = await fetch(
+			`${n8n.url}/webhook/${h.urlPath}${h.method === 'GET' ? '?id=6f1c2d3e-0000-4000-8000-000000000000' : ''}`,
+			{
+				method: h.method,
+				headers: { 'content-type': 'application/json' },
+				body: h.method === 'GET' ? undefined : JSON.stringify({ user_id: 'user-6', query: 'free ride?' }),
+			},
+		);
 		assert.equal(res.status, 401, `${h.method} ${h.urlPath}: ${await res.text()}`);
 	}
 	assert.deepEqual([await count('maas.pipeline_runs'), await count('ops.errors')], [runs, errors]);
 });
 
-test('an expired, wrongly signed or unsigned token → n8n\'s 403 on POST /api/query and GET status; no rows', async () => {
+test("an expired, wrongly signed or unsigned token → n8n's 403 on POST /api/query and GET status; no rows", async () => {
 	const id = (await ask('user-7', { query: 'mine' })).json.request_id as string;
 	assert.ok(id);
 	const runs = await count('maas.pipeline_runs');
 	const errors = await count('ops.errors');
-	for (const bad of [token('user-7', { expiresIn: -30 }), token('user-7', { secret: testSecret() }), unsigned('user-7')]) {
+	for (const bad of [
+		token('user-7', { expiresIn: -30 }),
+		token('user-7', { secret: testSecret() }),
+		unsigned('user-7'),
+	]) {
 		minted.add(bad);
 		const asked = await ask('user-7', { query: 'again' }, bad);
 		assert.equal(asked.status, 403, asked.text);
@@ -240,33 +303,41 @@ test('an expired, wrongly signed or unsigned token → n8n\'s 403 on POST /api/q
 	assert.deepEqual([await count('maas.pipeline_runs'), await count('ops.errors')], [runs, errors]);
 });
 
-test('a body user_id ≠ the token\'s sub → 403 ErrorEnvelope (IDENTITY_MISMATCH), exactly one ops.errors row, no run', async () => {
+test("a body user_id ≠ the token's sub → 403 ErrorEnvelope (IDENTITY_MISMATCH), exactly one ops.errors row, no run", async () => {
 	const runs = await count('maas.pipeline_runs');
 	const errors = await count('ops.errors');
-	const res = await ask('user-8', { user_id: 'user-9', query: 'on someone else\'s account' });
+	const res = await ask('user-8', { user_id: 'user-9', query: "on someone else's account" });
 	assert.equal(res.status, 403, res.text);
 	const envelope = ErrorEnvelope.parse(res.json);
 	assert.equal(envelope.error.kind, 'auth');
 	assert.equal((envelope.error.details.node_details as Record<string, unknown>).code, 'IDENTITY_MISMATCH');
-	const { rows } = await db.pool.query('SELECT node, kind, status_code FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+	const { rows } = await db.pool.query('SELECT node, kind, status_code FROM ops.errors WHERE correlation_id = $1', [
+		envelope.meta.correlation.correlation_id,
+	]);
 	assert.deepEqual(rows, [{ node: 'Create Run', kind: 'auth', status_code: 403 }]);
 	assert.deepEqual([await count('maas.pipeline_runs'), await count('ops.errors')], [runs, errors + 1]);
 });
 
 /** An envelope with the queried id replaced and per-call values (correlation, times, ids of the call) removed. */
 function shape(json: Record<string, unknown>, id: string): unknown {
-	const PER_CALL = /^(ts|correlation_id|execution_id|timestamp|occurred_at|received_at|started_at|created_at|duration_ms|trace_id|span_id|error_id)$/;
+	const PER_CALL =
+		/^(ts|correlation_id|execution_id|timestamp|occurred_at|received_at|started_at|created_at|duration_ms|trace_id|span_id|error_id)$/;
 	const walk = (v: unknown): unknown => {
 		if (typeof v === 'string') return v.split(id).join('<id>');
 		if (Array.isArray(v)) return v.map(walk);
-		if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => !PER_CALL.test(k)).map(([k, x]) => [k, walk(x)]));
+		if (v && typeof v === 'object')
+			return Object.fromEntries(
+				Object.entries(v)
+					.filter(([k]) => !PER_CALL.test(k))
+					.map(([k, x]) => [k, walk(x)]),
+			);
 		return v;
 	};
 	return walk(json);
 }
 
-test('polling B\'s run with A\'s token → 404, shaped exactly like an unknown id (both forms of the status URL)', async () => {
-	const bRun = (await ask('user-B', { query: 'B\'s secret question' })).json.request_id as string;
+test("polling B's run with A's token → 404, shaped exactly like an unknown id (both forms of the status URL)", async () => {
+	const bRun = (await ask('user-B', { query: "B's secret question" })).json.request_id as string;
 	assert.equal((await poll(bRun)).status, 200, 'B polls her own run');
 	// one token for both polls: its iat/exp are echoed in the envelope (jwtPayload), and two tokens minted
 	// across a second boundary would differ there
@@ -278,11 +349,13 @@ test('polling B\'s run with A\'s token → 404, shaped exactly like an unknown i
 	assert.equal(unknown.status, 404);
 	assert.equal(ErrorEnvelope.parse(asA.json).error.kind, 'not_found');
 	assert.deepEqual(shape(asA.json, bRun), shape(unknown.json, unknownId));
-	assert.ok(!asA.text.includes('B\'s secret question'));
-	const viaPath = await fetch(`${n8n.url}/webhook/${PATH_ID_HOOK}/api/query/${bRun}/status`, { headers: bearer(token('user-A')) });
+	assert.ok(!asA.text.includes("B's secret question"));
+	const viaPath = await fetch(`${n8n.url}/webhook/${PATH_ID_HOOK}/api/query/${bRun}/status`, {
+		headers: bearer(token('user-A')),
+	});
 	assert.equal(viaPath.status, 404);
 });
 
-test('no token used in this file appears in any ops.errors row or in n8n\'s log', async () => {
+test("no token used in this file appears in any ops.errors row or in n8n's log", async () => {
 	await assertNoTokenLeaked(db.pool, n8n.transcript(), minted);
 });

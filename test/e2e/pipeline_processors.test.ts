@@ -22,13 +22,31 @@ let definition: WorkflowDefinition;
 before(
 	async () => {
 		db = await setupDatabase();
-		const shipped = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'db', 'workflows', 'pipeline_runs.workflow.json'), 'utf8'));
-		const done = shipped.workflows[0].states.ANALYZING.transitions.find((t: { name: string }) => t.name === 'ANALYSIS_DONE');
-		done.processors = [{ type: 'EXTERNAL', name: 'approve', executionMode: 'SYNC', config: { attachEntity: true, calculationNodesTags: 'approval', responseTimeoutMs: 60000 } }];
+		const shipped = JSON.parse(
+			readFileSync(path.join(__dirname, '..', '..', 'db', 'workflows', 'pipeline_runs.workflow.json'), 'utf8'),
+		);
+		const done = shipped.workflows[0].states.ANALYZING.transitions.find(
+			(t: { name: string }) => t.name === 'ANALYSIS_DONE',
+		);
+		done.processors = [
+			{
+				type: 'EXTERNAL',
+				name: 'approve',
+				executionMode: 'SYNC',
+				config: { attachEntity: true, calculationNodesTags: 'approval', responseTimeoutMs: 60000 },
+			},
+		];
 		await importWorkflows(db.pool, PIPELINE_MODEL, { importMode: 'replace', workflows: shipped.workflows });
 		definition = WorkflowDefinition.parse(shipped.workflows[0]);
 		assert.notDeepEqual(definition, shippedDefinition());
-		n8n = await startN8n(db.url, [path.join(__dirname, 'workflows', 'test_calc_node.json'), path.join(__dirname, 'workflows', 'test_processor_caller.json')], ['test/processor']);
+		n8n = await startN8n(
+			db.url,
+			[
+				path.join(__dirname, 'workflows', 'test_calc_node.json'),
+				path.join(__dirname, 'workflows', 'test_processor_caller.json'),
+			],
+			['test/processor'],
+		);
 	},
 	{ timeout: 30 * 60_000 },
 );
@@ -45,19 +63,29 @@ async function capturedRun() {
 }
 
 async function complete(body: unknown) {
-	const res = await fetch(`${n8n.url}/webhook/test/processor`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+	const res = await fetch(`${n8n.url}/webhook/test/processor`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json' },
+		body: JSON.stringify(body),
+	});
 	return { status: res.status, body: (await res.json()) as any };
 }
 
 async function row(id: string) {
-	return (await db.pool.query('SELECT status, analysis_result, capture_token FROM maas.pipeline_runs WHERE id = $1', [id])).rows[0];
+	return (
+		await db.pool.query('SELECT status, analysis_result, capture_token FROM maas.pipeline_runs WHERE id = $1', [id])
+	).rows[0];
 }
 
 test('an approving calculation node: the step completes', { timeout: 120_000 }, async () => {
 	const run = await capturedRun();
 	const res = await complete({ ...run, result: { approve: true } });
 	assert.equal(res.body.data?.status, 'ANALYZED', `${JSON.stringify(res.body)}\n${n8n.logs()}`);
-	assert.deepEqual(await row(run.run_id), { status: 'ANALYZED', analysis_result: { approve: true }, capture_token: null });
+	assert.deepEqual(await row(run.run_id), {
+		status: 'ANALYZED',
+		analysis_result: { approve: true },
+		capture_token: null,
+	});
 });
 
 test('a refusing calculation node: 400 WORKFLOW_FAILED naming it, nothing applied', { timeout: 120_000 }, async () => {
@@ -66,5 +94,9 @@ test('a refusing calculation node: 400 WORKFLOW_FAILED naming it, nothing applie
 	assert.equal(res.body.error?.details?.code, 'WORKFLOW_FAILED', `${JSON.stringify(res.body)}\n${n8n.logs()}`);
 	assert.equal(res.body.error?.status_code ?? res.body.status_code, 400);
 	assert.match(res.body.error.message, /not approved by approve \(approval\)/);
-	assert.deepEqual(await row(run.run_id), { status: 'ANALYZING', analysis_result: null, capture_token: run.capture_token });
+	assert.deepEqual(await row(run.run_id), {
+		status: 'ANALYZING',
+		analysis_result: null,
+		capture_token: run.capture_token,
+	});
 });

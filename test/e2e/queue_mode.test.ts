@@ -29,7 +29,10 @@ let wf10File: string;
  * row is the record), and this test reads n8n's execution records to see which worker ran each delivery.
  */
 function wf10Saving() {
-	const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF10_telegram_ingest.json'), 'utf8')) as { id: string; settings?: Record<string, unknown> };
+	const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF10_telegram_ingest.json'), 'utf8')) as {
+		id: string;
+		settings?: Record<string, unknown>;
+	};
 	workflow.settings = { ...workflow.settings, saveDataSuccessExecution: 'all' };
 	return workflow;
 }
@@ -49,16 +52,25 @@ function runnerCopy() {
 		typeVersion: 2.1,
 		position,
 		webhookId: `9e900000-0000-4000-8000-0000000000a${name === 'Run Now' ? 1 : 2}`,
-		parameters: { httpMethod: 'POST', path: webhookPath, responseMode: 'lastNode', responseData: 'allEntries', options: {} },
+		parameters: {
+			httpMethod: 'POST',
+			path: webhookPath,
+			responseMode: 'lastNode',
+			responseData: 'allEntries',
+			options: {},
+		},
 	});
 	const nodes = wf90.nodes
 		.filter((n: { name: string }) => n.name !== 'Every 10 Seconds')
 		.map((n: { name: string; position: number[]; parameters: Record<string, any> }) => {
 			if (n.name === 'Run Now') return webhook('Run Now', 'test/wf90-run', n.position);
 			if (n.name === 'Every 5 Minutes') return webhook('Every 5 Minutes', 'test/wf90-release', n.position);
-			if (n.name === 'Release Stale') return { ...n, parameters: { ...n.parameters, olderThanSeconds: '={{ $json.body.older_than_seconds }}' } };
+			if (n.name === 'Release Stale')
+				return { ...n, parameters: { ...n.parameters, olderThanSeconds: '={{ $json.body.older_than_seconds }}' } };
 			if (n.name === 'Runner Settings') {
-				const assignments = n.parameters.assignments.assignments.map((a: { name: string }) => (a.name === 'req.job_types' ? { ...a, value: 'document_chunk' } : a));
+				const assignments = n.parameters.assignments.assignments.map((a: { name: string }) =>
+					a.name === 'req.job_types' ? { ...a, value: 'document_chunk' } : a,
+				);
 				return { ...n, parameters: { ...n.parameters, assignments: { assignments } } };
 			}
 			return n;
@@ -78,7 +90,11 @@ before(
 		wf10File = writeWorkflow(wf10Saving());
 		n8n = await startQueueN8n(
 			db.url,
-			[...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)), wf10File, runnerFile],
+			[
+				...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)),
+				wf10File,
+				runnerFile,
+			],
 			['telegram', 'test/wf90-run', 'test/wf90-release'],
 			{ workers: 2, concurrency: 10 },
 		);
@@ -142,7 +158,12 @@ function countBy<T>(values: T[]): Record<string, number> {
 	return out;
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000, everyMs = 500): Promise<T> {
+async function waitFor<T>(
+	what: string,
+	probe: () => Promise<T | undefined>,
+	timeoutMs = 120_000,
+	everyMs = 500,
+): Promise<T> {
 	const deadline = Date.now() + timeoutMs;
 	while (Date.now() < deadline) {
 		const value = await probe();
@@ -152,37 +173,46 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
 	assert.fail(`${what}: not reached in ${timeoutMs} ms\n${n8n.logs()}`);
 }
 
-test('500 WF10 deliveries (350 distinct, shuffled) at 16 clients → 350 raw, key and job rows; both workers ran executions', { timeout: 600_000 }, async (t) => {
-	if (skipped(t)) return;
-	const distinct = Array.from({ length: 350 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
-	const deliveries = [...distinct, ...Array.from({ length: 150 }, (_, i) => distinct[(i * 7) % distinct.length])];
-	deliveries.sort(() => Math.random() - 0.5);
-	const started = Date.now();
-	const answers = await mapLimit(deliveries, 16, (update) => postUpdate(update));
-	t.diagnostic(`500 deliveries in ${Date.now() - started} ms`);
-	const failed = answers.filter((a) => a.status !== 200);
-	assert.equal(failed.length, 0, `${failed.length} failed, e.g. ${JSON.stringify(failed[0])}\n${n8n.logs()}`);
-	assert.equal(answers.filter((a) => a.body.duplicate === false).length, 350, 'one first delivery per update');
-	const jobOf = new Map<number, Set<number>>();
-	deliveries.forEach((u, i) => jobOf.set(u.update_id, (jobOf.get(u.update_id) ?? new Set()).add(answers[i].body.job_id)));
-	assert.ok([...jobOf.values()].every((jobs) => jobs.size === 1), 'every delivery of an update names the same job');
-	const ids = distinct.map((u) => u.update_id);
-	const { rows } = await db.pool.query(
-		`SELECT (SELECT count(*) FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = ANY($2))::int AS raw,
+test(
+	'500 WF10 deliveries (350 distinct, shuffled) at 16 clients → 350 raw, key and job rows; both workers ran executions',
+	{ timeout: 600_000 },
+	async (t) => {
+		if (skipped(t)) return;
+		const distinct = Array.from({ length: 350 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
+		const deliveries = [...distinct, ...Array.from({ length: 150 }, (_, i) => distinct[(i * 7) % distinct.length])];
+		deliveries.sort(() => Math.random() - 0.5);
+		const started = Date.now();
+		const answers = await mapLimit(deliveries, 16, (update) => postUpdate(update));
+		t.diagnostic(`500 deliveries in ${Date.now() - started} ms`);
+		const failed = answers.filter((a) => a.status !== 200);
+		assert.equal(failed.length, 0, `${failed.length} failed, e.g. ${JSON.stringify(failed[0])}\n${n8n.logs()}`);
+		assert.equal(answers.filter((a) => a.body.duplicate === false).length, 350, 'one first delivery per update');
+		const jobOf = new Map<number, Set<number>>();
+		deliveries.forEach((u, i) =>
+			jobOf.set(u.update_id, (jobOf.get(u.update_id) ?? new Set()).add(answers[i].body.job_id)),
+		);
+		assert.ok(
+			[...jobOf.values()].every((jobs) => jobs.size === 1),
+			'every delivery of an update names the same job',
+		);
+		const ids = distinct.map((u) => u.update_id);
+		const { rows } = await db.pool.query(
+			`SELECT (SELECT count(*) FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = ANY($2))::int AS raw,
 		        (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = ANY($2))::int AS keys,
 		        (SELECT count(*) FROM ops.jobs WHERE dedup_key = ANY($3))::int AS jobs,
 		        (SELECT count(*) FROM ops.jobs)::int AS all_jobs`,
-		[bot.botId, ids, ids.map((id) => `tg:${bot.botId}:${id}`)],
-	);
-	assert.deepEqual(rows[0], { raw: 350, keys: 350, jobs: 350, all_jobs: 350 });
-	// n8n's records: one WF10 execution per delivery, each started by exactly one worker, both workers busy
-	const executions = await executionsOf('WF10TgIngest');
-	assert.equal(executions.length, 500, 'one n8n execution per delivery');
-	const perWorker = countBy([...rolesOf(executions).values()]);
-	t.diagnostic(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
-	assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
-	assert.equal(n8n.main.transcript().match(/Worker started execution/g), null, 'main ran no execution itself');
-});
+			[bot.botId, ids, ids.map((id) => `tg:${bot.botId}:${id}`)],
+		);
+		assert.deepEqual(rows[0], { raw: 350, keys: 350, jobs: 350, all_jobs: 350 });
+		// n8n's records: one WF10 execution per delivery, each started by exactly one worker, both workers busy
+		const executions = await executionsOf('WF10TgIngest');
+		assert.equal(executions.length, 500, 'one n8n execution per delivery');
+		const perWorker = countBy([...rolesOf(executions).values()]);
+		t.diagnostic(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
+		assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
+		assert.equal(n8n.main.transcript().match(/Worker started execution/g), null, 'main ran no execution itself');
+	},
+);
 
 function postUpdate(update: unknown) {
 	return post(`telegram?bot=${bot.botKey}`, update, { 'X-Telegram-Bot-Api-Secret-Token': bot.secret });
@@ -190,7 +220,10 @@ function postUpdate(update: unknown) {
 
 /** `count` extracted documents (`chars` characters each) and one document_chunk job per document; returns the job ids. */
 async function chunkJobs(count: number, chars: number, tag: string): Promise<number[]> {
-	const text = Array.from({ length: Math.ceil(chars / 30) }, (_, i) => `sentence ${i} about queues. `).join('').slice(0, chars).trimEnd();
+	const text = Array.from({ length: Math.ceil(chars / 30) }, (_, i) => `sentence ${i} about queues. `)
+		.join('')
+		.slice(0, chars)
+		.trimEnd();
 	const { rows } = await db.pool.query(
 		`WITH d AS (
 		   INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status)
@@ -210,11 +243,18 @@ interface RunRow {
 }
 
 async function runsOf(jobIds: number[]): Promise<RunRow[]> {
-	return (await db.pool.query('SELECT job_id::text, status, worker FROM ops.job_runs WHERE job_id = ANY($1) ORDER BY id', [jobIds])).rows;
+	return (
+		await db.pool.query('SELECT job_id::text, status, worker FROM ops.job_runs WHERE job_id = ANY($1) ORDER BY id', [
+			jobIds,
+		])
+	).rows;
 }
 
 async function statusesOf(jobIds: number[]): Promise<Record<string, number>> {
-	const { rows } = await db.pool.query('SELECT status, count(*)::int AS n FROM ops.jobs WHERE id = ANY($1) GROUP BY 1 ORDER BY 1', [jobIds]);
+	const { rows } = await db.pool.query(
+		'SELECT status, count(*)::int AS n FROM ops.jobs WHERE id = ANY($1) GROUP BY 1 ORDER BY 1',
+		[jobIds],
+	);
 	return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
@@ -225,7 +265,10 @@ async function assertExactlyOnce(jobIds: number[], extraRuns: number) {
 	const succeeded = runs.filter((r) => r.status === 'succeeded');
 	assert.equal(succeeded.length, jobIds.length, 'one succeeded run per job');
 	assert.equal(new Set(succeeded.map((r) => r.job_id)).size, jobIds.length, 'no job succeeded twice');
-	assert.deepEqual(countBy(runs.filter((r) => r.status !== 'succeeded').map((r) => r.status)), extraRuns ? { retry: extraRuns } : {});
+	assert.deepEqual(
+		countBy(runs.filter((r) => r.status !== 'succeeded').map((r) => r.status)),
+		extraRuns ? { retry: extraRuns } : {},
+	);
 	// identical texts: every document has the same chunks, ending at the text's end (none partial, none missing)
 	const chunks = await db.pool.query(
 		`SELECT count(*)::int AS docs, count(DISTINCT per.n)::int AS shapes, bool_and(per.last_end = length(d.text)) AS complete
@@ -234,7 +277,11 @@ async function assertExactlyOnce(jobIds: number[], extraRuns: number) {
 		 WHERE j.id = ANY($1)`,
 		[jobIds],
 	);
-	assert.deepEqual(chunks.rows[0], { docs: jobIds.length, shapes: 1, complete: true }, 'every document chunked once, completely');
+	assert.deepEqual(
+		chunks.rows[0],
+		{ docs: jobIds.length, shapes: 1, complete: true },
+		'every document chunked once, completely',
+	);
 }
 
 /** Worker role of the n8n execution behind each job run (ops.job_runs.worker is WF90's "wf90-<execution id>"). */
@@ -243,66 +290,95 @@ function runWorkers(runs: RunRow[]): Map<string, string> {
 	return rolesOf(executions);
 }
 
-test('6 WF90 runs at once over 300 queued jobs → on both workers, every job run exactly once, none lost', { timeout: 300_000 }, async (t) => {
-	if (skipped(t)) return;
-	const jobIds = await chunkJobs(300, 3000, 'q2');
-	const started = Date.now();
-	let rounds = 0;
-	while ((await statusesOf(jobIds)).queued && rounds++ < 10) {
-		const answers = await Promise.all(Array.from({ length: 6 }, () => post('test/wf90-run', {})));
-		for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.body));
-	}
-	t.diagnostic(`300 jobs in ${rounds} round(s) of 6 runs, ${Date.now() - started} ms`);
-	await assertExactlyOnce(jobIds, 0);
-	const runs = await runsOf(jobIds);
-	const workers = runWorkers(runs);
-	const perWorker = countBy(runs.map((r) => workers.get(r.worker.replace(/^wf90-/, ''))));
-	t.diagnostic(`job runs per worker: ${JSON.stringify(perWorker)} over ${workers.size} WF90 executions`);
-	assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
-	assert.ok(workers.size >= 6, `at least 6 WF90 executions claimed jobs (${workers.size})`);
-});
+test(
+	'6 WF90 runs at once over 300 queued jobs → on both workers, every job run exactly once, none lost',
+	{ timeout: 300_000 },
+	async (t) => {
+		if (skipped(t)) return;
+		const jobIds = await chunkJobs(300, 3000, 'q2');
+		const started = Date.now();
+		let rounds = 0;
+		while ((await statusesOf(jobIds)).queued && rounds++ < 10) {
+			const answers = await Promise.all(Array.from({ length: 6 }, () => post('test/wf90-run', {})));
+			for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.body));
+		}
+		t.diagnostic(`300 jobs in ${rounds} round(s) of 6 runs, ${Date.now() - started} ms`);
+		await assertExactlyOnce(jobIds, 0);
+		const runs = await runsOf(jobIds);
+		const workers = runWorkers(runs);
+		const perWorker = countBy(runs.map((r) => workers.get(r.worker.replace(/^wf90-/, ''))));
+		t.diagnostic(`job runs per worker: ${JSON.stringify(perWorker)} over ${workers.size} WF90 executions`);
+		assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
+		assert.ok(workers.size >= 6, `at least 6 WF90 executions claimed jobs (${workers.size})`);
+	},
+);
 
-test('a worker killed with SIGKILL mid-jobs → its jobs stay running; after Release Stale everything finishes exactly once; the restarted worker picks up again', { timeout: 420_000 }, async (t) => {
-	if (skipped(t)) return;
-	const jobIds = await chunkJobs(300, 40_000, 'q3');
-	const victim = n8n.workers[0];
-	const inFlight = new AbortController();
-	const pending = Array.from({ length: 6 }, () => post('test/wf90-run', {}, {}, inFlight.signal).catch(() => undefined));
-	// kill worker-1 in the middle of a batch: jobs it claimed are running and some of them already chunked
-	// (WF90 runs every item's worker sub-workflow before Finish Job runs for the batch)
-	const atKill = await waitFor('worker-1 mid-batch', async () => {
-		const mine = victim.startedExecutions().map((id) => `wf90-${id}`);
-		const { rows } = await db.pool.query(
-			`SELECT count(*)::int AS running,
+test(
+	'a worker killed with SIGKILL mid-jobs → its jobs stay running; after Release Stale everything finishes exactly once; the restarted worker picks up again',
+	{ timeout: 420_000 },
+	async (t) => {
+		if (skipped(t)) return;
+		const jobIds = await chunkJobs(300, 40_000, 'q3');
+		const victim = n8n.workers[0];
+		const inFlight = new AbortController();
+		const pending = Array.from({ length: 6 }, () =>
+			post('test/wf90-run', {}, {}, inFlight.signal).catch(() => undefined),
+		);
+		// kill worker-1 in the middle of a batch: jobs it claimed are running and some of them already chunked
+		// (WF90 runs every item's worker sub-workflow before Finish Job runs for the batch)
+		const atKill = await waitFor(
+			'worker-1 mid-batch',
+			async () => {
+				const mine = victim.startedExecutions().map((id) => `wf90-${id}`);
+				const { rows } = await db.pool.query(
+					`SELECT count(*)::int AS running,
 			        count(*) FILTER (WHERE EXISTS (SELECT 1 FROM kg.chunks c WHERE c.document_id = (j.payload->>'document_id')::bigint))::int AS worked
 			 FROM ops.jobs j WHERE j.id = ANY($1) AND j.status = 'running' AND j.locked_by = ANY($2)`,
-			[jobIds, mine],
+					[jobIds, mine],
+				);
+				return rows[0].worked > 0 ? rows[0] : undefined;
+			},
+			120_000,
+			100,
 		);
-		return rows[0].worked > 0 ? rows[0] : undefined;
-	}, 120_000, 100);
-	await n8n.killWorker(0);
-	const killedExecutions = new Set(victim.startedExecutions().map((id) => `wf90-${id}`));
-	// the surviving worker finishes its runs; the victim's claimed jobs stay running
-	const stuck = await waitFor('only the dead worker\'s jobs still running', async () => {
-		const running = (await db.pool.query("SELECT id::text, locked_by FROM ops.jobs WHERE id = ANY($1) AND status = 'running'", [jobIds])).rows;
-		return running.every((r) => killedExecutions.has(r.locked_by)) ? running : undefined;
-	}, 180_000);
-	t.diagnostic(`at the kill worker-1 held ${atKill.running} running jobs, ${atKill.worked} of them already chunked; ${stuck.length} jobs left running`);
-	assert.ok(stuck.length > 0, 'the kill left jobs running');
-	inFlight.abort();
-	await Promise.all(pending);
-	await n8n.startWorker(0);
-	const released = await post('test/wf90-release', { older_than_seconds: 1 });
-	assert.equal(released.status, 200, JSON.stringify(released.body));
-	assert.deepEqual(await statusesOf(stuck.map((r) => Number(r.id))), { queued: stuck.length }, 'released back to the queue');
-	const restartedBefore = new Set(victim.startedExecutions());
-	let rounds = 0;
-	while ((await statusesOf(jobIds)).queued && rounds++ < 10) {
-		const answers = await Promise.all(Array.from({ length: 6 }, () => post('test/wf90-run', {})));
-		for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.body));
-	}
-	await assertExactlyOnce(jobIds, stuck.length);
-	const afterRestart = victim.startedExecutions().filter((id) => !restartedBefore.has(id));
-	t.diagnostic(`restarted worker-1 ran ${afterRestart.length} WF90 execution(s) after the restart`);
-	assert.ok(afterRestart.length > 0, 'the restarted worker picked up executions');
-});
+		await n8n.killWorker(0);
+		const killedExecutions = new Set(victim.startedExecutions().map((id) => `wf90-${id}`));
+		// the surviving worker finishes its runs; the victim's claimed jobs stay running
+		const stuck = await waitFor(
+			"only the dead worker's jobs still running",
+			async () => {
+				const running = (
+					await db.pool.query("SELECT id::text, locked_by FROM ops.jobs WHERE id = ANY($1) AND status = 'running'", [
+						jobIds,
+					])
+				).rows;
+				return running.every((r) => killedExecutions.has(r.locked_by)) ? running : undefined;
+			},
+			180_000,
+		);
+		t.diagnostic(
+			`at the kill worker-1 held ${atKill.running} running jobs, ${atKill.worked} of them already chunked; ${stuck.length} jobs left running`,
+		);
+		assert.ok(stuck.length > 0, 'the kill left jobs running');
+		inFlight.abort();
+		await Promise.all(pending);
+		await n8n.startWorker(0);
+		const released = await post('test/wf90-release', { older_than_seconds: 1 });
+		assert.equal(released.status, 200, JSON.stringify(released.body));
+		assert.deepEqual(
+			await statusesOf(stuck.map((r) => Number(r.id))),
+			{ queued: stuck.length },
+			'released back to the queue',
+		);
+		const restartedBefore = new Set(victim.startedExecutions());
+		let rounds = 0;
+		while ((await statusesOf(jobIds)).queued && rounds++ < 10) {
+			const answers = await Promise.all(Array.from({ length: 6 }, () => post('test/wf90-run', {})));
+			for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.body));
+		}
+		await assertExactlyOnce(jobIds, stuck.length);
+		const afterRestart = victim.startedExecutions().filter((id) => !restartedBefore.has(id));
+		t.diagnostic(`restarted worker-1 ran ${afterRestart.length} WF90 execution(s) after the restart`);
+		assert.ok(afterRestart.length > 0, 'the restarted worker picked up executions');
+	},
+);

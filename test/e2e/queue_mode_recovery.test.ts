@@ -63,7 +63,16 @@ function normalModel(body: Record<string, unknown>) {
 	const messages = body.messages as { role: string; content: string }[];
 	const system = messages[0].content;
 	const user = messages[1].content;
-	if (body.response_format) return { text: JSON.stringify({ needs_context: false, context_type: 'none', time_scope: 'now', search_keywords: [], context_found: {} }) };
+	if (body.response_format)
+		return {
+			text: JSON.stringify({
+				needs_context: false,
+				context_type: 'none',
+				time_scope: 'now',
+				search_keywords: [],
+				context_found: {},
+			}),
+		};
 	if (/Summarise this exchange/.test(system)) return { text: `Summary: ${user.slice(0, 60)}` };
 	if (/Optimise the draft/.test(system)) return { text: `<context>${user.slice(0, 200)}</context>` };
 	return { text: `Answer to: ${user.slice(0, 120)}` };
@@ -80,7 +89,10 @@ function stepOf(body: Record<string, unknown>): string {
 
 /** The shipped WF10 with successful executions saved (it ships with "none"): the test reads n8n's execution records. */
 function wf10Saving() {
-	const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF10_telegram_ingest.json'), 'utf8')) as { id: string; settings?: Record<string, unknown> };
+	const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF10_telegram_ingest.json'), 'utf8')) as {
+		id: string;
+		settings?: Record<string, unknown>;
+	};
 	workflow.settings = { ...workflow.settings, saveDataSuccessExecution: 'all' };
 	return workflow;
 }
@@ -97,11 +109,24 @@ function sweepCopy() {
 				typeVersion: 2.1,
 				position: n.position,
 				webhookId: '15e00000-0000-4000-8000-0000000000e1',
-				parameters: { httpMethod: 'POST', path: 'test/m15-sweep', responseMode: 'lastNode', responseData: 'allEntries', options: {} },
+				parameters: {
+					httpMethod: 'POST',
+					path: 'test/m15-sweep',
+					responseMode: 'lastNode',
+					responseData: 'allEntries',
+					options: {},
+				},
 			};
 		}
 		if (n.name === 'Sweep') {
-			return { ...n, parameters: { ...n.parameters, stuckAfterSeconds: '={{ $json.body.stuck_after_seconds }}', lostAfterSeconds: '={{ $json.body.lost_after_seconds }}' } };
+			return {
+				...n,
+				parameters: {
+					...n.parameters,
+					stuckAfterSeconds: '={{ $json.body.stuck_after_seconds }}',
+					lostAfterSeconds: '={{ $json.body.lost_after_seconds }}',
+				},
+			};
 		}
 		return n;
 	});
@@ -113,7 +138,9 @@ function scheduledRunner() {
 	const wf90 = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF90_job_runner.json'), 'utf8'));
 	const nodes = wf90.nodes.map((n: { name: string; parameters: Record<string, any> }) => {
 		if (n.name !== 'Runner Settings') return n;
-		const assignments = n.parameters.assignments.assignments.map((a: { name: string }) => (a.name === 'req.job_types' ? { ...a, value: 'document_chunk' } : a));
+		const assignments = n.parameters.assignments.assignments.map((a: { name: string }) =>
+			a.name === 'req.job_types' ? { ...a, value: 'document_chunk' } : a,
+		);
 		return { ...n, parameters: { ...n.parameters, assignments: { assignments } } };
 	});
 	return { ...wf90, id: SCHEDULED_WF90, name: 'WF90 — Job Runner (queue-mode schedule copy)', nodes };
@@ -141,7 +168,12 @@ before(
 				webhooks: 1,
 				concurrency: 10,
 				extraCredentials: [
-					{ id: 'llmContracts01', name: 'Contracts LLM', type: 'contractsLlmApi', data: { api: 'openai', baseUrl: model.url, apiKey: 'sk-stand-in', model: 'stand-in' } },
+					{
+						id: 'llmContracts01',
+						name: 'Contracts LLM',
+						type: 'contractsLlmApi',
+						data: { api: 'openai', baseUrl: model.url, apiKey: 'sk-stand-in', model: 'stand-in' },
+					},
 					jwtCredential(SECRET),
 				],
 			},
@@ -163,7 +195,11 @@ function skipped(t: TestContext): boolean {
 }
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-	const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+	const res = await fetch(url, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json', ...headers },
+		body: JSON.stringify(body),
+	});
 	const text = await res.text();
 	try {
 		return { status: res.status, body: JSON.parse(text) };
@@ -177,7 +213,10 @@ async function executionsOf(workflowId: string): Promise<{ id: string; createdAt
 	const client = new Client({ connectionString: n8n.n8nDatabaseUrl });
 	await client.connect();
 	try {
-		const { rows } = await client.query('SELECT id::text, "createdAt" FROM execution_entity WHERE "workflowId" = $1 ORDER BY id', [workflowId]);
+		const { rows } = await client.query(
+			'SELECT id::text, "createdAt" FROM execution_entity WHERE "workflowId" = $1 ORDER BY id',
+			[workflowId],
+		);
 		return rows;
 	} finally {
 		await client.end();
@@ -189,7 +228,10 @@ async function fiveMinuteExecutions(ids: string[]): Promise<Set<string>> {
 	const client = new Client({ connectionString: n8n.n8nDatabaseUrl });
 	await client.connect();
 	try {
-		const { rows } = await client.query(`SELECT "executionId"::text AS id FROM execution_data WHERE "executionId" = ANY($1::int[]) AND data LIKE '%"Every 5 Minutes"%'`, [ids]);
+		const { rows } = await client.query(
+			`SELECT "executionId"::text AS id FROM execution_data WHERE "executionId" = ANY($1::int[]) AND data LIKE '%"Every 5 Minutes"%'`,
+			[ids],
+		);
 		return new Set(rows.map((r) => r.id));
 	} finally {
 		await client.end();
@@ -221,182 +263,304 @@ function enqueuedBy(p: { transcript(): string }): Set<string> {
 
 /** Neither main nor the webhook process ran an execution itself. */
 function assertOnlyWorkersExecuted() {
-	for (const p of [n8n.main, ...n8n.webhooks]) assert.equal(p.transcript().match(/Worker started execution/g), null, `${p.role} ran no execution itself`);
+	for (const p of [n8n.main, ...n8n.webhooks])
+		assert.equal(p.transcript().match(/Worker started execution/g), null, `${p.role} ran no execution itself`);
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000, everyMs = 500): Promise<T> {
+async function waitFor<T>(
+	what: string,
+	probe: () => Promise<T | undefined>,
+	timeoutMs = 120_000,
+	everyMs = 500,
+): Promise<T> {
 	const deadline = Date.now() + timeoutMs;
 	while (Date.now() < deadline) {
 		const value = await probe();
 		if (value !== undefined) return value;
 		await new Promise((r) => setTimeout(r, everyMs));
 	}
-	const runs = (await db.pool.query('SELECT status, archived_at IS NOT NULL AS archived, count(*)::int AS n FROM maas.pipeline_runs GROUP BY 1, 2')).rows;
+	const runs = (
+		await db.pool.query(
+			'SELECT status, archived_at IS NOT NULL AS archived, count(*)::int AS n FROM maas.pipeline_runs GROUP BY 1, 2',
+		)
+	).rows;
 	assert.fail(`${what}: not reached in ${timeoutMs} ms\nruns: ${JSON.stringify(runs)}\n${n8n.logs()}`);
 }
 
-test('200 WF10 deliveries (140 distinct) at 12 clients to the webhook process → 140 raw, key and job rows; every execution ran on a worker; main no longer answers the production webhook', { timeout: 300_000 }, async (t) => {
-	if (skipped(t)) return;
-	assert.notEqual(n8n.webhookUrl, n8n.url, 'webhooks are served by the webhook process');
-	const distinct = Array.from({ length: 140 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
-	const deliveries = [...distinct, ...Array.from({ length: 60 }, (_, i) => distinct[(i * 7) % distinct.length])];
-	deliveries.sort(() => Math.random() - 0.5);
-	const headers = { 'X-Telegram-Bot-Api-Secret-Token': bot.secret };
-	const started = Date.now();
-	const answers = await mapLimit(deliveries, 12, (update) => post(`${n8n.webhookUrl}/webhook/telegram?bot=${bot.botKey}`, update, headers));
-	t.diagnostic(`200 deliveries through the webhook process in ${Date.now() - started} ms`);
-	const failed = answers.filter((a) => a.status !== 200);
-	assert.equal(failed.length, 0, `${failed.length} failed, e.g. ${JSON.stringify(failed[0])}\n${n8n.logs()}`);
-	assert.equal(answers.filter((a) => a.body.duplicate === false).length, 140, 'one first delivery per update');
-	const jobOf = new Map<number, Set<number>>();
-	deliveries.forEach((u, i) => jobOf.set(u.update_id, (jobOf.get(u.update_id) ?? new Set()).add(answers[i].body.job_id)));
-	assert.ok([...jobOf.values()].every((jobs) => jobs.size === 1), 'every delivery of an update names the same job');
-	const ids = distinct.map((u) => u.update_id);
-	const { rows } = await db.pool.query(
-		`SELECT (SELECT count(*) FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = ANY($2))::int AS raw,
+test(
+	'200 WF10 deliveries (140 distinct) at 12 clients to the webhook process → 140 raw, key and job rows; every execution ran on a worker; main no longer answers the production webhook',
+	{ timeout: 300_000 },
+	async (t) => {
+		if (skipped(t)) return;
+		assert.notEqual(n8n.webhookUrl, n8n.url, 'webhooks are served by the webhook process');
+		const distinct = Array.from({ length: 140 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
+		const deliveries = [...distinct, ...Array.from({ length: 60 }, (_, i) => distinct[(i * 7) % distinct.length])];
+		deliveries.sort(() => Math.random() - 0.5);
+		const headers = { 'X-Telegram-Bot-Api-Secret-Token': bot.secret };
+		const started = Date.now();
+		const answers = await mapLimit(deliveries, 12, (update) =>
+			post(`${n8n.webhookUrl}/webhook/telegram?bot=${bot.botKey}`, update, headers),
+		);
+		t.diagnostic(`200 deliveries through the webhook process in ${Date.now() - started} ms`);
+		const failed = answers.filter((a) => a.status !== 200);
+		assert.equal(failed.length, 0, `${failed.length} failed, e.g. ${JSON.stringify(failed[0])}\n${n8n.logs()}`);
+		assert.equal(answers.filter((a) => a.body.duplicate === false).length, 140, 'one first delivery per update');
+		const jobOf = new Map<number, Set<number>>();
+		deliveries.forEach((u, i) =>
+			jobOf.set(u.update_id, (jobOf.get(u.update_id) ?? new Set()).add(answers[i].body.job_id)),
+		);
+		assert.ok(
+			[...jobOf.values()].every((jobs) => jobs.size === 1),
+			'every delivery of an update names the same job',
+		);
+		const ids = distinct.map((u) => u.update_id);
+		const { rows } = await db.pool.query(
+			`SELECT (SELECT count(*) FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = ANY($2))::int AS raw,
 		        (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = ANY($2))::int AS keys,
 		        (SELECT count(*) FROM ops.jobs WHERE dedup_key = ANY($3))::int AS jobs,
 		        (SELECT count(*) FROM ops.jobs)::int AS all_jobs`,
-		[bot.botId, ids, ids.map((id) => `tg:${bot.botId}:${id}`)],
-	);
-	assert.deepEqual(rows[0], { raw: 140, keys: 140, jobs: 140, all_jobs: 140 });
-	const executions = (await executionsOf('WF10TgIngest')).map((e) => e.id);
-	assert.equal(executions.length, 200, 'one n8n execution per delivery');
-	const perWorker = countBy([...rolesOf(executions).values()]);
-	t.diagnostic(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
-	assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
-	assertOnlyWorkersExecuted();
-	const [byWebhook, byMain] = [enqueuedBy(n8n.webhooks[0]), enqueuedBy(n8n.main)];
-	assert.deepEqual(executions.filter((id) => !byWebhook.has(id) || byMain.has(id)), [], 'the webhook process enqueued every delivery, main none');
-	// N8N_DISABLE_PRODUCTION_MAIN_PROCESS: main has no /webhook/… route; nothing is written
-	const refused = await post(`${n8n.url}/webhook/telegram?bot=${bot.botKey}`, realisticUpdates[0](), headers);
-	assert.equal(refused.status, 404, `main answered ${refused.status}: ${JSON.stringify(refused.body).slice(0, 200)}`);
-	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM raw.telegram_updates')).rows[0].n, 140);
-});
+			[bot.botId, ids, ids.map((id) => `tg:${bot.botId}:${id}`)],
+		);
+		assert.deepEqual(rows[0], { raw: 140, keys: 140, jobs: 140, all_jobs: 140 });
+		const executions = (await executionsOf('WF10TgIngest')).map((e) => e.id);
+		assert.equal(executions.length, 200, 'one n8n execution per delivery');
+		const perWorker = countBy([...rolesOf(executions).values()]);
+		t.diagnostic(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
+		assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
+		assertOnlyWorkersExecuted();
+		const [byWebhook, byMain] = [enqueuedBy(n8n.webhooks[0]), enqueuedBy(n8n.main)];
+		assert.deepEqual(
+			executions.filter((id) => !byWebhook.has(id) || byMain.has(id)),
+			[],
+			'the webhook process enqueued every delivery, main none',
+		);
+		// N8N_DISABLE_PRODUCTION_MAIN_PROCESS: main has no /webhook/… route; nothing is written
+		const refused = await post(`${n8n.url}/webhook/telegram?bot=${bot.botKey}`, realisticUpdates[0](), headers);
+		assert.equal(refused.status, 404, `main answered ${refused.status}: ${JSON.stringify(refused.body).slice(0, 200)}`);
+		assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM raw.telegram_updates')).rows[0].n, 140);
+	},
+);
 
 /** MaaS runs for `users` (one each, so no run waits for another user's archive) through M00 on the webhook process; returns the run ids. */
 async function askAll(users: string[], tag: string): Promise<string[]> {
 	const answers = await mapLimit(users, 8, async (user, i) =>
-		post(`${n8n.webhookUrl}/webhook/api/query`, { query: `${tag} question ${i} about recovery` }, bearer(mint(user, { secret: SECRET }))),
+		post(
+			`${n8n.webhookUrl}/webhook/api/query`,
+			{ query: `${tag} question ${i} about recovery` },
+			bearer(mint(user, { secret: SECRET })),
+		),
 	);
-	assert.deepEqual(countBy(answers.map((a) => `${a.status} ${a.body.status}`)), { [`201 processing`]: users.length }, JSON.stringify(answers.find((a) => a.status !== 201)));
+	assert.deepEqual(
+		countBy(answers.map((a) => `${a.status} ${a.body.status}`)),
+		{ [`201 processing`]: users.length },
+		JSON.stringify(answers.find((a) => a.status !== 201)),
+	);
 	return answers.map((a) => a.body.request_id as string);
 }
 
 /** (status, archived) of each run, as "STATUS/archived|open" → count. */
 async function runStates(ids: string[]): Promise<Record<string, number>> {
-	const { rows } = await db.pool.query('SELECT status, archived_at IS NOT NULL AS archived FROM maas.pipeline_runs WHERE id = ANY($1)', [ids]);
+	const { rows } = await db.pool.query(
+		'SELECT status, archived_at IS NOT NULL AS archived FROM maas.pipeline_runs WHERE id = ANY($1)',
+		[ids],
+	);
 	return countBy(rows.map((r) => `${r.status}/${r.archived ? 'archived' : 'open'}`));
 }
 
 const IN_PROGRESS = ['ANALYZING', 'ASSEMBLING', 'RESPONDING'];
 
-test('a worker killed with SIGKILL mid-step (MaaS pipeline, slow model) → its runs stay in progress; after the Sweep every run COMPLETED exactly once, no result written twice; the restarted worker picks up again', { timeout: 300_000 }, async (t) => {
-	if (skipped(t)) return;
-	// every write of a run, with which result columns it changed (the pipeline's own statements, unchanged)
-	await db.pool.query(`CREATE TABLE public.e2e_run_writes (id bigserial PRIMARY KEY, run_id uuid, old_status text, new_status text, transition text,
+test(
+	'a worker killed with SIGKILL mid-step (MaaS pipeline, slow model) → its runs stay in progress; after the Sweep every run COMPLETED exactly once, no result written twice; the restarted worker picks up again',
+	{ timeout: 300_000 },
+	async (t) => {
+		if (skipped(t)) return;
+		// every write of a run, with which result columns it changed (the pipeline's own statements, unchanged)
+		await db.pool
+			.query(`CREATE TABLE public.e2e_run_writes (id bigserial PRIMARY KEY, run_id uuid, old_status text, new_status text, transition text,
 		analysis boolean, draft boolean, payload boolean, answer boolean)`);
-	await db.pool.query(`CREATE FUNCTION public.e2e_log_run_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+		await db.pool.query(`CREATE FUNCTION public.e2e_log_run_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
 		INSERT INTO public.e2e_run_writes (run_id, old_status, new_status, transition, analysis, draft, payload, answer)
 		VALUES (NEW.id, OLD.status, NEW.status, NEW.previous_transition, OLD.analysis_result IS DISTINCT FROM NEW.analysis_result,
 		        OLD.draft_context IS DISTINCT FROM NEW.draft_context, OLD.final_context_payload IS DISTINCT FROM NEW.final_context_payload,
 		        OLD.final_answer IS DISTINCT FROM NEW.final_answer);
 		RETURN NULL; END $$`);
-	await db.pool.query('CREATE TRIGGER e2e_log_run_write AFTER UPDATE ON maas.pipeline_runs FOR EACH ROW EXECUTE FUNCTION public.e2e_log_run_write()');
-	const victim = n8n.workers[0];
-	model.delayMs = 2000;
-	const startedBefore = victim.startedExecutions().length;
-	const started = Date.now();
-	// two waves, so that at the kill runs are in different steps: the first wave assembling or later, the second analysing
-	const inStates = async (ids: string[], states: string[]) =>
-		(await db.pool.query('SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE id = ANY($1) AND status = ANY($2)', [ids, states])).rows[0].n as number;
-	const wave1 = await askAll(Array.from({ length: 8 }, (_, i) => `rec-user-${i + 1}`), 'first');
-	await waitFor('the first wave past analysis', async () => ((await inStates(wave1, ['ANALYZED', 'ASSEMBLING', 'READY', 'RESPONDING'])) >= 4 ? true : undefined), 60_000, 100);
-	const wave2 = await askAll(Array.from({ length: 8 }, (_, i) => `rec-user-${i + 9}`), 'first');
-	const first = [...wave1, ...wave2];
-	// kill worker-1 once steps of both waves are under way and it has started executions of them
-	const atKill = await waitFor('steps in progress on worker-1', async () => {
-		const [analysing, later] = [await inStates(first, ['ANALYZING']), await inStates(first, ['ASSEMBLING', 'RESPONDING'])];
-		return analysing >= 2 && later >= 2 && victim.startedExecutions().length > startedBefore ? { analysing, later } : undefined;
-	}, 60_000, 100);
-	const executionsBeforeKill = new Set(victim.startedExecutions());
-	await n8n.killWorker(0);
-	const killedAt = Date.now();
-	// restart it at once; meanwhile worker-2 (and then worker-1) finish what they hold and the model answers the dead connections
-	const restarted = n8n.startWorker(0);
-	let last = '';
-	let stableSince = Date.now();
-	const stuck = await waitFor('the surviving work settled', async () => {
-		const { rows } = await db.pool.query('SELECT id, status, updated_at FROM maas.pipeline_runs WHERE id = ANY($1) ORDER BY id', [first]);
-		const now = JSON.stringify(rows);
-		if (now !== last || model.pending > 0) {
-			last = now;
-			stableSince = Date.now();
-			return undefined;
-		}
-		return Date.now() - stableSince >= 4000 ? rows.filter((r) => IN_PROGRESS.includes(r.status)) : undefined;
-	}, 120_000, 250);
-	await restarted;
-	const notDone = await runStates(first);
-	t.diagnostic(`at the kill: ${JSON.stringify(atKill)}; settled ${Date.now() - killedAt} ms later: ${JSON.stringify(notDone)}; ${stuck.length} run(s) stuck in progress`);
-	assert.ok(stuck.length > 0, 'the kill left runs captured by the dead worker in progress');
-	// the Sweep (on a worker, started through the webhook process): stuck → released, waiting/unarchived → re-emitted
-	model.delayMs = 100;
-	const restartedBefore = new Set(victim.startedExecutions());
-	const swept = await post(`${n8n.webhookUrl}/webhook/test/m15-sweep`, { stuck_after_seconds: 1, lost_after_seconds: 1 });
-	assert.equal(swept.status, 200, JSON.stringify(swept.body));
-	await waitFor('every first-batch run completed and archived after the Sweep', async () => {
-		const states = await runStates(first);
-		return states['COMPLETED/archived'] === first.length ? states : undefined;
-	}, 120_000);
-	// the cluster keeps working: a second batch, both workers taking part
-	const second = await askAll(Array.from({ length: 6 }, (_, i) => `rec-user-b${i + 1}`), 'second');
-	await waitFor('every second-batch run completed and archived', async () => {
-		const states = await runStates(second);
-		return states['COMPLETED/archived'] === second.length ? states : undefined;
-	}, 120_000);
-	t.diagnostic(`22 runs completed and archived in ${Date.now() - started} ms`);
-	const ids = [...first, ...second];
-	const writes = await db.pool.query(
-		`SELECT r.id,
+		await db.pool.query(
+			'CREATE TRIGGER e2e_log_run_write AFTER UPDATE ON maas.pipeline_runs FOR EACH ROW EXECUTE FUNCTION public.e2e_log_run_write()',
+		);
+		const victim = n8n.workers[0];
+		model.delayMs = 2000;
+		const startedBefore = victim.startedExecutions().length;
+		const started = Date.now();
+		// two waves, so that at the kill runs are in different steps: the first wave assembling or later, the second analysing
+		const inStates = async (ids: string[], states: string[]) =>
+			(
+				await db.pool.query(
+					'SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE id = ANY($1) AND status = ANY($2)',
+					[ids, states],
+				)
+			).rows[0].n as number;
+		const wave1 = await askAll(
+			Array.from({ length: 8 }, (_, i) => `rec-user-${i + 1}`),
+			'first',
+		);
+		await waitFor(
+			'the first wave past analysis',
+			async () => ((await inStates(wave1, ['ANALYZED', 'ASSEMBLING', 'READY', 'RESPONDING'])) >= 4 ? true : undefined),
+			60_000,
+			100,
+		);
+		const wave2 = await askAll(
+			Array.from({ length: 8 }, (_, i) => `rec-user-${i + 9}`),
+			'first',
+		);
+		const first = [...wave1, ...wave2];
+		// kill worker-1 once steps of both waves are under way and it has started executions of them
+		const atKill = await waitFor(
+			'steps in progress on worker-1',
+			async () => {
+				const [analysing, later] = [
+					await inStates(first, ['ANALYZING']),
+					await inStates(first, ['ASSEMBLING', 'RESPONDING']),
+				];
+				return analysing >= 2 && later >= 2 && victim.startedExecutions().length > startedBefore
+					? { analysing, later }
+					: undefined;
+			},
+			60_000,
+			100,
+		);
+		const executionsBeforeKill = new Set(victim.startedExecutions());
+		await n8n.killWorker(0);
+		const killedAt = Date.now();
+		// restart it at once; meanwhile worker-2 (and then worker-1) finish what they hold and the model answers the dead connections
+		const restarted = n8n.startWorker(0);
+		let last = '';
+		let stableSince = Date.now();
+		const stuck = await waitFor(
+			'the surviving work settled',
+			async () => {
+				const { rows } = await db.pool.query(
+					'SELECT id, status, updated_at FROM maas.pipeline_runs WHERE id = ANY($1) ORDER BY id',
+					[first],
+				);
+				const now = JSON.stringify(rows);
+				if (now !== last || model.pending > 0) {
+					last = now;
+					stableSince = Date.now();
+					return undefined;
+				}
+				return Date.now() - stableSince >= 4000 ? rows.filter((r) => IN_PROGRESS.includes(r.status)) : undefined;
+			},
+			120_000,
+			250,
+		);
+		await restarted;
+		const notDone = await runStates(first);
+		t.diagnostic(
+			`at the kill: ${JSON.stringify(atKill)}; settled ${Date.now() - killedAt} ms later: ${JSON.stringify(notDone)}; ${stuck.length} run(s) stuck in progress`,
+		);
+		assert.ok(stuck.length > 0, 'the kill left runs captured by the dead worker in progress');
+		// the Sweep (on a worker, started through the webhook process): stuck → released, waiting/unarchived → re-emitted
+		model.delayMs = 100;
+		const restartedBefore = new Set(victim.startedExecutions());
+		const swept = await post(`${n8n.webhookUrl}/webhook/test/m15-sweep`, {
+			stuck_after_seconds: 1,
+			lost_after_seconds: 1,
+		});
+		assert.equal(swept.status, 200, JSON.stringify(swept.body));
+		await waitFor(
+			'every first-batch run completed and archived after the Sweep',
+			async () => {
+				const states = await runStates(first);
+				return states['COMPLETED/archived'] === first.length ? states : undefined;
+			},
+			120_000,
+		);
+		// the cluster keeps working: a second batch, both workers taking part
+		const second = await askAll(
+			Array.from({ length: 6 }, (_, i) => `rec-user-b${i + 1}`),
+			'second',
+		);
+		await waitFor(
+			'every second-batch run completed and archived',
+			async () => {
+				const states = await runStates(second);
+				return states['COMPLETED/archived'] === second.length ? states : undefined;
+			},
+			120_000,
+		);
+		t.diagnostic(`22 runs completed and archived in ${Date.now() - started} ms`);
+		const ids = [...first, ...second];
+		const writes = await db.pool.query(
+			`SELECT r.id,
 		        count(w.id) FILTER (WHERE w.analysis)::int AS analysis, count(w.id) FILTER (WHERE w.draft)::int AS draft,
 		        count(w.id) FILTER (WHERE w.payload)::int AS payload, count(w.id) FILTER (WHERE w.answer)::int AS answer,
 		        count(w.id) FILTER (WHERE w.new_status = 'COMPLETED' AND w.old_status <> 'COMPLETED')::int AS completed,
 		        count(w.id) FILTER (WHERE w.transition = 'RELEASE' AND w.old_status IS DISTINCT FROM w.new_status)::int AS released
 		 FROM maas.pipeline_runs r LEFT JOIN public.e2e_run_writes w ON w.run_id = r.id WHERE r.id = ANY($1) GROUP BY r.id`,
-		[ids],
-	);
-	assert.deepEqual(
-		countBy(writes.rows.map((r) => `${r.analysis}/${r.draft}/${r.payload}/${r.answer}/${r.completed}`)),
-		{ '1/1/1/1/1': ids.length },
-		'analysis_result / draft_context / final_context_payload / final_answer written once, COMPLETED reached once, per run',
-	);
-	const releasedRuns = writes.rows.filter((r) => r.released > 0).map((r) => r.id).sort();
-	assert.deepEqual(releasedRuns, stuck.map((r) => r.id).sort(), 'the Sweep released exactly the runs the dead worker held');
-	assert.ok(writes.rows.every((r) => r.released <= 1), 'each released once');
-	const logs = await db.pool.query(
-		`SELECT (SELECT count(*) FROM maas.raw_logs l WHERE l.run_id = r.id AND l.message_type = 'user_query')::int AS asked,
+			[ids],
+		);
+		assert.deepEqual(
+			countBy(writes.rows.map((r) => `${r.analysis}/${r.draft}/${r.payload}/${r.answer}/${r.completed}`)),
+			{ '1/1/1/1/1': ids.length },
+			'analysis_result / draft_context / final_context_payload / final_answer written once, COMPLETED reached once, per run',
+		);
+		const releasedRuns = writes.rows
+			.filter((r) => r.released > 0)
+			.map((r) => r.id)
+			.sort();
+		assert.deepEqual(
+			releasedRuns,
+			stuck.map((r) => r.id).sort(),
+			'the Sweep released exactly the runs the dead worker held',
+		);
+		assert.ok(
+			writes.rows.every((r) => r.released <= 1),
+			'each released once',
+		);
+		const logs = await db.pool.query(
+			`SELECT (SELECT count(*) FROM maas.raw_logs l WHERE l.run_id = r.id AND l.message_type = 'user_query')::int AS asked,
 		        (SELECT count(*) FROM maas.raw_logs l WHERE l.run_id = r.id AND l.message_type = 'assistant_response')::int AS answered,
 		        (SELECT count(*) FROM maas.lsm_storage s WHERE s.run_id = r.id)::int AS summaries
 		 FROM maas.pipeline_runs r WHERE r.id = ANY($1)`,
-		[ids],
-	);
-	assert.deepEqual(countBy(logs.rows.map((r) => `${r.asked}/${r.answered}/${r.summaries}`)), { '1/1/1': ids.length }, 'user_query/assistant_response/lsm_storage per run');
-	const runs = (await db.pool.query('SELECT user_query, final_answer FROM maas.pipeline_runs WHERE id = ANY($1)', [ids])).rows;
-	for (const r of runs) assert.ok(String(r.final_answer).startsWith('Answer to: <context>## Element 1: query\n' + r.user_query), r.final_answer);
-	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM ops.errors')).rows[0].n, 0, 'no step failed');
-	// each step called the model once per run, plus at most once more for each run killed in that step
-	const calls = countBy(model.requests.map((r) => stepOf(r.body)));
-	const killedIn = countBy(stuck.map((r) => r.status));
-	t.diagnostic(`model calls per step: ${JSON.stringify(calls)}; runs killed per step: ${JSON.stringify(killedIn)}`);
-	for (const [step, state] of [['analyzer', 'ANALYZING'], ['assembler', 'ASSEMBLING'], ['responder', 'RESPONDING']]) {
-		assert.ok(calls[step] >= ids.length && calls[step] <= ids.length + (killedIn[state] ?? 0), `${step}: ${calls[step]} calls for ${ids.length} runs, ${killedIn[state] ?? 0} killed in ${state}`);
-	}
-	const afterRestart = victim.startedExecutions().filter((id) => !restartedBefore.has(id) && !executionsBeforeKill.has(id));
-	t.diagnostic(`restarted worker-1 started ${afterRestart.length} execution(s) after the Sweep`);
-	assert.ok(afterRestart.length > 0, 'the restarted worker picked up executions');
-	assertOnlyWorkersExecuted();
-});
+			[ids],
+		);
+		assert.deepEqual(
+			countBy(logs.rows.map((r) => `${r.asked}/${r.answered}/${r.summaries}`)),
+			{ '1/1/1': ids.length },
+			'user_query/assistant_response/lsm_storage per run',
+		);
+		const runs = (
+			await db.pool.query('SELECT user_query, final_answer FROM maas.pipeline_runs WHERE id = ANY($1)', [ids])
+		).rows;
+		for (const r of runs)
+			assert.ok(
+				String(r.final_answer).startsWith('Answer to: <context>## Element 1: query\n' + r.user_query),
+				r.final_answer,
+			);
+		assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM ops.errors')).rows[0].n, 0, 'no step failed');
+		// each step called the model once per run, plus at most once more for each run killed in that step
+		const calls = countBy(model.requests.map((r) => stepOf(r.body)));
+		const killedIn = countBy(stuck.map((r) => r.status));
+		t.diagnostic(`model calls per step: ${JSON.stringify(calls)}; runs killed per step: ${JSON.stringify(killedIn)}`);
+		for (const [step, state] of [
+			['analyzer', 'ANALYZING'],
+			['assembler', 'ASSEMBLING'],
+			['responder', 'RESPONDING'],
+		]) {
+			assert.ok(
+				calls[step] >= ids.length && calls[step] <= ids.length + (killedIn[state] ?? 0),
+				`${step}: ${calls[step]} calls for ${ids.length} runs, ${killedIn[state] ?? 0} killed in ${state}`,
+			);
+		}
+		const afterRestart = victim
+			.startedExecutions()
+			.filter((id) => !restartedBefore.has(id) && !executionsBeforeKill.has(id));
+		t.diagnostic(`restarted worker-1 started ${afterRestart.length} execution(s) after the Sweep`);
+		assert.ok(afterRestart.length > 0, 'the restarted worker picked up executions');
+		assertOnlyWorkersExecuted();
+	},
+);
 
 /** `count` extracted documents and one document_chunk job each; returns the job ids. */
 async function chunkJobs(count: number, tag: string): Promise<number[]> {
@@ -412,33 +576,60 @@ async function chunkJobs(count: number, tag: string): Promise<number[]> {
 	return rows.map((r) => Number(r.id));
 }
 
-test('the shipped WF90 schedule (Every 10 Seconds) fires on main only, one execution per tick, and its executions run on workers: 20 queued jobs run once each', { timeout: 120_000 }, async (t) => {
-	if (skipped(t)) return;
-	const jobIds = await chunkJobs(20, 'sched');
-	const started = Date.now();
-	await waitFor('the scheduled runner ran the 20 jobs', async () => {
-		const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM ops.jobs WHERE id = ANY($1) AND status = 'succeeded'", [jobIds]);
-		return rows[0].n === jobIds.length ? true : undefined;
-	}, 60_000);
-	t.diagnostic(`20 jobs run by the schedule ${Date.now() - started} ms after they were queued`);
-	const runs = (await db.pool.query('SELECT job_id, status, worker FROM ops.job_runs WHERE job_id = ANY($1)', [jobIds])).rows;
-	assert.deepEqual(countBy(runs.map((r) => r.status)), { succeeded: 20 }, 'one run per job');
-	const claimedBy = [...new Set(runs.map((r) => String(r.worker).replace(/^wf90-/, '')))];
-	const all = await executionsOf(SCHEDULED_WF90);
-	const ids = all.map((e) => e.id);
-	// the shipped WF90 also has "Every 5 Minutes" (Release Stale): its executions share a tick with the 10 s schedule at :00/:05
-	const fiveMinute = await fiveMinuteExecutions(ids);
-	const executions = all.filter((e) => !fiveMinute.has(e.id)).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
-	assert.ok(claimedBy.every((id) => ids.includes(id)), 'the jobs were claimed by scheduled WF90 executions');
-	// one firing per tick over the whole file: never two executions of one tick (a second process firing too)
-	const gaps = executions.slice(1).map((e, i) => (e.createdAt.getTime() - executions[i].createdAt.getTime()) / 1000);
-	t.diagnostic(`${executions.length} WF90 executions of Every 10 Seconds (+${fiveMinute.size} of Every 5 Minutes); gaps (s): min ${Math.min(...gaps)}, max ${Math.max(...gaps)}`);
-	assert.ok(executions.length >= 3, `the schedule fired at least 3 times (${executions.length})`);
-	assert.ok(gaps.every((g) => g >= 5), `one execution per 10 s tick: ${JSON.stringify(executions)}`);
-	// main put them on the queue (the webhook process none), a worker ran each of those that claimed jobs
-	const [byMain, byWebhook] = [enqueuedBy(n8n.main), enqueuedBy(n8n.webhooks[0])];
-	assert.deepEqual(ids.filter((id) => !byMain.has(id) || byWebhook.has(id)), [], 'main enqueued every scheduled execution');
-	const roles = rolesOf(claimedBy);
-	t.diagnostic(`job-claiming WF90 executions per worker: ${JSON.stringify(countBy([...roles.values()]))}`);
-	assertOnlyWorkersExecuted();
-});
+test(
+	'the shipped WF90 schedule (Every 10 Seconds) fires on main only, one execution per tick, and its executions run on workers: 20 queued jobs run once each',
+	{ timeout: 120_000 },
+	async (t) => {
+		if (skipped(t)) return;
+		const jobIds = await chunkJobs(20, 'sched');
+		const started = Date.now();
+		await waitFor(
+			'the scheduled runner ran the 20 jobs',
+			async () => {
+				const { rows } = await db.pool.query(
+					"SELECT count(*)::int AS n FROM ops.jobs WHERE id = ANY($1) AND status = 'succeeded'",
+					[jobIds],
+				);
+				return rows[0].n === jobIds.length ? true : undefined;
+			},
+			60_000,
+		);
+		t.diagnostic(`20 jobs run by the schedule ${Date.now() - started} ms after they were queued`);
+		const runs = (
+			await db.pool.query('SELECT job_id, status, worker FROM ops.job_runs WHERE job_id = ANY($1)', [jobIds])
+		).rows;
+		assert.deepEqual(countBy(runs.map((r) => r.status)), { succeeded: 20 }, 'one run per job');
+		const claimedBy = [...new Set(runs.map((r) => String(r.worker).replace(/^wf90-/, '')))];
+		const all = await executionsOf(SCHEDULED_WF90);
+		const ids = all.map((e) => e.id);
+		// the shipped WF90 also has "Every 5 Minutes" (Release Stale): its executions share a tick with the 10 s schedule at :00/:05
+		const fiveMinute = await fiveMinuteExecutions(ids);
+		const executions = all
+			.filter((e) => !fiveMinute.has(e.id))
+			.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+		assert.ok(
+			claimedBy.every((id) => ids.includes(id)),
+			'the jobs were claimed by scheduled WF90 executions',
+		);
+		// one firing per tick over the whole file: never two executions of one tick (a second process firing too)
+		const gaps = executions.slice(1).map((e, i) => (e.createdAt.getTime() - executions[i].createdAt.getTime()) / 1000);
+		t.diagnostic(
+			`${executions.length} WF90 executions of Every 10 Seconds (+${fiveMinute.size} of Every 5 Minutes); gaps (s): min ${Math.min(...gaps)}, max ${Math.max(...gaps)}`,
+		);
+		assert.ok(executions.length >= 3, `the schedule fired at least 3 times (${executions.length})`);
+		assert.ok(
+			gaps.every((g) => g >= 5),
+			`one execution per 10 s tick: ${JSON.stringify(executions)}`,
+		);
+		// main put them on the queue (the webhook process none), a worker ran each of those that claimed jobs
+		const [byMain, byWebhook] = [enqueuedBy(n8n.main), enqueuedBy(n8n.webhooks[0])];
+		assert.deepEqual(
+			ids.filter((id) => !byMain.has(id) || byWebhook.has(id)),
+			[],
+			'main enqueued every scheduled execution',
+		);
+		const roles = rolesOf(claimedBy);
+		t.diagnostic(`job-claiming WF90 executions per worker: ${JSON.stringify(countBy([...roles.values()]))}`);
+		assertOnlyWorkersExecuted();
+	},
+);

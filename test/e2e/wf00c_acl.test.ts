@@ -21,17 +21,24 @@ before(
 	async () => {
 		db = await setupDatabase();
 		tenant = (await seedBot(db.pool, 'acl_bot', 'acl-Secret_123')).tenantId;
-		await db.pool.query("INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) SELECT $1, u, 'user' FROM unnest($2::bigint[]) u", [tenant, ['601', '602', '603', EXACT, '9007199254740992']]);
+		await db.pool.query(
+			"INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) SELECT $1, u, 'user' FROM unnest($2::bigint[]) u",
+			[tenant, ['601', '602', '603', EXACT, '9007199254740992']],
+		);
 		await db.pool.query('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2)', [tenant, GROUP]);
 		await db.pool.query(
 			"INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status, is_member) VALUES ($1, $2, 601, 'member', true), ($1, $2, 602, 'restricted', false), ($1, $2, $3::bigint, 'member', true)",
 			[tenant, GROUP, EXACT],
 		);
-		n8n = await startN8n(db.url, [
-			path.join(WORKFLOWS, 'WF99_global_err_handler.json'),
-			path.join(WORKFLOWS, 'WF00c_context_loader.json'),
-			path.join(__dirname, 'workflows', 'test_wf00c_caller.json'),
-		], ['test/wf00c']);
+		n8n = await startN8n(
+			db.url,
+			[
+				path.join(WORKFLOWS, 'WF99_global_err_handler.json'),
+				path.join(WORKFLOWS, 'WF00c_context_loader.json'),
+				path.join(__dirname, 'workflows', 'test_wf00c_caller.json'),
+			],
+			['test/wf00c'],
+		);
 	},
 	{ timeout: 30 * 60_000 },
 );
@@ -43,11 +50,24 @@ after(async () => {
 
 /** Posts a raw JSON text (so a big number reaches n8n as written) to the WF00c test webhook. */
 async function call(reqJson: string) {
-	const res = await fetch(`${n8n.url}/webhook/test/wf00c`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"req":${reqJson}}` });
+	const res = await fetch(`${n8n.url}/webhook/test/wf00c`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json' },
+		body: `{"req":${reqJson}}`,
+	});
 	return { status: res.status, body: (await res.json()) as any };
 }
 
-const req = (over: Record<string, unknown>) => JSON.stringify({ tenant_id: tenant, tg_user_id: 601, chat_id: GROUP, channel: 'group', trace_id: null, correlation_id: null, ...over });
+const req = (over: Record<string, unknown>) =>
+	JSON.stringify({
+		tenant_id: tenant,
+		tg_user_id: 601,
+		chat_id: GROUP,
+		channel: 'group',
+		trace_id: null,
+		correlation_id: null,
+		...over,
+	});
 
 async function refused(reqJson: string, status: number, code: string, field?: string) {
 	const res = await call(reqJson);
@@ -57,8 +77,13 @@ async function refused(reqJson: string, status: number, code: string, field?: st
 	const nodeDetails = envelope.error.details.node_details as Record<string, unknown>;
 	assert.equal(nodeDetails.code, code, JSON.stringify(res.body));
 	if (field) assert.equal(nodeDetails.field, field);
-	const rows = await db.pool.query('SELECT node, status_code FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
-	assert.deepEqual(rows.rows.map((r) => [r.node, Number(r.status_code)]), [['Context Loader', status]]);
+	const rows = await db.pool.query('SELECT node, status_code FROM ops.errors WHERE correlation_id = $1', [
+		envelope.meta.correlation.correlation_id,
+	]);
+	assert.deepEqual(
+		rows.rows.map((r) => [r.node, Number(r.status_code)]),
+		[['Context Loader', status]],
+	);
 }
 
 test('WF00c in n8n: spoofed dms, a restricted user who left and a rounded id are refused with an ErrorEnvelope and an ops.errors row', async () => {

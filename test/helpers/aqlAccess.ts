@@ -42,7 +42,19 @@ interface Token {
 }
 
 const WRITE_KEYWORDS = new Set(['INSERT', 'UPDATE', 'REPLACE', 'REMOVE', 'UPSERT']);
-const SUBQUERY_START = new Set(['FOR', 'LET', 'RETURN', 'WITH', 'INSERT', 'UPDATE', 'REPLACE', 'REMOVE', 'UPSERT', 'COLLECT', 'FILTER']);
+const SUBQUERY_START = new Set([
+	'FOR',
+	'LET',
+	'RETURN',
+	'WITH',
+	'INSERT',
+	'UPDATE',
+	'REPLACE',
+	'REMOVE',
+	'UPSERT',
+	'COLLECT',
+	'FILTER',
+]);
 const COMPARISON = new Set(['==', '!=', '<', '<=', '>', '>=', 'IN', 'NOT', 'LIKE', '=~', '!~']);
 /** Functions flagged CanReadDocuments that ArangoCAS could use. */
 const DOCUMENT_FUNCTIONS = new Set(['DOCUMENT']);
@@ -56,7 +68,9 @@ function code(aql: string): string {
 
 function tokens(aql: string): Token[] {
 	const out: Token[] = [];
-	for (const m of code(aql).matchAll(/@@?[A-Za-z_][A-Za-z0-9_]*|`[^`]*`|[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|"\s*"|==|!=|<=|>=|=~|!~|\.\.|[^\s]/g)) {
+	for (const m of code(aql).matchAll(
+		/@@?[A-Za-z_][A-Za-z0-9_]*|`[^`]*`|[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|"\s*"|==|!=|<=|>=|=~|!~|\.\.|[^\s]/g,
+	)) {
 		const text = m[0].startsWith('`') ? m[0].slice(1, -1) : m[0];
 		out.push({ text, upper: text.toUpperCase(), at: m.index });
 	}
@@ -65,7 +79,24 @@ function tokens(aql: string): Token[] {
 
 /** Edge collections of the traversal whose direction keyword is token `i` (identifiers up to OPTIONS/PRUNE/next statement). */
 function traversalEdges(t: Token[], i: number): string[] {
-	const stops = new Set(['OPTIONS', 'PRUNE', 'FILTER', 'LET', 'FOR', 'RETURN', 'SORT', 'LIMIT', 'COLLECT', 'INSERT', 'UPDATE', 'REPLACE', 'REMOVE', 'UPSERT', 'SEARCH', 'WINDOW']);
+	const stops = new Set([
+		'OPTIONS',
+		'PRUNE',
+		'FILTER',
+		'LET',
+		'FOR',
+		'RETURN',
+		'SORT',
+		'LIMIT',
+		'COLLECT',
+		'INSERT',
+		'UPDATE',
+		'REPLACE',
+		'REMOVE',
+		'UPSERT',
+		'SEARCH',
+		'WINDOW',
+	]);
 	const found: string[] = [];
 	let depth = 0;
 	for (let j = i + 1; j < t.length; j++) {
@@ -75,7 +106,13 @@ function traversalEdges(t: Token[], i: number): string[] {
 			if (depth === 0) break;
 			depth--;
 		} else if (depth === 0 && stops.has(tok.upper)) break;
-		else if (depth === 0 && t[j - 1]?.text !== '.' && t[j + 1]?.text !== '(' && (EDGE_COLLECTIONS.has(tok.text) || tok.text.startsWith('@@'))) found.push(tok.text);
+		else if (
+			depth === 0 &&
+			t[j - 1]?.text !== '.' &&
+			t[j + 1]?.text !== '(' &&
+			(EDGE_COLLECTIONS.has(tok.text) || tok.text.startsWith('@@'))
+		)
+			found.push(tok.text);
 	}
 	return found;
 }
@@ -141,7 +178,8 @@ export function accesses(aql: string): Access[] {
 		}
 		if (isTraversal(t, i)) {
 			found.push({ at: tok.at, kind: 'traversal', collection: '*', level });
-			for (const edge of traversalEdges(t, i)) found.push({ at: tok.at, kind: 'read', collection: edge.startsWith('@@') ? '*' : edge, level });
+			for (const edge of traversalEdges(t, i))
+				found.push({ at: tok.at, kind: 'read', collection: edge.startsWith('@@') ? '*' : edge, level });
 			// skip the edge list so it is not counted twice
 			continue;
 		}
@@ -151,10 +189,12 @@ export function accesses(aql: string): Access[] {
 		}
 		if ((COLLECTIONS.has(tok.text) || tok.text.startsWith('@@')) && t[i + 1]?.text !== '(') {
 			const prior = found.filter((a) => a.kind === 'read' && a.at === tok.at);
-			if (prior.length === 0 && !isEdgeListItem(t, i)) found.push({ at: tok.at, kind: 'read', collection: tok.text.startsWith('@@') ? '*' : tok.text, level });
+			if (prior.length === 0 && !isEdgeListItem(t, i))
+				found.push({ at: tok.at, kind: 'read', collection: tok.text.startsWith('@@') ? '*' : tok.text, level });
 		}
 	}
-	for (const w of pendingWrites) found.push({ at: t[w.end - 1]?.at ?? aql.length, kind: 'write', collection: w.collection, level });
+	for (const w of pendingWrites)
+		found.push({ at: t[w.end - 1]?.at ?? aql.length, kind: 'write', collection: w.collection, level });
 	return found.sort((a, b) => a.at - b.at);
 }
 
@@ -176,14 +216,23 @@ export function violations(aql: string): string[] {
 	const problems: string[] = [];
 	for (const a of accesses(aql)) {
 		if (a.kind === 'traversal' || a.kind === 'document') {
-			if (firstWrite !== undefined) problems.push(`line ${lineOf(a.at)}: ${a.kind === 'traversal' ? 'traversal' : 'document function'} after a write (line ${lineOf(firstWrite)})`);
+			if (firstWrite !== undefined)
+				problems.push(
+					`line ${lineOf(a.at)}: ${a.kind === 'traversal' ? 'traversal' : 'document function'} after a write (line ${lineOf(firstWrite)})`,
+				);
 			continue;
 		}
 		const hit = a.collection === '*' ? [...written.keys()] : written.has(a.collection) ? [a.collection] : [];
-		for (const c of hit) problems.push(`line ${lineOf(a.at)}: ${a.kind} of ${a.collection === '*' ? `any collection (${c})` : c} after its write on line ${lineOf(written.get(c)!)}`);
+		for (const c of hit)
+			problems.push(
+				`line ${lineOf(a.at)}: ${a.kind} of ${a.collection === '*' ? `any collection (${c})` : c} after its write on line ${lineOf(written.get(c)!)}`,
+			);
 		if (a.kind === 'write') {
 			const seen = firstSeen.get(a.collection);
-			if (seen !== undefined && seen < a.level) problems.push(`line ${lineOf(a.at)}: write of ${a.collection} in a subquery after it was used at an outer level`);
+			if (seen !== undefined && seen < a.level)
+				problems.push(
+					`line ${lineOf(a.at)}: write of ${a.collection} in a subquery after it was used at an outer level`,
+				);
 			if (!written.has(a.collection)) written.set(a.collection, a.at);
 			if (firstWrite === undefined) firstWrite = a.at;
 		} else if (!firstSeen.has(a.collection)) firstSeen.set(a.collection, a.level);
@@ -196,7 +245,8 @@ export function withCollections(aql: string): string[] {
 	const t = tokens(aql);
 	if (t[0]?.upper !== 'WITH') return [];
 	const names: string[] = [];
-	for (let i = 1; i < t.length && (COLLECTIONS.has(t[i].text) || t[i].text === ','); i++) if (t[i].text !== ',') names.push(t[i].text);
+	for (let i = 1; i < t.length && (COLLECTIONS.has(t[i].text) || t[i].text === ','); i++)
+		if (t[i].text !== ',') names.push(t[i].text);
 	return names;
 }
 

@@ -10,7 +10,15 @@ import path from 'node:path';
 import nock from 'nock';
 import { Database } from 'arangojs';
 
-const EXAMPLES_FILE = path.resolve(__dirname, '..', '..', '..', 'shared', 'reference', 'arangodb-3.12-http-examples.json');
+const EXAMPLES_FILE = path.resolve(
+	__dirname,
+	'..',
+	'..',
+	'..',
+	'shared',
+	'reference',
+	'arangodb-3.12-http-examples.json',
+);
 
 export interface RealResponse {
 	status: number;
@@ -68,7 +76,12 @@ export class ArangoStub {
 
 	/** A Database pointed at the stub (create it after the stub: nock must be active first). */
 	database(): Database {
-		return new Database({ url: ARANGO_URL, databaseName: ARANGO_DB, auth: { username: 'root', password: 'pw' }, maxRetries: false });
+		return new Database({
+			url: ARANGO_URL,
+			databaseName: ARANGO_DB,
+			auth: { username: 'root', password: 'pw' },
+			maxRetries: false,
+		});
 	}
 
 	private record(method: string) {
@@ -86,7 +99,13 @@ export class ArangoStub {
 	private reply(method: 'POST' | 'PUT' | 'DELETE' | 'GET', route: string, response: RealResponse): this {
 		const record = this.record(method);
 		const interceptor =
-			method === 'POST' ? this.scope.post(this.prefix + route) : method === 'PUT' ? this.scope.put(this.prefix + route) : method === 'DELETE' ? this.scope.delete(this.prefix + route) : this.scope.get(this.prefix + route);
+			method === 'POST'
+				? this.scope.post(this.prefix + route)
+				: method === 'PUT'
+					? this.scope.put(this.prefix + route)
+					: method === 'DELETE'
+						? this.scope.delete(this.prefix + route)
+						: this.scope.get(this.prefix + route);
 		interceptor.reply(function (this: nock.ReplyFnContext, uri: string, body: nock.Body) {
 			record.call(this, uri, body);
 			return [response.status, response.body, response.headers] as nock.ReplyFnResult;
@@ -141,7 +160,9 @@ export class ArangoStub {
 
 	/** The next POST /_api/cursor fails at the socket (no server). */
 	cursorNetworkError(code = 'ECONNREFUSED'): this {
-		this.scope.post(`${this.prefix}/_api/cursor`).replyWithError(Object.assign(new Error(`connect ${code} 127.0.0.1:8529`), { code }));
+		this.scope
+			.post(`${this.prefix}/_api/cursor`)
+			.replyWithError(Object.assign(new Error(`connect ${code} 127.0.0.1:8529`), { code }));
 		return this;
 	}
 
@@ -169,4 +190,8 @@ export class ArangoStub {
 }
 
 /** A 1200 conflict as /_api/cursor reports it for a failed CAS (HTTP 409, errorNum 1200). */
-export const CONFLICT_1200 = [409, 1200, 'AQL: conflict, _rev values do not match [node #9: UpdateNode] (while executing)'] as const;
+export const CONFLICT_1200 = [
+	409,
+	1200,
+	'AQL: conflict, _rev values do not match [node #9: UpdateNode] (while executing)',
+] as const;

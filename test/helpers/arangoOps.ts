@@ -23,6 +23,7 @@ export async function failure(op: Operation, db: Database, input: Record<string,
 export function assertQueriesSafe(stub: ArangoStub): void {
 	for (const { query, bindVars } of stub.queries()) {
 		assert.deepEqual(violations(query), [], `AQL breaks the 1579 rule:\n${query}`);
-		for (const name of query.match(/@[a-z_]+/g) ?? []) assert.ok(name.slice(1) in bindVars, `bind var ${name} not sent`);
+		for (const name of query.match(/@[a-z_]+/g) ?? [])
+			assert.ok(name.slice(1) in bindVars, `bind var ${name} not sent`);
 	}
 }

@@ -36,24 +36,45 @@ export async function startBotApi(token = '123456:TEST-token'): Promise<BotApiSt
 		for await (const chunk of req) raw += chunk;
 		const url = new URL(req.url ?? '/', 'http://x');
 		requests.push(url.pathname.replace(token, '<token>'));
-		const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+		const json = (status: number, body: unknown) =>
+			res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 		const api = ['getFile', 'sendMessage', 'getMe', 'getWebhookInfo'].some((m) => url.pathname === `/bot${token}/${m}`);
 		if (api && failure !== null) {
 			const status = failure;
 			failure = null;
-			return json(status, { ok: false, error_code: status, description: status === 429 ? 'Too Many Requests: retry after 1' : 'Bad Gateway' });
+			return json(status, {
+				ok: false,
+				error_code: status,
+				description: status === 429 ? 'Too Many Requests: retry after 1' : 'Bad Gateway',
+			});
 		}
 		if (url.pathname === `/bot${token}/getMe`) return json(200, { ok: true, result: stand.me });
 		if (url.pathname === `/bot${token}/getWebhookInfo`) return json(200, { ok: true, result: stand.webhookInfo });
 		if (url.pathname === `/bot${token}/sendMessage` && req.method === 'POST') {
 			const message = JSON.parse(raw);
 			sent.push(message);
-			return json(200, { ok: true, result: { message_id: 999 + sent.length, chat: { id: message.chat_id }, date: 1_763_900_000, text: message.text } });
+			return json(200, {
+				ok: true,
+				result: {
+					message_id: 999 + sent.length,
+					chat: { id: message.chat_id },
+					date: 1_763_900_000,
+					text: message.text,
+				},
+			});
 		}
 		if (url.pathname === `/bot${token}/getFile`) {
 			const file = files.get(url.searchParams.get('file_id') ?? '');
 			if (!file) return json(400, { ok: false, error_code: 400, description: 'Bad Request: invalid file_id' });
-			return json(200, { ok: true, result: { file_id: url.searchParams.get('file_id'), file_unique_id: 'x', file_size: file.body.length, file_path: file.path } });
+			return json(200, {
+				ok: true,
+				result: {
+					file_id: url.searchParams.get('file_id'),
+					file_unique_id: 'x',
+					file_size: file.body.length,
+					file_path: file.path,
+				},
+			});
 		}
 		const prefix = `/file/bot${token}/`;
 		if (url.pathname.startsWith(prefix)) {

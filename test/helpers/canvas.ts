@@ -48,7 +48,8 @@ export interface CanvasReport {
 
 /** Where chromium is: CHROMIUM_PATH, else `chromium` / `chromium-browser` on PATH; undefined when none is. */
 export function chromiumPath(): string | undefined {
-	if (process.env.CHROMIUM_PATH) return fs.existsSync(process.env.CHROMIUM_PATH) ? process.env.CHROMIUM_PATH : undefined;
+	if (process.env.CHROMIUM_PATH)
+		return fs.existsSync(process.env.CHROMIUM_PATH) ? process.env.CHROMIUM_PATH : undefined;
 	for (const name of ['chromium', 'chromium-browser']) {
 		try {
 			const found = execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).trim();
@@ -73,7 +74,8 @@ export function loadChromium(): typeof import('playwright-core').chromium | unde
 /** Why the canvas test cannot run here (chromium or playwright-core absent), or undefined when it can. */
 export function canvasSkipReason(): string | undefined {
 	if (!loadChromium()) return 'playwright-core is not installed (npm install)';
-	if (process.env.CHROMIUM_PATH && !chromiumPath()) return `CHROMIUM_PATH (${process.env.CHROMIUM_PATH}) does not exist`;
+	if (process.env.CHROMIUM_PATH && !chromiumPath())
+		return `CHROMIUM_PATH (${process.env.CHROMIUM_PATH}) does not exist`;
 	if (!chromiumPath()) return 'chromium is not installed (apt-get install -y chromium, or set CHROMIUM_PATH)';
 	return undefined;
 }
@@ -149,7 +151,8 @@ export function editorIssues(node: EditorNode, credentials: { id: string; type: 
 	const issues: string[] = [];
 	const asNode = { ...node, id: node.name, position: [0, 0] as [number, number] } as unknown as INode;
 	const parameterIssues = NodeHelpers.getNodeParametersIssues(node.description.properties, asNode, node.description);
-	for (const [parameter, texts] of Object.entries(parameterIssues?.parameters ?? {})) for (const text of texts) issues.push(`${parameter}: ${text}`);
+	for (const [parameter, texts] of Object.entries(parameterIssues?.parameters ?? {}))
+		for (const text of texts) issues.push(`${parameter}: ${text}`);
 	for (const credential of node.description.credentials ?? []) {
 		if (!NodeHelpers.displayParameter(node.parameters, credential, asNode, node.description)) continue;
 		const ref = node.credentials?.[credential.name];
@@ -159,7 +162,8 @@ export function editorIssues(node: EditorNode, credentials: { id: string; type: 
 		}
 		const found = credentials.find((c) => c.id === ref.id);
 		if (!found) issues.push(`Credentials "${ref.name}" (${ref.id}) of type ${credential.name} do not exist.`);
-		else if (found.type !== credential.name) issues.push(`Credentials "${ref.name}" are of type ${found.type}, not ${credential.name}.`);
+		else if (found.type !== credential.name)
+			issues.push(`Credentials "${ref.name}" are of type ${found.type}, not ${credential.name}.`);
 	}
 	return issues;
 }
@@ -180,18 +184,24 @@ export async function inspectCanvas(
 	{ screenshot, timeoutMs = 30_000 }: { screenshot?: string; timeoutMs?: number } = {},
 ): Promise<CanvasReport> {
 	if (page.url().startsWith(`${baseUrl}/workflow/`)) {
-		await page.evaluate(`document.querySelector('#app').__vue_app__.config.globalProperties.$router.push('/workflow/${workflowId}')`);
+		await page.evaluate(
+			`document.querySelector('#app').__vue_app__.config.globalProperties.$router.push('/workflow/${workflowId}')`,
+		);
 	} else {
 		await page.goto(`${baseUrl}/workflow/${workflowId}`);
 	}
 	const nodes = page.locator(NODES);
 	const deadline = Date.now() + timeoutMs;
 	for (;;) {
-		const held = (await page.evaluate(`(() => { try { const w = document.querySelector('#app').__vue_app__.config.globalProperties.$pinia._s.get('workflows'); return w.workflow.id + ' ' + w.allNodes.length; } catch { return ''; } })()`)) as string;
+		const held = (await page.evaluate(
+			`(() => { try { const w = document.querySelector('#app').__vue_app__.config.globalProperties.$pinia._s.get('workflows'); return w.workflow.id + ' ' + w.allNodes.length; } catch { return ''; } })()`,
+		)) as string;
 		if (held === `${workflowId} ${expectedNodes}` && (await nodes.count()) === expectedNodes) break;
 		if (Date.now() > deadline) {
 			const drawn = await nodes.evaluateAll((els) => els.map((el) => el.getAttribute('data-node-name')));
-			throw new Error(`workflow ${workflowId}: the editor holds "${held}", ${drawn.length} of ${expectedNodes} nodes drawn after ${timeoutMs} ms (${drawn.join(', ')}) at ${page.url()}`);
+			throw new Error(
+				`workflow ${workflowId}: the editor holds "${held}", ${drawn.length} of ${expectedNodes} nodes drawn after ${timeoutMs} ms (${drawn.join(', ')}) at ${page.url()}`,
+			);
 		}
 		await page.waitForTimeout(100);
 	}
@@ -199,7 +209,11 @@ export async function inspectCanvas(
 	await page.locator('[data-test-id="zoom-to-fit"]').click();
 	// then the pointer to an empty corner of the canvas, so no tooltip or hover toolbar is in the picture
 	await page.mouse.move((page.viewportSize()?.width ?? 1600) / 2, 90);
-	await page.locator('[role="tooltip"]:visible').first().waitFor({ state: 'hidden', timeout: 3_000 }).catch(() => undefined);
+	await page
+		.locator('[role="tooltip"]:visible')
+		.first()
+		.waitFor({ state: 'hidden', timeout: 3_000 })
+		.catch(() => undefined);
 	await page.waitForTimeout(600);
 	const names = await nodes.evaluateAll((els) => els.map((el) => el.getAttribute('data-node-name') ?? ''));
 	const issues: CanvasIssue[] = [];
@@ -207,10 +221,19 @@ export async function inspectCanvas(
 		const found = page.locator(`${NODES}:has([data-test-id="${marker}"])`);
 		for (let i = 0; i < (await found.count()); i++) {
 			const node = found.nth(i);
-			issues.push({ node: (await node.getAttribute('data-node-name')) ?? '', type: (await node.getAttribute('data-node-type')) ?? '', marker, text: '' });
+			issues.push({
+				node: (await node.getAttribute('data-node-name')) ?? '',
+				type: (await node.getAttribute('data-node-type')) ?? '',
+				marker,
+				text: '',
+			});
 		}
 	}
-	const state = (await page.evaluate(READ_STORES)) as { id: string; nodes: EditorNode[]; credentials: { id: string; type: string }[] };
+	const state = (await page.evaluate(READ_STORES)) as {
+		id: string;
+		nodes: EditorNode[];
+		credentials: { id: string; type: string }[];
+	};
 	for (const node of state.nodes) {
 		const texts = editorIssues(node, state.credentials);
 		if (texts.length) issues.push({ node: node.name, type: node.type, marker: 'editor-issues', text: texts.join(' ') });
@@ -223,11 +246,16 @@ export async function inspectCanvas(
 
 /** The text of a marker's tooltip (n8n shows it 500 ms after hovering), '' when it does not show. */
 async function markerTooltip(page: Page, issue: CanvasIssue): Promise<string> {
-	const marker = page.locator(`[data-node-name="${issue.node.replace(/"/g, '\\"')}"][data-node-type] [data-test-id="${issue.marker}"]`).first();
+	const marker = page
+		.locator(`[data-node-name="${issue.node.replace(/"/g, '\\"')}"][data-node-type] [data-test-id="${issue.marker}"]`)
+		.first();
 	const visible = page.locator('[role="tooltip"]:visible');
 	try {
 		await page.mouse.move(0, 0);
-		await visible.first().waitFor({ state: 'hidden', timeout: 3_000 }).catch(() => undefined);
+		await visible
+			.first()
+			.waitFor({ state: 'hidden', timeout: 3_000 })
+			.catch(() => undefined);
 		await marker.hover({ timeout: 5_000 });
 		await visible.first().waitFor({ state: 'visible', timeout: 3_000 });
 		return (await visible.first().innerText()).replace(/\s+/g, ' ').trim();

@@ -29,21 +29,30 @@ export interface EmbeddingStandIn {
 }
 
 export async function startEmbeddings(): Promise<EmbeddingStandIn> {
-	const state: EmbeddingStandIn = { baseUrl: '', requests: [], failNext: () => undefined, wrongDims: false, close: async () => undefined };
+	const state: EmbeddingStandIn = {
+		baseUrl: '',
+		requests: [],
+		failNext: () => undefined,
+		wrongDims: false,
+		close: async () => undefined,
+	};
 	let failure: number | null = null;
 	const server = http.createServer((req, res) => {
 		let raw = '';
 		req.on('data', (c) => (raw += c));
 		req.on('end', () => {
 			const body = JSON.parse(raw || '{}');
-			const send = (status: number, json: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
+			const send = (status: number, json: unknown) =>
+				res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
 			if (failure !== null) {
 				const status = failure;
 				failure = null;
 				return send(status, { error: { code: status, message: 'stand-in failure' } });
 			}
 			if (req.url?.endsWith(':batchEmbedContents')) {
-				const texts: string[] = body.requests.map((r: { content: { parts: { text: string }[] } }) => r.content.parts.map((p) => p.text).join(' '));
+				const texts: string[] = body.requests.map((r: { content: { parts: { text: string }[] } }) =>
+					r.content.parts.map((p) => p.text).join(' '),
+				);
 				state.requests.push({ path: req.url, texts });
 				const dims = state.wrongDims ? 8 : body.requests[0].outputDimensionality;
 				return send(200, { embeddings: texts.map((t) => ({ values: hashedVector(t, dims) })) });

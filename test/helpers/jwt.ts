@@ -57,7 +57,11 @@ export function tokensIn(text: string, tokens: Iterable<string>): string[] {
  * Asserts that none of `minted` (more than 10 tokens) appears in any `ops.errors` row of `pool`'s
  * database (at least one row must exist to scan) or in n8n's `transcript`.
  */
-export async function assertNoTokenLeaked(pool: { query(sql: string): Promise<{ rows: { row: string }[] }> }, transcript: string, minted: Set<string>): Promise<void> {
+export async function assertNoTokenLeaked(
+	pool: { query(sql: string): Promise<{ rows: { row: string }[] }> },
+	transcript: string,
+	minted: Set<string>,
+): Promise<void> {
 	assert.ok(minted.size > 10, 'the suite minted tokens to look for');
 	const { rows } = await pool.query('SELECT row_to_json(e)::text AS row FROM ops.errors e');
 	assert.ok(rows.length > 0, 'the suite recorded errors to scan');

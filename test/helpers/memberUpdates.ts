@@ -48,7 +48,22 @@ export function chatMember(user: TgUserRef, status: MemberStatus, isMember?: boo
 		case 'kicked':
 			return { user, status, until_date: 0 };
 		case 'administrator':
-			return { user, status, can_be_edited: false, is_anonymous: false, can_manage_chat: true, can_delete_messages: true, can_manage_video_chats: false, can_restrict_members: true, can_promote_members: false, can_change_info: false, can_invite_users: true, can_post_stories: false, can_edit_stories: false, can_delete_stories: false };
+			return {
+				user,
+				status,
+				can_be_edited: false,
+				is_anonymous: false,
+				can_manage_chat: true,
+				can_delete_messages: true,
+				can_manage_video_chats: false,
+				can_restrict_members: true,
+				can_promote_members: false,
+				can_change_info: false,
+				can_invite_users: true,
+				can_post_stories: false,
+				can_edit_stories: false,
+				can_delete_stories: false,
+			};
 		default:
 			return { user, status };
 	}
@@ -59,7 +74,16 @@ export function chatMember(user: TgUserRef, status: MemberStatus, isMember?: boo
  * @param date Unix seconds of the change
  * @param by the user who made the change (the user themself for a join or a leave)
  */
-export function memberUpdate(options: { chat: TgChatRef; user: TgUserRef; from: MemberStatus; to: MemberStatus; isMember?: boolean; date: number; by?: TgUserRef; mine?: boolean }): Record<string, unknown> {
+export function memberUpdate(options: {
+	chat: TgChatRef;
+	user: TgUserRef;
+	from: MemberStatus;
+	to: MemberStatus;
+	isMember?: boolean;
+	date: number;
+	by?: TgUserRef;
+	mine?: boolean;
+}): Record<string, unknown> {
 	return {
 		update_id: newUpdateId(),
 		[options.mine ? 'my_chat_member' : 'chat_member']: {

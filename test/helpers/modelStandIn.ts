@@ -26,14 +26,27 @@ export class ModelStandIn extends SwitchableServer {
 			res.end(JSON.stringify(payload));
 		};
 		if ('hang' in reply) {
-			setTimeout(() => send(200, { response: 'too late', choices: [{ message: { content: 'too late' } }] }), reply.hang);
+			setTimeout(
+				() => send(200, { response: 'too late', choices: [{ message: { content: 'too late' } }] }),
+				reply.hang,
+			);
 			return;
 		}
 		if ('status' in reply) {
-			send(reply.status, { error: { message: `stand-in error ${reply.status}` } }, reply.retryAfter ? { 'retry-after': String(reply.retryAfter) } : {});
+			send(
+				reply.status,
+				{ error: { message: `stand-in error ${reply.status}` } },
+				reply.retryAfter ? { 'retry-after': String(reply.retryAfter) } : {},
+			);
 			return;
 		}
 		if (path.endsWith('/api/generate')) send(200, { model: body.model, response: reply.text, done: true });
-		else send(200, { id: 'cmpl-1', object: 'chat.completion', model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: reply.text }, finish_reason: 'stop' }] });
+		else
+			send(200, {
+				id: 'cmpl-1',
+				object: 'chat.completion',
+				model: body.model,
+				choices: [{ index: 0, message: { role: 'assistant', content: reply.text }, finish_reason: 'stop' }],
+			});
 	}
 }

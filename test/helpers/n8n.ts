@@ -55,7 +55,11 @@ export async function startN8n(
 }
 
 /** Runs `fn` over `inputs` with at most `concurrency` calls in flight; results in input order. */
-export async function mapLimit<T, R>(inputs: T[], concurrency: number, fn: (input: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+	inputs: T[],
+	concurrency: number,
+	fn: (input: T, index: number) => Promise<R>,
+): Promise<R[]> {
 	const results: R[] = new Array(inputs.length);
 	let next = 0;
 	const workers = Array.from({ length: Math.min(concurrency, inputs.length) }, async () => {

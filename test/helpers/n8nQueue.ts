@@ -62,8 +62,19 @@ export async function startQueueN8n(
 	const bin = harness.ensureN8n({ log: console.log });
 	const tarball = harness.packPackage();
 	const server = await resolvePostgres();
-	const cluster = await queue.createQueueCluster({ tarball, bin, serverUrl: server.url, workers, webhooks, concurrency, redis: REDIS });
-	const logs = () => [cluster.main, ...cluster.workers, ...cluster.webhooks].map((p: QueueProcess) => `--- ${p.role} ---\n${p.logs().slice(-3000)}`).join('\n');
+	const cluster = await queue.createQueueCluster({
+		tarball,
+		bin,
+		serverUrl: server.url,
+		workers,
+		webhooks,
+		concurrency,
+		redis: REDIS,
+	});
+	const logs = () =>
+		[cluster.main, ...cluster.workers, ...cluster.webhooks]
+			.map((p: QueueProcess) => `--- ${p.role} ---\n${p.logs().slice(-3000)}`)
+			.join('\n');
 	try {
 		await cluster.importCredentials([harness.postgresCredential(databaseUrl), ...extraCredentials]);
 		await cluster.importAndPublish(workflowFiles);

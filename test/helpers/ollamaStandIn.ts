@@ -22,7 +22,10 @@ export class OllamaStandIn extends SwitchableServer {
 			res.end(JSON.stringify(payload));
 		};
 		if (this.mode === 'error') return send(500, { error: 'model runner crashed' });
-		const response = this.mode === 'ok' ? JSON.stringify({ issues: OLLAMA_ISSUES }) : 'Sure! The requirement has one issue: the role is not named.';
+		const response =
+			this.mode === 'ok'
+				? JSON.stringify({ issues: OLLAMA_ISSUES })
+				: 'Sure! The requirement has one issue: the role is not named.';
 		send(200, { model: body.model, created_at: new Date().toISOString(), response, done: true });
 	}
 }

@@ -11,8 +11,10 @@ export const ARTICLE = `<html><head><title>Retrieval notes</title></head><body><
 
 export async function startPageServer(): Promise<{ base: string; close(): Promise<void> }> {
 	const server = http.createServer((req, res) => {
-		if (req.url?.startsWith('/article')) res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE);
-		else if (req.url === '/paper.pdf') res.writeHead(200, { 'content-type': 'application/pdf' }).end(pdfWithText('Dense passage retrieval'));
+		if (req.url?.startsWith('/article'))
+			res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE);
+		else if (req.url === '/paper.pdf')
+			res.writeHead(200, { 'content-type': 'application/pdf' }).end(pdfWithText('Dense passage retrieval'));
 		else res.writeHead(404).end();
 	});
 	await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -17,7 +17,10 @@ const MIGRATIONS = path.join(__dirname, '..', '..', 'db', 'migrations');
 
 export async function vectorDatabase(): Promise<{ db: PGlite; pool: Pool; close(): Promise<void> }> {
 	const db = await PGlite.create({ extensions: { vector, pgcrypto } });
-	for (const file of fs.readdirSync(MIGRATIONS).filter((f) => f.endsWith('.sql')).sort()) {
+	for (const file of fs
+		.readdirSync(MIGRATIONS)
+		.filter((f) => f.endsWith('.sql'))
+		.sort()) {
 		await db.exec(fs.readFileSync(path.join(MIGRATIONS, file), 'utf8'));
 	}
 	return { db, pool: db as unknown as Pool, close: () => db.close() };

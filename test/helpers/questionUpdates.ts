@@ -10,15 +10,40 @@ import { newUpdateId } from './updates';
 export function dmQuestion(user: TgUserRef, text: string, messageId: number, date: number): Record<string, unknown> {
 	return {
 		update_id: newUpdateId(),
-		message: { message_id: messageId, from: user, chat: { id: user.id, first_name: user.first_name, ...(user.username ? { username: user.username } : {}), type: 'private' }, date, text },
+		message: {
+			message_id: messageId,
+			from: user,
+			chat: {
+				id: user.id,
+				first_name: user.first_name,
+				...(user.username ? { username: user.username } : {}),
+				type: 'private',
+			},
+			date,
+			text,
+		},
 	};
 }
 
 /** `@<botUsername> <text>` sent in a group, with the mention entity Telegram adds. */
-export function groupMention(chat: TgChatRef, user: TgUserRef, botUsername: string, text: string, messageId: number, date: number): Record<string, unknown> {
+export function groupMention(
+	chat: TgChatRef,
+	user: TgUserRef,
+	botUsername: string,
+	text: string,
+	messageId: number,
+	date: number,
+): Record<string, unknown> {
 	const handle = `@${botUsername}`;
 	return {
 		update_id: newUpdateId(),
-		message: { message_id: messageId, from: user, chat, date, text: `${handle} ${text}`, entities: [{ type: 'mention', offset: 0, length: handle.length }] },
+		message: {
+			message_id: messageId,
+			from: user,
+			chat,
+			date,
+			text: `${handle} ${text}`,
+			entities: [{ type: 'mention', offset: 0, length: handle.length }],
+		},
 	};
 }

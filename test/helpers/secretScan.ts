@@ -55,7 +55,15 @@ export function textsOf(value: unknown): string[] {
 	} catch {
 		// cyclic: util.inspect below still renders it
 	}
-	texts.push(util.inspect(value, { depth: 30, showHidden: true, maxStringLength: null, maxArrayLength: null, breakLength: Infinity }));
+	texts.push(
+		util.inspect(value, {
+			depth: 30,
+			showHidden: true,
+			maxStringLength: null,
+			maxArrayLength: null,
+			breakLength: Infinity,
+		}),
+	);
 	let current: unknown = value;
 	for (let depth = 0; depth < 12 && current instanceof Error; depth++) {
 		texts.push(current.message, String(current.stack));
@@ -77,7 +85,9 @@ export function assertNoSecret(label: string, value: unknown, secrets: Secret[])
 			const hit = texts.find((t) => t.includes(form));
 			if (hit !== undefined) {
 				const at = hit.indexOf(form);
-				assert.fail(`${label} carries the ${s.name}: …${hit.slice(Math.max(0, at - 120), at)}<SECRET>${hit.slice(at + form.length, at + form.length + 60)}…`);
+				assert.fail(
+					`${label} carries the ${s.name}: …${hit.slice(Math.max(0, at - 120), at)}<SECRET>${hit.slice(at + form.length, at + form.length + 60)}…`,
+				);
 			}
 		}
 	}

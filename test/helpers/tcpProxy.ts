@@ -68,7 +68,9 @@ export class TcpProxy {
 					done(null, chunk);
 				},
 			});
-			const toClient = new Transform({ transform: (chunk, _encoding, done) => (dropReply ? cut(done) : done(null, chunk)) });
+			const toClient = new Transform({
+				transform: (chunk, _encoding, done) => (dropReply ? cut(done) : done(null, chunk)),
+			});
 			client.pipe(toServer).pipe(upstream);
 			upstream.pipe(toClient).pipe(client);
 		});

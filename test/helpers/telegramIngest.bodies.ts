@@ -46,10 +46,20 @@ export function updateText(): fc.Arbitrary<string> {
 			text: hostileString(24),
 			key: fc.option(hostileString(8), { nil: undefined }),
 			depth: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 70 }), fc.integer({ min: 60, max: 200 })),
-			type: fc.constantFrom('message', 'edited_message', 'channel_post', 'callback_query', 'brand_new_update', '__proto__'),
+			type: fc.constantFrom(
+				'message',
+				'edited_message',
+				'channel_post',
+				'callback_query',
+				'brand_new_update',
+				'__proto__',
+			),
 			proto: fc.constantFrom('none', 'top', 'nested'),
 			extra: fc.option(fc.jsonValue({ maxDepth: 3 }), { nil: undefined }),
-			number: fc.option(fc.constantFrom('1e1000000', '1e400', '-0.0', '123456789012345678901234567890'), { nil: undefined, freq: 6 }),
+			number: fc.option(fc.constantFrom('1e1000000', '1e400', '-0.0', '123456789012345678901234567890'), {
+				nil: undefined,
+				freq: 6,
+			}),
 		})
 		.map((r) => {
 			const parts = [
@@ -72,8 +82,16 @@ export function updateText(): fc.Arbitrary<string> {
 export function anyBody(): fc.Arbitrary<Buffer> {
 	return fc.oneof(
 		{ weight: 6, arbitrary: updateText().map((text) => Buffer.from(text)) },
-		{ weight: 1, arbitrary: fc.tuple(updateText(), fc.nat()).map(([text, cut]) => Buffer.from(text.slice(0, cut % (text.length + 1)))) },
-		{ weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((value) => Buffer.from(JSON.stringify(value) ?? 'null')) },
+		{
+			weight: 1,
+			arbitrary: fc
+				.tuple(updateText(), fc.nat())
+				.map(([text, cut]) => Buffer.from(text.slice(0, cut % (text.length + 1)))),
+		},
+		{
+			weight: 1,
+			arbitrary: fc.jsonValue({ maxDepth: 4 }).map((value) => Buffer.from(JSON.stringify(value) ?? 'null')),
+		},
 		{ weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)) },
 	);
 }

@@ -22,7 +22,11 @@ export function textWithUrls(updateId = newUpdateId()) {
 			date: 1_763_800_000,
 			text,
 			entities: [
-				{ type: 'url', offset: text.indexOf('https://example.org'), length: 'https://example.org/a?utm_source=x'.length },
+				{
+					type: 'url',
+					offset: text.indexOf('https://example.org'),
+					length: 'https://example.org/a?utm_source=x'.length,
+				},
 				{ type: 'url', offset: text.indexOf('https://n8n.io'), length: 'https://n8n.io'.length },
 			],
 		},
@@ -97,7 +101,13 @@ export function documentMessage(updateId = newUpdateId(), messageId = 4300 + (up
 			from: alice,
 			chat: chatGroup,
 			date: 1_763_800_400,
-			document: { file_id: `BQACAgIAAxkBAAIC${messageId}`, file_unique_id: `AgADdoc${messageId}`, file_name: 'notes.pdf', mime_type: 'application/pdf', file_size: 48_213 },
+			document: {
+				file_id: `BQACAgIAAxkBAAIC${messageId}`,
+				file_unique_id: `AgADdoc${messageId}`,
+				file_name: 'notes.pdf',
+				mime_type: 'application/pdf',
+				file_size: 48_213,
+			},
 			caption: 'meeting notes',
 		},
 	};
@@ -130,17 +140,56 @@ export function mixedUpdates(count: number, seed = 1): Record<string, unknown>[]
 		const kind = i % 6;
 		if (kind === 0) {
 			const text = `link ${i}: https://example.org/page/${i % 40}?utm_medium=tg#top and more`;
-			updates.push({ update_id: updateId, message: { message_id: messageId, from: alice, chat: chatGroup, date: 1_763_800_000 + i, text, entities: [{ type: 'url', offset: 8 + String(i).length, length: `https://example.org/page/${i % 40}?utm_medium=tg#top`.length }] } });
+			updates.push({
+				update_id: updateId,
+				message: {
+					message_id: messageId,
+					from: alice,
+					chat: chatGroup,
+					date: 1_763_800_000 + i,
+					text,
+					entities: [
+						{
+							type: 'url',
+							offset: 8 + String(i).length,
+							length: `https://example.org/page/${i % 40}?utm_medium=tg#top`.length,
+						},
+					],
+				},
+			});
 		} else if (kind === 1) {
 			updates.push(documentMessage(updateId, messageId));
 		} else if (kind === 2) {
-			updates.push({ update_id: updateId, message: { message_id: messageId, from: alice, chat: { id: alice.id, first_name: 'Alice', type: 'private' }, date: 1_763_800_000 + i, text: `private note ${i}`, entities: [{ type: 'text_link', offset: 0, length: 7, url: `https://private.example/${i}` }] } });
+			updates.push({
+				update_id: updateId,
+				message: {
+					message_id: messageId,
+					from: alice,
+					chat: { id: alice.id, first_name: 'Alice', type: 'private' },
+					date: 1_763_800_000 + i,
+					text: `private note ${i}`,
+					entities: [{ type: 'text_link', offset: 0, length: 7, url: `https://private.example/${i}` }],
+				},
+			});
 		} else if (kind === 3) {
-			updates.push({ update_id: updateId, edited_message: { message_id: 10_000 + i - 3, from: alice, chat: chatGroup, date: 1_763_800_000 + i - 3, edit_date: 1_763_900_000 + i, text: `edited ${i}` } });
+			updates.push({
+				update_id: updateId,
+				edited_message: {
+					message_id: 10_000 + i - 3,
+					from: alice,
+					chat: chatGroup,
+					date: 1_763_800_000 + i - 3,
+					edit_date: 1_763_900_000 + i,
+					text: `edited ${i}`,
+				},
+			});
 		} else if (kind === 4) {
 			updates.push(memberJoined(updateId, 300_000 + (i % 25), 1_763_800_000 + i));
 		} else {
-			updates.push({ ...channelPost(updateId), channel_post: { ...channelPost(updateId).channel_post, message_id: messageId } });
+			updates.push({
+				...channelPost(updateId),
+				channel_post: { ...channelPost(updateId).channel_post, message_id: messageId },
+			});
 		}
 	}
 	return updates;

@@ -26,7 +26,14 @@ export interface VectorBackend {
 	close(): Promise<void>;
 }
 
-function backend(pool: Pool, query: VectorBackend['query'], table: string, route: VectorBackend['route'], close: () => Promise<void>, exactScan: (on: boolean) => Promise<void>): VectorBackend {
+function backend(
+	pool: Pool,
+	query: VectorBackend['query'],
+	table: string,
+	route: VectorBackend['route'],
+	close: () => Promise<void>,
+	exactScan: (on: boolean) => Promise<void>,
+): VectorBackend {
 	return {
 		route,
 		pool,
@@ -35,7 +42,9 @@ function backend(pool: Pool, query: VectorBackend['query'], table: string, route
 		exactScan,
 		close,
 		async store(row) {
-			await upsertEmbeddings(pool, row.tenant_id, row.model_id, [{ chunk_id: row.chunk_id, vector: row.vector, chunk_sha256: createHash('md5').update(row.text).digest('hex') }]);
+			await upsertEmbeddings(pool, row.tenant_id, row.model_id, [
+				{ chunk_id: row.chunk_id, vector: row.vector, chunk_sha256: createHash('md5').update(row.text).digest('hex') },
+			]);
 		},
 	};
 }
@@ -46,7 +55,14 @@ export const VECTOR_BACKENDS: { name: string; open(): Promise<VectorBackend> }[]
 		async open() {
 			const vdb = await vectorDatabase();
 			const query: VectorBackend['query'] = (sql, params = []) => vdb.db.query(sql, params) as never;
-			const b = backend(vdb.pool, query, 'kg.chunk_embeddings_1536', 'pgvector_hnsw', () => vdb.close(), async (on) => void (await vdb.db.query(on ? 'SET enable_indexscan = off' : 'RESET enable_indexscan')));
+			const b = backend(
+				vdb.pool,
+				query,
+				'kg.chunk_embeddings_1536',
+				'pgvector_hnsw',
+				() => vdb.close(),
+				async (on) => void (await vdb.db.query(on ? 'SET enable_indexscan = off' : 'RESET enable_indexscan')),
+			);
 			await assertRoute(b);
 			return b;
 		},
@@ -57,7 +73,14 @@ export const VECTOR_BACKENDS: { name: string; open(): Promise<VectorBackend> }[]
 			const db = await setupDatabase();
 			await db.pool.query('DROP TABLE IF EXISTS kg.chunk_embeddings_1536');
 			forgetVectorRoute(db.pool);
-			const b = backend(db.pool, (sql, params = []) => db.pool.query(sql, params) as never, 'kg.chunk_embeddings_1536_exact', 'exact', () => db.drop(), async () => undefined);
+			const b = backend(
+				db.pool,
+				(sql, params = []) => db.pool.query(sql, params) as never,
+				'kg.chunk_embeddings_1536_exact',
+				'exact',
+				() => db.drop(),
+				async () => undefined,
+			);
 			await assertRoute(b);
 			return b;
 		},

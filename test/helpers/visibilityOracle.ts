@@ -30,7 +30,9 @@ export interface AskFacts {
 	chat: string;
 }
 
-export type Outcome = { refused: 'NOT_ALLOWED' | 'BLOCKED' | 'CHAT_NOT_REGISTERED' | 'NOT_A_MEMBER' | 'DM_NOT_OWN_CHAT' } | { visible: number[] };
+export type Outcome =
+	| { refused: 'NOT_ALLOWED' | 'BLOCKED' | 'CHAT_NOT_REGISTERED' | 'NOT_A_MEMBER' | 'DM_NOT_OWN_CHAT' }
+	| { visible: number[] };
 
 const MEMBER_STATUSES = new Set(['creator', 'administrator', 'member']);
 
@@ -54,7 +56,10 @@ export class VisibilityOracle {
 
 	/** A ChatMember change as Telegram reports it (new_chat_member.status and, for restricted, is_member). */
 	applyStatus(tenant: string, chat: number | string, user: number | string, status: string, isMember?: boolean): void {
-		this.members.set(`${tenant}/${chat}/${user}`, MEMBER_STATUSES.has(status) || (status === 'restricted' && isMember === true));
+		this.members.set(
+			`${tenant}/${chat}/${user}`,
+			MEMBER_STATUSES.has(status) || (status === 'restricted' && isMember === true),
+		);
 	}
 
 	isMember(tenant: string, chat: number | string, user: number | string): boolean {

@@ -37,9 +37,15 @@ before(async () => {
 	await model.up();
 	const q = (sql: string, params: unknown[] = []) => vdb.db.query(sql, params);
 	await q("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'T')", [TENANT]);
-	await q("INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) VALUES ($1, 1, 'admin'), ($1, 2, 'user'), ($1, 3, 'user'), ($1, 4, 'blocked'), ($1, 5, 'user')", [TENANT]);
+	await q(
+		"INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) VALUES ($1, 1, 'admin'), ($1, 2, 'user'), ($1, 3, 'user'), ($1, 4, 'blocked'), ($1, 5, 'user')",
+		[TENANT],
+	);
 	await q('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2), ($1, $3)', [TENANT, GROUP, OTHER_GROUP]);
-	await q("INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, $2, 2, 'member'), ($1, $2, 3, 'member'), ($1, $3, 3, 'member')", [TENANT, GROUP, OTHER_GROUP]);
+	await q(
+		"INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, $2, 2, 'member'), ($1, $2, 3, 'member'), ($1, $3, 3, 'member')",
+		[TENANT, GROUP, OTHER_GROUP],
+	);
 	await q("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'gemini-embedding-001', 1536)");
 	const docs: [string, number, 'group' | 'dm', number | null][] = [
 		['The deployment runbook: restart the worker pool after every schema migration.', GROUP, 'group', null],
@@ -47,13 +53,22 @@ before(async () => {
 		['Board group only: the deployment freeze starts with the merger in May.', OTHER_GROUP, 'group', null],
 	];
 	for (const [i, [text, chat, visibility, owner]] of docs.entries()) {
-		const { rows } = await q("INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, dm_owner_user_id, text, status, title) VALUES ($1, 'url', $2, $3, $4, $5, $6, 'done', $7) RETURNING id", [TENANT, `url:${i}`, chat, visibility, owner, text, `Doc ${i}`]);
+		const { rows } = await q(
+			"INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, dm_owner_user_id, text, status, title) VALUES ($1, 'url', $2, $3, $4, $5, $6, 'done', $7) RETURNING id",
+			[TENANT, `url:${i}`, chat, visibility, owner, text, `Doc ${i}`],
+		);
 		const id = Number((rows[0] as { id: number }).id);
 		await run(chunkOperation, { tenant_id: TENANT, document_id: id });
 		await run(embedOperation, { tenant_id: TENANT, document_id: id, model_id: 1 });
 	}
-	const message = await q("INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, visibility) VALUES ($1, $2, 77, 2, now(), 'group') RETURNING id", [TENANT, GROUP]);
-	const version = await q("INSERT INTO tg.message_versions (message_fk, version_no, text, payload) VALUES ($1, 0, 'how do we deploy?', '{}') RETURNING id", [(message.rows[0] as { id: number }).id]);
+	const message = await q(
+		"INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, visibility) VALUES ($1, $2, 77, 2, now(), 'group') RETURNING id",
+		[TENANT, GROUP],
+	);
+	const version = await q(
+		"INSERT INTO tg.message_versions (message_fk, version_no, text, payload) VALUES ($1, 0, 'how do we deploy?', '{}') RETURNING id",
+		[(message.rows[0] as { id: number }).id],
+	);
 	versionId = Number((version.rows[0] as { id: number }).id);
 });
 after(async () => {
@@ -63,39 +78,75 @@ after(async () => {
 	await vdb.close();
 });
 
-const ask = (user: number, question: string, extra: Record<string, unknown> = {}) => ({ tenant_id: TENANT, tg_user_id: user, channel: 'group', chat_id: GROUP, question, question_message_version_id: null, ...extra });
+const ask = (user: number, question: string, extra: Record<string, unknown> = {}) => ({
+	tenant_id: TENANT,
+	tg_user_id: user,
+	channel: 'group',
+	chat_id: GROUP,
+	question,
+	question_message_version_id: null,
+	...extra,
+});
 
 test('a member asks in the group: the model answers from the visible source only, cited; turn, citations and the reply recorded', async () => {
 	model.respond = () => ({ text: 'Restart the worker pool after each migration [1].' });
 	const before = model.requests.length;
-	const { data } = await run(answerOperation, ask(2, 'How do we handle deployment after a migration?', { question_message_version_id: versionId }));
+	const { data } = await run(
+		answerOperation,
+		ask(2, 'How do we handle deployment after a migration?', { question_message_version_id: versionId }),
+	);
 	assert.equal(data.answer_text, 'Restart the worker pool after each migration [1].');
 	const citations = data.citations as { rank: number; snippet: string; source_ref: { title: string } }[];
-	assert.deepEqual(citations.map((c) => c.source_ref.title), ['Doc 0'], 'user 3\'s DM note is never a source for user 2');
+	assert.deepEqual(
+		citations.map((c) => c.source_ref.title),
+		['Doc 0'],
+		"user 3's DM note is never a source for user 2",
+	);
 	const prompt = JSON.stringify(model.requests.slice(before)[0].body);
 	assert.match(prompt, /restart the worker pool/);
 	assert.doesNotMatch(prompt, /password/);
 	const reply = botApi.sent.at(-1)!;
 	assert.deepEqual([reply.chat_id, reply.reply_parameters?.message_id], [GROUP, 77]);
 	assert.match(reply.text, /Sources:\n\[1\] Doc 0/);
-	const turn = await vdb.db.query<{ answer_text: string; telegram_message_id: number; n: number }>('SELECT t.answer_text, t.telegram_message_id::int AS telegram_message_id, (SELECT count(*)::int FROM audit.qa_citations c WHERE c.turn_id = t.id) AS n FROM audit.qa_turns t WHERE t.id = $1', [data.turn_id]);
-	assert.deepEqual(turn.rows[0], { answer_text: data.answer_text, telegram_message_id: data.telegram_message_id, n: 1 });
+	const turn = await vdb.db.query<{ answer_text: string; telegram_message_id: number; n: number }>(
+		'SELECT t.answer_text, t.telegram_message_id::int AS telegram_message_id, (SELECT count(*)::int FROM audit.qa_citations c WHERE c.turn_id = t.id) AS n FROM audit.qa_turns t WHERE t.id = $1',
+		[data.turn_id],
+	);
+	assert.deepEqual(turn.rows[0], {
+		answer_text: data.answer_text,
+		telegram_message_id: data.telegram_message_id,
+		n: 1,
+	});
 });
 
 test('the same question message again (a retried job): the same turn, no second model call, no second reply', async () => {
 	const [requests, sent] = [model.requests.length, botApi.sent.length];
-	const first = (await run(answerOperation, ask(2, 'How do we handle deployment after a migration?', { question_message_version_id: versionId }))).data;
+	const first = (
+		await run(
+			answerOperation,
+			ask(2, 'How do we handle deployment after a migration?', { question_message_version_id: versionId }),
+		)
+	).data;
 	assert.equal(model.requests.length, requests);
 	assert.equal(botApi.sent.length, sent);
-	const turns = await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns WHERE question_message_version_id = $1', [versionId]);
+	const turns = await vdb.db.query<{ n: number }>(
+		'SELECT count(*)::int AS n FROM audit.qa_turns WHERE question_message_version_id = $1',
+		[versionId],
+	);
 	assert.equal(turns.rows[0].n, 1);
 	assert.ok(first.turn_id);
 });
 
 test('sendMessage fails: a retryable 502 with the turn kept; the retry only sends', async () => {
 	model.respond = () => ({ text: 'Answer for user 3 [1].' });
-	const message = await vdb.db.query<{ id: number }>("INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, visibility) VALUES ($1, $2, 78, 3, now(), 'group') RETURNING id", [TENANT, GROUP]);
-	const version = await vdb.db.query<{ id: number }>("INSERT INTO tg.message_versions (message_fk, version_no, text, payload) VALUES ($1, 0, 'deploy?', '{}') RETURNING id", [message.rows[0].id]);
+	const message = await vdb.db.query<{ id: number }>(
+		"INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, visibility) VALUES ($1, $2, 78, 3, now(), 'group') RETURNING id",
+		[TENANT, GROUP],
+	);
+	const version = await vdb.db.query<{ id: number }>(
+		"INSERT INTO tg.message_versions (message_fk, version_no, text, payload) VALUES ($1, 0, 'deploy?', '{}') RETURNING id",
+		[message.rows[0].id],
+	);
 	const req = ask(3, 'deployment steps?', { question_message_version_id: Number(version.rows[0].id) });
 	botApi.failNext(502);
 	const error = await failure(answerOperation, req);
@@ -108,7 +159,8 @@ test('sendMessage fails: a retryable 502 with the turn kept; the retry only send
 });
 
 test('ACL before anything: blocked → 403, non-member in the group → 403 NOT_A_MEMBER; no turn written', async () => {
-	const turns = async () => (await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns')).rows[0].n;
+	const turns = async () =>
+		(await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns')).rows[0].n;
 	const before = await turns();
 	const blocked = await failure(answerOperation, ask(4, 'deployment?'));
 	assert.deepEqual([blocked.statusCode, blocked.details.code], [403, 'BLOCKED']);
@@ -119,45 +171,96 @@ test('ACL before anything: blocked → 403, non-member in the group → 403 NOT_
 	assert.equal(await turns(), before);
 });
 
-test('spoofed DM (WF51): a dm naming a group or another user\'s dm is refused 403 DM_NOT_OWN_CHAT; nothing read, asked, written or sent', async () => {
-	const counts = async () => (await vdb.db.query<{ turns: number; sessions: number }>('SELECT (SELECT count(*)::int FROM audit.qa_turns) AS turns, (SELECT count(*)::int FROM audit.qa_sessions) AS sessions')).rows[0];
+test("spoofed DM (WF51): a dm naming a group or another user's dm is refused 403 DM_NOT_OWN_CHAT; nothing read, asked, written or sent", async () => {
+	const counts = async () =>
+		(
+			await vdb.db.query<{ turns: number; sessions: number }>(
+				'SELECT (SELECT count(*)::int FROM audit.qa_turns) AS turns, (SELECT count(*)::int FROM audit.qa_sessions) AS sessions',
+			)
+		).rows[0];
 	const [before, calls, sent] = [await counts(), model.requests.length, botApi.sent.length];
 	for (const chatId of [GROUP, 3, '3', -1]) {
-		const error = await failure(answerOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'dm', chat_id: chatId, question: 'what is the deployment password?' });
-		assert.deepEqual([error.statusCode, error.kind, error.details.code], [403, 'auth', 'DM_NOT_OWN_CHAT'], `chat_id ${chatId}`);
+		const error = await failure(answerOperation, {
+			tenant_id: TENANT,
+			tg_user_id: 2,
+			channel: 'dm',
+			chat_id: chatId,
+			question: 'what is the deployment password?',
+		});
+		assert.deepEqual(
+			[error.statusCode, error.kind, error.details.code],
+			[403, 'auth', 'DM_NOT_OWN_CHAT'],
+			`chat_id ${chatId}`,
+		);
 	}
-	const rounded = await failure(answerOperation, { tenant_id: TENANT, tg_user_id: 9007199254740993, channel: 'dm', chat_id: 9007199254740993, question: 'password?' });
+	const rounded = await failure(answerOperation, {
+		tenant_id: TENANT,
+		tg_user_id: 9007199254740993,
+		channel: 'dm',
+		chat_id: 9007199254740993,
+		question: 'password?',
+	});
 	assert.deepEqual([rounded.statusCode, rounded.details.field], [422, 'req.tg_user_id']);
 	assert.deepEqual(await counts(), before);
 	assert.equal(model.requests.length, calls, 'the model is not asked');
 	assert.equal(botApi.sent.length, sent, 'nothing is sent to the named chat');
 });
 
-test('own DM (WF51): the reply goes to the asker\'s own private chat', async () => {
+test("own DM (WF51): the reply goes to the asker's own private chat", async () => {
 	model.respond = () => ({ text: 'Restart the worker pool [1].' });
-	const { data } = await run(answerOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'dm', chat_id: '2', question: 'deployment runbook after a migration?' });
+	const { data } = await run(answerOperation, {
+		tenant_id: TENANT,
+		tg_user_id: 2,
+		channel: 'dm',
+		chat_id: '2',
+		question: 'deployment runbook after a migration?',
+	});
 	assert.ok(data.telegram_message_id);
 	assert.equal(botApi.sent.at(-1)!.chat_id, 2);
 });
 
 test('nothing visible: the fixed answer, no model call; the admin sees the DM note', async () => {
 	const calls = model.requests.length;
-	const dm = (await run(answerOperation, { tenant_id: TENANT, tg_user_id: 5, channel: 'dm', chat_id: null, question: 'deployment password?' })).data;
+	const dm = (
+		await run(answerOperation, {
+			tenant_id: TENANT,
+			tg_user_id: 5,
+			channel: 'dm',
+			chat_id: null,
+			question: 'deployment password?',
+		})
+	).data;
 	assert.deepEqual([dm.answer_text, dm.citations], [NOTHING_FOUND, []]);
 	assert.equal(model.requests.length, calls);
 	model.respond = () => ({ text: 'It rotates every Monday [1].' });
-	const admin = (await run(answerOperation, { tenant_id: TENANT, tg_user_id: 1, channel: 'dm', chat_id: null, question: 'deployment password rotates?', send_reply: false })).data;
+	const admin = (
+		await run(answerOperation, {
+			tenant_id: TENANT,
+			tg_user_id: 1,
+			channel: 'dm',
+			chat_id: null,
+			question: 'deployment password rotates?',
+			send_reply: false,
+		})
+	).data;
 	assert.ok((admin.citations as { source_ref: { title: string } }[]).some((c) => c.source_ref.title === 'Doc 1'));
 	assert.equal(admin.telegram_message_id, null);
 });
 
-test('asked in the group, the answer cites only that group: not the asker\'s DM, not another group they are in, not an admin\'s view of the tenant', async () => {
+test("asked in the group, the answer cites only that group: not the asker's DM, not another group they are in, not an admin's view of the tenant", async () => {
 	model.respond = () => ({ text: 'Restart the worker pool [1].' });
 	for (const user of [3, 1]) {
 		const before = model.requests.length;
-		const { data } = await run(answerOperation, ask(user, 'deployment password, deployment freeze, deployment runbook?'));
+		const { data } = await run(
+			answerOperation,
+			ask(user, 'deployment password, deployment freeze, deployment runbook?'),
+		);
 		const citations = data.citations as { source_ref: { title: string; chat_id: number } }[];
-		assert.deepEqual(citations.map((c) => [c.source_ref.title, c.source_ref.chat_id]), [['Doc 0', GROUP]], `user ${user}`);
+		assert.deepEqual(
+			citations.map((c) => [c.source_ref.title, c.source_ref.chat_id]),
+			[['Doc 0', GROUP]],
+			`user ${user}`,
+		);
 		const prompt = JSON.stringify(model.requests.slice(before));
 		assert.doesNotMatch(prompt, /Monday|merger/, `user ${user}: no other place reaches the model`);
 		const reply = botApi.sent.at(-1)!;
@@ -165,21 +268,45 @@ test('asked in the group, the answer cites only that group: not the asker\'s DM,
 		assert.doesNotMatch(reply.text, /Doc 1|Doc 2/, `user ${user}: the group reads only its own sources`);
 	}
 	// the same admin in their own dm still sees the whole tenant
-	const dm = (await run(answerOperation, { tenant_id: TENANT, tg_user_id: 1, channel: 'dm', chat_id: null, question: 'deployment password, deployment freeze, deployment runbook?', send_reply: false })).data;
-	assert.deepEqual((dm.citations as { source_ref: { title: string } }[]).map((c) => c.source_ref.title).sort(), ['Doc 0', 'Doc 1', 'Doc 2']);
+	const dm = (
+		await run(answerOperation, {
+			tenant_id: TENANT,
+			tg_user_id: 1,
+			channel: 'dm',
+			chat_id: null,
+			question: 'deployment password, deployment freeze, deployment runbook?',
+			send_reply: false,
+		})
+	).data;
+	assert.deepEqual((dm.citations as { source_ref: { title: string } }[]).map((c) => c.source_ref.title).sort(), [
+		'Doc 0',
+		'Doc 1',
+		'Doc 2',
+	]);
 });
 
-test('reply-to is scoped: a question_message_version_id of another chat or another tenant never makes the bot reply to this chat\'s message with the same message_id', async () => {
+test("reply-to is scoped: a question_message_version_id of another chat or another tenant never makes the bot reply to this chat's message with the same message_id", async () => {
 	model.respond = () => ({ text: 'Restart the worker pool [1].' });
-	await vdb.db.query("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'Other') ON CONFLICT DO NOTHING", [OTHER_TENANT]);
+	await vdb.db.query("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'Other') ON CONFLICT DO NOTHING", [
+		OTHER_TENANT,
+	]);
 	const version = async (tenant: string, chat: number, messageId: number) => {
-		const m = await vdb.db.query<{ id: number }>("INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, visibility) VALUES ($1, $2, $3, 2, now(), 'group') RETURNING id", [tenant, chat, messageId]);
-		const v = await vdb.db.query<{ id: number }>("INSERT INTO tg.message_versions (message_fk, version_no, text, payload) VALUES ($1, 0, 'a question', '{}') RETURNING id", [m.rows[0].id]);
+		const m = await vdb.db.query<{ id: number }>(
+			"INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, visibility) VALUES ($1, $2, $3, 2, now(), 'group') RETURNING id",
+			[tenant, chat, messageId],
+		);
+		const v = await vdb.db.query<{ id: number }>(
+			"INSERT INTO tg.message_versions (message_fk, version_no, text, payload) VALUES ($1, 0, 'a question', '{}') RETURNING id",
+			[m.rows[0].id],
+		);
 		return Number(v.rows[0].id);
 	};
 	await version(TENANT, GROUP, 555); // the message the bot must not reply to
 	for (const foreign of [await version(TENANT, OTHER_GROUP, 555), await version(OTHER_TENANT, GROUP, 555)]) {
-		const { data } = await run(answerOperation, ask(2, 'deployment runbook?', { question_message_version_id: foreign }));
+		const { data } = await run(
+			answerOperation,
+			ask(2, 'deployment runbook?', { question_message_version_id: foreign }),
+		);
 		assert.ok(data.telegram_message_id);
 		const reply = botApi.sent.at(-1)!;
 		assert.equal(reply.chat_id, GROUP);
@@ -187,15 +314,20 @@ test('reply-to is scoped: a question_message_version_id of another chat or anoth
 	}
 	const own = await version(TENANT, GROUP, 556);
 	await run(answerOperation, ask(2, 'deployment runbook?', { question_message_version_id: own }));
-	assert.equal(botApi.sent.at(-1)!.reply_parameters?.message_id, 556, 'control: this chat\'s own message is replied to');
+	assert.equal(botApi.sent.at(-1)!.reply_parameters?.message_id, 556, "control: this chat's own message is replied to");
 });
 
 test('a question with a NUL or a lone surrogate is refused 422 req.question, before the model is asked or anything written', async () => {
-	const turns = async () => (await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns')).rows[0].n;
+	const turns = async () =>
+		(await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns')).rows[0].n;
 	const [before, calls, sent] = [await turns(), model.requests.length, botApi.sent.length];
 	for (const question of ['deploy\u0000ment?', 'deploy \ud800 ment?', 'deploy \udc00?']) {
 		const error = await failure(answerOperation, ask(2, question));
-		assert.deepEqual([error.statusCode, error.kind, error.details.field], [422, 'validation', 'req.question'], JSON.stringify(question));
+		assert.deepEqual(
+			[error.statusCode, error.kind, error.details.field],
+			[422, 'validation', 'req.question'],
+			JSON.stringify(question),
+		);
 	}
 	assert.deepEqual([await turns(), model.requests.length, botApi.sent.length], [before, calls, sent]);
 	model.respond = () => ({ text: 'ok [1]' });
@@ -204,15 +336,40 @@ test('a question with a NUL or a lone surrogate is refused 422 req.question, bef
 });
 
 test('Upsert Session (WF50): one session per user and chat, meta merged', async () => {
-	const a = (await run(upsertSessionOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'group', chat_id: GROUP, meta: { lang: 'en' } })).data;
-	const b = (await run(upsertSessionOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'group', chat_id: GROUP, meta: { topic: 'deploy' } })).data;
+	const a = (
+		await run(upsertSessionOperation, {
+			tenant_id: TENANT,
+			tg_user_id: 2,
+			channel: 'group',
+			chat_id: GROUP,
+			meta: { lang: 'en' },
+		})
+	).data;
+	const b = (
+		await run(upsertSessionOperation, {
+			tenant_id: TENANT,
+			tg_user_id: 2,
+			channel: 'group',
+			chat_id: GROUP,
+			meta: { topic: 'deploy' },
+		})
+	).data;
 	assert.equal(a.session_id, b.session_id);
 	assert.equal(b.created, false);
-	const { rows } = await vdb.db.query<{ meta: Record<string, unknown> }>('SELECT meta FROM audit.qa_sessions WHERE session_id = $1', [a.session_id]);
+	const { rows } = await vdb.db.query<{ meta: Record<string, unknown> }>(
+		'SELECT meta FROM audit.qa_sessions WHERE session_id = $1',
+		[a.session_id],
+	);
 	assert.equal(rows[0].meta.lang, 'en');
 	assert.equal(rows[0].meta.topic, 'deploy');
 	for (const meta of [{ note: 'a\u0000b' }, { 'k\u0000': 1 }, { deep: [{ x: '\ud800' }] }]) {
-		const refused = await failure(upsertSessionOperation, { tenant_id: TENANT, tg_user_id: 2, channel: 'group', chat_id: GROUP, meta });
+		const refused = await failure(upsertSessionOperation, {
+			tenant_id: TENANT,
+			tg_user_id: 2,
+			channel: 'group',
+			chat_id: GROUP,
+			meta,
+		});
 		assert.deepEqual([refused.statusCode, refused.details.field], [422, 'req.meta'], JSON.stringify(meta));
 	}
 });

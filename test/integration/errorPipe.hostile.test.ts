@@ -17,7 +17,8 @@ import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { undefinedPaths } from '../helpers/fixtures';
 // The node from source: "ErrorPipe.node" alone would resolve to the codex .json beside it.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { ErrorPipe } = require('../../nodes/ErrorPipe/ErrorPipe.node.ts') as typeof import('../../nodes/ErrorPipe/ErrorPipe.node');
+const { ErrorPipe } =
+	require('../../nodes/ErrorPipe/ErrorPipe.node.ts') as typeof import('../../nodes/ErrorPipe/ErrorPipe.node');
 
 let db: TestDatabase;
 before(async () => {
@@ -36,7 +37,9 @@ async function recordOne(item: unknown) {
 	const result = await recordError(db.pool, envelope, jobId, contractVersion);
 	assert.deepEqual(result.write_failures, [], 'no write failed');
 	assert.ok(result.error_id, 'ops.errors.id returned');
-	const { rows } = await db.pool.query('SELECT * FROM ops.errors WHERE correlation_id = $1', [envelope.meta.correlation.correlation_id]);
+	const { rows } = await db.pool.query('SELECT * FROM ops.errors WHERE correlation_id = $1', [
+		envelope.meta.correlation.correlation_id,
+	]);
 	assert.equal(rows.length, 1, 'exactly one ops.errors row');
 	return { envelope, result, row: rows[0] };
 }
@@ -55,7 +58,10 @@ function nestedObjects(depth: number): unknown {
 
 test('a tenant_id that is not a UUID: row written, column NULL, the id kept as text in details', async () => {
 	const correlation = randomUUID();
-	const { row, envelope } = await recordOne({ ctx: { correlation_id: correlation, tenant_id: 'tenant-42' }, message: 'boom' });
+	const { row, envelope } = await recordOne({
+		ctx: { correlation_id: correlation, tenant_id: 'tenant-42' },
+		message: 'boom',
+	});
 	assert.equal(row.tenant_id, null);
 	assert.equal(row.details.invalid_tenant_id, 'tenant-42');
 	assert.equal(row.details.ctx.tenant_id, 'tenant-42');
@@ -114,7 +120,9 @@ test('status codes out of range are kept as text, the default status is used', a
 });
 
 test('NaN, Infinity and BigInt anywhere: no NaN in the envelope, the values kept as text where they were ids', async () => {
-	const { envelope, row } = await recordOne({ ctx: { chat_id: NaN, message_id: Infinity, job_id: 10n ** 30n, n: -Infinity, big: 12345678901234567890n } });
+	const { envelope, row } = await recordOne({
+		ctx: { chat_id: NaN, message_id: Infinity, job_id: 10n ** 30n, n: -Infinity, big: 12345678901234567890n },
+	});
 	assert.equal(envelope.meta.correlation.chat_id, null);
 	assert.equal(envelope.meta.correlation.message_id, null);
 	assert.equal(row.details.invalid_job_id, '1000000000000000000000000000000');
@@ -140,7 +148,11 @@ test('100,000 nested arrays / objects in ctx and in error.details: capped at MAX
 
 test('a 50 MB message and 50 MB ctx strings: the row keeps a recognisable prefix, details within MAX_DETAILS_BYTES', async () => {
 	const huge = 'A'.repeat(50 * 1024 * 1024);
-	const { row } = await recordOne({ message: huge, ctx: { a: huge, b: huge, c: huge }, error_context: { error_message: huge } });
+	const { row } = await recordOne({
+		message: huge,
+		ctx: { a: huge, b: huge, c: huge },
+		error_context: { error_message: huge },
+	});
 	assert.ok(row.message.length <= MAX_STRING_LENGTH + 64, `message ${row.message.length} chars`);
 	assert.ok(row.message.startsWith('AAAA'));
 	assert.match(row.message, /truncated/);
@@ -173,20 +185,37 @@ test('job path: a NUL in the error message does not leave a claimed job running'
 	await db.pool.query("INSERT INTO ops.jobs (job_type) VALUES ('errorpipe-nul')");
 	const [job] = await claimJobs(db.pool, { job_type: 'errorpipe-nul', batch_size: 1, worker: 'w-nul' });
 	const jobId = Number(job.id);
-	const { result } = await recordOne({ ctx: { job_id: jobId }, message: 'connection\u0000lost', error: { retryable: false } });
+	const { result } = await recordOne({
+		ctx: { job_id: jobId },
+		message: 'connection\u0000lost',
+		error: { retryable: false },
+	});
 	assert.equal(result.job.executed, true);
 	const { rows } = await db.pool.query('SELECT status, locked_by, last_error FROM ops.jobs WHERE id = $1', [jobId]);
 	assert.notEqual(rows[0].status, 'running');
 	assert.equal(rows[0].locked_by, null);
 	assert.equal(rows[0].last_error.message, 'connection\ufffdlost');
-	const { rows: runs } = await db.pool.query("SELECT count(*)::int AS open FROM ops.job_runs WHERE job_id = $1 AND status = 'running'", [jobId]);
+	const { rows: runs } = await db.pool.query(
+		"SELECT count(*)::int AS open FROM ops.job_runs WHERE job_id = $1 AND status = 'running'",
+		[jobId],
+	);
 	assert.equal(runs[0].open, 0, 'the claimed attempt is closed');
 });
 
-function nodeContext(items: INodeExecutionData[], getNodeParameter = (_name: string, _i: number, fallback?: unknown) => fallback): IExecuteFunctions {
+function nodeContext(
+	items: INodeExecutionData[],
+	getNodeParameter = (_name: string, _i: number, fallback?: unknown) => fallback,
+): IExecuteFunctions {
 	return {
 		getInputData: () => items,
-		getNode: () => ({ name: 'Error Pipe', type: 'n8n-nodes-contracts.errorPipe', typeVersion: 1, position: [0, 0], parameters: {}, id: '1' }),
+		getNode: () => ({
+			name: 'Error Pipe',
+			type: 'n8n-nodes-contracts.errorPipe',
+			typeVersion: 1,
+			position: [0, 0],
+			parameters: {},
+			id: '1',
+		}),
 		getCredentials: async () => db.credential,
 		getNodeParameter,
 		continueOnFail: () => false,
@@ -198,7 +227,12 @@ test('the node in stop mode: deep nesting, NUL and bad ids give one envelope per
 	const items: INodeExecutionData[] = [
 		{ json: { ctx: { correlation_id: correlations[0], deep: nestedArrays(100_000) as never }, message: 'deep' } },
 		{ json: { ctx: { correlation_id: correlations[1], tenant_id: 'nope' }, message: 'nul\u0000' } },
-		{ json: { ctx: { correlation_id: correlations[2], contracts: { errorpipe: 2 ** 33 } }, error: { details: nestedObjects(50_000) as never } } },
+		{
+			json: {
+				ctx: { correlation_id: correlations[2], contracts: { errorpipe: 2 ** 33 } },
+				error: { details: nestedObjects(50_000) as never },
+			},
+		},
 	];
 	const [out] = await new ErrorPipe().execute.call(nodeContext(items));
 	assert.equal(out.length, 3);
@@ -208,7 +242,10 @@ test('the node in stop mode: deep nesting, NUL and bad ids give one envelope per
 		assert.deepEqual(item.pairedItem, { item: i });
 		assert.ok((envelope._internal as unknown as { error_id: number | null }).error_id);
 	}
-	const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM ops.errors WHERE correlation_id = ANY($1::uuid[])', [correlations]);
+	const { rows } = await db.pool.query(
+		'SELECT count(*)::int AS n FROM ops.errors WHERE correlation_id = ANY($1::uuid[])',
+		[correlations],
+	);
 	assert.equal(rows[0].n, 3);
 });
 
@@ -224,14 +261,22 @@ test('the node in stop mode: a parameter that cannot be read does not cost the i
 	assert.deepEqual([first.error.message, first.meta.source], ['first', 'WF99']);
 	assert.deepEqual([second.error.message, second.meta.source], ['second', 'WF99-test']);
 	const ids = out.map((o) => (o.json._internal as { error_id: number | null }).error_id);
-	const { rows } = await db.pool.query('SELECT message FROM ops.errors WHERE id = ANY($1::bigint[]) ORDER BY id', [ids]);
-	assert.deepEqual(rows.map((r) => r.message), ['first', 'second']);
+	const { rows } = await db.pool.query('SELECT message FROM ops.errors WHERE id = ANY($1::bigint[]) ORDER BY id', [
+		ids,
+	]);
+	assert.deepEqual(
+		rows.map((r) => r.message),
+		['first', 'second'],
+	);
 });
 
 test('the node with a credential that cannot give a pool (a connection string in Host): every item still gets its envelope, the failure named, no password', async () => {
 	const password = `Pw-${randomUUID()}`;
 	const broken = { ...db.credential, host: `postgres://app:${password}@db.invalid:5432/contracts` };
-	const context = { ...nodeContext([{ json: { message: 'first' } }, { json: { message: 'second' } }]), getCredentials: async () => broken } as unknown as IExecuteFunctions;
+	const context = {
+		...nodeContext([{ json: { message: 'first' } }, { json: { message: 'second' } }]),
+		getCredentials: async () => broken,
+	} as unknown as IExecuteFunctions;
 	const [out] = await new ErrorPipe().execute.call(context);
 	assert.equal(out.length, 2);
 	for (const item of out) {

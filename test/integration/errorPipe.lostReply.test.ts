@@ -44,25 +44,50 @@ async function claimedJob(type: string) {
 	return { id: Number(job.id), token: job.claim_token as string };
 }
 
-for (const [label, withToken] of [['with the claim token', true], ['without a token (older workflows)', false]] as const) {
+for (const [label, withToken] of [
+	['with the claim token', true],
+	['without a token (older workflows)', false],
+] as const) {
 	test(`a reply lost after the commit (${label}): one ops.errors row, the job retried once, the result names that row`, async () => {
 		const { id, token } = await claimedJob(`lost-reply-${withToken}`);
 		const message = `lost reply ${randomUUID()}`;
 		const ctx: Record<string, unknown> = { correlation_id: randomUUID(), job_id: id, workflow: 'WF90' };
 		if (withToken) ctx.job_claim_token = token;
-		const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+		const normalized = normalizeErrorItem(
+			{ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } },
+			{ source: 'WF99' },
+		);
 		const droppedBefore = proxy.dropped;
 		proxy.dropReplyTo(message);
-		const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+		const result = await recordError(
+			proxied,
+			normalized.envelope,
+			normalized.jobId,
+			normalized.contractVersion,
+			normalized.jobClaimToken,
+		);
 		assert.equal(proxy.dropped, droppedBefore + 1, 'the reply of the statement was dropped');
-		const { rows } = await db.pool.query("SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1", [message]);
-		assert.deepEqual(rows.map((r) => r.outcome), ['queued'], 'exactly one row, with the outcome that was committed');
+		const { rows } = await db.pool.query(
+			"SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1",
+			[message],
+		);
+		assert.deepEqual(
+			rows.map((r) => r.outcome),
+			['queued'],
+			'exactly one row, with the outcome that was committed',
+		);
 		assert.equal(result.error_id, Number(rows[0].id));
 		assert.deepEqual(result.write_failures, []);
 		assert.equal((result.job as { outcome: string }).outcome, 'queued');
 		assert.equal(normalized.envelope.error.details.job_outcome, 'queued');
-		const { rows: job } = await db.pool.query('SELECT status, attempts, claim_token, last_error FROM ops.jobs WHERE id = $1', [id]);
-		assert.deepEqual({ ...job[0], last_error: undefined }, { status: 'queued', attempts: 1, claim_token: null, last_error: undefined });
+		const { rows: job } = await db.pool.query(
+			'SELECT status, attempts, claim_token, last_error FROM ops.jobs WHERE id = $1',
+			[id],
+		);
+		assert.deepEqual(
+			{ ...job[0], last_error: undefined },
+			{ status: 'queued', attempts: 1, claim_token: null, last_error: undefined },
+		);
 		assert.equal(Number(job[0].last_error.error_id), result.error_id);
 		const { rows: runs } = await db.pool.query('SELECT attempt, status FROM ops.job_runs WHERE job_id = $1', [id]);
 		assert.deepEqual(runs, [{ attempt: 1, status: 'retry' }]);
@@ -73,13 +98,28 @@ test('a connection lost before the statement ran (same symptom for the client): 
 	const { id, token } = await claimedJob('lost-request');
 	const message = `lost request ${randomUUID()}`;
 	const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
-	const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+	const normalized = normalizeErrorItem(
+		{ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } },
+		{ source: 'WF99' },
+	);
 	const droppedBefore = proxy.dropped;
 	proxy.dropRequestTo(message);
-	const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+	const result = await recordError(
+		proxied,
+		normalized.envelope,
+		normalized.jobId,
+		normalized.contractVersion,
+		normalized.jobClaimToken,
+	);
 	assert.equal(proxy.dropped, droppedBefore + 1, 'the statement was dropped');
-	const { rows } = await db.pool.query("SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1", [message]);
-	assert.deepEqual(rows.map((r) => r.outcome), ['queued']);
+	const { rows } = await db.pool.query(
+		"SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1",
+		[message],
+	);
+	assert.deepEqual(
+		rows.map((r) => r.outcome),
+		['queued'],
+	);
 	assert.equal(result.error_id, Number(rows[0].id));
 	assert.deepEqual(result.write_failures, []);
 	assert.equal((result.job as { outcome: string }).outcome, 'queued');
@@ -102,13 +142,31 @@ test('a connection lost while the job cannot be written: the row is still writte
 		const { id, token } = await claimedJob('lost-refused');
 		const message = `refused job ${randomUUID()}`;
 		const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
-		const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+		const normalized = normalizeErrorItem(
+			{ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } },
+			{ source: 'WF99' },
+		);
 		proxy.dropRequestTo(message);
-		const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
-		const { rows } = await db.pool.query("SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1", [message]);
-		assert.deepEqual(rows.map((r) => r.outcome), ['write_failed']);
+		const result = await recordError(
+			proxied,
+			normalized.envelope,
+			normalized.jobId,
+			normalized.contractVersion,
+			normalized.jobClaimToken,
+		);
+		const { rows } = await db.pool.query(
+			"SELECT id, details->>'job_outcome' AS outcome FROM ops.errors WHERE message = $1",
+			[message],
+		);
+		assert.deepEqual(
+			rows.map((r) => r.outcome),
+			['write_failed'],
+		);
 		assert.equal(result.error_id, Number(rows[0].id));
-		assert.deepEqual(result.write_failures.map((f) => f.table), ['ops.jobs']);
+		assert.deepEqual(
+			result.write_failures.map((f) => f.table),
+			['ops.jobs'],
+		);
 		const { rows: job } = await db.pool.query('SELECT status, claim_token FROM ops.jobs WHERE id = $1', [id]);
 		assert.deepEqual(job[0], { status: 'running', claim_token: token });
 	} finally {
@@ -120,10 +178,19 @@ test('the connection lost again while settling: nothing written twice, the unkno
 	const { id, token } = await claimedJob('lost-twice');
 	const message = `lost twice ${randomUUID()}`;
 	const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
-	const normalized = normalizeErrorItem({ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } }, { source: 'WF99' });
+	const normalized = normalizeErrorItem(
+		{ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } },
+		{ source: 'WF99' },
+	);
 	const droppedBefore = proxy.dropped;
 	proxy.dropRequestTo(message, 2); // the statement, then the settling transaction's job path
-	const result = await recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+	const result = await recordError(
+		proxied,
+		normalized.envelope,
+		normalized.jobId,
+		normalized.contractVersion,
+		normalized.jobClaimToken,
+	);
 	assert.equal(proxy.dropped, droppedBefore + 2);
 	assert.equal(result.error_id, null);
 	assert.equal(result.write_failures.length, 1);

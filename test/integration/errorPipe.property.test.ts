@@ -27,10 +27,31 @@ after(async () => {
 /** Keys that break naive code, mixed with hostile strings. */
 const key = fc.oneof(
 	{ weight: 3, arbitrary: hostileString(12) },
-	{ weight: 1, arbitrary: fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'correlation_id', 'job_id', 'tenant_id', 'a\u0000b', '\ud800') },
+	{
+		weight: 1,
+		arbitrary: fc.constantFrom(
+			'__proto__',
+			'constructor',
+			'prototype',
+			'toString',
+			'correlation_id',
+			'job_id',
+			'tenant_id',
+			'a\u0000b',
+			'\ud800',
+		),
+	},
 );
 
-const leaf = fc.oneof(hostileString(40), hostileId(), fc.double(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.bigInt());
+const leaf = fc.oneof(
+	hostileString(40),
+	hostileId(),
+	fc.double(),
+	fc.boolean(),
+	fc.constant(null),
+	fc.constant(undefined),
+	fc.bigInt(),
+);
 
 /** Arbitrary JSON-ish values: objects (null-prototype too), arrays (sparse too), dates, typed arrays, Maps … */
 const anything = fc.anything({
@@ -58,10 +79,16 @@ function nest(depth: number, asObjects: boolean, bottom: unknown): unknown {
 
 /** Rare but heavy: nesting far beyond any stack, strings of up to 2 MB with a NUL or a lone surrogate inside. */
 const heavy = fc.oneof(
-	fc.tuple(fc.integer({ min: 60, max: 5_000 }), fc.boolean(), leaf).map(([depth, asObjects, bottom]) => nest(depth, asObjects, bottom)),
+	fc
+		.tuple(fc.integer({ min: 60, max: 5_000 }), fc.boolean(), leaf)
+		.map(([depth, asObjects, bottom]) => nest(depth, asObjects, bottom)),
 	fc.tuple(fc.constantFrom(100_000), fc.boolean()).map(([depth, asObjects]) => nest(depth, asObjects, 'bottom')),
-	fc.tuple(fc.integer({ min: 20_000, max: 2_000_000 }), fc.constantFrom('\u0000', '\ud800', '\udfff', 'é', '😀')).map(([n, c]) => `${'x'.repeat(n)}${c}${'y'.repeat(16)}`),
-	fc.integer({ min: 1_000, max: 40_000 }).map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}\u0000`, i]))),
+	fc
+		.tuple(fc.integer({ min: 20_000, max: 2_000_000 }), fc.constantFrom('\u0000', '\ud800', '\udfff', 'é', '😀'))
+		.map(([n, c]) => `${'x'.repeat(n)}${c}${'y'.repeat(16)}`),
+	fc
+		.integer({ min: 1_000, max: 40_000 })
+		.map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}\u0000`, i]))),
 );
 
 const value = fc.oneof({ weight: 80, arbitrary: anything }, { weight: 1, arbitrary: heavy });
@@ -86,7 +113,14 @@ const ctx = fc.record(
 );
 
 const errorContext = fc.record(
-	{ node: fc.oneof(hostileString(), id), operation: hostileString(), table: hostileString(), correlation_id: fc.oneof(fc.uuid(), id), error_message: fc.oneof(hostileString(), value), status_code: id },
+	{
+		node: fc.oneof(hostileString(), id),
+		operation: hostileString(),
+		table: hostileString(),
+		correlation_id: fc.oneof(fc.uuid(), id),
+		error_message: fc.oneof(hostileString(), value),
+		status_code: id,
+	},
 	{ requiredKeys: [] },
 );
 
@@ -94,14 +128,39 @@ const errorContext = fc.record(
 const item = fc.oneof(
 	// WF99 input: ctx / _ctx / error_context / _err and the loose message fields
 	fc.record(
-		{ ctx: fc.oneof(ctx, value), _ctx: fc.oneof(ctx, value), error_context: fc.oneof(errorContext, value), _err: fc.oneof(errorContext, value), message: fc.oneof(hostileString(), value), description: value, errorMessage: value, statusCode: id, test_mode: value, test_case: value, _test_job_id: value },
+		{
+			ctx: fc.oneof(ctx, value),
+			_ctx: fc.oneof(ctx, value),
+			error_context: fc.oneof(errorContext, value),
+			_err: fc.oneof(errorContext, value),
+			message: fc.oneof(hostileString(), value),
+			description: value,
+			errorMessage: value,
+			statusCode: id,
+			test_mode: value,
+			test_case: value,
+			_test_job_id: value,
+		},
 		{ requiredKeys: [] },
 	),
 	// n8n's error output of a node (NodeApiError / NodeOperationError serialised)
 	fc.record(
 		{
 			message: fc.oneof(hostileString(), value),
-			error: fc.oneof(hostileString(), fc.record({ message: value, name: fc.constantFrom('NodeApiError', 'NodeOperationError'), httpCode: id, description: value, node: fc.record({ type: fc.oneof(hostileString(), value) }), context: value }, { requiredKeys: [] })),
+			error: fc.oneof(
+				hostileString(),
+				fc.record(
+					{
+						message: value,
+						name: fc.constantFrom('NodeApiError', 'NodeOperationError'),
+						httpCode: id,
+						description: value,
+						node: fc.record({ type: fc.oneof(hostileString(), value) }),
+						context: value,
+					},
+					{ requiredKeys: [] },
+				),
+			),
 			n8nDetails: fc.oneof(fc.record({ nodeType: value, httpCode: id }, { requiredKeys: [] }), value),
 			stack: hostileString(),
 		},
@@ -110,7 +169,17 @@ const item = fc.oneof(
 	// this package's error item: { error: { message, kind, status_code, retryable, details, node_type, ctx, error_context } }
 	fc.record({
 		error: fc.record(
-			{ message: fc.oneof(hostileString(), value), kind: fc.oneof(fc.constantFrom('db', 'upstream', 'auth', 'nope'), value), status_code: id, retryable: fc.oneof(fc.boolean(), value), details: value, node_type: value, ctx: fc.oneof(ctx, value), error_context: fc.oneof(errorContext, value), code: id },
+			{
+				message: fc.oneof(hostileString(), value),
+				kind: fc.oneof(fc.constantFrom('db', 'upstream', 'auth', 'nope'), value),
+				status_code: id,
+				retryable: fc.oneof(fc.boolean(), value),
+				details: value,
+				node_type: value,
+				ctx: fc.oneof(ctx, value),
+				error_context: fc.oneof(errorContext, value),
+				code: id,
+			},
 			{ requiredKeys: [] },
 		),
 	}),
@@ -125,9 +194,20 @@ const item = fc.oneof(
 const withValidIds = fc
 	.tuple(item, fc.boolean(), fc.uuid(), fc.option(fc.integer({ min: 1, max: 2 ** 31 }), { nil: undefined }))
 	.map(([input, inject, correlationId, jobId]) => {
-		if (!inject || input === null || typeof input !== 'object' || Array.isArray(input) || input instanceof Map || input instanceof Set) return { input, expect: undefined };
+		if (
+			!inject ||
+			input === null ||
+			typeof input !== 'object' ||
+			Array.isArray(input) ||
+			input instanceof Map ||
+			input instanceof Set
+		)
+			return { input, expect: undefined };
 		const given = (input as Record<string, unknown>).ctx;
-		const ctx: Record<string, unknown> = { ...(given !== null && typeof given === 'object' && !Array.isArray(given) ? given : {}), correlation_id: correlationId };
+		const ctx: Record<string, unknown> = {
+			...(given !== null && typeof given === 'object' && !Array.isArray(given) ? given : {}),
+			correlation_id: correlationId,
+		};
 		if (jobId === undefined) delete ctx.job_id;
 		else ctx.job_id = jobId;
 		return { input: { ...(input as Record<string, unknown>), ctx }, expect: { correlationId, jobId } };
@@ -135,8 +215,13 @@ const withValidIds = fc
 
 /** Valid UUIDs an item carries in error_context / _err / error.error_context: these may win over ctx's (seed 002 §1.3). */
 function contextCorrelations(input: unknown): string[] {
-	const at = (value: unknown, key: string): unknown => (value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined);
-	return [at(at(input, 'error_context'), 'correlation_id'), at(at(input, '_err'), 'correlation_id'), at(at(at(input, 'error'), 'error_context'), 'correlation_id')]
+	const at = (value: unknown, key: string): unknown =>
+		value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
+	return [
+		at(at(input, 'error_context'), 'correlation_id'),
+		at(at(input, '_err'), 'correlation_id'),
+		at(at(at(input, 'error'), 'error_context'), 'correlation_id'),
+	]
 		.filter((v): v is string => typeof v === 'string' && UUID.test(v))
 		.map((v) => v.toLowerCase());
 }
@@ -176,24 +261,34 @@ test('any item: one valid ErrorEnvelope and exactly one ops.errors row, no throw
 			assert.equal(envelope.error.details.normalize_failure, undefined, 'not the fallback envelope');
 			if (expect) {
 				const kept = envelope.meta.correlation.correlation_id.toLowerCase();
-				assert.ok([expect.correlationId.toLowerCase(), ...contextCorrelations(input)].includes(kept), `correlation id ${kept} kept`);
-				assert.equal(jobId, expect.jobId ?? jobId, 'a valid ctx.job_id is the job path\'s id');
+				assert.ok(
+					[expect.correlationId.toLowerCase(), ...contextCorrelations(input)].includes(kept),
+					`correlation id ${kept} kept`,
+				);
+				assert.equal(jobId, expect.jobId ?? jobId, "a valid ctx.job_id is the job path's id");
 				if (expect.jobId !== undefined) assert.equal(envelope.meta.correlation.job_id, expect.jobId);
 			}
 			const { bad, depth } = inspectTree(envelope);
 			assert.deepEqual(bad, [], 'no undefined, NaN or Infinity in the envelope');
 			assert.ok(depth <= MAX_DEPTH + 4, `envelope depth ${depth}`);
-			assert.ok(Buffer.byteLength(JSON.stringify(envelope.error.details)) <= MAX_DETAILS_BYTES, 'details within MAX_DETAILS_BYTES');
+			assert.ok(
+				Buffer.byteLength(JSON.stringify(envelope.error.details)) <= MAX_DETAILS_BYTES,
+				'details within MAX_DETAILS_BYTES',
+			);
 			// the row: recorded with a few in flight; a failure is reported with its item after the runs
 			const correlation = envelope.meta.correlation.correlation_id.toLowerCase();
 			expected.set(correlation, (expected.get(correlation) ?? 0) + 1);
 			items++;
-			const pending: Promise<void> = recordError(db.pool, envelope, jobId, contractVersion, jobClaimToken).then((result) => {
-				if (result.error_id === null || result.write_failures.length) {
-					failures.push(`${JSON.stringify(result.write_failures)} for ${inspect(input, { depth: 4, maxStringLength: 200, maxArrayLength: 10 })}`);
-				}
-				inFlight.delete(pending);
-			});
+			const pending: Promise<void> = recordError(db.pool, envelope, jobId, contractVersion, jobClaimToken).then(
+				(result) => {
+					if (result.error_id === null || result.write_failures.length) {
+						failures.push(
+							`${JSON.stringify(result.write_failures)} for ${inspect(input, { depth: 4, maxStringLength: 200, maxArrayLength: 10 })}`,
+						);
+					}
+					inFlight.delete(pending);
+				},
+			);
 			inFlight.add(pending);
 			if (inFlight.size >= CONCURRENCY) await Promise.race(inFlight);
 		}),
@@ -202,7 +297,9 @@ test('any item: one valid ErrorEnvelope and exactly one ops.errors row, no throw
 	await Promise.all(inFlight);
 	assert.deepEqual(failures.slice(0, 3), [], `${failures.length} items without their row`);
 	// Exactly one row per item: per correlation id, as many rows as items that carried it.
-	const { rows } = await db.pool.query('SELECT correlation_id, count(*)::int AS n FROM ops.errors GROUP BY correlation_id');
+	const { rows } = await db.pool.query(
+		'SELECT correlation_id, count(*)::int AS n FROM ops.errors GROUP BY correlation_id',
+	);
 	const actual = new Map<string, number>(rows.map((r) => [r.correlation_id as string, r.n as number]));
 	assert.deepEqual(actual, expected);
 	const total = rows.reduce((sum, r) => sum + r.n, 0);

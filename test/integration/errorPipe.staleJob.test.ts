@@ -37,17 +37,28 @@ function lateError(jobId: number, token: unknown, message = 'upstream timed out'
 
 async function record(item: ReturnType<typeof lateError>) {
 	const normalized = normalizeErrorItem(item, { source: 'WF99' });
-	const result = await recordError(db.pool, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+	const result = await recordError(
+		db.pool,
+		normalized.envelope,
+		normalized.jobId,
+		normalized.contractVersion,
+		normalized.jobClaimToken,
+	);
 	return { envelope: normalized.envelope, result };
 }
 
 async function jobState(id: number) {
-	const { rows } = await db.pool.query('SELECT status, attempts, locked_by, claim_token FROM ops.jobs WHERE id = $1', [id]);
+	const { rows } = await db.pool.query('SELECT status, attempts, locked_by, claim_token FROM ops.jobs WHERE id = $1', [
+		id,
+	]);
 	return rows[0];
 }
 
 async function runs(id: number) {
-	const { rows } = await db.pool.query('SELECT attempt, status, worker FROM ops.job_runs WHERE job_id = $1 ORDER BY id', [id]);
+	const { rows } = await db.pool.query(
+		'SELECT attempt, status, worker FROM ops.job_runs WHERE job_id = $1 ORDER BY id',
+		[id],
+	);
 	return rows;
 }
 
@@ -75,7 +86,7 @@ test('race 1: a late error after Finish Job succeeded leaves the job succeeded a
 	}
 });
 
-test('race 2: worker A released as stale, B claims again, A\'s late error arrives → B keeps its lock and finishes; two runs, never a third', async () => {
+test("race 2: worker A released as stale, B claims again, A's late error arrives → B keeps its lock and finishes; two runs, never a third", async () => {
 	const [id] = await enqueue('reclaimed', 1);
 	const [a] = await claimJobs(db.pool, { job_type: 'reclaimed', batch_size: 1, worker: 'A' });
 	await db.pool.query("UPDATE ops.jobs SET locked_at = now() - interval '1 hour' WHERE id = $1", [id]);
@@ -94,45 +105,60 @@ test('race 2: worker A released as stale, B claims again, A\'s late error arrive
 	assert.deepEqual(await claimJobs(db.pool, { job_type: 'reclaimed', batch_size: 1, worker: 'C' }), []);
 });
 
-test('race 2 under load: 200 jobs, A\'s late errors run concurrently with B\'s Finish Job — every job ran exactly twice and succeeded', { timeout: 120_000 }, async (t) => {
-	const ids = await enqueue('reclaimed-load', 200);
-	const fromA = await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'A' });
-	await db.pool.query("UPDATE ops.jobs SET locked_at = now() - interval '1 hour' WHERE job_type = 'reclaimed-load'");
-	assert.equal((await releaseStale(db.pool, { older_than_seconds: 600, limit: 1000 })).length, 200);
-	const fromB = await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'B' });
-	assert.equal(fromB.length, 200);
-	const tokenA = new Map(fromA.map((j) => [Number(j.id), j.claim_token]));
-	// per job, A's late error and B's Finish Job are sent together, in either order (every other job A's first)
-	const settled = await Promise.allSettled(
-		fromB.flatMap((j, i) => {
-			const error = () => record(lateError(Number(j.id), tokenA.get(Number(j.id)))).then((r) => (r.result.job as { outcome?: string }).outcome);
-			const finish = () => finishJob(db.pool, { job_id: j.id, worker: 'B', success: true, claim_token: j.claim_token }).then((f) => `finish:${String(f.status)}`);
-			return i % 2 === 0 ? [error(), finish()] : [finish(), error()];
-		}),
-	);
-	const { rows } = await db.pool.query(
-		`SELECT j.status, j.attempts, count(r.id)::int AS runs, string_agg(r.status, ',' ORDER BY r.id) AS run_statuses
+test(
+	"race 2 under load: 200 jobs, A's late errors run concurrently with B's Finish Job — every job ran exactly twice and succeeded",
+	{ timeout: 120_000 },
+	async (t) => {
+		const ids = await enqueue('reclaimed-load', 200);
+		const fromA = await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'A' });
+		await db.pool.query("UPDATE ops.jobs SET locked_at = now() - interval '1 hour' WHERE job_type = 'reclaimed-load'");
+		assert.equal((await releaseStale(db.pool, { older_than_seconds: 600, limit: 1000 })).length, 200);
+		const fromB = await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'B' });
+		assert.equal(fromB.length, 200);
+		const tokenA = new Map(fromA.map((j) => [Number(j.id), j.claim_token]));
+		// per job, A's late error and B's Finish Job are sent together, in either order (every other job A's first)
+		const settled = await Promise.allSettled(
+			fromB.flatMap((j, i) => {
+				const error = () =>
+					record(lateError(Number(j.id), tokenA.get(Number(j.id)))).then(
+						(r) => (r.result.job as { outcome?: string }).outcome,
+					);
+				const finish = () =>
+					finishJob(db.pool, { job_id: j.id, worker: 'B', success: true, claim_token: j.claim_token }).then(
+						(f) => `finish:${String(f.status)}`,
+					);
+				return i % 2 === 0 ? [error(), finish()] : [finish(), error()];
+			}),
+		);
+		const { rows } = await db.pool.query(
+			`SELECT j.status, j.attempts, count(r.id)::int AS runs, string_agg(r.status, ',' ORDER BY r.id) AS run_statuses
 		 FROM ops.jobs j JOIN ops.job_runs r ON r.job_id = j.id WHERE j.id = ANY($1::bigint[]) GROUP BY j.id`,
-		[ids],
-	);
-	assert.equal(rows.length, 200);
-	const states = new Map<string, number>();
-	for (const row of rows) states.set(JSON.stringify(row), (states.get(JSON.stringify(row)) ?? 0) + 1);
-	assert.deepEqual([...states], [[JSON.stringify({ status: 'succeeded', attempts: 2, runs: 2, run_statuses: 'retry,succeeded' }), 200]]);
-	const outcomes = settled.map((s) => (s.status === 'fulfilled' ? s.value : `rejected: ${(s.reason as Error).message.replace(/\d+/g, 'N')}`));
-	assert.deepEqual([...new Set(outcomes)].sort(), ['finish:succeeded', 'stale']);
-	const { rows: errors } = await db.pool.query(
-		"SELECT details->>'job_outcome' AS outcome, count(*)::int AS n FROM ops.errors WHERE job_id = ANY($1::bigint[]) GROUP BY 1",
-		[ids],
-	);
-	assert.deepEqual(errors, [{ outcome: 'stale', n: 200 }]);
-	const { rows: order } = await db.pool.query(
-		'SELECT count(*) FILTER (WHERE e.created_at < j.finished_at)::int AS error_first FROM ops.errors e JOIN ops.jobs j ON j.id = e.job_id WHERE j.id = ANY($1::bigint[])',
-		[ids],
-	);
-	t.diagnostic(`A's error started before B's Finish Job for ${order[0].error_first} of 200 jobs`);
-	assert.deepEqual(await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'C' }), []);
-});
+			[ids],
+		);
+		assert.equal(rows.length, 200);
+		const states = new Map<string, number>();
+		for (const row of rows) states.set(JSON.stringify(row), (states.get(JSON.stringify(row)) ?? 0) + 1);
+		assert.deepEqual(
+			[...states],
+			[[JSON.stringify({ status: 'succeeded', attempts: 2, runs: 2, run_statuses: 'retry,succeeded' }), 200]],
+		);
+		const outcomes = settled.map((s) =>
+			s.status === 'fulfilled' ? s.value : `rejected: ${(s.reason as Error).message.replace(/\d+/g, 'N')}`,
+		);
+		assert.deepEqual([...new Set(outcomes)].sort(), ['finish:succeeded', 'stale']);
+		const { rows: errors } = await db.pool.query(
+			"SELECT details->>'job_outcome' AS outcome, count(*)::int AS n FROM ops.errors WHERE job_id = ANY($1::bigint[]) GROUP BY 1",
+			[ids],
+		);
+		assert.deepEqual(errors, [{ outcome: 'stale', n: 200 }]);
+		const { rows: order } = await db.pool.query(
+			'SELECT count(*) FILTER (WHERE e.created_at < j.finished_at)::int AS error_first FROM ops.errors e JOIN ops.jobs j ON j.id = e.job_id WHERE j.id = ANY($1::bigint[])',
+			[ids],
+		);
+		t.diagnostic(`A's error started before B's Finish Job for ${order[0].error_first} of 200 jobs`);
+		assert.deepEqual(await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'C' }), []);
+	},
+);
 
 test('the open attempt: the error with its token retries the job, closes its run and clears the token; job_outcome is the new status', async () => {
 	const [id] = await enqueue('open-attempt', 1);
@@ -184,24 +210,37 @@ test('one write failing does not take the other with it: the job is still retrie
 		const token = new Map(claimed.map((j) => [Number(j.id), j.claim_token]));
 
 		const noRow = await record(lateError(first, token.get(first), 'refused by ops.errors'));
-		assert.deepEqual(noRow.result.write_failures.map((f) => f.table), ['ops.errors']);
+		assert.deepEqual(
+			noRow.result.write_failures.map((f) => f.table),
+			['ops.errors'],
+		);
 		assert.equal(noRow.result.error_id, null);
 		assert.equal((noRow.result.job as { outcome: string }).outcome, 'queued');
 		assert.equal((await jobState(first)).status, 'queued');
 		assert.deepEqual(await runs(first), [{ attempt: 1, status: 'retry', worker: 'w1' }]);
 
 		const noJob = await record(lateError(second, token.get(second), 'refused by ops.jobs'));
-		assert.deepEqual(noJob.result.write_failures.map((f) => f.table), ['ops.jobs']);
+		assert.deepEqual(
+			noJob.result.write_failures.map((f) => f.table),
+			['ops.jobs'],
+		);
 		assert.match(noJob.result.write_failures[0].message, /injected: ops.jobs refuses/);
 		assert.equal((await errorRow(noJob.result.error_id)).details.job_outcome, 'write_failed');
 		assert.equal(noJob.envelope.error.details.job_outcome, 'write_failed');
-		assert.deepEqual(await jobState(second), { status: 'running', attempts: 1, locked_by: 'w1', claim_token: token.get(second) });
+		assert.deepEqual(await jobState(second), {
+			status: 'running',
+			attempts: 1,
+			locked_by: 'w1',
+			claim_token: token.get(second),
+		});
 	} finally {
-		await db.pool.query('DROP TRIGGER refuse_errors ON ops.errors; DROP TRIGGER refuse_jobs ON ops.jobs; DROP FUNCTION public.refuse_error_row(); DROP FUNCTION public.refuse_job_update()');
+		await db.pool.query(
+			'DROP TRIGGER refuse_errors ON ops.errors; DROP TRIGGER refuse_jobs ON ops.jobs; DROP FUNCTION public.refuse_error_row(); DROP FUNCTION public.refuse_job_update()',
+		);
 	}
 });
 
-test('race 2 with a large ctx: A\'s token is read from the raw ctx, not from its budget-cut copy — B keeps the job', async () => {
+test("race 2 with a large ctx: A's token is read from the raw ctx, not from its budget-cut copy — B keeps the job", async () => {
 	const [id] = await enqueue('reclaimed-large-ctx', 1);
 	const [a] = await claimJobs(db.pool, { job_type: 'reclaimed-large-ctx', batch_size: 1, worker: 'A' });
 	await db.pool.query("UPDATE ops.jobs SET locked_at = now() - interval '1 hour' WHERE id = $1", [id]);
@@ -209,11 +248,20 @@ test('race 2 with a large ctx: A\'s token is read from the raw ctx, not from its
 	const [b] = await claimJobs(db.pool, { job_type: 'reclaimed-large-ctx', batch_size: 1, worker: 'B' });
 	// 20 × 16,000 characters before job_id and the token: the details budget is spent before the copy reaches them
 	const payload = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`f${i}`, 'x'.repeat(16_000)]));
-	const item = { ctx: { correlation_id: randomUUID(), payload, job_id: id, job_claim_token: a.claim_token }, error: { message: 'late', kind: 'upstream', retryable: true } };
+	const item = {
+		ctx: { correlation_id: randomUUID(), payload, job_id: id, job_claim_token: a.claim_token },
+		error: { message: 'late', kind: 'upstream', retryable: true },
+	};
 	const normalized = normalizeErrorItem(item, { source: 'WF99' });
 	assert.equal(normalized.envelope.error.details.truncated, true, 'the ctx copy was cut');
 	assert.equal(normalized.jobClaimToken, a.claim_token);
-	const result = await recordError(db.pool, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+	const result = await recordError(
+		db.pool,
+		normalized.envelope,
+		normalized.jobId,
+		normalized.contractVersion,
+		normalized.jobClaimToken,
+	);
 	assert.equal((result.job as { outcome: string }).outcome, 'stale');
 	assert.deepEqual(await jobState(id), { status: 'running', attempts: 2, locked_by: 'B', claim_token: b.claim_token });
 });
@@ -222,7 +270,12 @@ test('a job_claim_token key whose value is not a UUID, or cannot be read, is sta
 	const [id] = await enqueue('bad-token-key', 1);
 	const [job] = await claimJobs(db.pool, { job_type: 'bad-token-key', batch_size: 1, worker: 'w1' });
 	const unreadable = { correlation_id: randomUUID(), job_id: id, workflow: 'WF90' };
-	Object.defineProperty(unreadable, 'job_claim_token', { enumerable: true, get: () => { throw new Error('no'); } });
+	Object.defineProperty(unreadable, 'job_claim_token', {
+		enumerable: true,
+		get: () => {
+			throw new Error('no');
+		},
+	});
 	const items: Array<[string, unknown]> = [
 		['""', lateError(id, '')],
 		['a number', lateError(id, 7)],
@@ -233,9 +286,19 @@ test('a job_claim_token key whose value is not a UUID, or cannot be read, is sta
 		const normalized = normalizeErrorItem(item, { source: 'WF99' });
 		assert.equal(normalized.jobId, id, label);
 		assert.notEqual(normalized.jobClaimToken, null, label);
-		const result = await recordError(db.pool, normalized.envelope, normalized.jobId, normalized.contractVersion, normalized.jobClaimToken);
+		const result = await recordError(
+			db.pool,
+			normalized.envelope,
+			normalized.jobId,
+			normalized.contractVersion,
+			normalized.jobClaimToken,
+		);
 		assert.equal((result.job as { outcome: string }).outcome, 'stale', label);
-		assert.deepEqual(await jobState(id), { status: 'running', attempts: 1, locked_by: 'w1', claim_token: job.claim_token }, label);
+		assert.deepEqual(
+			await jobState(id),
+			{ status: 'running', attempts: 1, locked_by: 'w1', claim_token: job.claim_token },
+			label,
+		);
 	}
 	// null is "no token" (ctx contract: nullable), as an older workflow sends it
 	assert.equal(normalizeErrorItem(lateError(id, null), { source: 'WF99' }).jobClaimToken, null);

@@ -9,7 +9,14 @@ import { after, before, test } from 'node:test';
 import type { Pool } from 'pg';
 import { findPipelineOperation } from '../../nodes/PipelineCapture/actions';
 import { ContractError } from '../../nodes/shared/errors';
-import { claimJobs, enqueueJobs, finishJobs, JOB_REGISTRY, JOB_TYPES, type JobTypeStats } from '../../nodes/shared/jobs';
+import {
+	claimJobs,
+	enqueueJobs,
+	finishJobs,
+	JOB_REGISTRY,
+	JOB_TYPES,
+	type JobTypeStats,
+} from '../../nodes/shared/jobs';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
@@ -23,11 +30,17 @@ after(async () => {
 /** The pool, counting the statements sent through it. */
 function counting(pool: Pool) {
 	const sent: string[] = [];
-	return { pool: { query: (sql: string, params?: unknown[]) => (sent.push(sql), pool.query(sql, params)) } as unknown as Pool, sent };
+	return {
+		pool: { query: (sql: string, params?: unknown[]) => (sent.push(sql), pool.query(sql, params)) } as unknown as Pool,
+		sent,
+	};
 }
 
 async function seed(type: string, n: number): Promise<number[]> {
-	const { rows } = await db.pool.query('INSERT INTO ops.jobs (job_type, max_attempts) SELECT $1, 2 FROM generate_series(1, $2) RETURNING id', [type, n]);
+	const { rows } = await db.pool.query(
+		'INSERT INTO ops.jobs (job_type, max_attempts) SELECT $1, 2 FROM generate_series(1, $2) RETURNING id',
+		[type, n],
+	);
 	return rows.map((r) => Number(r.id));
 }
 
@@ -52,7 +65,8 @@ test('finishJobs: one statement for the batch; each job its own outcome; a job n
 		assert.ok(!(r instanceof ContractError), String(r));
 		return r as Record<string, unknown>;
 	};
-	const code = (r: unknown) => (r instanceof ContractError ? [r.statusCode, r.details.code ?? r.details.field] : ['ok']);
+	const code = (r: unknown) =>
+		r instanceof ContractError ? [r.statusCode, r.details.code ?? r.details.field] : ['ok'];
 	assert.equal(ok(results[0]).status, 'succeeded');
 	assert.equal(ok(results[1]).status, 'queued');
 	assert.deepEqual(code(results[2]), [409, 'NOT_LOCKED_BY_WORKER']);
@@ -66,29 +80,70 @@ test('finishJobs: one statement for the batch; each job its own outcome; a job n
 		[jobs.map((j) => j.id)],
 	);
 	const byId = new Map(rows.map((r) => [Number(r.id), r]));
-	assert.deepEqual([byId.get(Number(a.id))!.status, byId.get(Number(a.id))!.run_status, byId.get(Number(a.id))!.claim_token], ['succeeded', 'succeeded', null]);
-	assert.deepEqual([byId.get(Number(b.id))!.status, byId.get(Number(b.id))!.run_status, byId.get(Number(b.id))!.last_error], ['queued', 'retry', { message: 'boom' }]);
-	assert.deepEqual([byId.get(Number(c.id))!.status, byId.get(Number(c.id))!.run_status, byId.get(Number(c.id))!.locked_by], ['running', 'running', 'w1']);
-	assert.deepEqual([byId.get(Number(d.id))!.status, byId.get(Number(d.id))!.run_error], ['failed', { message: 'bad input' }]);
+	assert.deepEqual(
+		[byId.get(Number(a.id))!.status, byId.get(Number(a.id))!.run_status, byId.get(Number(a.id))!.claim_token],
+		['succeeded', 'succeeded', null],
+	);
+	assert.deepEqual(
+		[byId.get(Number(b.id))!.status, byId.get(Number(b.id))!.run_status, byId.get(Number(b.id))!.last_error],
+		['queued', 'retry', { message: 'boom' }],
+	);
+	assert.deepEqual(
+		[byId.get(Number(c.id))!.status, byId.get(Number(c.id))!.run_status, byId.get(Number(c.id))!.locked_by],
+		['running', 'running', 'w1'],
+	);
+	assert.deepEqual(
+		[byId.get(Number(d.id))!.status, byId.get(Number(d.id))!.run_error],
+		['failed', { message: 'bad input' }],
+	);
 	assert.deepEqual([byId.get(Number(e.id))!.status, byId.get(Number(e.id))!.run_status], ['running', 'running']);
 	// the run ids returned are the attempts' rows
-	assert.equal(Number(ok(results[0]).run_id), Number((await db.pool.query('SELECT id FROM ops.job_runs WHERE job_id = $1', [a.id])).rows[0].id));
+	assert.equal(
+		Number(ok(results[0]).run_id),
+		Number((await db.pool.query('SELECT id FROM ops.job_runs WHERE job_id = $1', [a.id])).rows[0].id),
+	);
 });
 
 test('enqueueJobs: a bad payload or an unregistered type is a 422 naming the field, and nothing of the batch is enqueued', async () => {
-	const tenant = (await db.pool.query("INSERT INTO core.tenants (name) VALUES ('enqueue-test') RETURNING tenant_id")).rows[0].tenant_id as string;
+	const tenant = (await db.pool.query("INSERT INTO core.tenants (name) VALUES ('enqueue-test') RETURNING tenant_id"))
+		.rows[0].tenant_id as string;
 	const count = async () => (await db.pool.query('SELECT count(*)::int AS n FROM ops.jobs')).rows[0].n as number;
 	const before = await count();
-	const good = { job_type: JOB_TYPES.document_extract, dedup_key: `t:${randomUUID()}`, payload: { tenant_id: tenant, document_id: 1, trace_id: null } };
-	const bad = { job_type: JOB_TYPES.url_fetch, dedup_key: `t:${randomUUID()}`, payload: { tenant_id: tenant, url_id: 'not an id', ctx: { chat_id: 1, visibility: 'group', dm_owner_user_id: null } } };
-	await assert.rejects(enqueueJobs(db.pool, tenant, randomUUID(), [good, bad]), (e: ContractError) => e.statusCode === 422 && e.details.field === 'payload.url_id' && e.details.job_type === 'url_fetch');
-	await assert.rejects(enqueueJobs(db.pool, tenant, randomUUID(), [good, { ...good, job_type: 'nobody_runs_this' as never }]), (e: ContractError) => e.statusCode === 422 && e.details.field === 'job_type');
+	const good = {
+		job_type: JOB_TYPES.document_extract,
+		dedup_key: `t:${randomUUID()}`,
+		payload: { tenant_id: tenant, document_id: 1, trace_id: null },
+	};
+	const bad = {
+		job_type: JOB_TYPES.url_fetch,
+		dedup_key: `t:${randomUUID()}`,
+		payload: {
+			tenant_id: tenant,
+			url_id: 'not an id',
+			ctx: { chat_id: 1, visibility: 'group', dm_owner_user_id: null },
+		},
+	};
+	await assert.rejects(
+		enqueueJobs(db.pool, tenant, randomUUID(), [good, bad]),
+		(e: ContractError) =>
+			e.statusCode === 422 && e.details.field === 'payload.url_id' && e.details.job_type === 'url_fetch',
+	);
+	await assert.rejects(
+		enqueueJobs(db.pool, tenant, randomUUID(), [good, { ...good, job_type: 'nobody_runs_this' as never }]),
+		(e: ContractError) => e.statusCode === 422 && e.details.field === 'job_type',
+	);
 	// a payload naming another tenant: its worker would read that tenant's rows (WF20 reads the raw row by it)
 	const foreign = { ...good, dedup_key: `t:${randomUUID()}`, payload: { ...good.payload, tenant_id: randomUUID() } };
-	await assert.rejects(enqueueJobs(db.pool, tenant, randomUUID(), [good, foreign]), (e: ContractError) => e.statusCode === 422 && e.details.field === 'payload.tenant_id');
+	await assert.rejects(
+		enqueueJobs(db.pool, tenant, randomUUID(), [good, foreign]),
+		(e: ContractError) => e.statusCode === 422 && e.details.field === 'payload.tenant_id',
+	);
 	assert.equal(await count(), before);
 	const [id] = await enqueueJobs(db.pool, tenant, randomUUID(), [good]);
-	assert.deepEqual((await db.pool.query('SELECT job_type, payload FROM ops.jobs WHERE id = $1', [id])).rows[0], { job_type: 'document_extract', payload: good.payload });
+	assert.deepEqual((await db.pool.query('SELECT job_type, payload FROM ops.jobs WHERE id = $1', [id])).rows[0], {
+		job_type: 'document_extract',
+		payload: good.payload,
+	});
 });
 
 /** percentile_cont as defined (linear interpolation between the closest ranks), computed here. */
@@ -117,7 +172,13 @@ test('Job → Get Stats: counts per status, oldest queued age, runs/failures in 
 	const dead = (await insert('dead', 900)).rows[0].id;
 	// runs: [status, ms, finished seconds ago]; the last one is outside a 3600 s window
 	const runs: [string, number, number][] = [
-		['succeeded', 120, 60], ['succeeded', 80, 120], ['retry', 450, 30], ['dead', 1000, 20], ['succeeded', 35, 10], ['failed', 200, 5], ['succeeded', 99_999, 7200],
+		['succeeded', 120, 60],
+		['succeeded', 80, 120],
+		['retry', 450, 30],
+		['dead', 1000, 20],
+		['succeeded', 35, 10],
+		['failed', 200, 5],
+		['succeeded', 99_999, 7200],
 	];
 	for (const [i, [status, ms, ago]] of runs.entries()) {
 		await db.pool.query(
@@ -129,9 +190,15 @@ test('Job → Get Stats: counts per status, oldest queued age, runs/failures in 
 	// one open attempt (not finished): not a run of the window
 	await db.pool.query("INSERT INTO ops.job_runs (job_id, attempt, status) VALUES ($1, 2, 'running')", [dead]);
 
-	const result = await operation.execute({ pool: db.pool } as never, { window_seconds: 3600, job_type: `${type}, stats_none` });
+	const result = await operation.execute({ pool: db.pool } as never, {
+		window_seconds: 3600,
+		job_type: `${type}, stats_none`,
+	});
 	const stats = result.many as unknown as JobTypeStats[];
-	assert.deepEqual(stats.map((s) => s.job_type), [type]);
+	assert.deepEqual(
+		stats.map((s) => s.job_type),
+		[type],
+	);
 	const s = stats[0];
 	assert.deepEqual(s.counts, { queued: 3, running: 1, succeeded: 2, failed: 0, dead: 1 });
 	assert.ok(Math.abs(s.oldest_queued_age_seconds! - 300) < 5, `oldest queued ≈ 300 s: ${s.oldest_queued_age_seconds}`);
@@ -145,10 +212,21 @@ test('Job → Get Stats: counts per status, oldest queued age, runs/failures in 
 	assert.ok(Math.abs(s.run_ms.p95! - percentile(ms, 0.95)) < 0.01, `p95 ${s.run_ms.p95} vs ${percentile(ms, 0.95)}`);
 
 	// a wider window takes the old run in; no filter: every registered type is listed, even with no job
-	const wide = (await operation.execute({ pool: db.pool } as never, { window_seconds: 86_400, job_type: '' })).many as unknown as JobTypeStats[];
+	const wide = (await operation.execute({ pool: db.pool } as never, { window_seconds: 86_400, job_type: '' }))
+		.many as unknown as JobTypeStats[];
 	assert.equal(wide.find((x) => x.job_type === type)!.runs, runs.length);
-	for (const t of Object.keys(JOB_REGISTRY)) assert.ok(wide.some((x) => x.job_type === t), `${t} listed`);
+	for (const t of Object.keys(JOB_REGISTRY))
+		assert.ok(
+			wide.some((x) => x.job_type === t),
+			`${t} listed`,
+		);
 	const idle = wide.find((x) => x.job_type === JOB_TYPES.document_embed)!;
-	assert.deepEqual([idle.counts.queued, idle.runs, idle.oldest_queued_age_seconds, idle.run_ms.p50], [0, 0, null, null]);
-	await assert.rejects(operation.execute({ pool: db.pool } as never, { window_seconds: 0 }), (e: ContractError) => e.statusCode === 422 && e.details.field === 'window_seconds');
+	assert.deepEqual(
+		[idle.counts.queued, idle.runs, idle.oldest_queued_age_seconds, idle.run_ms.p50],
+		[0, 0, null, null],
+	);
+	await assert.rejects(
+		operation.execute({ pool: db.pool } as never, { window_seconds: 0 }),
+		(e: ContractError) => e.statusCode === 422 && e.details.field === 'window_seconds',
+	);
 });

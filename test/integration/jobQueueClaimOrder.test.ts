@@ -20,7 +20,7 @@ after(async () => {
 /** One job; `dueSecondsAgo` sets next_run_at (negative: in the future). Returns its id. */
 async function job(type: string, priority: number, dueSecondsAgo: number): Promise<number> {
 	const { rows } = await db.pool.query<{ id: string }>(
-		"INSERT INTO ops.jobs (job_type, priority, next_run_at) VALUES ($1, $2, now() - make_interval(secs => $3)) RETURNING id",
+		'INSERT INTO ops.jobs (job_type, priority, next_run_at) VALUES ($1, $2, now() - make_interval(secs => $3)) RETURNING id',
 		[type, priority, dueSecondsAgo],
 	);
 	return Number(rows[0].id);
@@ -39,7 +39,10 @@ test('several types: the batch takes the highest priority, then the longest due,
 	await job('order-c', 9, 3600); // a type not asked for
 	// the order, by the rule: b1, b2 (priority 5), bOld (due an hour ago), a1 (lowest id of the rest)
 	const first = await claimJobs(db.pool, { job_type: 'order-a, order-b, order-a', batch_size: 4, worker: 'w1' });
-	assert.deepEqual(ids(first), [a1, b1, b2, bOld].sort((x, y) => x - y));
+	assert.deepEqual(
+		ids(first),
+		[a1, b1, b2, bOld].sort((x, y) => x - y),
+	);
 	// the candidates the merge left out are not held: another worker takes them at once
 	const second = await claimJobs(db.pool, { job_type: 'order-a, order-b', batch_size: 10, worker: 'w2' });
 	assert.deepEqual(ids(second), [a2, a3]);
@@ -47,7 +50,10 @@ test('several types: the batch takes the highest priority, then the longest due,
 		"SELECT job_id, count(*)::int AS n FROM ops.job_runs r JOIN ops.jobs j ON j.id = r.job_id WHERE j.job_type LIKE 'order-%' GROUP BY job_id",
 	);
 	assert.equal(rows.length, 6, 'one run per claimed job');
-	assert.ok(rows.every((r) => r.n === 1), 'no job claimed twice');
+	assert.ok(
+		rows.every((r) => r.n === 1),
+		'no job claimed twice',
+	);
 });
 
 test('a claim reads about one batch of the due index, not the whole queue', async () => {
@@ -60,7 +66,12 @@ test('a claim reads about one batch of the due index, not the whole queue', asyn
 		await client.query('ROLLBACK');
 		const scanned: number[] = [];
 		const walk = (node: Record<string, unknown>) => {
-			if (node['Relation Name'] === 'jobs' && String(node['Node Type']).includes('Scan') && node['Index Name'] !== 'jobs_pkey') scanned.push(Number(node['Actual Rows']) * Number(node['Actual Loops']));
+			if (
+				node['Relation Name'] === 'jobs' &&
+				String(node['Node Type']).includes('Scan') &&
+				node['Index Name'] !== 'jobs_pkey'
+			)
+				scanned.push(Number(node['Actual Rows']) * Number(node['Actual Loops']));
 			for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
 		};
 		walk(rows[0]['QUERY PLAN'][0].Plan);

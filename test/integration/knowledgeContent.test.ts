@@ -22,16 +22,26 @@ let botApi: BotApiStandIn;
 let server: http.Server;
 let base: string;
 let version = 1;
-const pages: Record<string, { type: string; body: () => Buffer | Promise<Buffer>; status?: number; delayMs?: number }> = {
-	'/article.html': { type: 'text/html; charset=utf-8', body: () => Buffer.from(`<html><head><title>Vector search notes</title></head><body><nav>menu</nav><h1>HNSW</h1><p>Graph index, version ${version}.</p><script>track()</script></body></html>`) },
-	'/paper.pdf': { type: 'application/pdf', body: () => pdfWithText('Attention is all you need') },
-	'/notes.docx': { type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', body: () => docxWithParagraphs(['First point', 'Second point']) },
-	'/image.png': { type: 'image/png', body: () => Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]) },
-	'/gone': { type: 'text/plain', body: () => Buffer.from('not here'), status: 404 },
-	'/boom': { type: 'text/plain', body: () => Buffer.from('down'), status: 503 },
-	'/slow': { type: 'text/plain', body: () => Buffer.from('late'), delayMs: 3000 },
-	'/huge': { type: 'text/plain', body: () => Buffer.alloc(300_000, 'a') },
-};
+const pages: Record<string, { type: string; body: () => Buffer | Promise<Buffer>; status?: number; delayMs?: number }> =
+	{
+		'/article.html': {
+			type: 'text/html; charset=utf-8',
+			body: () =>
+				Buffer.from(
+					`<html><head><title>Vector search notes</title></head><body><nav>menu</nav><h1>HNSW</h1><p>Graph index, version ${version}.</p><script>track()</script></body></html>`,
+				),
+		},
+		'/paper.pdf': { type: 'application/pdf', body: () => pdfWithText('Attention is all you need') },
+		'/notes.docx': {
+			type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+			body: () => docxWithParagraphs(['First point', 'Second point']),
+		},
+		'/image.png': { type: 'image/png', body: () => Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]) },
+		'/gone': { type: 'text/plain', body: () => Buffer.from('not here'), status: 404 },
+		'/boom': { type: 'text/plain', body: () => Buffer.from('down'), status: 503 },
+		'/slow': { type: 'text/plain', body: () => Buffer.from('late'), delayMs: 3000 },
+		'/huge': { type: 'text/plain', body: () => Buffer.alloc(300_000, 'a') },
+	};
 
 before(async () => {
 	db = await setupDatabase();
@@ -58,9 +68,16 @@ after(async () => {
 });
 
 const CORRELATION = '1c2d3e4f-5a6b-4c7d-8e9f-a0b1c2d3e4f5';
-const GROUP: Record<string, unknown> = { chat_id: -100555, visibility: 'group', dm_owner_user_id: null, message_version_id: null };
+const GROUP: Record<string, unknown> = {
+	chat_id: -100555,
+	visibility: 'group',
+	dm_owner_user_id: null,
+	message_version_id: null,
+};
 
-const runner = knowledgeRunner(() => db.pool, CORRELATION, { telegram: () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }) });
+const runner = knowledgeRunner(() => db.pool, CORRELATION, {
+	telegram: () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }),
+});
 const run = async (op: Parameters<typeof runner.run>[0], req: unknown) => (await runner.run(op, req)).data;
 const failure = runner.failure;
 async function urlId(pathname: string, ctx = GROUP) {
@@ -69,7 +86,11 @@ async function urlId(pathname: string, ctx = GROUP) {
 async function fetchAndExtract(pathname: string) {
 	const fetched = await run(fetchOperation, { tenant_id: tenant, url_id: await urlId(pathname), ctx: GROUP });
 	const extracted = await run(extractOperation, { tenant_id: tenant, document_id: fetched.document_id });
-	const doc = (await db.pool.query('SELECT text, title, status, token_count, error FROM content.documents WHERE id = $1', [fetched.document_id])).rows[0];
+	const doc = (
+		await db.pool.query('SELECT text, title, status, token_count, error FROM content.documents WHERE id = $1', [
+			fetched.document_id,
+		])
+	).rows[0];
 	return { fetched, extracted, doc };
 }
 
@@ -90,7 +111,9 @@ test('HTML: fetched into a blob and a pending document, extracted without nav/sc
 	const changed = await run(fetchOperation, { tenant_id: tenant, url_id: await urlId('/article.html'), ctx: GROUP });
 	assert.equal(changed.status, 'pending');
 	assert.notEqual(changed.extract_job_id, fetched.extract_job_id);
-	const blobs = await db.pool.query("SELECT count(*)::int AS n FROM content.url_fetches f JOIN content.urls u ON u.id = f.url_id WHERE u.normalized_url LIKE '%/article.html' AND f.status = 'done'");
+	const blobs = await db.pool.query(
+		"SELECT count(*)::int AS n FROM content.url_fetches f JOIN content.urls u ON u.id = f.url_id WHERE u.normalized_url LIKE '%/article.html' AND f.status = 'done'",
+	);
 	assert.equal(blobs.rows[0].n, 3);
 });
 
@@ -98,7 +121,10 @@ test('PDF and DOCX: text extracted by the maintained libraries', async () => {
 	const pdf = await fetchAndExtract('/paper.pdf');
 	assert.deepEqual([pdf.doc.status, pdf.doc.text, pdf.extracted.kind], ['done', 'Attention is all you need', 'pdf']);
 	const docx = await fetchAndExtract('/notes.docx');
-	assert.deepEqual([docx.doc.status, docx.doc.text.split(/\s+/).join(' '), docx.extracted.kind], ['done', 'First point Second point', 'docx']);
+	assert.deepEqual(
+		[docx.doc.status, docx.doc.text.split(/\s+/).join(' '), docx.extracted.kind],
+		['done', 'First point Second point', 'docx'],
+	);
 });
 
 test('a type without an extractor: the document is set to error with the reason, no chunk job', async () => {
@@ -111,13 +137,36 @@ test('4xx recorded as an error fetch and answered (not retried); 5xx, timeout an
 	const gone = await run(fetchOperation, { tenant_id: tenant, url_id: await urlId('/gone'), ctx: GROUP });
 	assert.deepEqual([gone.status, gone.http_status, gone.document_id], ['error', 404, null]);
 	const boom = await failure(fetchOperation, { tenant_id: tenant, url_id: await urlId('/boom'), ctx: GROUP });
-	assert.deepEqual([boom.statusCode, boom.kind, boom.retryable, boom.details.http_status], [502, 'upstream', true, 503]);
-	const slow = await failure(fetchOperation, { tenant_id: tenant, url_id: await urlId('/slow'), ctx: GROUP, timeout_ms: 300 });
+	assert.deepEqual(
+		[boom.statusCode, boom.kind, boom.retryable, boom.details.http_status],
+		[502, 'upstream', true, 503],
+	);
+	const slow = await failure(fetchOperation, {
+		tenant_id: tenant,
+		url_id: await urlId('/slow'),
+		ctx: GROUP,
+		timeout_ms: 300,
+	});
 	assert.deepEqual([slow.statusCode, slow.retryable], [502, true]);
-	const huge = await failure(fetchOperation, { tenant_id: tenant, url_id: await urlId('/huge'), ctx: GROUP, max_bytes: 100_000 });
+	const huge = await failure(fetchOperation, {
+		tenant_id: tenant,
+		url_id: await urlId('/huge'),
+		ctx: GROUP,
+		max_bytes: 100_000,
+	});
 	assert.deepEqual([huge.statusCode, huge.details.code, huge.retryable], [413, 'TOO_LARGE', false]);
-	const rows = await db.pool.query("SELECT u.normalized_url, f.status FROM content.url_fetches f JOIN content.urls u ON u.id = f.url_id WHERE u.normalized_url ~ '/(gone|boom|slow|huge)$' ORDER BY f.id");
-	assert.deepEqual(rows.rows.map((r) => [r.normalized_url.replace(base, ''), r.status]), [['/gone', 'error'], ['/boom', 'error'], ['/slow', 'error'], ['/huge', 'error']]);
+	const rows = await db.pool.query(
+		"SELECT u.normalized_url, f.status FROM content.url_fetches f JOIN content.urls u ON u.id = f.url_id WHERE u.normalized_url ~ '/(gone|boom|slow|huge)$' ORDER BY f.id",
+	);
+	assert.deepEqual(
+		rows.rows.map((r) => [r.normalized_url.replace(base, ''), r.status]),
+		[
+			['/gone', 'error'],
+			['/boom', 'error'],
+			['/slow', 'error'],
+			['/huge', 'error'],
+		],
+	);
 	const missing = await failure(fetchOperation, { tenant_id: tenant, url_id: 987_654, ctx: GROUP });
 	assert.deepEqual([missing.statusCode, missing.details.code], [404, 'URL_NOT_FOUND']);
 });
@@ -125,16 +174,24 @@ test('4xx recorded as an error fetch and answered (not retried); 5xx, timeout an
 test('dm visibility travels from the fetch to the document', async () => {
 	const dm = { chat_id: 4242, visibility: 'dm', dm_owner_user_id: 4242, message_version_id: null };
 	const fetched = await run(fetchOperation, { tenant_id: tenant, url_id: await urlId('/notes.docx', dm), ctx: dm });
-	const doc = (await db.pool.query('SELECT visibility, dm_owner_user_id::int AS owner, chat_id::int AS chat FROM content.documents WHERE id = $1', [fetched.document_id])).rows[0];
+	const doc = (
+		await db.pool.query(
+			'SELECT visibility, dm_owner_user_id::int AS owner, chat_id::int AS chat FROM content.documents WHERE id = $1',
+			[fetched.document_id],
+		)
+	).rows[0];
 	assert.deepEqual(doc, { visibility: 'dm', owner: 4242, chat: 4242 });
 });
 
-test('Extract: 404 for another tenant\'s document, 409 before anything was downloaded', async () => {
+test("Extract: 404 for another tenant's document, 409 before anything was downloaded", async () => {
 	const other = (await seedBot(db.pool, 'other_bot')).tenantId;
 	const { fetched } = await fetchAndExtract('/paper.pdf');
 	const foreign = await failure(extractOperation, { tenant_id: other, document_id: fetched.document_id });
 	assert.deepEqual([foreign.statusCode, foreign.details.code], [404, 'DOCUMENT_NOT_FOUND']);
-	const { rows } = await db.pool.query("INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility) VALUES ($1, 'file', 'file:none', -1, 'group') RETURNING id", [tenant]);
+	const { rows } = await db.pool.query(
+		"INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility) VALUES ($1, 'file', 'file:none', -1, 'group') RETURNING id",
+		[tenant],
+	);
 	const empty = await failure(extractOperation, { tenant_id: tenant, document_id: rows[0].id });
 	assert.deepEqual([empty.statusCode, empty.details.code], [409, 'NO_BODY']);
 });
@@ -143,9 +200,24 @@ test('Extract: 404 for another tenant\'s document, 409 before anything was downl
 async function sentFile(uniqueId: string, body: Buffer, extra: Record<string, unknown> = {}) {
 	const fileId = `BQAC-${uniqueId}`;
 	botApi.files.set(fileId, { path: `documents/${uniqueId}.pdf`, body, type: 'application/octet-stream' });
-	await db.pool.query('INSERT INTO tg.files (tenant_id, file_unique_id, file_name, mime_type, file_size) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING', [tenant, uniqueId, 'report.pdf', 'application/pdf', body.length]);
-	await db.pool.query('INSERT INTO tg.file_instances (tenant_id, file_unique_id, file_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [tenant, uniqueId, fileId]);
-	return { tenant_id: tenant, file_id: fileId, file_unique_id: uniqueId, file_name: 'report.pdf', mime_type: 'application/pdf', file_size: body.length, ctx: GROUP, ...extra };
+	await db.pool.query(
+		'INSERT INTO tg.files (tenant_id, file_unique_id, file_name, mime_type, file_size) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
+		[tenant, uniqueId, 'report.pdf', 'application/pdf', body.length],
+	);
+	await db.pool.query(
+		'INSERT INTO tg.file_instances (tenant_id, file_unique_id, file_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+		[tenant, uniqueId, fileId],
+	);
+	return {
+		tenant_id: tenant,
+		file_id: fileId,
+		file_unique_id: uniqueId,
+		file_name: 'report.pdf',
+		mime_type: 'application/pdf',
+		file_size: body.length,
+		ctx: GROUP,
+		...extra,
+	};
 }
 
 test('File → Download: getFile then the file, path recorded, a pending document extracted as PDF; a replay reuses the job', async () => {
@@ -159,20 +231,38 @@ test('File → Download: getFile then the file, path recorded, a pending documen
 	assert.deepEqual([again.document_id, again.extract_job_id], [first.document_id, first.extract_job_id]);
 	const extracted = await run(extractOperation, { tenant_id: tenant, document_id: first.document_id });
 	assert.deepEqual([extracted.status, extracted.kind], ['done', 'pdf']);
-	const doc = await db.pool.query('SELECT doc_type, source_key, text, mime_type FROM content.documents WHERE id = $1', [first.document_id]);
-	assert.deepEqual(doc.rows[0], { doc_type: 'file', source_key: 'file:AgADpdf1', text: 'Quarterly report', mime_type: 'application/pdf' });
+	const doc = await db.pool.query('SELECT doc_type, source_key, text, mime_type FROM content.documents WHERE id = $1', [
+		first.document_id,
+	]);
+	assert.deepEqual(doc.rows[0], {
+		doc_type: 'file',
+		source_key: 'file:AgADpdf1',
+		text: 'Quarterly report',
+		mime_type: 'application/pdf',
+	});
 });
 
 test('File → Download: over 20 MB the Bot API is not called and the document records why; Bot API errors map to 502', async () => {
 	const before = botApi.requests.length;
-	const big = await run(downloadOperation, { ...(await sentFile('AgADbig', Buffer.from('x'))), file_size: 25 * 1024 * 1024 });
+	const big = await run(downloadOperation, {
+		...(await sentFile('AgADbig', Buffer.from('x'))),
+		file_size: 25 * 1024 * 1024,
+	});
 	assert.equal(big.status, 'error');
 	assert.equal(botApi.requests.length, before, 'no Bot API call for a file a bot cannot download');
 	const doc = await db.pool.query('SELECT status, error FROM content.documents WHERE id = $1', [big.document_id]);
 	assert.equal(doc.rows[0].status, 'error');
 	assert.match(doc.rows[0].error, /over the Bot API download limit/);
-	const expired = await failure(downloadOperation, { tenant_id: tenant, file_id: 'gone', file_unique_id: 'AgADgone', ctx: GROUP });
-	assert.deepEqual([expired.statusCode, expired.retryable, expired.details.description], [502, false, 'Bad Request: invalid file_id']);
+	const expired = await failure(downloadOperation, {
+		tenant_id: tenant,
+		file_id: 'gone',
+		file_unique_id: 'AgADgone',
+		ctx: GROUP,
+	});
+	assert.deepEqual(
+		[expired.statusCode, expired.retryable, expired.details.description],
+		[502, false, 'Bad Request: invalid file_id'],
+	);
 	assert.doesNotMatch(expired.message, new RegExp(botApi.token), 'the token never appears in an error');
 	const req = await sentFile('AgADretry', pdfWithText('Later'));
 	botApi.failNext(502);

@@ -44,13 +44,35 @@ async function query(url: string, sql: string, params: unknown[] = []) {
 test('every table of seed 003 exists after one run; a second run applies nothing', async () => {
 	const url = await fresh();
 	await migrate(url);
-	const tables = await query(url, `SELECT table_schema || '.' || table_name AS t FROM information_schema.tables
-		WHERE table_schema IN ('core','tg','content','kg','audit','ops','raw') ORDER BY 1`);
+	const tables = await query(
+		url,
+		`SELECT table_schema || '.' || table_name AS t FROM information_schema.tables
+		WHERE table_schema IN ('core','tg','content','kg','audit','ops','raw') ORDER BY 1`,
+	);
 	const names = tables.map((r) => r.t);
-	for (const expected of ['tg.users', 'tg.chats', 'tg.messages', 'tg.message_versions', 'tg.message_attachments', 'tg.files', 'tg.file_instances',
-		'tg.chat_member_events', 'tg.chat_memberships_current', 'content.urls', 'content.url_fetches', 'content.blob_objects', 'content.documents',
-		'kg.chunks', 'kg.embedding_models', 'audit.qa_sessions', 'audit.qa_turns', 'audit.qa_citations', 'core.bot_transport_state',
-		'ops.webhook_health_snapshots', 'ops.bot_transport_events']) {
+	for (const expected of [
+		'tg.users',
+		'tg.chats',
+		'tg.messages',
+		'tg.message_versions',
+		'tg.message_attachments',
+		'tg.files',
+		'tg.file_instances',
+		'tg.chat_member_events',
+		'tg.chat_memberships_current',
+		'content.urls',
+		'content.url_fetches',
+		'content.blob_objects',
+		'content.documents',
+		'kg.chunks',
+		'kg.embedding_models',
+		'audit.qa_sessions',
+		'audit.qa_turns',
+		'audit.qa_citations',
+		'core.bot_transport_state',
+		'ops.webhook_health_snapshots',
+		'ops.bot_transport_events',
+	]) {
 		assert.ok(names.includes(expected), `${expected} missing`);
 	}
 	const again = await migrate(url);
@@ -65,27 +87,46 @@ test('pgvector absent: 007 is reported with the reason and left unrecorded, the 
 		return;
 	}
 	const result = await migrate(url);
-	assert.deepEqual(result.missing.map((m: { file: string }) => m.file), ['007_kg_vectors.sql']);
+	assert.deepEqual(
+		result.missing.map((m: { file: string }) => m.file),
+		['007_kg_vectors.sql'],
+	);
 	assert.match(result.missing[0].reason, /extension "vector" is not available/);
 	const recorded = await query(url, 'SELECT filename FROM public.contracts_migrations ORDER BY 1');
 	assert.ok(!recorded.some((r) => r.filename === '007_kg_vectors.sql'));
 	assert.ok(recorded.some((r) => r.filename === '006_knowledge_schema.sql'));
 	assert.ok(recorded.some((r) => r.filename === '011_kg_vectors_exact.sql'));
-	assert.deepEqual(result.vector_store, { route: 'exact', table: 'kg.chunk_embeddings_1536_exact', pgvector_version: null });
-	assert.match(describeVectorStore(result.vector_store), /^exact search on kg\.chunk_embeddings_1536_exact \(no pgvector here/);
+	assert.deepEqual(result.vector_store, {
+		route: 'exact',
+		table: 'kg.chunk_embeddings_1536_exact',
+		pgvector_version: null,
+	});
+	assert.match(
+		describeVectorStore(result.vector_store),
+		/^exact search on kg\.chunk_embeddings_1536_exact \(no pgvector here/,
+	);
 });
 
-test('the vector store reported follows the tables: pgvector HNSW where 007\'s table exists, none without either', async () => {
+test("the vector store reported follows the tables: pgvector HNSW where 007's table exists, none without either", async () => {
 	const url = await fresh();
 	await migrate(url);
-	await query(url, 'DROP TABLE IF EXISTS kg.chunk_embeddings_1536; CREATE TABLE kg.chunk_embeddings_1536 (chunk_id bigint)'); // stands for 007's table
+	await query(
+		url,
+		'DROP TABLE IF EXISTS kg.chunk_embeddings_1536; CREATE TABLE kg.chunk_embeddings_1536 (chunk_id bigint)',
+	); // stands for 007's table
 	assert.equal((await migrate(url)).vector_store.route, 'pgvector_hnsw');
 	await query(url, 'DROP TABLE kg.chunk_embeddings_1536; DROP TABLE kg.chunk_embeddings_1536_exact');
 	const none = (await migrate(url)).vector_store;
 	assert.equal(none.route, null);
 	assert.match(describeVectorStore(none), /^none/);
-	assert.match(describeVectorStore({ route: 'pgvector_hnsw', table: 'kg.chunk_embeddings_1536', pgvector_version: '0.7.4' }), /pgvector < 0\.8: a filtered search that comes back short is re-run exactly/);
-	assert.match(describeVectorStore({ route: 'pgvector_hnsw', table: 'kg.chunk_embeddings_1536', pgvector_version: '0.8.0' }), /iterative scans keep k/);
+	assert.match(
+		describeVectorStore({ route: 'pgvector_hnsw', table: 'kg.chunk_embeddings_1536', pgvector_version: '0.7.4' }),
+		/pgvector < 0\.8: a filtered search that comes back short is re-run exactly/,
+	);
+	assert.match(
+		describeVectorStore({ route: 'pgvector_hnsw', table: 'kg.chunk_embeddings_1536', pgvector_version: '0.8.0' }),
+		/iterative scans keep k/,
+	);
 });
 
 test('a migration whose extension becomes available is applied by the next run', async () => {
@@ -94,7 +135,10 @@ test('a migration whose extension becomes available is applied by the next run',
 	fs.writeFileSync(path.join(dir, '001_base.sql'), 'CREATE TABLE base_t (id int);');
 	fs.writeFileSync(path.join(dir, '002_ext.sql'), '-- requires-extension: no_such_ext_x\nCREATE TABLE ext_t (id int);');
 	const first = await migrate(url, { dir });
-	assert.deepEqual([first.applied, first.missing.map((m: { file: string }) => m.file)], [['001_base.sql'], ['002_ext.sql']]);
+	assert.deepEqual(
+		[first.applied, first.missing.map((m: { file: string }) => m.file)],
+		[['001_base.sql'], ['002_ext.sql']],
+	);
 	// the "installed" extension: the server offers plpgsql everywhere
 	fs.writeFileSync(path.join(dir, '002_ext.sql'), '-- requires-extension: plpgsql\nCREATE TABLE ext_t (id int);');
 	const second = await migrate(url, { dir });

@@ -29,7 +29,10 @@ async function until(what: string, check: () => boolean, ms = 15_000) {
 }
 
 async function newRuns(n: number): Promise<string[]> {
-	const { rows } = await db.pool.query<{ id: string }>(`INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'listen-' || gen_random_uuid(), 'q' FROM generate_series(1, $1) RETURNING id`, [n]);
+	const { rows } = await db.pool.query<{ id: string }>(
+		`INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'listen-' || gen_random_uuid(), 'q' FROM generate_series(1, $1) RETURNING id`,
+		[n],
+	);
 	return rows.map((r) => r.id);
 }
 
@@ -39,7 +42,13 @@ before(async () => {
 	proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
 	await proxy.up();
 	listener = new PipelineListener(
-		{ host: '127.0.0.1', port: proxy.port, database: target.pathname.slice(1), user: decodeURIComponent(target.username || 'postgres'), password: decodeURIComponent(target.password) || undefined },
+		{
+			host: '127.0.0.1',
+			port: proxy.port,
+			database: target.pathname.slice(1),
+			user: decodeURIComponent(target.username || 'postgres'),
+			password: decodeURIComponent(target.password) || undefined,
+		},
 		{
 			initialBackoffMs: 50,
 			maxBackoffMs: 400,
@@ -49,9 +58,11 @@ before(async () => {
 				for (const event of batch) {
 					// The consumer: capture what arrives (as the Orchestrator's Analyzer does).
 					pending.push(
-						capture(db.pool, def, { run_id: event.id, transition: 'CAPTURE_ANALYSIS', worker: 'consumer' }).then((c) => {
-							if (c.captured) captures.set(event.id, (captures.get(event.id) ?? 0) + 1);
-						}),
+						capture(db.pool, def, { run_id: event.id, transition: 'CAPTURE_ANALYSIS', worker: 'consumer' }).then(
+							(c) => {
+								if (c.captured) captures.set(event.id, (captures.get(event.id) ?? 0) + 1);
+							},
+						),
 					);
 				}
 			},
@@ -72,7 +83,10 @@ const seen = (ids: string[]) => () => ids.every((id) => events.some((e) => e.id 
 test('a new run is announced by NOTIFY with its status', async () => {
 	const [id] = await newRuns(1);
 	await until('the NOTIFY', seen([id]));
-	assert.deepEqual(events.find((e) => e.id === id), { id, status: 'NEW', operation: 'INSERT' });
+	assert.deepEqual(
+		events.find((e) => e.id === id),
+		{ id, status: 'NEW', operation: 'INSERT' },
+	);
 });
 
 test('backend terminated mid-run: reconnects, and runs created meanwhile are caught up', async () => {
@@ -95,16 +109,24 @@ test('server restart (connections dropped, then refused): reconnects with backof
 
 test('nothing left behind, nothing run twice: every run captured exactly once', async () => {
 	await Promise.all(pending);
-	const { rows } = await db.pool.query<{ id: string; status: string }>("SELECT id, status FROM maas.pipeline_runs WHERE user_id LIKE 'listen-%'");
+	const { rows } = await db.pool.query<{ id: string; status: string }>(
+		"SELECT id, status FROM maas.pipeline_runs WHERE user_id LIKE 'listen-%'",
+	);
 	assert.equal(rows.length, 11);
-	assert.ok(rows.every((r) => r.status === 'ANALYZING'), JSON.stringify(rows));
+	assert.ok(
+		rows.every((r) => r.status === 'ANALYZING'),
+		JSON.stringify(rows),
+	);
 	assert.equal(captures.size, 11);
 	assert.ok([...captures.values()].every((n) => n === 1));
 });
 
 test('an unreachable server fails start() and leaves nothing running', async () => {
 	const target = new URL(db.url);
-	const bad = new PipelineListener({ host: '127.0.0.1', port: 1, database: target.pathname.slice(1), user: 'nobody' }, { onEvents: () => undefined });
+	const bad = new PipelineListener(
+		{ host: '127.0.0.1', port: 1, database: target.pathname.slice(1), user: 'nobody' },
+		{ onEvents: () => undefined },
+	);
 	await assert.rejects(bad.start());
 	assert.equal(bad.connections, 0);
 	await bad.stop();

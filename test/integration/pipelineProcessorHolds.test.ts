@@ -27,7 +27,12 @@ after(async () => {
 });
 
 type Transitions = Record<string, { transitions: { name: string; processors?: unknown[] }[] }>;
-const processor = (name: string, executionMode = 'SYNC') => ({ type: 'EXTERNAL', name, executionMode, config: { calculationNodesTags: name } });
+const processor = (name: string, executionMode = 'SYNC') => ({
+	type: 'EXTERNAL',
+	name,
+	executionMode,
+	config: { calculationNodesTags: name },
+});
 
 /** The shipped definition with `processors` on transition `name` of `state`. */
 function withProcessors(state: string, name: string, processors: unknown[]) {
@@ -50,7 +55,12 @@ async function capturedRun() {
 }
 
 async function row(id: string) {
-	return (await db.pool.query('SELECT status, capture_token, analysis_result, previous_transition, error, processor_failures FROM maas.pipeline_runs WHERE id = $1', [id])).rows[0];
+	return (
+		await db.pool.query(
+			'SELECT status, capture_token, analysis_result, previous_transition, error, processor_failures FROM maas.pipeline_runs WHERE id = $1',
+			[id],
+		)
+	).rows[0];
 }
 
 /** Whether another session can lock the run's row right now (NOWAIT: fails at once when it is held). */
@@ -74,13 +84,20 @@ test('Complete Step: while its processor runs, the run row is not locked and no 
 	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('check')]);
 	const { id, token } = await capturedRun();
 	const seen: { free: boolean; idleInTx: number }[] = [];
-	const done = await completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { a: 1 } }, {
-		runProcessor: async () => {
-			const idle = await db.pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
-			seen.push({ free: await rowIsFree(id), idleInTx: idle.rows[0].n });
-			return { success: true };
+	const done = await completeStep(
+		db.pool,
+		def,
+		{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { a: 1 } },
+		{
+			runProcessor: async () => {
+				const idle = await db.pool.query(
+					"SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+				);
+				seen.push({ free: await rowIsFree(id), idleInTx: idle.rows[0].n });
+				return { success: true };
+			},
 		},
-	});
+	);
 	assert.deepEqual(seen, [{ free: true, idleInTx: 0 }]);
 	assert.equal(done.status, 'ANALYZED');
 	assert.deepEqual((await row(id)).analysis_result, { a: 1 });
@@ -90,25 +107,39 @@ test('Capture: while its processor runs, the run row is not locked', async () =>
 	const def = withProcessors('NEW', 'CAPTURE_ANALYSIS', [processor('gate')]);
 	const id = await newRun();
 	const free: boolean[] = [];
-	const won = await capture(db.pool, def, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, { runProcessor: async () => (free.push(await rowIsFree(id)), true) });
+	const won = await capture(
+		db.pool,
+		def,
+		{ run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' },
+		{ runProcessor: async () => (free.push(await rowIsFree(id)), true) },
+	);
 	assert.deepEqual(free, [true]);
 	assert.deepEqual([won.captured, won.run.status], [true, 'ANALYZING']);
 });
 
-test('a run failed while Complete Step\'s processor ran is not overwritten: 409, nothing of the step written', async () => {
+test("a run failed while Complete Step's processor ran is not overwritten: 409, nothing of the step written", async () => {
 	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('slow')]);
 	const { id, token } = await capturedRun();
 	await assert.rejects(
-		completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { late: true } }, {
-			runProcessor: async () => {
-				await failRun(db.pool, def, { run_id: id, error: { message: 'operator stopped it' } });
-				return { success: true };
+		completeStep(
+			db.pool,
+			def,
+			{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { late: true } },
+			{
+				runProcessor: async () => {
+					await failRun(db.pool, def, { run_id: id, error: { message: 'operator stopped it' } });
+					return { success: true };
+				},
 			},
-		}),
-		(e: ContractError) => e.statusCode === 409 && e.details.code === 'ILLEGAL_TRANSITION' && e.details.status === 'FAILED',
+		),
+		(e: ContractError) =>
+			e.statusCode === 409 && e.details.code === 'ILLEGAL_TRANSITION' && e.details.status === 'FAILED',
 	);
 	const after = await row(id);
-	assert.deepEqual([after.status, after.analysis_result, (after.error as { message: string }).message], ['FAILED', null, 'operator stopped it']);
+	assert.deepEqual(
+		[after.status, after.analysis_result, (after.error as { message: string }).message],
+		['FAILED', null, 'operator stopped it'],
+	);
 });
 
 test('a duplicate Complete Step (same token, at the same time) runs no processor and changes nothing', async () => {
@@ -118,10 +149,20 @@ test('a duplicate Complete Step (same token, at the same time) runs no processor
 	let release!: () => void;
 	const gate = new Promise<void>((resolve) => (release = resolve));
 	const options = { runProcessor: async () => (calls++, await gate, true) };
-	const first = completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { n: 1 } }, options);
+	const first = completeStep(
+		db.pool,
+		def,
+		{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { n: 1 } },
+		options,
+	);
 	while (calls === 0) await new Promise((r) => setTimeout(r, 5));
 	await assert.rejects(
-		completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { n: 2 } }, options),
+		completeStep(
+			db.pool,
+			def,
+			{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { n: 2 } },
+			options,
+		),
 		(e: ContractError) => e.statusCode === 409 && e.details.code === 'ILLEGAL_TRANSITION',
 	);
 	release();
@@ -131,13 +172,33 @@ test('a duplicate Complete Step (same token, at the same time) runs no processor
 });
 
 test('a refused Complete Step (criterion not met) leaves the worker its capture token', async () => {
-	const base = structuredClone(shippedDefinition()) as unknown as { states: Record<string, { transitions: { name: string; criterion?: unknown }[] }> };
-	base.states.ANALYZING.transitions.find((t) => t.name === 'ANALYSIS_DONE')!.criterion = { type: 'simple', jsonPath: '$.analysis_result.ok', operatorType: 'EQUALS', value: true };
+	const base = structuredClone(shippedDefinition()) as unknown as {
+		states: Record<string, { transitions: { name: string; criterion?: unknown }[] }>;
+	};
+	base.states.ANALYZING.transitions.find((t) => t.name === 'ANALYSIS_DONE')!.criterion = {
+		type: 'simple',
+		jsonPath: '$.analysis_result.ok',
+		operatorType: 'EQUALS',
+		value: true,
+	};
 	const def = WorkflowDefinition.parse(base);
 	const { id, token } = await capturedRun();
-	await assert.rejects(completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { ok: false } }), (e: ContractError) => e.details.code === 'CRITERION_NOT_MET');
+	await assert.rejects(
+		completeStep(db.pool, def, {
+			run_id: id,
+			transition: 'ANALYSIS_DONE',
+			capture_token: token,
+			result: { ok: false },
+		}),
+		(e: ContractError) => e.details.code === 'CRITERION_NOT_MET',
+	);
 	assert.equal((await row(id)).capture_token, token);
-	const done = await completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { ok: true } });
+	const done = await completeStep(db.pool, def, {
+		run_id: id,
+		transition: 'ANALYSIS_DONE',
+		capture_token: token,
+		result: { ok: true },
+	});
 	assert.equal(done.status, 'ANALYZED');
 });
 
@@ -145,19 +206,43 @@ test('Complete Step: processor failures are counted; the run ends FAILED at Max 
 	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('broken')]);
 	const failing = { runProcessor: async () => ({ success: false, error: 'upstream down' }) };
 	const { id, token } = await capturedRun();
-	const attempt = () => completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: {} }, { ...failing, maxProcessorFailures: 2 });
-	await assert.rejects(attempt(), (e: ContractError) => e.statusCode === 400 && e.details.failures === 1 && e.details.run_status === 'ANALYZING');
+	const attempt = () =>
+		completeStep(
+			db.pool,
+			def,
+			{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: {} },
+			{ ...failing, maxProcessorFailures: 2 },
+		);
+	await assert.rejects(
+		attempt(),
+		(e: ContractError) => e.statusCode === 400 && e.details.failures === 1 && e.details.run_status === 'ANALYZING',
+	);
 	const between = await row(id);
-	assert.deepEqual([between.status, between.capture_token, between.processor_failures], ['ANALYZING', token, 1], 'the worker keeps its capture for a retry');
-	await assert.rejects(attempt(), (e: ContractError) => e.statusCode === 400 && e.details.failures === 2 && e.details.run_status === 'FAILED');
+	assert.deepEqual(
+		[between.status, between.capture_token, between.processor_failures],
+		['ANALYZING', token, 1],
+		'the worker keeps its capture for a retry',
+	);
+	await assert.rejects(
+		attempt(),
+		(e: ContractError) => e.statusCode === 400 && e.details.failures === 2 && e.details.run_status === 'FAILED',
+	);
 	const ended = await row(id);
-	assert.deepEqual([ended.status, ended.capture_token, ended.previous_transition, (ended.error as { code: string }).code], ['FAILED', null, 'FAIL', 'PROCESSOR_FAILURES']);
+	assert.deepEqual(
+		[ended.status, ended.capture_token, ended.previous_transition, (ended.error as { code: string }).code],
+		['FAILED', null, 'FAIL', 'PROCESSOR_FAILURES'],
+	);
 	assert.match((ended.error as { message: string }).message, /upstream down/);
 
 	const unlimited = await capturedRun();
 	for (let i = 1; i <= 4; i++) {
 		await assert.rejects(
-			completeStep(db.pool, def, { run_id: unlimited.id, transition: 'ANALYSIS_DONE', capture_token: unlimited.token, result: {} }, { ...failing, maxProcessorFailures: 0 }),
+			completeStep(
+				db.pool,
+				def,
+				{ run_id: unlimited.id, transition: 'ANALYSIS_DONE', capture_token: unlimited.token, result: {} },
+				{ ...failing, maxProcessorFailures: 0 },
+			),
 			(e: ContractError) => e.details.failures === i && e.details.run_status === 'ANALYZING',
 		);
 	}
@@ -176,13 +261,23 @@ test('Capture: a failing processor gives the run back (RELEASE, not notified); t
 	await listener.query('LISTEN pipeline_events');
 	try {
 		const failing = { runProcessor: async () => ({ success: false }), maxProcessorFailures: 2 };
-		await assert.rejects(capture(db.pool, def, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, failing), (e: ContractError) => e.details.failures === 1 && e.details.run_status === 'NEW');
+		await assert.rejects(
+			capture(db.pool, def, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, failing),
+			(e: ContractError) => e.details.failures === 1 && e.details.run_status === 'NEW',
+		);
 		const released = await row(id);
 		assert.deepEqual([released.status, released.capture_token, released.previous_transition], ['NEW', null, 'RELEASE']);
-		await assert.rejects(capture(db.pool, def, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, failing), (e: ContractError) => e.details.failures === 2 && e.details.run_status === 'FAILED');
+		await assert.rejects(
+			capture(db.pool, def, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, failing),
+			(e: ContractError) => e.details.failures === 2 && e.details.run_status === 'FAILED',
+		);
 		assert.equal((await row(id)).status, 'FAILED');
 		await new Promise((r) => setTimeout(r, 200));
-		assert.deepEqual(notified, ['ANALYZING', 'ANALYZING', 'FAILED'], 'the give-back is not notified (no hot retry): the Sweep re-emits it later; FAILED is');
+		assert.deepEqual(
+			notified,
+			['ANALYZING', 'ANALYZING', 'FAILED'],
+			'the give-back is not notified (no hot retry): the Sweep re-emits it later; FAILED is',
+		);
 	} finally {
 		await listener.end();
 	}
@@ -192,26 +287,48 @@ test('ASYNC_NEW_TX warnings: returned and recorded in ops.errors as storable tex
 	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('soft', 'ASYNC_NEW_TX')]);
 	const { id, token } = await capturedRun();
 	const hostile = `bad\u0000answer \ud800 ${'x'.repeat(5000)}`;
-	const done = await completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { a: 1 } }, {
-		runProcessor: async () => ({ success: false, error: hostile }),
-		origin: { workflow: 'MaaS', node: 'Complete Analysis' },
-	});
+	const done = await completeStep(
+		db.pool,
+		def,
+		{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { a: 1 } },
+		{
+			runProcessor: async () => ({ success: false, error: hostile }),
+			origin: { workflow: 'MaaS', node: 'Complete Analysis' },
+		},
+	);
 	assert.equal(done.status, 'ANALYZED');
 	assert.equal(done.warnings.length, 1);
-	const { rows } = await db.pool.query("SELECT correlation_id, workflow, node, kind, status_code, message, details FROM ops.errors WHERE details->>'run_id' = $1", [id]);
+	const { rows } = await db.pool.query(
+		"SELECT correlation_id, workflow, node, kind, status_code, message, details FROM ops.errors WHERE details->>'run_id' = $1",
+		[id],
+	);
 	assert.equal(rows.length, 1);
 	const [r] = rows;
-	assert.deepEqual([r.workflow, r.node, r.kind, r.status_code, r.details.code, r.details.severity, r.details.transition], ['MaaS', 'Complete Analysis', 'upstream', 400, 'PROCESSOR_WARNING', 'warning', 'ANALYSIS_DONE']);
+	assert.deepEqual(
+		[r.workflow, r.node, r.kind, r.status_code, r.details.code, r.details.severity, r.details.transition],
+		['MaaS', 'Complete Analysis', 'upstream', 400, 'PROCESSOR_WARNING', 'warning', 'ANALYSIS_DONE'],
+	);
 	assert.equal(r.correlation_id, id, 'a run without a correlation_id is recorded under its own id');
-	assert.ok(!r.message.includes('\u0000') && !/[\ud800-\udbff](?![\udc00-\udfff])/.test(r.message), 'NUL and lone surrogates replaced');
+	assert.ok(
+		!r.message.includes('\u0000') && !/[\ud800-\udbff](?![\udc00-\udfff])/.test(r.message),
+		'NUL and lone surrogates replaced',
+	);
 	assert.ok(r.message.length <= 1000 && r.message.startsWith('processor soft'));
 	assert.equal(r.message, done.warnings[0]);
 
 	const capDef = withProcessors('NEW', 'CAPTURE_ANALYSIS', [processor('soft', 'ASYNC_NEW_TX')]);
 	const other = await newRun();
-	const won = await capture(db.pool, capDef, { run_id: other, transition: 'CAPTURE_ANALYSIS', worker: 'w' }, { runProcessor: async () => ({ success: false, error: 'late' }) });
+	const won = await capture(
+		db.pool,
+		capDef,
+		{ run_id: other, transition: 'CAPTURE_ANALYSIS', worker: 'w' },
+		{ runProcessor: async () => ({ success: false, error: 'late' }) },
+	);
 	assert.deepEqual([won.captured, won.warnings.length], [true, 1]);
-	const recorded = await db.pool.query("SELECT count(*)::int AS n FROM ops.errors WHERE details->>'run_id' = $1 AND details->>'code' = 'PROCESSOR_WARNING'", [other]);
+	const recorded = await db.pool.query(
+		"SELECT count(*)::int AS n FROM ops.errors WHERE details->>'run_id' = $1 AND details->>'code' = 'PROCESSOR_WARNING'",
+		[other],
+	);
 	assert.equal(recorded.rows[0].n, 1);
 });
 
@@ -222,7 +339,11 @@ test('Import for pipeline_runs refuses processors on FAIL and RELEASE (naming th
 	const before = (await db.pool.query('SELECT count(*)::int AS n FROM ops.workflow_definitions')).rows[0].n;
 	const ctx = { pool: db.pool } as Parameters<typeof importOperation.execute>[0];
 	await assert.rejects(
-		importOperation.execute(ctx, { body: { importMode: 'MERGE', workflows: [base] }, model: 'pipeline_runs', model_version: 1 }),
+		importOperation.execute(ctx, {
+			body: { importMode: 'MERGE', workflows: [base] },
+			model: 'pipeline_runs',
+			model_version: 1,
+		}),
 		(e: ContractError) =>
 			e.statusCode === 400 &&
 			e.details.code === 'VALIDATION_FAILED' &&
@@ -230,8 +351,16 @@ test('Import for pipeline_runs refuses processors on FAIL and RELEASE (naming th
 			(e.details.problems as string[]).some((p) => p.startsWith('states.ANALYZING.transitions[1].processors')) &&
 			(e.details.problems as string[]).some((p) => p.startsWith('states.NEW.transitions[1].processors')),
 	);
-	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM ops.workflow_definitions')).rows[0].n, before, 'a refused import writes nothing');
-	const other = await importOperation.execute(ctx, { body: { importMode: 'MERGE', workflows: [base] }, model: 'orders', model_version: 1 });
+	assert.equal(
+		(await db.pool.query('SELECT count(*)::int AS n FROM ops.workflow_definitions')).rows[0].n,
+		before,
+		'a refused import writes nothing',
+	);
+	const other = await importOperation.execute(ctx, {
+		body: { importMode: 'MERGE', workflows: [base] },
+		model: 'orders',
+		model_version: 1,
+	});
 	assert.equal(other.data?.success, true);
 });
 
@@ -246,13 +375,28 @@ test('Complete Step refuses a result PostgreSQL cannot store before holding the 
 		[{ a: 1 }, 'nul \u0000 in draft', 'draft_context'],
 	] as const) {
 		await assert.rejects(
-			completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result, draft_context: draft }, options),
+			completeStep(
+				db.pool,
+				def,
+				{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result, draft_context: draft },
+				options,
+			),
 			(e: ContractError) => e.statusCode === 422 && e.details.field === field,
 		);
 	}
 	assert.equal(calls, 0);
 	assert.equal((await row(id)).capture_token, token);
-	assert.equal((await completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { a: 1 } }, options)).status, 'ANALYZED');
+	assert.equal(
+		(
+			await completeStep(
+				db.pool,
+				def,
+				{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { a: 1 } },
+				options,
+			)
+		).status,
+		'ANALYZED',
+	);
 });
 
 test('a final write that fails after the processors gives the worker its token back, so it can retry', async () => {
@@ -262,29 +406,62 @@ test('a final write that fails after the processors gives the worker its token b
 	const options = {
 		runProcessor: async () => {
 			// no lock is held while processors run: a DDL can go through and make the write fail once
-			if (first) await db.pool.query("ALTER TABLE maas.pipeline_runs ADD CONSTRAINT no_boom CHECK (analysis_result IS NULL OR NOT analysis_result ? 'boom')");
+			if (first)
+				await db.pool.query(
+					"ALTER TABLE maas.pipeline_runs ADD CONSTRAINT no_boom CHECK (analysis_result IS NULL OR NOT analysis_result ? 'boom')",
+				);
 			first = false;
 			return true;
 		},
 	};
 	try {
-		await assert.rejects(completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { boom: 1 } }, options), (e: ContractError) => e.statusCode === 500);
+		await assert.rejects(
+			completeStep(
+				db.pool,
+				def,
+				{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { boom: 1 } },
+				options,
+			),
+			(e: ContractError) => e.statusCode === 500,
+		);
 	} finally {
 		await db.pool.query('ALTER TABLE maas.pipeline_runs DROP CONSTRAINT IF EXISTS no_boom');
 	}
 	const after = await row(id);
 	assert.deepEqual([after.status, after.capture_token, after.analysis_result], ['ANALYZING', token, null]);
-	assert.equal((await completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { boom: 1 } }, options)).status, 'ANALYZED');
+	assert.equal(
+		(
+			await completeStep(
+				db.pool,
+				def,
+				{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { boom: 1 } },
+				options,
+			)
+		).status,
+		'ANALYZED',
+	);
 });
 
 test('ASYNC_NEW_TX warnings before a SYNC failure are in the 400 and recorded; a huge Max Processor Failures is clamped, not a database error', async () => {
 	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('soft', 'ASYNC_NEW_TX'), processor('hard')]);
 	const { id, token } = await capturedRun();
 	await assert.rejects(
-		completeStep(db.pool, def, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: {} }, { runProcessor: async () => ({ success: false, error: 'down' }), maxProcessorFailures: 3e9 }),
-		(e: ContractError) => e.statusCode === 400 && (e.details.warnings as string[]).length === 1 && e.details.failures === 1 && e.details.run_status === 'ANALYZING',
+		completeStep(
+			db.pool,
+			def,
+			{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: {} },
+			{ runProcessor: async () => ({ success: false, error: 'down' }), maxProcessorFailures: 3e9 },
+		),
+		(e: ContractError) =>
+			e.statusCode === 400 &&
+			(e.details.warnings as string[]).length === 1 &&
+			e.details.failures === 1 &&
+			e.details.run_status === 'ANALYZING',
 	);
-	const recorded = await db.pool.query("SELECT count(*)::int AS n FROM ops.errors WHERE details->>'run_id' = $1 AND details->>'code' = 'PROCESSOR_WARNING'", [id]);
+	const recorded = await db.pool.query(
+		"SELECT count(*)::int AS n FROM ops.errors WHERE details->>'run_id' = $1 AND details->>'code' = 'PROCESSOR_WARNING'",
+		[id],
+	);
 	assert.equal(recorded.rows[0].n, 1);
 	assert.equal((await row(id)).capture_token, token);
 });
@@ -296,7 +473,12 @@ test('a Complete Step refused because the run was failed meanwhile reports the c
 	try {
 		await other.query('BEGIN');
 		await other.query("UPDATE maas.pipeline_runs SET status = 'FAILED', capture_token = NULL WHERE id = $1", [id]);
-		const refused = completeStep(db.pool, plain, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: {} }).then(
+		const refused = completeStep(db.pool, plain, {
+			run_id: id,
+			transition: 'ANALYSIS_DONE',
+			capture_token: token,
+			result: {},
+		}).then(
 			() => null,
 			(e: ContractError) => e,
 		);

@@ -31,7 +31,13 @@ before(async () => {
 	pool.on('error', () => undefined);
 	const u = new URL(db.url);
 	listener = new PipelineListener(
-		{ host: u.hostname, port: Number(u.port), database: u.pathname.slice(1), user: u.username, password: decodeURIComponent(u.password) },
+		{
+			host: u.hostname,
+			port: Number(u.port),
+			database: u.pathname.slice(1),
+			user: u.username,
+			password: decodeURIComponent(u.password),
+		},
 		{
 			initialBackoffMs: 100,
 			maxBackoffMs: 1000,
@@ -75,18 +81,26 @@ async function newRuns(n: number): Promise<string[]> {
 	}
 }
 
-test('PostgreSQL restarted once: the listener reconnects, catches up, and every run is captured exactly once', { timeout: 120_000 }, async () => {
-	const before = await newRuns(3);
-	const connections = listener.connections;
-	await server.restart();
-	const afterRestart = await newRuns(3);
-	const deadline = Date.now() + 30_000;
-	while (!(listener.connections > connections && [...before, ...afterRestart].every((id) => captures.has(id)))) {
-		if (Date.now() > deadline) assert.fail(`not all runs captured: ${captures.size}/6, connections ${listener.connections}`);
-		await new Promise((r) => setTimeout(r, 100));
-	}
-	await Promise.all(pending);
-	const { rows } = await pool.query("SELECT status, count(*)::int AS n FROM maas.pipeline_runs GROUP BY status");
-	assert.deepEqual(rows, [{ status: 'ANALYZING', n: 6 }]);
-	assert.ok([...captures.values()].every((n) => n === 1), 'none captured twice');
-});
+test(
+	'PostgreSQL restarted once: the listener reconnects, catches up, and every run is captured exactly once',
+	{ timeout: 120_000 },
+	async () => {
+		const before = await newRuns(3);
+		const connections = listener.connections;
+		await server.restart();
+		const afterRestart = await newRuns(3);
+		const deadline = Date.now() + 30_000;
+		while (!(listener.connections > connections && [...before, ...afterRestart].every((id) => captures.has(id)))) {
+			if (Date.now() > deadline)
+				assert.fail(`not all runs captured: ${captures.size}/6, connections ${listener.connections}`);
+			await new Promise((r) => setTimeout(r, 100));
+		}
+		await Promise.all(pending);
+		const { rows } = await pool.query('SELECT status, count(*)::int AS n FROM maas.pipeline_runs GROUP BY status');
+		assert.deepEqual(rows, [{ status: 'ANALYZING', n: 6 }]);
+		assert.ok(
+			[...captures.values()].every((n) => n === 1),
+			'none captured twice',
+		);
+	},
+);

@@ -3,7 +3,14 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Client } from 'pg';
 import { captureOperation } from '../../nodes/PipelineCapture/actions/run/capture.operation';
-import { capture, completeStep, createRun, failRun, getStatus, sweep } from '../../nodes/PipelineCapture/actions/run/runs';
+import {
+	capture,
+	completeStep,
+	createRun,
+	failRun,
+	getStatus,
+	sweep,
+} from '../../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
@@ -42,7 +49,10 @@ test('Create Run: NEW + raw_logs user_query in one statement, and a small NOTIFY
 	await listener.query('LISTEN pipeline_events');
 	const created = await createRun(db.pool, { user_id: 'u1', query: 'What did I ask yesterday?' });
 	assert.equal(created.status, 'processing');
-	const { rows } = await db.pool.query('SELECT r.status, l.message_type, l.content FROM maas.pipeline_runs r JOIN maas.raw_logs l ON l.run_id = r.id WHERE r.id = $1', [created.request_id]);
+	const { rows } = await db.pool.query(
+		'SELECT r.status, l.message_type, l.content FROM maas.pipeline_runs r JOIN maas.raw_logs l ON l.run_id = r.id WHERE r.id = $1',
+		[created.request_id],
+	);
 	assert.deepEqual(rows, [{ status: 'NEW', message_type: 'user_query', content: 'What did I ask yesterday?' }]);
 	for (let i = 0; i < 50 && events.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
 	await listener.end();
@@ -52,34 +62,52 @@ test('Create Run: NEW + raw_logs user_query in one statement, and a small NOTIFY
 
 test('Capture: 20 concurrent workers on one run → exactly one captures, the others see "already captured"', async () => {
 	const { request_id } = await createRun(db.pool, { user_id: 'u2', query: 'q' });
-	const results = await Promise.all(Array.from({ length: 20 }, (_, i) => capture(db.pool, def, { run_id: request_id, transition: 'CAPTURE_ANALYSIS', worker: `w${i}` })));
+	const results = await Promise.all(
+		Array.from({ length: 20 }, (_, i) =>
+			capture(db.pool, def, { run_id: request_id, transition: 'CAPTURE_ANALYSIS', worker: `w${i}` }),
+		),
+	);
 	assert.equal(results.filter((r) => r.captured).length, 1);
 	assert.ok(results.every((r) => r.run.status === 'ANALYZING'));
 });
 
-test('Capture race, 300 runs × 4 workers: one winner per run, and every loser\'s "Not Captured" reports the state that won (TAKEN, ANALYZING), never the stale NEW', { timeout: 120_000 }, async () => {
-	const { rows } = await db.pool.query<{ id: string }>(
-		"INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'race-' || g, 'q' FROM generate_series(1, 300) g RETURNING id",
-	);
-	const worker = (w: number) => ({ pool: db.pool, definition: async () => def, worker: `w${w}`, llm: async () => assert.fail('no model') });
-	const outputs = await Promise.all(
-		rows.flatMap((r) => [0, 1, 2, 3].map((w) => captureOperation.execute(worker(w), { run_id: r.id, transition: 'CAPTURE_ANALYSIS' }))),
-	);
-	const winners = new Map<string, number>();
-	const losers = new Map<string, number>();
-	for (const out of outputs) {
-		const data = out.data!;
-		if (out.output === 0) {
-			winners.set(String(data.run_id), (winners.get(String(data.run_id)) ?? 0) + 1);
-		} else {
-			const key = JSON.stringify({ captured: data.captured, status: data.status, reason: data.reason });
-			losers.set(key, (losers.get(key) ?? 0) + 1);
+test(
+	'Capture race, 300 runs × 4 workers: one winner per run, and every loser\'s "Not Captured" reports the state that won (TAKEN, ANALYZING), never the stale NEW',
+	{ timeout: 120_000 },
+	async () => {
+		const { rows } = await db.pool.query<{ id: string }>(
+			"INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'race-' || g, 'q' FROM generate_series(1, 300) g RETURNING id",
+		);
+		const worker = (w: number) => ({
+			pool: db.pool,
+			definition: async () => def,
+			worker: `w${w}`,
+			llm: async () => assert.fail('no model'),
+		});
+		const outputs = await Promise.all(
+			rows.flatMap((r) =>
+				[0, 1, 2, 3].map((w) => captureOperation.execute(worker(w), { run_id: r.id, transition: 'CAPTURE_ANALYSIS' })),
+			),
+		);
+		const winners = new Map<string, number>();
+		const losers = new Map<string, number>();
+		for (const out of outputs) {
+			const data = out.data!;
+			if (out.output === 0) {
+				winners.set(String(data.run_id), (winners.get(String(data.run_id)) ?? 0) + 1);
+			} else {
+				const key = JSON.stringify({ captured: data.captured, status: data.status, reason: data.reason });
+				losers.set(key, (losers.get(key) ?? 0) + 1);
+			}
 		}
-	}
-	assert.equal(winners.size, 300);
-	assert.ok([...winners.values()].every((n) => n === 1), 'exactly one winner per run');
-	assert.deepEqual([...losers], [[JSON.stringify({ captured: false, status: 'ANALYZING', reason: 'TAKEN' }), 900]]);
-});
+		assert.equal(winners.size, 300);
+		assert.ok(
+			[...winners.values()].every((n) => n === 1),
+			'exactly one winner per run',
+		);
+		assert.deepEqual([...losers], [[JSON.stringify({ captured: false, status: 'ANALYZING', reason: 'TAKEN' }), 900]]);
+	},
+);
 
 test('Capture refused by the blocking rule: "Not Captured" with the run still NEW and reason BLOCKED', async () => {
 	await createRun(db.pool, { user_id: 'u-blocked', query: 'first' });
@@ -94,31 +122,79 @@ test('Capture refused by the blocking rule: "Not Captured" with the run still NE
 
 test('the whole path NEW → COMPLETED, results stored with their step, then the polling answer', async () => {
 	const { request_id } = await createRun(db.pool, { user_id: 'u3', query: 'q' });
-	assert.deepEqual(await getStatus(db.pool, { run_id: request_id, user_id: 'u3' }), { request_id, status: 'processing' });
+	assert.deepEqual(await getStatus(db.pool, { run_id: request_id, user_id: 'u3' }), {
+		request_id,
+		status: 'processing',
+	});
 	for (const [take, done, result] of STEPS) {
 		const c = await capture(db.pool, def, { run_id: request_id, transition: take, worker: 'w' });
 		assert.ok(c.captured);
-		await completeStep(db.pool, def, { run_id: request_id, transition: done, capture_token: c.run.capture_token, result, draft_context: take === 'CAPTURE_ASSEMBLY' ? 'draft' : undefined });
+		await completeStep(db.pool, def, {
+			run_id: request_id,
+			transition: done,
+			capture_token: c.run.capture_token,
+			result,
+			draft_context: take === 'CAPTURE_ASSEMBLY' ? 'draft' : undefined,
+		});
 	}
-	const { rows } = await db.pool.query('SELECT status, analysis_result, draft_context, final_context_payload, final_answer FROM maas.pipeline_runs WHERE id = $1', [request_id]);
-	assert.deepEqual(rows[0], { status: 'COMPLETED', analysis_result: { needs_context: false }, draft_context: 'draft', final_context_payload: '<context>payload</context>', final_answer: 'The answer.' });
-	assert.deepEqual(await getStatus(db.pool, { run_id: request_id, user_id: null }), { request_id, status: 'completed', answer: 'The answer.' });
+	const { rows } = await db.pool.query(
+		'SELECT status, analysis_result, draft_context, final_context_payload, final_answer FROM maas.pipeline_runs WHERE id = $1',
+		[request_id],
+	);
+	assert.deepEqual(rows[0], {
+		status: 'COMPLETED',
+		analysis_result: { needs_context: false },
+		draft_context: 'draft',
+		final_context_payload: '<context>payload</context>',
+		final_answer: 'The answer.',
+	});
+	assert.deepEqual(await getStatus(db.pool, { run_id: request_id, user_id: null }), {
+		request_id,
+		status: 'completed',
+		answer: 'The answer.',
+	});
 	await expectError(failRun(db.pool, def, { run_id: request_id, error: { message: 'late' } }), 409, 'ALREADY_TERMINAL');
 });
 
 test('illegal transitions are refused with the legal ones listed; a wrong capture token cannot complete', async () => {
 	const { request_id } = await createRun(db.pool, { user_id: 'u4', query: 'q' });
-	const illegal = await expectError(capture(db.pool, def, { run_id: request_id, transition: 'JUMP', worker: 'w' }), 409, 'ILLEGAL_TRANSITION');
+	const illegal = await expectError(
+		capture(db.pool, def, { run_id: request_id, transition: 'JUMP', worker: 'w' }),
+		409,
+		'ILLEGAL_TRANSITION',
+	);
 	assert.ok((illegal.details.legal as string[]).includes('CAPTURE_ANALYSIS'));
 	const c = await capture(db.pool, def, { run_id: request_id, transition: 'CAPTURE_ANALYSIS', worker: 'w' });
 	const wrong = await expectError(
-		completeStep(db.pool, def, { run_id: request_id, transition: 'ANALYSIS_DONE', capture_token: '00000000-0000-4000-8000-000000000000', result: {} }),
+		completeStep(db.pool, def, {
+			run_id: request_id,
+			transition: 'ANALYSIS_DONE',
+			capture_token: '00000000-0000-4000-8000-000000000000',
+			result: {},
+		}),
 		409,
 		'ILLEGAL_TRANSITION',
 	);
 	assert.deepEqual(wrong.details.legal, ['ANALYSIS_DONE', 'RELEASE', 'FAIL']);
-	await expectError(completeStep(db.pool, def, { run_id: request_id, transition: 'RESPONSE_DONE', capture_token: c.run.capture_token, result: 'x' }), 409, 'ILLEGAL_TRANSITION');
-	await expectError(capture(db.pool, def, { run_id: '7d4c8d2e-0000-4000-8000-000000000000', transition: 'CAPTURE_ANALYSIS', worker: 'w' }), 404, 'NOT_FOUND');
+	await expectError(
+		completeStep(db.pool, def, {
+			run_id: request_id,
+			transition: 'RESPONSE_DONE',
+			capture_token: c.run.capture_token,
+			result: 'x',
+		}),
+		409,
+		'ILLEGAL_TRANSITION',
+	);
+	await expectError(
+		capture(db.pool, def, {
+			run_id: '7d4c8d2e-0000-4000-8000-000000000000',
+			transition: 'CAPTURE_ANALYSIS',
+			worker: 'w',
+		}),
+		404,
+		'NOT_FOUND',
+	);
 	await expectError(getStatus(db.pool, { run_id: 'not-a-uuid', user_id: 'u4' }), 422, 'VALIDATION');
 });
 
@@ -126,57 +202,97 @@ test('Fail: from any non-terminal state, with the error; the polling answer says
 	const { request_id } = await createRun(db.pool, { user_id: 'u5', query: 'q' });
 	await capture(db.pool, def, { run_id: request_id, transition: 'CAPTURE_ANALYSIS', worker: 'w' });
 	await failRun(db.pool, def, { run_id: request_id, error: { message: 'model timed out 3 times' } });
-	assert.deepEqual(await getStatus(db.pool, { run_id: request_id, user_id: 'u5' }), { request_id, status: 'failed', error: 'model timed out 3 times' });
+	assert.deepEqual(await getStatus(db.pool, { run_id: request_id, user_id: 'u5' }), {
+		request_id,
+		status: 'failed',
+		error: 'model timed out 3 times',
+	});
 });
 
 test('Sweep: a run stuck in progress goes back to waiting (its old worker can no longer complete); a waiting run is re-emitted', async () => {
 	const stuck = await createRun(db.pool, { user_id: 'u6', query: 'q' });
 	const waiting = await createRun(db.pool, { user_id: 'u6', query: 'q2' });
 	const old = await capture(db.pool, def, { run_id: stuck.request_id, transition: 'CAPTURE_ANALYSIS', worker: 'slow' });
-	await db.pool.query("UPDATE maas.pipeline_runs SET updated_at = now() - interval '10 minutes' WHERE id = ANY($1)", [[stuck.request_id, waiting.request_id]]);
+	await db.pool.query("UPDATE maas.pipeline_runs SET updated_at = now() - interval '10 minutes' WHERE id = ANY($1)", [
+		[stuck.request_id, waiting.request_id],
+	]);
 	const swept = await sweep(db.pool, def, { stuck_after_seconds: 300, lost_after_seconds: 60, limit: 100 });
 	assert.deepEqual(swept.released, [{ id: stuck.request_id, status: 'NEW' }]);
 	assert.ok(swept.waiting.some((w) => w.id === waiting.request_id));
-	const again = await capture(db.pool, def, { run_id: stuck.request_id, transition: 'CAPTURE_ANALYSIS', worker: 'fresh' });
+	const again = await capture(db.pool, def, {
+		run_id: stuck.request_id,
+		transition: 'CAPTURE_ANALYSIS',
+		worker: 'fresh',
+	});
 	assert.ok(again.captured);
-	await expectError(completeStep(db.pool, def, { run_id: stuck.request_id, transition: 'ANALYSIS_DONE', capture_token: old.run.capture_token, result: {} }), 409, 'ILLEGAL_TRANSITION');
-	await completeStep(db.pool, def, { run_id: stuck.request_id, transition: 'ANALYSIS_DONE', capture_token: again.run.capture_token, result: {} });
+	await expectError(
+		completeStep(db.pool, def, {
+			run_id: stuck.request_id,
+			transition: 'ANALYSIS_DONE',
+			capture_token: old.run.capture_token,
+			result: {},
+		}),
+		409,
+		'ILLEGAL_TRANSITION',
+	);
+	await completeStep(db.pool, def, {
+		run_id: stuck.request_id,
+		transition: 'ANALYSIS_DONE',
+		capture_token: again.run.capture_token,
+		result: {},
+	});
 });
 
-test('20 concurrent workers over 2,000 runs: every step of every run captured exactly once, every run completed once', { timeout: 300_000 }, async () => {
-	const ids: string[] = [];
-	const { rows } = await db.pool.query<{ id: string }>(
-		`WITH runs AS (INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'load-' || g, 'q' || g FROM generate_series(1, 2000) g RETURNING id) SELECT id FROM runs`,
-	);
-	ids.push(...rows.map((r) => r.id));
-	const wins = new Map<string, number>();
-	const waitingStates = ['NEW', 'ANALYZED', 'READY'];
-	const take = { NEW: STEPS[0], ANALYZED: STEPS[1], READY: STEPS[2] } as Record<string, (typeof STEPS)[number]>;
-	const worker = async (w: number) => {
-		for (;;) {
-			const { rows: batch } = await db.pool.query<{ id: string; status: string }>(
-				"SELECT id, status FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' AND status = ANY($1) ORDER BY random() LIMIT 25",
-				[waitingStates],
-			);
-			if (batch.length === 0) {
-				const { rows: left } = await db.pool.query("SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' AND status NOT IN ('COMPLETED', 'FAILED')");
-				if (left[0].n === 0) return;
-				continue;
+test(
+	'20 concurrent workers over 2,000 runs: every step of every run captured exactly once, every run completed once',
+	{ timeout: 300_000 },
+	async () => {
+		const ids: string[] = [];
+		const { rows } = await db.pool.query<{ id: string }>(
+			`WITH runs AS (INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'load-' || g, 'q' || g FROM generate_series(1, 2000) g RETURNING id) SELECT id FROM runs`,
+		);
+		ids.push(...rows.map((r) => r.id));
+		const wins = new Map<string, number>();
+		const waitingStates = ['NEW', 'ANALYZED', 'READY'];
+		const take = { NEW: STEPS[0], ANALYZED: STEPS[1], READY: STEPS[2] } as Record<string, (typeof STEPS)[number]>;
+		const worker = async (w: number) => {
+			for (;;) {
+				const { rows: batch } = await db.pool.query<{ id: string; status: string }>(
+					"SELECT id, status FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' AND status = ANY($1) ORDER BY random() LIMIT 25",
+					[waitingStates],
+				);
+				if (batch.length === 0) {
+					const { rows: left } = await db.pool.query(
+						"SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' AND status NOT IN ('COMPLETED', 'FAILED')",
+					);
+					if (left[0].n === 0) return;
+					continue;
+				}
+				for (const run of batch) {
+					const [capture_, done, result] = take[run.status];
+					const c = await capture(db.pool, def, { run_id: run.id, transition: capture_, worker: `w${w}` });
+					if (!c.captured) continue;
+					const key = `${run.id}:${capture_}`;
+					wins.set(key, (wins.get(key) ?? 0) + 1);
+					await completeStep(db.pool, def, {
+						run_id: run.id,
+						transition: done,
+						capture_token: c.run.capture_token,
+						result,
+					});
+				}
 			}
-			for (const run of batch) {
-				const [capture_, done, result] = take[run.status];
-				const c = await capture(db.pool, def, { run_id: run.id, transition: capture_, worker: `w${w}` });
-				if (!c.captured) continue;
-				const key = `${run.id}:${capture_}`;
-				wins.set(key, (wins.get(key) ?? 0) + 1);
-				await completeStep(db.pool, def, { run_id: run.id, transition: done, capture_token: c.run.capture_token, result });
-			}
-		}
-	};
-	await Promise.all(Array.from({ length: 20 }, (_, w) => worker(w)));
-	assert.equal(wins.size, 6000, 'every run × 3 steps was captured');
-	assert.ok([...wins.values()].every((n) => n === 1), 'and never twice');
-	const { rows: final } = await db.pool.query("SELECT status, count(*)::int AS n FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' GROUP BY status");
-	assert.deepEqual(final, [{ status: 'COMPLETED', n: 2000 }]);
-	assert.equal(ids.length, 2000);
-});
+		};
+		await Promise.all(Array.from({ length: 20 }, (_, w) => worker(w)));
+		assert.equal(wins.size, 6000, 'every run × 3 steps was captured');
+		assert.ok(
+			[...wins.values()].every((n) => n === 1),
+			'and never twice',
+		);
+		const { rows: final } = await db.pool.query(
+			"SELECT status, count(*)::int AS n FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' GROUP BY status",
+		);
+		assert.deepEqual(final, [{ status: 'COMPLETED', n: 2000 }]);
+		assert.equal(ids.length, 2000);
+	},
+);

@@ -58,19 +58,32 @@ test('property: Complete Step with a hostile result and draft stores it as sent 
 	const def = shippedDefinition();
 	await fc.assert(
 		fc.asyncProperty(hostileJson, fc.option(hostileString(32), { nil: undefined }), async (result, draft) => {
-			const { request_id } = await createRun(db.pool, { user_id: `prop-${Math.random()}`, query: 'q' }) // one user per run: the seed-001 blocking rule holds a user's next run back;
-			const token = (await capture(db.pool, def, { run_id: request_id, transition: 'CAPTURE_ANALYSIS', worker: 'w' })).run.capture_token as string;
+			const { request_id } = await createRun(db.pool, { user_id: `prop-${Math.random()}`, query: 'q' }); // one user per run: the seed-001 blocking rule holds a user's next run back;
+			const token = (await capture(db.pool, def, { run_id: request_id, transition: 'CAPTURE_ANALYSIS', worker: 'w' }))
+				.run.capture_token as string;
 			try {
-				const done = await completeStep(db.pool, def, { run_id: request_id, transition: 'ANALYSIS_DONE', capture_token: token, result, draft_context: draft });
+				const done = await completeStep(db.pool, def, {
+					run_id: request_id,
+					transition: 'ANALYSIS_DONE',
+					capture_token: token,
+					result,
+					draft_context: draft,
+				});
 				assert.equal(done.status, 'ANALYZED');
-				const stored = (await db.pool.query('SELECT analysis_result, draft_context FROM maas.pipeline_runs WHERE id = $1', [request_id])).rows[0];
+				const stored = (
+					await db.pool.query('SELECT analysis_result, draft_context FROM maas.pipeline_runs WHERE id = $1', [
+						request_id,
+					])
+				).rows[0];
 				assert.deepEqual(stored.analysis_result, JSON.parse(JSON.stringify(result ?? null)));
 				if (draft !== undefined) assert.equal(stored.draft_context, draft);
 			} catch (error) {
 				assert.ok(error instanceof ContractError, String(error));
 				assert.equal(error.statusCode, 422, error.message);
 				assert.match(String(error.details.field), /^(result|draft_context)/);
-				const kept = (await db.pool.query('SELECT status, capture_token FROM maas.pipeline_runs WHERE id = $1', [request_id])).rows[0];
+				const kept = (
+					await db.pool.query('SELECT status, capture_token FROM maas.pipeline_runs WHERE id = $1', [request_id])
+				).rows[0];
 				assert.deepEqual([kept.status, kept.capture_token], ['ANALYZING', token]);
 			}
 		}),

@@ -20,14 +20,26 @@ before(async () => {
 	db = await setupDatabase();
 	tenant = (await seedBot(db.pool)).tenantId;
 	other = (await seedBot(db.pool, 'other_bot')).tenantId;
-	await db.pool.query('INSERT INTO core.chat_policies (tenant_id, chat_id, retention_days_raw, retention_days_documents) VALUES ($1, $2, 30, 60)', [tenant, SHORT]);
+	await db.pool.query(
+		'INSERT INTO core.chat_policies (tenant_id, chat_id, retention_days_raw, retention_days_documents) VALUES ($1, $2, 30, 60)',
+		[tenant, SHORT],
+	);
 });
 after(async () => db.drop());
 
 /** A message in `chat` sent `days` ago (via Process Update), returns its tg.messages id. */
 async function message(tenantId: string, chat: number, messageId: number, days: number) {
 	const date = Math.floor(Date.now() / 1000) - days * 86_400;
-	const update = { update_id: messageId, message: { message_id: messageId, date, chat: { id: chat, type: 'supergroup', title: 'c' }, from: { id: 7, is_bot: false, first_name: 'U' }, text: `m ${messageId}` } };
+	const update = {
+		update_id: messageId,
+		message: {
+			message_id: messageId,
+			date,
+			chat: { id: chat, type: 'supergroup', title: 'c' },
+			from: { id: 7, is_bot: false, first_name: 'U' },
+			text: `m ${messageId}`,
+		},
+	};
 	return Number((await run(processOperation, { tenant_id: tenantId, update })).data.message_fk);
 }
 async function documentAged(tenantId: string, chat: number, days: number) {
@@ -35,14 +47,27 @@ async function documentAged(tenantId: string, chat: number, days: number) {
 		"INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status, created_at) VALUES ($1, 'url', $2, $3, 'group', 'x', 'done', now() - make_interval(days => $4)) RETURNING id",
 		[tenantId, `url:${Math.random()}`, chat, days],
 	);
-	await db.pool.query("INSERT INTO kg.chunks (tenant_id, document_id, chunk_no, text, char_start, char_end, text_sha256) VALUES ($1, $2, 0, 'x', 0, 1, 'h')", [tenantId, rows[0].id]);
+	await db.pool.query(
+		"INSERT INTO kg.chunks (tenant_id, document_id, chunk_no, text, char_start, char_end, text_sha256) VALUES ($1, $2, 0, 'x', 0, 1, 'h')",
+		[tenantId, rows[0].id],
+	);
 	return Number(rows[0].id);
 }
-const exists = async (table: string, id: number) => (await db.pool.query(`SELECT 1 FROM ${table} WHERE id = $1`, [id])).rowCount === 1;
+const exists = async (table: string, id: number) =>
+	(await db.pool.query(`SELECT 1 FROM ${table} WHERE id = $1`, [id])).rowCount === 1;
 
 test('each chat keeps what its policy says: 30 days raw / 60 days documents here, 90 / 3650 without a policy', async () => {
-	const keep = { shortMsg: await message(tenant, SHORT, 1, 10), defaultMsg: await message(tenant, DEFAULT, 2, 45), shortDoc: await documentAged(tenant, SHORT, 50), defaultDoc: await documentAged(tenant, DEFAULT, 400) };
-	const drop = { shortMsg: await message(tenant, SHORT, 3, 31), defaultMsg: await message(tenant, DEFAULT, 4, 91), shortDoc: await documentAged(tenant, SHORT, 61) };
+	const keep = {
+		shortMsg: await message(tenant, SHORT, 1, 10),
+		defaultMsg: await message(tenant, DEFAULT, 2, 45),
+		shortDoc: await documentAged(tenant, SHORT, 50),
+		defaultDoc: await documentAged(tenant, DEFAULT, 400),
+	};
+	const drop = {
+		shortMsg: await message(tenant, SHORT, 3, 31),
+		defaultMsg: await message(tenant, DEFAULT, 4, 91),
+		shortDoc: await documentAged(tenant, SHORT, 61),
+	};
 	const { data } = await run(pruneOperation, {});
 	assert.equal((data.deleted as Record<string, number>)['tg.messages'], 2);
 	assert.equal((data.deleted as Record<string, number>)['content.documents'], 1);
@@ -51,7 +76,9 @@ test('each chat keeps what its policy says: 30 days raw / 60 days documents here
 	for (const id of [keep.shortDoc, keep.defaultDoc]) assert.ok(await exists('content.documents', id));
 	for (const id of [drop.shortMsg, drop.defaultMsg]) assert.ok(!(await exists('tg.messages', id)));
 	assert.ok(!(await exists('content.documents', drop.shortDoc)));
-	const orphans = await db.pool.query('SELECT (SELECT count(*) FROM tg.message_versions v WHERE NOT EXISTS (SELECT 1 FROM tg.messages m WHERE m.id = v.message_fk))::int AS versions, (SELECT count(*) FROM kg.chunks c WHERE NOT EXISTS (SELECT 1 FROM content.documents d WHERE d.id = c.document_id))::int AS chunks');
+	const orphans = await db.pool.query(
+		'SELECT (SELECT count(*) FROM tg.message_versions v WHERE NOT EXISTS (SELECT 1 FROM tg.messages m WHERE m.id = v.message_fk))::int AS versions, (SELECT count(*) FROM kg.chunks c WHERE NOT EXISTS (SELECT 1 FROM content.documents d WHERE d.id = c.document_id))::int AS chunks',
+	);
 	assert.deepEqual(orphans.rows[0], { versions: 0, chunks: 0 });
 });
 
@@ -73,25 +100,47 @@ test('finished jobs past the raw retention go, with their runs; queued jobs and 
 	const { rows } = await db.pool.query(
 		`INSERT INTO ops.jobs (tenant_id, job_type, status, finished_at) VALUES
 		   ($1, 'x', 'succeeded', now() - interval '100 days'), ($1, 'x', 'queued', NULL), ($1, 'x', 'dead', now() - interval '10 days')
-		 RETURNING id`, [tenant]);
+		 RETURNING id`,
+		[tenant],
+	);
 	const [old, queued, recent] = rows.map((r) => Number(r.id));
 	await db.pool.query("INSERT INTO ops.job_runs (job_id, attempt, status) VALUES ($1, 1, 'succeeded')", [old]);
 	await run(pruneOperation, { tenant_id: tenant });
-	assert.deepEqual([await exists('ops.jobs', old), await exists('ops.jobs', queued), await exists('ops.jobs', recent)], [false, true, true]);
+	assert.deepEqual(
+		[await exists('ops.jobs', old), await exists('ops.jobs', queued), await exists('ops.jobs', recent)],
+		[false, true, true],
+	);
 });
 
 test('a raw update past its retention stays while its job is not finished (the job payload names the raw row, not the update)', async () => {
-	const bot = (await db.pool.query('SELECT bot_id FROM core.bots WHERE tenant_id = $1 LIMIT 1', [tenant])).rows[0].bot_id as string;
-	const job = Number((await db.pool.query("INSERT INTO ops.jobs (tenant_id, job_type, status) VALUES ($1, 'telegram_update', 'queued') RETURNING id", [tenant])).rows[0].id);
-	const raw = Number(
-		(await db.pool.query(
-			"INSERT INTO raw.telegram_updates (bot_id, tenant_id, update_id, update, correlation_id, received_at) VALUES ($1, $2, 990001, '{\"update_id\": 990001}', gen_random_uuid(), now() - interval '40 days') RETURNING id",
-			[bot, tenant],
-		)).rows[0].id,
+	const bot = (await db.pool.query('SELECT bot_id FROM core.bots WHERE tenant_id = $1 LIMIT 1', [tenant])).rows[0]
+		.bot_id as string;
+	const job = Number(
+		(
+			await db.pool.query(
+				"INSERT INTO ops.jobs (tenant_id, job_type, status) VALUES ($1, 'telegram_update', 'queued') RETURNING id",
+				[tenant],
+			)
+		).rows[0].id,
 	);
-	await db.pool.query("INSERT INTO raw.telegram_update_keys (raw_update_id, bot_id, tenant_id, update_id, update_type, chat_id, job_id) VALUES ($1, $2, $3, 990001, 'message', $4, $5)", [raw, bot, tenant, SHORT, job]);
+	const raw = Number(
+		(
+			await db.pool.query(
+				"INSERT INTO raw.telegram_updates (bot_id, tenant_id, update_id, update, correlation_id, received_at) VALUES ($1, $2, 990001, '{\"update_id\": 990001}', gen_random_uuid(), now() - interval '40 days') RETURNING id",
+				[bot, tenant],
+			)
+		).rows[0].id,
+	);
+	await db.pool.query(
+		"INSERT INTO raw.telegram_update_keys (raw_update_id, bot_id, tenant_id, update_id, update_type, chat_id, job_id) VALUES ($1, $2, $3, 990001, 'message', $4, $5)",
+		[raw, bot, tenant, SHORT, job],
+	);
 	await run(pruneOperation, { tenant_id: tenant, chat_id: SHORT });
-	assert.equal(await exists('raw.telegram_updates', raw), true, 'its job is still queued: the raw row is the only copy of the update');
+	assert.equal(
+		await exists('raw.telegram_updates', raw),
+		true,
+		'its job is still queued: the raw row is the only copy of the update',
+	);
 	await db.pool.query("UPDATE ops.jobs SET status = 'succeeded', finished_at = now() WHERE id = $1", [job]);
 	await run(pruneOperation, { tenant_id: tenant, chat_id: SHORT });
 	assert.equal(await exists('raw.telegram_updates', raw), false, 'once the job finished, the 30-day policy applies');

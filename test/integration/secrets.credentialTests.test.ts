@@ -10,7 +10,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import type { ICredentialTestFunctions, ICredentialsDecrypted, INodeCredentialTestResult } from 'n8n-workflow';
-import { contractsEmbeddingsApiTest, contractsTelegramApiTest } from '../../nodes/KnowledgeBot/transport/credentialTest';
+import {
+	contractsEmbeddingsApiTest,
+	contractsTelegramApiTest,
+} from '../../nodes/KnowledgeBot/transport/credentialTest';
 import { contractsLlmApiTest } from '../../nodes/shared/llm/credentialTest';
 import { ContractsEmbeddingsApi } from '../../credentials/ContractsEmbeddingsApi.credentials';
 import { ContractsLlmApi } from '../../credentials/ContractsLlmApi.credentials';
@@ -33,7 +36,11 @@ before(async () => {
 	echo = await startEchoServer();
 	refused = await closedPort();
 	good = http.createServer((req, res) => {
-		seen.push({ path: req.url ?? '', auth: req.headers.authorization, key: req.headers['x-goog-api-key'] as string | undefined });
+		seen.push({
+			path: req.url ?? '',
+			auth: req.headers.authorization,
+			key: req.headers['x-goog-api-key'] as string | undefined,
+		});
 		res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true,"result":{},"data":[],"models":[]}');
 	});
 	await new Promise<void>((r) => good.listen(0, '127.0.0.1', r));
@@ -47,15 +54,35 @@ after(async () => {
 
 type Tester = (this: ICredentialTestFunctions, credential: ICredentialsDecrypted) => Promise<INodeCredentialTestResult>;
 const CREDENTIALS: { name: string; test: Tester; data: (baseUrl: string) => Record<string, unknown> }[] = [
-	{ name: 'Contracts Telegram Bot API', test: contractsTelegramApiTest, data: (baseUrl) => ({ accessToken: S.telegramToken, baseUrl }) },
-	{ name: 'Contracts LLM API', test: contractsLlmApiTest, data: (baseUrl) => ({ api: 'openai', baseUrl, apiKey: S.llmKey }) },
-	{ name: 'Contracts Embeddings API', test: contractsEmbeddingsApiTest, data: (baseUrl) => ({ api: 'gemini', baseUrl, apiKey: S.embeddingsKey }) },
-	{ name: 'Contracts Embeddings API', test: contractsEmbeddingsApiTest, data: (baseUrl) => ({ api: 'openai', baseUrl, apiKey: S.embeddingsKey }) },
+	{
+		name: 'Contracts Telegram Bot API',
+		test: contractsTelegramApiTest,
+		data: (baseUrl) => ({ accessToken: S.telegramToken, baseUrl }),
+	},
+	{
+		name: 'Contracts LLM API',
+		test: contractsLlmApiTest,
+		data: (baseUrl) => ({ api: 'openai', baseUrl, apiKey: S.llmKey }),
+	},
+	{
+		name: 'Contracts Embeddings API',
+		test: contractsEmbeddingsApiTest,
+		data: (baseUrl) => ({ api: 'gemini', baseUrl, apiKey: S.embeddingsKey }),
+	},
+	{
+		name: 'Contracts Embeddings API',
+		test: contractsEmbeddingsApiTest,
+		data: (baseUrl) => ({ api: 'openai', baseUrl, apiKey: S.embeddingsKey }),
+	},
 ];
 const MODES: { name: string; base: () => string; status?: number; badUrl?: string }[] = [
 	{ name: 'no scheme', base: () => 'api.secrets-test.invalid', badUrl: 'has no scheme' },
 	{ name: 'a space', base: () => `http://127.0.0.1:${echo.port} /x`, badUrl: 'contains whitespace' },
-	{ name: 'user info', base: () => `http://user:${encodeURIComponent(S.telegramToken)}@127.0.0.1:${echo.port}`, badUrl: 'must not contain a user name or password' },
+	{
+		name: 'user info',
+		base: () => `http://user:${encodeURIComponent(S.telegramToken)}@127.0.0.1:${echo.port}`,
+		badUrl: 'must not contain a user name or password',
+	},
 	{ name: 'ftp scheme', base: () => 'ftp://127.0.0.1', badUrl: 'must use http:// or https://' },
 	{ name: 'DNS failure', base: () => 'http://api.secrets-test.invalid' },
 	{ name: 'connection refused', base: () => `http://127.0.0.1:${refused}` },
@@ -64,7 +91,10 @@ const MODES: { name: string; base: () => string; status?: number; badUrl?: strin
 	{ name: '404 echoing the request', base: () => echo.url, status: 404 },
 ];
 
-const call = (t: Tester, data: Record<string, unknown>) => captureOutput(() => t.call({} as ICredentialTestFunctions, { id: '1', name: 'c', type: 't', data } as unknown as ICredentialsDecrypted));
+const call = (t: Tester, data: Record<string, unknown>) =>
+	captureOutput(() =>
+		t.call({} as ICredentialTestFunctions, { id: '1', name: 'c', type: 't', data } as unknown as ICredentialsDecrypted),
+	);
 
 for (const c of CREDENTIALS) {
 	for (const mode of MODES) {
@@ -73,7 +103,8 @@ for (const c of CREDENTIALS) {
 			const { result, logged } = await call(c.test, c.data(mode.base()));
 			assert.equal(result.status, 'Error');
 			assertNoSecret(`${c.name} credential test`, [result, logged], S.all);
-			if (mode.badUrl) assert.ok(result.message.startsWith(`${c.name} credential: Base URL (baseUrl) ${mode.badUrl}`), result.message);
+			if (mode.badUrl)
+				assert.ok(result.message.startsWith(`${c.name} credential: Base URL (baseUrl) ${mode.badUrl}`), result.message);
 			if (mode.status) assert.match(result.message, new RegExp(`HTTP ${mode.status} echo: GET /.*\\[REDACTED\\]`));
 		});
 	}
@@ -83,19 +114,31 @@ for (const c of CREDENTIALS) {
 		assert.equal(result.status, 'OK', result.message);
 		const [request] = seen;
 		if (c.test === contractsTelegramApiTest) assert.equal(request.path, `/bot${S.telegramToken}/getMe`);
-		else if (c.data('x').api === 'gemini') assert.deepEqual([request.path, request.key], ['/v1beta/models', S.embeddingsKey]);
+		else if (c.data('x').api === 'gemini')
+			assert.deepEqual([request.path, request.key], ['/v1beta/models', S.embeddingsKey]);
 		else assert.match(String(request.auth), /^Bearer /);
 	});
 }
 
 test('the credential types have no declarative test; the nodes name their programmatic tests (testedBy)', async () => {
-	for (const type of [new ContractsTelegramApi(), new ContractsLlmApi(), new ContractsEmbeddingsApi()]) assert.equal((type as { test?: unknown }).test, undefined, type.name);
-	const { KnowledgeBot } = await load<typeof import('../../nodes/KnowledgeBot/KnowledgeBot.node')>('../../nodes/KnowledgeBot/KnowledgeBot.node.ts');
-	const { PipelineCapture } = await load<typeof import('../../nodes/PipelineCapture/PipelineCapture.node')>('../../nodes/PipelineCapture/PipelineCapture.node.ts');
+	for (const type of [new ContractsTelegramApi(), new ContractsLlmApi(), new ContractsEmbeddingsApi()])
+		assert.equal((type as { test?: unknown }).test, undefined, type.name);
+	const { KnowledgeBot } = await load<typeof import('../../nodes/KnowledgeBot/KnowledgeBot.node')>(
+		'../../nodes/KnowledgeBot/KnowledgeBot.node.ts',
+	);
+	const { PipelineCapture } = await load<typeof import('../../nodes/PipelineCapture/PipelineCapture.node')>(
+		'../../nodes/PipelineCapture/PipelineCapture.node.ts',
+	);
 	const kb = new KnowledgeBot();
 	const testedBy = Object.fromEntries((kb.description.credentials ?? []).map((c) => [c.name, c.testedBy]));
-	assert.deepEqual(testedBy, { postgresContractsApi: 'postgresContractsApiTest', contractsTelegramApi: 'contractsTelegramApiTest', contractsEmbeddingsApi: 'contractsEmbeddingsApiTest', contractsLlmApi: 'contractsLlmApiTest' });
-	for (const name of Object.values(testedBy)) assert.equal(typeof kb.methods.credentialTest[name as keyof typeof kb.methods.credentialTest], 'function', name);
+	assert.deepEqual(testedBy, {
+		postgresContractsApi: 'postgresContractsApiTest',
+		contractsTelegramApi: 'contractsTelegramApiTest',
+		contractsEmbeddingsApi: 'contractsEmbeddingsApiTest',
+		contractsLlmApi: 'contractsLlmApiTest',
+	});
+	for (const name of Object.values(testedBy))
+		assert.equal(typeof kb.methods.credentialTest[name as keyof typeof kb.methods.credentialTest], 'function', name);
 	const pc = new PipelineCapture();
 	assert.equal(pc.description.credentials?.find((c) => c.name === 'contractsLlmApi')?.testedBy, 'contractsLlmApiTest');
 	assert.equal(typeof pc.methods.credentialTest.contractsLlmApiTest, 'function');

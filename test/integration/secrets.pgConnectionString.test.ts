@@ -14,11 +14,19 @@ import { getPool, type PostgresCredential } from '../../nodes/shared/postgres/po
 
 // the source node, by its .ts file: "PipelineTrigger.node" alone would resolve to the codex .json beside it
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { PipelineTrigger } = require('../../nodes/PipelineTrigger/PipelineTrigger.node.ts') as typeof import('../../nodes/PipelineTrigger/PipelineTrigger.node');
+const { PipelineTrigger } =
+	require('../../nodes/PipelineTrigger/PipelineTrigger.node.ts') as typeof import('../../nodes/PipelineTrigger/PipelineTrigger.node');
 
 const PW = `Sup3rSecretPw${randomBytes(6).toString('hex')}`;
 const URL_WITH_PW = `postgres://app:${PW}@db.invalid:5432/contracts`;
-const base: PostgresCredential = { host: '127.0.0.1', port: 5432, database: 'postgres', user: 'postgres', password: '', ssl: 'disable' };
+const base: PostgresCredential = {
+	host: '127.0.0.1',
+	port: 5432,
+	database: 'postgres',
+	user: 'postgres',
+	password: '',
+	ssl: 'disable',
+};
 
 function clean(what: string, text: string) {
 	assert.ok(!text.includes(PW), `${what} quotes the password: ${text}`);
@@ -28,7 +36,12 @@ function triggerContext(credential: PostgresCredential, warnings: string[]): ITr
 	return {
 		getCredentials: async () => credential,
 		getNodeParameter: (_name: string, fallback: unknown) => fallback,
-		logger: { warn: (m: string) => warnings.push(m), info: () => undefined, debug: () => undefined, error: (m: string) => warnings.push(m) },
+		logger: {
+			warn: (m: string) => warnings.push(m),
+			info: () => undefined,
+			debug: () => undefined,
+			error: (m: string) => warnings.push(m),
+		},
 		emit: () => undefined,
 		helpers: { returnJsonArray: (x: unknown) => x },
 	} as unknown as ITriggerFunctions;
@@ -46,7 +59,10 @@ async function thrown(run: () => Promise<unknown> | unknown): Promise<Error> {
 test('a connection string in Host, Database or User is refused by name, never quoted', async () => {
 	for (const field of ['host', 'database', 'user'] as const) {
 		const credential = { ...base, [field]: URL_WITH_PW };
-		const result = await postgresContractsApiTest.call({} as ICredentialTestFunctions, { id: '1', name: 'c', type: 'postgresContractsApi', data: credential } as unknown as ICredentialsDecrypted);
+		const result = await postgresContractsApiTest.call(
+			{} as ICredentialTestFunctions,
+			{ id: '1', name: 'c', type: 'postgresContractsApi', data: credential } as unknown as ICredentialsDecrypted,
+		);
 		assert.equal(result.status, 'Error', field);
 		assert.match(result.message, new RegExp(`\\(${field}\\)`));
 		clean(`credential test (${field})`, result.message);
@@ -62,7 +78,7 @@ test('a connection string in Host, Database or User is refused by name, never qu
 	clean('fromPgError', JSON.stringify(fromPgError(pgLike, {}).message));
 });
 
-test('the trigger\'s start() failure is redacted (pg quoting a value that holds the password)', async () => {
+test("the trigger's start() failure is redacted (pg quoting a value that holds the password)", async () => {
 	const credential = { ...base, password: PW, database: `nodb_${PW}` };
 	const warnings: string[] = [];
 	const error = await thrown(() => new PipelineTrigger().trigger.call(triggerContext(credential, warnings)));

@@ -10,7 +10,10 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import type { ICredentialTestFunctions, ICredentialsDecrypted } from 'n8n-workflow';
 import { downloadFile, getFile, getMe, sendMessage } from '../../nodes/KnowledgeBot/transport/botApi';
-import { contractsEmbeddingsApiTest, contractsTelegramApiTest } from '../../nodes/KnowledgeBot/transport/credentialTest';
+import {
+	contractsEmbeddingsApiTest,
+	contractsTelegramApiTest,
+} from '../../nodes/KnowledgeBot/transport/credentialTest';
 import { embedTexts } from '../../nodes/KnowledgeBot/transport/embeddings';
 import { fetchSender, httpGet, httpPostJson } from '../../nodes/KnowledgeBot/transport/http';
 import { contractsLlmApiTest } from '../../nodes/shared/llm/credentialTest';
@@ -23,7 +26,8 @@ let target: http.Server;
 let redirector: http.Server;
 let base = '';
 
-const listen = (s: http.Server) => new Promise<number>((resolve) => s.listen(0, '127.0.0.1', () => resolve((s.address() as AddressInfo).port)));
+const listen = (s: http.Server) =>
+	new Promise<number>((resolve) => s.listen(0, '127.0.0.1', () => resolve((s.address() as AddressInfo).port)));
 
 before(async () => {
 	target = http.createServer((req, res) => {
@@ -31,7 +35,9 @@ before(async () => {
 		req.on('data', (c) => (body += c));
 		req.on('end', () => {
 			seenByTarget.push(`${req.method} ${req.url} ${JSON.stringify(req.headers)} ${body}`);
-			res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true,"result":{"id":1,"file_path":"a.pdf","message_id":1},"embeddings":[{"values":[1]}]}');
+			res
+				.writeHead(200, { 'content-type': 'application/json' })
+				.end('{"ok":true,"result":{"id":1,"file_path":"a.pdf","message_id":1},"embeddings":[{"values":[1]}]}');
 		});
 	});
 	const targetPort = await listen(target);
@@ -48,7 +54,10 @@ after(() => {
 });
 
 function assertClean(what: string, text: string) {
-	assert.ok(!text.includes(KEY) && !text.includes(TOKEN) && !text.includes(TOKEN.split(':')[1]), `${what} quotes a secret: ${text}`);
+	assert.ok(
+		!text.includes(KEY) && !text.includes(TOKEN) && !text.includes(TOKEN.split(':')[1]),
+		`${what} quotes a secret: ${text}`,
+	);
 	assert.match(text, /307/, what);
 	assert.match(text, /redirect/, what);
 }
@@ -61,12 +70,36 @@ async function failure(what: string, run: () => Promise<unknown>): Promise<void>
 	assertClean(what, `${error.message} ${error.stack} ${JSON.stringify(error)}`);
 }
 
-const credentialCall = (t: typeof contractsLlmApiTest, data: Record<string, unknown>) => t.call({} as ICredentialTestFunctions, { id: '1', name: 'c', type: 't', data } as unknown as ICredentialsDecrypted);
+const credentialCall = (t: typeof contractsLlmApiTest, data: Record<string, unknown>) =>
+	t.call({} as ICredentialTestFunctions, { id: '1', name: 'c', type: 't', data } as unknown as ICredentialsDecrypted);
 
 test('Gemini embeddings, the LLM sender, the Bot API and the credential tests never follow a redirect', async () => {
-	await failure('embeddings (gemini)', () => embedTexts(httpPostJson, { api: 'gemini', baseUrl: base, apiKey: KEY }, { name: 'text-embedding-004', dims: 1 }, ['x'], 'RETRIEVAL_QUERY'));
-	await failure('embeddings (openai)', () => embedTexts(httpPostJson, { api: 'openai', baseUrl: base, apiKey: KEY }, { name: 'm', dims: 1 }, ['x'], 'RETRIEVAL_QUERY'));
-	await failure('LLM', () => generate({ api: 'openai', baseUrl: base, apiKey: KEY, model: 'm' }, { system: 's', input: 'i', expectJson: false }, { timeoutMs: 5_000, maxRetries: 0, backoffBaseMs: 1, rateLimitWaitMs: 1 }, fetchSender));
+	await failure('embeddings (gemini)', () =>
+		embedTexts(
+			httpPostJson,
+			{ api: 'gemini', baseUrl: base, apiKey: KEY },
+			{ name: 'text-embedding-004', dims: 1 },
+			['x'],
+			'RETRIEVAL_QUERY',
+		),
+	);
+	await failure('embeddings (openai)', () =>
+		embedTexts(
+			httpPostJson,
+			{ api: 'openai', baseUrl: base, apiKey: KEY },
+			{ name: 'm', dims: 1 },
+			['x'],
+			'RETRIEVAL_QUERY',
+		),
+	);
+	await failure('LLM', () =>
+		generate(
+			{ api: 'openai', baseUrl: base, apiKey: KEY, model: 'm' },
+			{ system: 's', input: 'i', expectJson: false },
+			{ timeoutMs: 5_000, maxRetries: 0, backoffBaseMs: 1, rateLimitWaitMs: 1 },
+			fetchSender,
+		),
+	);
 	const telegram = { accessToken: TOKEN, baseUrl: base };
 	await failure('getMe', () => getMe(httpGet, telegram, 5_000));
 	await failure('getFile', () => getFile(httpGet, telegram, 'FILE', 5_000));

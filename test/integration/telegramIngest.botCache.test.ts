@@ -36,7 +36,15 @@ after(async () => {
 });
 
 function input(bot: { botKey: string }, secretToken: string): IngestInput {
-	return { botKey: bot.botKey, secretToken, update: textWithUrls(), jobType: 'telegram_update', maxAttempts: 5, workflow: 'WF10', nodeName: 'Telegram Ingest' };
+	return {
+		botKey: bot.botKey,
+		secretToken,
+		update: textWithUrls(),
+		jobType: 'telegram_update',
+		maxAttempts: 5,
+		workflow: 'WF10',
+		nodeName: 'Telegram Ingest',
+	};
 }
 
 /** The outcome of one ingest: 'stored', or the refusal's status and reason. */
@@ -139,10 +147,17 @@ test('with the notification lost, a disabled bot and an old secret are refused w
 	assert.equal(await outcome(other, other.secret), 'stored');
 	const offAt = Date.now();
 	await silently('UPDATE core.bots SET is_enabled = false WHERE bot_id = $1', [other.botId]);
-	assert.equal(await outcome(other, other.secret), 'stored', 'no notification: the cached row still answers (this test exercises the TTL)');
+	assert.equal(
+		await outcome(other, other.secret),
+		'stored',
+		'no notification: the cached row still answers (this test exercises the TTL)',
+	);
 	await msUntil(() => outcome(other, other.secret), '403 unknown_bot', BOT_CACHE_TTL_MS + 500);
 	const after = Date.now() - offAt;
-	assert.ok(after <= BOT_CACHE_TTL_MS + 500, `refused ${after} ms after the change (TTL ${BOT_CACHE_TTL_MS} ms + 500 ms margin)`);
+	assert.ok(
+		after <= BOT_CACHE_TTL_MS + 500,
+		`refused ${after} ms after the change (TTL ${BOT_CACHE_TTL_MS} ms + 500 ms margin)`,
+	);
 });
 
 test('the listener reconnects after its connection is terminated, and notifications work again', async () => {
@@ -150,7 +165,8 @@ test('the listener reconnects after its connection is terminated, and notificati
 	const connections = botCacheOf(pool).listener!.connections;
 	await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
 	const deadline = Date.now() + 10_000;
-	while (botCacheOf(pool).listener!.connections === connections && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+	while (botCacheOf(pool).listener!.connections === connections && Date.now() < deadline)
+		await new Promise((r) => setTimeout(r, 20));
 	assert.ok(botCacheOf(pool).listener!.connections > connections, 'reconnected');
 	const newPid = await listening();
 	assert.notEqual(newPid, pid);

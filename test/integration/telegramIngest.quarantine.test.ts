@@ -24,7 +24,16 @@ after(async () => {
 });
 
 function input(update: unknown, overrides: Partial<IngestInput> = {}): IngestInput {
-	return { botKey: bot.botKey, secretToken: bot.secret, update, jobType: 'telegram_update', maxAttempts: 5, workflow: 'WF10', nodeName: 'Telegram Ingest', ...overrides };
+	return {
+		botKey: bot.botKey,
+		secretToken: bot.secret,
+		update,
+		jobType: 'telegram_update',
+		maxAttempts: 5,
+		workflow: 'WF10',
+		nodeName: 'Telegram Ingest',
+		...overrides,
+	};
 }
 
 /** The same update as raw webhook bytes. */
@@ -51,7 +60,12 @@ async function quarantineRows(sha: Buffer) {
 }
 
 async function errorRows(correlationId: string) {
-	return (await db.pool.query('SELECT node, workflow, kind, status_code, retryable, message, details FROM ops.errors WHERE correlation_id = $1', [correlationId])).rows;
+	return (
+		await db.pool.query(
+			'SELECT node, workflow, kind, status_code, retryable, message, details FROM ops.errors WHERE correlation_id = $1',
+			[correlationId],
+		)
+	).rows;
 }
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest();
@@ -70,12 +84,18 @@ async function assertQuarantined(call: IngestInput, bytes: Buffer, reason: strin
 	assert.deepEqual([rows[0].reason, rows[0].status_code, Number(rows[0].id)], [reason, 200, data.quarantine_id]);
 	const errors = await errorRows(answer.body.meta.correlation.correlation_id);
 	assert.equal(errors.length, 1, 'exactly one ops.errors row');
-	assert.deepEqual([errors[0].node, errors[0].workflow, errors[0].kind, errors[0].status_code, errors[0].retryable], ['Telegram Ingest', 'WF10', 'validation', 422, false]);
+	assert.deepEqual(
+		[errors[0].node, errors[0].workflow, errors[0].kind, errors[0].status_code, errors[0].retryable],
+		['Telegram Ingest', 'WF10', 'validation', 422, false],
+	);
 	assert.equal(errors[0].details.quarantine.answered, 200);
 	assert.equal(Number(errors[0].details.quarantine_id), data.quarantine_id);
 	assert.equal(errors[0].details.error_context.table, 'raw.telegram_quarantine');
 	const afterwards = await ingestCounts(db.pool);
-	assert.deepEqual([afterwards.raw, afterwards.keys, afterwards.jobs, afterwards.errors], [before.raw, before.keys, before.jobs, before.errors + 1]);
+	assert.deepEqual(
+		[afterwards.raw, afterwards.keys, afterwards.jobs, afterwards.errors],
+		[before.raw, before.keys, before.jobs, before.errors + 1],
+	);
 	return answer.body;
 }
 
@@ -131,7 +151,9 @@ test('10,000 nesting levels: quarantined (200), kept exactly (raw bytes and pars
 });
 
 test('an id beyond 2^53 from the raw body is stored exactly (bigint columns and jsonb)', async () => {
-	const rawText = JSON.stringify(textWithUrls()).replace(/"update_id":\d+/, '"update_id":9007199254740993').replace(/"chat":\{"id":-?\d+/, '"chat":{"id":-9223372036854775808');
+	const rawText = JSON.stringify(textWithUrls())
+		.replace(/"update_id":\d+/, '"update_id":9007199254740993')
+		.replace(/"chat":\{"id":-?\d+/, '"chat":{"id":-9223372036854775808');
 	const answer = await outcome(ingestUpdate(db.pool, raw(rawText), {}));
 	assert.equal(answer.status, 200, answer.body.message);
 	assert.equal(answer.body.data.update_id, '9007199254740993');
@@ -140,7 +162,9 @@ test('an id beyond 2^53 from the raw body is stored exactly (bigint columns and 
 		 FROM raw.telegram_updates r JOIN raw.telegram_update_keys k ON k.raw_update_id = r.id WHERE r.bot_id = $1 AND r.update_id = 9007199254740993`,
 		[bot.botId, rawText],
 	);
-	assert.deepEqual(rows, [{ update_id: '9007199254740993', chat_json: '-9223372036854775808', chat_id: '-9223372036854775808', same: true }]);
+	assert.deepEqual(rows, [
+		{ update_id: '9007199254740993', chat_json: '-9223372036854775808', chat_id: '-9223372036854775808', same: true },
+	]);
 	// the parsed body cannot be exact beyond 2^53: quarantined, not rounded into another update's key
 	const parsed = { ...textWithUrls(), update_id: 2 ** 53 + 2 };
 	await assertQuarantined(input(parsed), Buffer.from(JSON.stringify(parsed)), 'id_not_int8');
@@ -154,14 +178,20 @@ test('__proto__: a top-level key survives into raw.telegram_updates; beside anot
 		assert.equal(answer.status, 200, answer.body.message);
 		assert.equal(answer.body.data.update_type, '__proto__');
 	}
-	const stored = await db.pool.query('SELECT update, update = $2::jsonb AS same, update ? \'__proto__\' AS has_key FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = $3', [bot.botId, text, id]);
+	const stored = await db.pool.query(
+		"SELECT update, update = $2::jsonb AS same, update ? '__proto__' AS has_key FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = $3",
+		[bot.botId, text, id],
+	);
 	assert.deepEqual([stored.rows[0].same, stored.rows[0].has_key], [true, true]);
 	assert.equal(({} as Record<string, unknown>).polluted, undefined, 'no prototype pollution');
 
 	const nested = JSON.stringify(textWithUrls()).replace('"text":', '"__proto__":{"x":1},"text":');
 	const nestedAnswer = await outcome(ingestUpdate(db.pool, input(JSON.parse(nested)), {}));
 	assert.equal(nestedAnswer.status, 200);
-	const nestedRow = await db.pool.query('SELECT update = $2::jsonb AS same FROM raw.telegram_updates WHERE id = $1', [nestedAnswer.body.data.raw_update_id, nested]);
+	const nestedRow = await db.pool.query('SELECT update = $2::jsonb AS same FROM raw.telegram_updates WHERE id = $1', [
+		nestedAnswer.body.data.raw_update_id,
+		nested,
+	]);
 	assert.equal(nestedRow.rows[0].same, true, 'a nested __proto__ is stored too');
 
 	const both = JSON.stringify(textWithUrls()).replace(/^\{/, '{"__proto__":{"a":1},');
@@ -184,16 +214,25 @@ test('a duplicate of a quarantined update (same bytes, or same update_id) is rec
 	const clean = await outcome(ingestUpdate(db.pool, input(textWithUrls(id)), {})); // a storable body with that update_id
 	for (const dup of [again, sameId, parsedAgain, clean]) {
 		assert.equal(dup.status, 200);
-		assert.deepEqual([dup.body.data.duplicate, dup.body.data.quarantined, dup.body.data.quarantine_id, dup.body.data.job_id], [true, true, answer.data.quarantine_id, null]);
+		assert.deepEqual(
+			[dup.body.data.duplicate, dup.body.data.quarantined, dup.body.data.quarantine_id, dup.body.data.job_id],
+			[true, true, answer.data.quarantine_id, null],
+		);
 	}
 	assert.deepEqual(await ingestCounts(db.pool), before);
-	assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM raw.telegram_quarantine')).rows[0].n, quarantineBefore);
+	assert.equal(
+		(await db.pool.query('SELECT count(*)::int AS n FROM raw.telegram_quarantine')).rows[0].n,
+		quarantineBefore,
+	);
 
 	// and the other way round: a poison body whose update_id is already stored is a duplicate of that job
 	const stored = await outcome(ingestUpdate(db.pool, input(textWithUrls()), {}));
 	const poison = JSON.stringify(withText('late \u0000', stored.body.data.update_id));
 	const late = await outcome(ingestUpdate(db.pool, raw(poison), {}));
-	assert.deepEqual([late.status, late.body.data.duplicate, late.body.data.job_id, late.body.data.quarantined], [200, true, stored.body.data.job_id, false]);
+	assert.deepEqual(
+		[late.status, late.body.data.duplicate, late.body.data.job_id, late.body.data.quarantined],
+		[200, true, stored.body.data.job_id, false],
+	);
 });
 
 test('20 concurrent deliveries of one poison update: one quarantine row, one ops.errors row, every answer 200 naming it', async () => {
@@ -204,7 +243,9 @@ test('20 concurrent deliveries of one poison update: one quarantine row, one ops
 	assert.equal(answers.filter((a) => !a.body.data.duplicate).length, 1);
 	const rows = await quarantineRows(sha256(Buffer.from(text)));
 	assert.equal(rows.length, 1);
-	const errors = await db.pool.query("SELECT count(*)::int AS n FROM ops.errors WHERE details->>'quarantine_id' = $1", [String(rows[0].id)]);
+	const errors = await db.pool.query("SELECT count(*)::int AS n FROM ops.errors WHERE details->>'quarantine_id' = $1", [
+		String(rows[0].id),
+	]);
 	assert.equal(errors.rows[0].n, 1);
 });
 
@@ -221,32 +262,51 @@ test('not a Telegram update (not UTF-8, not JSON, not an object, not an Update):
 		const answer = await outcome(ingestUpdate(db.pool, input({}, { rawBody: bytes }), {}));
 		assert.equal(answer.status, 400, reason);
 		assert.match(answer.body.message, pattern);
-		assert.deepEqual([answer.body.kind, answer.body.details.reason, answer.body.details.field], ['validation', reason, 'body']);
+		assert.deepEqual(
+			[answer.body.kind, answer.body.details.reason, answer.body.details.field],
+			['validation', reason, 'body'],
+		);
 		const rows = await quarantineRows(sha256(bytes));
 		assert.equal(rows.length, 1, reason);
 		assert.ok(Buffer.from(rows[0].body).equals(bytes));
 		assert.deepEqual([rows[0].status_code, Number(rows[0].id)], [400, answer.body.details.quarantine_id]);
 		assert.deepEqual(await ingestCounts(db.pool), before, 'the ops.errors row comes from WF99 (error output)');
 		const again = await outcome(ingestUpdate(db.pool, input({}, { rawBody: bytes }), {}));
-		assert.deepEqual([again.status, again.body.details.duplicate, again.body.details.quarantine_id], [400, true, answer.body.details.quarantine_id]);
+		assert.deepEqual(
+			[again.status, again.body.details.duplicate, again.body.details.quarantine_id],
+			[400, true, answer.body.details.quarantine_id],
+		);
 	}
 });
 
 test('safety net: a value the database refuses as data (22xxx) is quarantined, never a 5xx', async () => {
 	const text = JSON.stringify(textWithUrls()).replace('"text":', '"huge":1e1000000,"text":');
 	const answer = await assertQuarantined(raw(text), Buffer.from(text), 'rejected_by_database');
-	const row = await db.pool.query('SELECT details FROM raw.telegram_quarantine WHERE id = $1', [answer.data.quarantine_id]);
+	const row = await db.pool.query('SELECT details FROM raw.telegram_quarantine WHERE id = $1', [
+		answer.data.quarantine_id,
+	]);
 	assert.equal(row.rows[0].details.sqlstate, '22003');
 });
 
 test('the quarantine row and its ops.errors row are written together or not at all', async () => {
-	await db.pool.query(`CREATE FUNCTION pg_temp_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = 'P0001'; END $$`);
-	await db.pool.query('CREATE TRIGGER fail_errors BEFORE INSERT ON ops.errors FOR EACH ROW EXECUTE FUNCTION pg_temp_fail()');
+	await db.pool.query(
+		`CREATE FUNCTION pg_temp_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = 'P0001'; END $$`,
+	);
+	await db.pool.query(
+		'CREATE TRIGGER fail_errors BEFORE INSERT ON ops.errors FOR EACH ROW EXECUTE FUNCTION pg_temp_fail()',
+	);
 	const text = JSON.stringify(withText('atomic \u0000'));
 	try {
 		const answer = await outcome(ingestUpdate(db.pool, raw(text), {}));
-		assert.deepEqual([answer.status, answer.body.kind, answer.body.where.table], [500, 'db', 'raw.telegram_quarantine']);
-		assert.equal((await quarantineRows(sha256(Buffer.from(text)))).length, 0, 'no quarantine row without its ops.errors row');
+		assert.deepEqual(
+			[answer.status, answer.body.kind, answer.body.where.table],
+			[500, 'db', 'raw.telegram_quarantine'],
+		);
+		assert.equal(
+			(await quarantineRows(sha256(Buffer.from(text)))).length,
+			0,
+			'no quarantine row without its ops.errors row',
+		);
 	} finally {
 		await db.pool.query('DROP TRIGGER fail_errors ON ops.errors');
 		await db.pool.query('DROP FUNCTION pg_temp_fail()');
@@ -255,7 +315,13 @@ test('the quarantine row and its ops.errors row are written together or not at a
 });
 
 test('database down: a poison update still gets 503 retryable (nothing could be stored)', async () => {
-	const down = new Pool({ host: '127.0.0.1', port: 1, user: 'postgres', database: 'postgres', connectionTimeoutMillis: 1000 });
+	const down = new Pool({
+		host: '127.0.0.1',
+		port: 1,
+		user: 'postgres',
+		database: 'postgres',
+		connectionTimeoutMillis: 1000,
+	});
 	down.on('error', () => undefined);
 	try {
 		for (const call of [raw(JSON.stringify(withText('nul \u0000'))), raw('not json')]) {

@@ -26,16 +26,29 @@ after(async () => {
 });
 
 async function counts() {
-	const quarantine = (await db.pool.query('SELECT count(*)::int AS n FROM raw.telegram_quarantine')).rows[0].n as number;
+	const quarantine = (await db.pool.query('SELECT count(*)::int AS n FROM raw.telegram_quarantine')).rows[0]
+		.n as number;
 	return { ...(await ingestCounts(db.pool)), quarantine };
 }
 
 function raw(text: string | Buffer, overrides: Partial<IngestInput> = {}): IngestInput {
 	const rawBody = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
-	return { botKey: bot.botKey, secretToken: bot.secret, rawBody, update: undefined, jobType: 'telegram_update', maxAttempts: 5, workflow: 'WF10', nodeName: 'Telegram Ingest', ...overrides };
+	return {
+		botKey: bot.botKey,
+		secretToken: bot.secret,
+		rawBody,
+		update: undefined,
+		jobType: 'telegram_update',
+		maxAttempts: 5,
+		workflow: 'WF10',
+		nodeName: 'Telegram Ingest',
+		...overrides,
+	};
 }
 
-async function answer(call: IngestInput): Promise<{ status: number; data: any; details: any; error?: ContractError; envelope?: unknown }> {
+async function answer(
+	call: IngestInput,
+): Promise<{ status: number; data: any; details: any; error?: ContractError; envelope?: unknown }> {
 	try {
 		const envelope = await ingestUpdate(db.pool, call, {});
 		return { status: envelope.status_code, data: envelope.data, details: {}, envelope };
@@ -65,7 +78,10 @@ test('A: a non-update body reusing a stored update_id is kept (400, quarantined)
 		const afterwards = await counts();
 		assert.equal(afterwards.quarantine, before.quarantine + 1);
 		const again = await answer(raw(text));
-		assert.deepEqual([again.status, again.details.duplicate, again.details.quarantine_id], [400, true, first.details.quarantine_id]);
+		assert.deepEqual(
+			[again.status, again.details.duplicate, again.details.quarantine_id],
+			[400, true, first.details.quarantine_id],
+		);
 	}
 	// a valid update whose update_id a rejected body used is still stored normally
 	const otherId = newUpdateId();
@@ -74,26 +90,40 @@ test('A: a non-update body reusing a stored update_id is kept (400, quarantined)
 	assert.deepEqual([valid.status, valid.data.duplicate, valid.data.quarantined], [200, false, false]);
 });
 
-test('B: a valid body and a NUL body with the same update_id, concurrently: exactly one is kept (50 trials)', { timeout: 120_000 }, async () => {
-	for (let trial = 0; trial < 50; trial++) {
-		const updateId = newUpdateId();
-		const answers = await Promise.all([answer(raw(updateJson(updateId))), answer(raw(updateJson(updateId, 'nul \u0000 here')))]);
-		const { rows } = await db.pool.query(
-			`SELECT (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $2)::int AS stored,
+test(
+	'B: a valid body and a NUL body with the same update_id, concurrently: exactly one is kept (50 trials)',
+	{ timeout: 120_000 },
+	async () => {
+		for (let trial = 0; trial < 50; trial++) {
+			const updateId = newUpdateId();
+			const answers = await Promise.all([
+				answer(raw(updateJson(updateId))),
+				answer(raw(updateJson(updateId, 'nul \u0000 here'))),
+			]);
+			const { rows } = await db.pool.query(
+				`SELECT (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $2)::int AS stored,
 			        (SELECT count(*) FROM raw.telegram_quarantine WHERE bot_id = $1 AND update_id = $2)::int AS quarantined,
 			        (SELECT count(*) FROM ops.jobs WHERE dedup_key = 'tg:' || $1 || ':' || $2)::int AS jobs,
 			        (SELECT count(*) FROM ops.errors WHERE (details->>'quarantine_id')::bigint IN
 			           (SELECT id FROM raw.telegram_quarantine WHERE bot_id = $1 AND update_id = $2))::int AS errors`,
-			[bot.botId, updateId],
-		);
-		const c = rows[0];
-		assert.equal(c.stored + c.quarantined, 1, `trial ${trial}: exactly one kept ${JSON.stringify(c)}`);
-		assert.equal(c.jobs, c.stored, `trial ${trial}: a job only with the stored update`);
-		assert.equal(c.errors, c.quarantined, `trial ${trial}: an ops.errors row only with the quarantine row`);
-		assert.deepEqual(answers.map((a) => a.status), [200, 200]);
-		assert.equal(answers.filter((a) => a.data.duplicate).length, 1, `trial ${trial}: the other is answered duplicate`);
-	}
-});
+				[bot.botId, updateId],
+			);
+			const c = rows[0];
+			assert.equal(c.stored + c.quarantined, 1, `trial ${trial}: exactly one kept ${JSON.stringify(c)}`);
+			assert.equal(c.jobs, c.stored, `trial ${trial}: a job only with the stored update`);
+			assert.equal(c.errors, c.quarantined, `trial ${trial}: an ops.errors row only with the quarantine row`);
+			assert.deepEqual(
+				answers.map((a) => a.status),
+				[200, 200],
+			);
+			assert.equal(
+				answers.filter((a) => a.data.duplicate).length,
+				1,
+				`trial ${trial}: the other is answered duplicate`,
+			);
+		}
+	},
+);
 
 test('C: a re-delivery after the raw row was pruned (job kept) is a duplicate of that job, not a 500', async () => {
 	const updateId = newUpdateId();
@@ -123,13 +153,21 @@ test('size: an 8 MiB body is quarantined too_large (200) without being parsed â€
 		const before = await counts();
 		const first = await answer(raw(bytes));
 		assert.equal(first.status, 200, first.error?.message);
-		assert.deepEqual([first.data.quarantined, first.data.duplicate, first.data.reason, first.data.update_id], [true, false, 'too_large', null]);
+		assert.deepEqual(
+			[first.data.quarantined, first.data.duplicate, first.data.reason, first.data.update_id],
+			[true, false, 'too_large', null],
+		);
 		const afterwards = await counts();
 		assert.deepEqual([afterwards.quarantine, afterwards.errors], [before.quarantine + 1, before.errors + 1]);
-		const { rows } = await db.pool.query('SELECT length(body) AS n FROM raw.telegram_quarantine WHERE id = $1', [first.data.quarantine_id]);
+		const { rows } = await db.pool.query('SELECT length(body) AS n FROM raw.telegram_quarantine WHERE id = $1', [
+			first.data.quarantine_id,
+		]);
 		assert.equal(rows[0].n, bytes.length, 'kept whole');
 		const again = await answer(raw(bytes));
-		assert.deepEqual([again.status, again.data.duplicate, again.data.quarantine_id], [200, true, first.data.quarantine_id]);
+		assert.deepEqual(
+			[again.status, again.data.duplicate, again.data.quarantine_id],
+			[200, true, first.data.quarantine_id],
+		);
 	}
 });
 
@@ -137,15 +175,33 @@ test('secret: remembered for redaction; absent from the answers, ops.errors and 
 	const wrong = 'Wrong-secret-value-987654';
 	const rejected = await answer(raw(updateJson(newUpdateId()), { secretToken: wrong }));
 	assert.equal(rejected.status, 403);
-	assert.equal(rememberedSecrets().string(`x ${SECRET} y`).includes(SECRET), false, 'the webhook secret is remembered for redaction');
+	assert.equal(
+		rememberedSecrets().string(`x ${SECRET} y`).includes(SECRET),
+		false,
+		'the webhook secret is remembered for redaction',
+	);
 	const poison = await answer(raw(updateJson(newUpdateId(), 'nul \u0000')));
 	const notUpdate = await answer(raw('{"update_id":1,"nothing":true}'));
 	assert.deepEqual([poison.status, notUpdate.status], [200, 400]);
 	const scanned = JSON.stringify([
-		rejected.error, rejected.details, rejected.error?.message,
-		poison.envelope, notUpdate.error, notUpdate.details, notUpdate.error?.message,
+		rejected.error,
+		rejected.details,
+		rejected.error?.message,
+		poison.envelope,
+		notUpdate.error,
+		notUpdate.details,
+		notUpdate.error?.message,
 		(await db.pool.query('SELECT * FROM ops.errors')).rows,
-		(await db.pool.query("SELECT id, details, convert_from(body, 'UTF8') AS body FROM raw.telegram_quarantine WHERE length(body) < 100000")).rows,
+		(
+			await db.pool.query(
+				"SELECT id, details, convert_from(body, 'UTF8') AS body FROM raw.telegram_quarantine WHERE length(body) < 100000",
+			)
+		).rows,
 	]);
-	for (const secret of [SECRET, wrong]) assert.equal(scanned.includes(secret), false, `no ${secret === SECRET ? 'webhook secret' : 'header value'} in any output`);
+	for (const secret of [SECRET, wrong])
+		assert.equal(
+			scanned.includes(secret),
+			false,
+			`no ${secret === SECRET ? 'webhook secret' : 'header value'} in any output`,
+		);
 });

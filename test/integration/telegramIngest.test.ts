@@ -6,7 +6,14 @@ import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { ContractError } from '../../nodes/shared/errors';
 import type { ItemState } from '../../nodes/shared/node/runItems';
 import { ingestCounts, seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
-import { channelPost, editedMessage, myChatMember, photoWithCaption, textWithUrls, unknownType } from '../helpers/updates';
+import {
+	channelPost,
+	editedMessage,
+	myChatMember,
+	photoWithCaption,
+	textWithUrls,
+	unknownType,
+} from '../helpers/updates';
 
 let db: TestDatabase;
 let bot: Awaited<ReturnType<typeof seedBot>>;
@@ -56,7 +63,10 @@ test('every update type is stored once: raw row untouched, keys, job pointing at
 		assert.equal(rows.length, 1);
 		assert.deepEqual(rows[0].update, update, 'raw JSON stored as received');
 		assert.equal(Number(rows[0].job_id), jobId);
-		assert.equal(rows[0].update_type, Object.keys(update).find((k) => k !== 'update_id'));
+		assert.equal(
+			rows[0].update_type,
+			Object.keys(update).find((k) => k !== 'update_id'),
+		);
 		assert.equal(rows[0].payload.update, undefined, 'the job does not repeat the stored update');
 		assert.equal(rows[0].payload.raw_update_id, Number(rows[0].raw_id));
 		assert.equal(rows[0].payload.update_id, update.update_id);
@@ -88,14 +98,20 @@ test('30 concurrent deliveries of one update: one row set, every answer names th
 	assert.equal(jobIds.size, 1);
 	assert.equal(results.filter((r) => r.data.duplicate === false).length, 1);
 	const afterwards = await ingestCounts(db.pool);
-	assert.deepEqual([afterwards.raw - before.raw, afterwards.keys - before.keys, afterwards.jobs - before.jobs], [1, 1, 1]);
+	assert.deepEqual(
+		[afterwards.raw - before.raw, afterwards.keys - before.keys, afterwards.jobs - before.jobs],
+		[1, 1, 1],
+	);
 });
 
 test('a wrong or missing secret is refused (403 / 401) before anything is written; ctx is kept', async () => {
 	const before = await ingestCounts(db.pool);
 	const state: ItemState = {};
 	const wrong = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { secretToken: 'nope' }), state));
-	assert.deepEqual([wrong.statusCode, wrong.kind, wrong.retryable, wrong.where.table], [403, 'auth', false, 'core.bots']);
+	assert.deepEqual(
+		[wrong.statusCode, wrong.kind, wrong.retryable, wrong.where.table],
+		[403, 'auth', false, 'core.bots'],
+	);
 	assert.equal(state.ctx?.tenant_id, bot.tenantId);
 	assert.equal(state.ctx?.workflow, 'WF10');
 	assert.match(String(state.ctx?.correlation_id), /^[0-9a-f-]{36}$/);
@@ -125,17 +141,27 @@ test('malformed bodies get 400 naming the field; unknown bots 403; nothing is wr
 test('a disabled bot is refused like an unknown one', async () => {
 	const other = await seedBot(db.pool, 'disabled_bot', 'x');
 	await db.pool.query('UPDATE core.bots SET is_enabled = false WHERE bot_id = $1', [other.botId]);
-	const error = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { botKey: 'disabled_bot', secretToken: 'x' }), {}));
+	const error = await rejected(
+		ingestUpdate(db.pool, input(textWithUrls(), { botKey: 'disabled_bot', secretToken: 'x' }), {}),
+	);
 	assert.equal(error.statusCode, 403);
 });
 
 test('an unknown bot key cannot be told from a wrong secret (same status, kind, message); no header → 401 for both', async () => {
-	const unknown = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { botKey: 'no_such_bot', secretToken: 'guess' }), {}));
+	const unknown = await rejected(
+		ingestUpdate(db.pool, input(textWithUrls(), { botKey: 'no_such_bot', secretToken: 'guess' }), {}),
+	);
 	const wrong = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { secretToken: 'guess' }), {}));
 	assert.deepEqual([unknown.statusCode, unknown.kind, unknown.message], [wrong.statusCode, wrong.kind, wrong.message]);
 	assert.equal(unknown.statusCode, 403);
-	assert.deepEqual([unknown.details.reason, wrong.details.reason], ['unknown_bot', 'wrong_secret'], 'the operator still sees which');
-	const noHeaderUnknown = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { botKey: 'no_such_bot', secretToken: undefined }), {}));
+	assert.deepEqual(
+		[unknown.details.reason, wrong.details.reason],
+		['unknown_bot', 'wrong_secret'],
+		'the operator still sees which',
+	);
+	const noHeaderUnknown = await rejected(
+		ingestUpdate(db.pool, input(textWithUrls(), { botKey: 'no_such_bot', secretToken: undefined }), {}),
+	);
 	const noHeaderKnown = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { secretToken: undefined }), {}));
 	assert.deepEqual([noHeaderUnknown.statusCode, noHeaderUnknown.message], [401, noHeaderKnown.message]);
 });
@@ -150,12 +176,21 @@ test('an incoming X-Correlation-Id is kept; a non-UUID one is replaced', async (
 });
 
 test('database unreachable: 503 db retryable, with ctx built before the failure', async () => {
-	const down = new Pool({ host: '127.0.0.1', port: 1, user: 'postgres', database: 'postgres', connectionTimeoutMillis: 1000 });
+	const down = new Pool({
+		host: '127.0.0.1',
+		port: 1,
+		user: 'postgres',
+		database: 'postgres',
+		connectionTimeoutMillis: 1000,
+	});
 	down.on('error', () => undefined);
 	try {
 		const state: ItemState = {};
 		const error = await rejected(ingestUpdate(down, input(textWithUrls()), state));
-		assert.deepEqual([error.statusCode, error.kind, error.retryable, error.where.table], [503, 'db', true, 'core.bots']);
+		assert.deepEqual(
+			[error.statusCode, error.kind, error.retryable, error.where.table],
+			[503, 'db', true, 'core.bots'],
+		);
 		assert.ok(state.ctx?.correlation_id);
 	} finally {
 		await down.end();
@@ -164,7 +199,9 @@ test('database unreachable: 503 db retryable, with ctx built before the failure'
 
 test('a failing insert rolls back all three tables', async () => {
 	// A NUL is no longer a failure (it is quarantined, see telegramIngest.quarantine.test.ts): inject one in ops.jobs.
-	await db.pool.query(`CREATE FUNCTION fail_jobs() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = 'P0001'; END $$`);
+	await db.pool.query(
+		`CREATE FUNCTION fail_jobs() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = 'P0001'; END $$`,
+	);
 	await db.pool.query('CREATE TRIGGER fail_jobs BEFORE INSERT ON ops.jobs FOR EACH ROW EXECUTE FUNCTION fail_jobs()');
 	try {
 		const before = await ingestCounts(db.pool);
@@ -181,7 +218,11 @@ test('a Job Type no worker takes for an update (unregistered, or another payload
 	for (const jobType of ['telegram_updat', 'url_fetch', '', '__proto__']) {
 		const before = await ingestCounts(db.pool);
 		const error = await rejected(ingestUpdate(db.pool, input(textWithUrls(), { jobType }), {}));
-		assert.deepEqual([error.statusCode, error.details.field], [500, 'jobType'], `${JSON.stringify(jobType)}: ${error.message}`);
+		assert.deepEqual(
+			[error.statusCode, error.details.field],
+			[500, 'jobType'],
+			`${JSON.stringify(jobType)}: ${error.message}`,
+		);
 		assert.match(error.message, /telegram_update/, 'the message names the job types it accepts');
 		assert.deepEqual(await ingestCounts(db.pool), before);
 	}

@@ -24,14 +24,22 @@ before(async () => {
 	botApi = await startBotApi();
 	botId = (await seedBot(db.pool, 'kb')).botId;
 	await db.pool.query('UPDATE core.bots SET tg_bot_id = $2 WHERE bot_id = $1', [botId, botApi.me.id]);
-	await db.pool.query("INSERT INTO core.bot_transport_config (bot_id, mode, expected_webhook_url, max_pending_updates) VALUES ($1, 'webhook', $2, 100)", [botId, URL_OK]);
+	await db.pool.query(
+		"INSERT INTO core.bot_transport_config (bot_id, mode, expected_webhook_url, max_pending_updates) VALUES ($1, 'webhook', $2, 100)",
+		[botId, URL_OK],
+	);
 });
 after(async () => {
 	await botApi.close();
 	await db.drop();
 });
 
-const events = async () => (await db.pool.query('SELECT old_health, new_health FROM ops.bot_transport_events WHERE bot_id = $1 ORDER BY id', [botId])).rows.map((r) => [r.old_health, r.new_health]);
+const events = async () =>
+	(
+		await db.pool.query('SELECT old_health, new_health FROM ops.bot_transport_events WHERE bot_id = $1 ORDER BY id', [
+			botId,
+		])
+	).rows.map((r) => [r.old_health, r.new_health]);
 
 test('healthy, then a backlog, then no webhook: one snapshot per check, an event only when the health changes', async () => {
 	botApi.webhookInfo = { url: URL_OK, pending_update_count: 3 };
@@ -43,10 +51,23 @@ test('healthy, then a backlog, then no webhook: one snapshot per check, an event
 	assert.equal((await run(checkOperation, {})).data.health, 'degraded');
 	botApi.webhookInfo = { url: '', pending_update_count: 0 };
 	assert.equal((await run(checkOperation, { bot_id: botId })).data.health, 'down');
-	assert.deepEqual(await events(), [[null, 'ok'], ['ok', 'degraded'], ['degraded', 'down']]);
-	const snapshots = await db.pool.query('SELECT health, pending_update_count FROM ops.webhook_health_snapshots WHERE bot_id = $1 ORDER BY id', [botId]);
-	assert.deepEqual(snapshots.rows.map((r) => r.health), ['ok', 'ok', 'degraded', 'down']);
-	const state = await db.pool.query('SELECT health, last_ok_at IS NOT NULL AS was_ok, last_error FROM core.bot_transport_state WHERE bot_id = $1', [botId]);
+	assert.deepEqual(await events(), [
+		[null, 'ok'],
+		['ok', 'degraded'],
+		['degraded', 'down'],
+	]);
+	const snapshots = await db.pool.query(
+		'SELECT health, pending_update_count FROM ops.webhook_health_snapshots WHERE bot_id = $1 ORDER BY id',
+		[botId],
+	);
+	assert.deepEqual(
+		snapshots.rows.map((r) => r.health),
+		['ok', 'ok', 'degraded', 'down'],
+	);
+	const state = await db.pool.query(
+		'SELECT health, last_ok_at IS NOT NULL AS was_ok, last_error FROM core.bot_transport_state WHERE bot_id = $1',
+		[botId],
+	);
 	assert.deepEqual(state.rows[0], { health: 'down', was_ok: true, last_error: 'no webhook set' });
 });
 
@@ -55,7 +76,9 @@ test('the Bot API unreachable with bot_id given: recorded as down, not raised; w
 	try {
 		const down = (await run(checkOperation, { bot_id: botId })).data;
 		assert.equal(down.health, 'down');
-		const snapshot = await db.pool.query('SELECT last_error_message FROM ops.webhook_health_snapshots WHERE id = $1', [down.snapshot_id]);
+		const snapshot = await db.pool.query('SELECT last_error_message FROM ops.webhook_health_snapshots WHERE id = $1', [
+			down.snapshot_id,
+		]);
 		assert.match(snapshot.rows[0].last_error_message, /fetch failed|ECONNREFUSED/);
 		const lost = await failure(checkOperation, {});
 		assert.deepEqual([lost.statusCode, lost.retryable], [502, true]);
@@ -71,9 +94,28 @@ test('healthOf: a wrong URL and a recent delivery error degrade; an old error do
 	const config = { mode: 'webhook', expected_webhook_url: URL_OK, max_pending_updates: 100 };
 	const now = 1_800_000_000;
 	assert.equal(healthOf({ url: 'https://elsewhere/x', pending_update_count: 0 }, config, now).health, 'degraded');
-	assert.equal(healthOf({ url: URL_OK, pending_update_count: 0, last_error_date: now - 60, last_error_message: 'Wrong response from the webhook: 502' }, config, now).health, 'degraded');
-	assert.equal(healthOf({ url: URL_OK, pending_update_count: 0, last_error_date: now - 3600 }, config, now).health, 'ok');
-	assert.equal(healthOf({ url: '', pending_update_count: 0 }, { ...config, mode: 'polling', expected_webhook_url: null }, now).health, 'ok');
+	assert.equal(
+		healthOf(
+			{
+				url: URL_OK,
+				pending_update_count: 0,
+				last_error_date: now - 60,
+				last_error_message: 'Wrong response from the webhook: 502',
+			},
+			config,
+			now,
+		).health,
+		'degraded',
+	);
+	assert.equal(
+		healthOf({ url: URL_OK, pending_update_count: 0, last_error_date: now - 3600 }, config, now).health,
+		'ok',
+	);
+	assert.equal(
+		healthOf({ url: '', pending_update_count: 0 }, { ...config, mode: 'polling', expected_webhook_url: null }, now)
+			.health,
+		'ok',
+	);
 });
 
 test('empty fields from the canvas mean "not given": the bot of the credential', async () => {

@@ -17,8 +17,22 @@ after(async () => db?.drop());
 
 test('a question vector with a component beyond float32 → 502 EMBEDDINGS_FAILED on the exact route, before any row is scored', async () => {
 	const vector = Array.from({ length: 1536 }, (_, i) => (i === 7 ? 1e39 : 0.01));
-	const params = { tenant_id: '00000000-0000-4000-8000-0000000000d1', model_id: 1, vector, user: '2', admin: false, k: 5, channel: 'dm', chat: '2' };
-	const exact = { route: 'exact' as const, table: 'kg.chunk_embeddings_1536_exact', pgvector_version: null, iterative_scan: false };
+	const params = {
+		tenant_id: '00000000-0000-4000-8000-0000000000d1',
+		model_id: 1,
+		vector,
+		user: '2',
+		admin: false,
+		k: 5,
+		channel: 'dm',
+		chat: '2',
+	};
+	const exact = {
+		route: 'exact' as const,
+		table: 'kg.chunk_embeddings_1536_exact',
+		pgvector_version: null,
+		iterative_scan: false,
+	};
 	await assert.rejects(searchChunks(db.pool, params, exact as never), (error: unknown) => {
 		assert.ok(error instanceof ContractError);
 		assert.deepEqual([error.statusCode, error.details.code], [502, 'EMBEDDINGS_FAILED']);

@@ -15,8 +15,16 @@ after(async () => {
 	await db?.drop();
 });
 
-const wf = (name: string, extra: Record<string, unknown> = {}) => ({ version: '1', name, initialState: 'A', active: false, states: { A: { transitions: [{ name: 'GO', next: 'B', manual: true }] }, B: {} }, ...extra });
-const state = async (model: string) => (await loadWorkflows(db.pool, { model, modelVersion: 1 })).map((w) => `${w.name}:${w.active}`);
+const wf = (name: string, extra: Record<string, unknown> = {}) => ({
+	version: '1',
+	name,
+	initialState: 'A',
+	active: false,
+	states: { A: { transitions: [{ name: 'GO', next: 'B', manual: true }] }, B: {} },
+	...extra,
+});
+const state = async (model: string) =>
+	(await loadWorkflows(db.pool, { model, modelVersion: 1 })).map((w) => `${w.name}:${w.active}`);
 
 test('MERGE overwrites by name and keeps the others; every import is stored active', async () => {
 	const ref = { model: 'merge-model', modelVersion: 1 };
@@ -45,20 +53,31 @@ test('an invalid import (unguarded cycle) is refused with 400 and writes nothing
 	const ref = { model: 'invalid-model', modelVersion: 1 };
 	await importWorkflows(db.pool, ref, { workflows: [wf('keep')] });
 	const cyclic = { name: 'loop', initialState: 'A', states: { A: { transitions: [{ name: 'AA', next: 'A' }] } } };
-	await assert.rejects(importWorkflows(db.pool, ref, { importMode: 'REPLACE', workflows: [cyclic] }), (e: ContractError) => {
-		assert.equal(e.statusCode, 400);
-		assert.match(e.message, /infinite loop detected: A -> A/);
-		return true;
-	});
+	await assert.rejects(
+		importWorkflows(db.pool, ref, { importMode: 'REPLACE', workflows: [cyclic] }),
+		(e: ContractError) => {
+			assert.equal(e.statusCode, 400);
+			assert.match(e.message, /infinite loop detected: A -> A/);
+			return true;
+		},
+	);
 	assert.deepEqual(await state('invalid-model'), ['keep:true']);
 });
 
 test('export: 404 WORKFLOW_NOT_FOUND for an unknown model; the shipped pipeline definition round-trips with omissions', async () => {
-	await assert.rejects(exportWorkflows(db.pool, { model: 'nothing', modelVersion: 1 }), (e: ContractError) => e.statusCode === 404 && e.details.code === 'WORKFLOW_NOT_FOUND');
-	const body = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'db', 'workflows', 'pipeline_runs.workflow.json'), 'utf8'));
+	await assert.rejects(
+		exportWorkflows(db.pool, { model: 'nothing', modelVersion: 1 }),
+		(e: ContractError) => e.statusCode === 404 && e.details.code === 'WORKFLOW_NOT_FOUND',
+	);
+	const body = JSON.parse(
+		readFileSync(path.join(__dirname, '..', '..', 'db', 'workflows', 'pipeline_runs.workflow.json'), 'utf8'),
+	);
 	const ref = { model: 'pipeline_runs', modelVersion: 1 };
 	await importWorkflows(db.pool, ref, body);
-	const exported = (await exportWorkflows(db.pool, ref)) as { entityName: string; workflows: Record<string, unknown>[] };
+	const exported = (await exportWorkflows(db.pool, ref)) as {
+		entityName: string;
+		workflows: Record<string, unknown>[];
+	};
 	assert.equal(exported.entityName, 'pipeline_runs');
 	assert.deepEqual(exported.workflows, body.workflows, 'the shipped file is already in export form');
 });
@@ -75,13 +94,19 @@ test('import modes in any case: "replace" replaces, "Activate" activates, "" mer
 });
 
 test('the seed-004 table (fixtures) through PostgreSQL: each import exported as the seed writes it', async () => {
-	const table = JSON.parse(readFileSync(path.join(__dirname, '..', 'fixtures', 'stateMachine', 'seed004-table.json'), 'utf8')) as {
+	const table = JSON.parse(
+		readFileSync(path.join(__dirname, '..', 'fixtures', 'stateMachine', 'seed004-table.json'), 'utf8'),
+	) as {
 		accepted: { import: unknown; export: Record<string, unknown> }[];
 	};
 	for (const [i, c] of table.accepted.entries()) {
 		const ref = { model: `table-${i}`, modelVersion: 1 };
 		await importWorkflows(db.pool, ref, c.import);
-		assert.deepEqual(await exportWorkflows(db.pool, ref), { entityName: ref.model, modelVersion: 1, workflows: [c.export] });
+		assert.deepEqual(await exportWorkflows(db.pool, ref), {
+			entityName: ref.model,
+			modelVersion: 1,
+			workflows: [c.export],
+		});
 	}
 });
 

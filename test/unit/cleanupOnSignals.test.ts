@@ -16,7 +16,11 @@ function harness() {
 	const exits: number[] = [];
 	let exited: (code: number) => void = () => {};
 	const exitPromise = new Promise<number>((r) => (exited = r));
-	const cleanup = createCleanup({ log: (l: string) => lines.push(l), exit: (code: number) => (exits.push(code), exited(code)), target });
+	const cleanup = createCleanup({
+		log: (l: string) => lines.push(l),
+		exit: (code: number) => (exits.push(code), exited(code)),
+		target,
+	});
 	cleanup.install();
 	return { target, lines, exits, exitPromise, cleanup };
 }
@@ -73,7 +77,9 @@ test('a failing step is reported and the others still run; exitCode 0 makes a si
 test('a second Ctrl-C runs the force steps and exits at once, naming what was left', async () => {
 	const h = harness();
 	const forced: string[] = [];
-	h.cleanup.add('stop n8n, remove /tmp/contracts-n8n-x', () => new Promise(() => {}), { force: () => forced.push('SIGKILL n8n') });
+	h.cleanup.add('stop n8n, remove /tmp/contracts-n8n-x', () => new Promise(() => {}), {
+		force: () => forced.push('SIGKILL n8n'),
+	});
 	h.target.emit('SIGINT', 'SIGINT');
 	await new Promise((r) => setTimeout(r, 20));
 	assert.deepEqual(h.exits, [], 'the first Ctrl-C waits for the cleanup');

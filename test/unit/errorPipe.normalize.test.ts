@@ -42,9 +42,15 @@ test('a correlation id is generated only when none came in', () => {
 		generated++;
 		return '00000000-0000-4000-8000-000000000001';
 	};
-	const withCtx = normalizeErrorItem({ ctx: { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' } }, { ...options, newId });
+	const withCtx = normalizeErrorItem(
+		{ ctx: { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' } },
+		{ ...options, newId },
+	);
 	assert.equal(withCtx.envelope.meta.correlation.correlation_id, 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee');
-	const fromErrorContext = normalizeErrorItem({ error_context: { node: 'X', correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee0' } }, { ...options, newId });
+	const fromErrorContext = normalizeErrorItem(
+		{ error_context: { node: 'X', correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee0' } },
+		{ ...options, newId },
+	);
 	assert.equal(fromErrorContext.envelope.meta.correlation.correlation_id, 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee0');
 	assert.equal(generated, 0);
 	const none = normalizeErrorItem({}, { ...options, newId });
@@ -54,7 +60,10 @@ test('a correlation id is generated only when none came in', () => {
 	assert.equal(generated, 2);
 	assert.equal(invalid.envelope.error.details.invalid_correlation_id, 'job-42');
 	// a malformed id in error_context does not hide the valid one of ctx
-	const mixed = normalizeErrorItem({ error_context: { correlation_id: 'x\u0000' }, ctx: { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee1' } }, { ...options, newId });
+	const mixed = normalizeErrorItem(
+		{ error_context: { correlation_id: 'x\u0000' }, ctx: { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee1' } },
+		{ ...options, newId },
+	);
 	assert.equal(generated, 2);
 	assert.equal(mixed.envelope.meta.correlation.correlation_id, 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeee1');
 	assert.equal(mixed.envelope.error.details.invalid_correlation_id, 'x\ufffd');
@@ -67,9 +76,17 @@ test('any input becomes one valid envelope', () => {
 		'boom',
 		42,
 		[],
-		{ _ctx: { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee', tenant_id: 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee' } },
+		{
+			_ctx: {
+				correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee',
+				tenant_id: 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee',
+			},
+		},
 		{ error: 'Request failed with status code 404' },
-		{ message: 'x', error: { message: 'x', name: 'NodeApiError', httpCode: '429', node: { type: 'n8n-nodes-base.httpRequest' } } },
+		{
+			message: 'x',
+			error: { message: 'x', name: 'NodeApiError', httpCode: '429', node: { type: 'n8n-nodes-base.httpRequest' } },
+		},
 		{ description: 'only a description', n8nDetails: { nodeType: 'n8n-nodes-base.postgres', httpCode: 503 } },
 		{ errorMessage: 'seed 003 WF99 input', statusCode: 429, ctx: { job_id: '', workflow: 'WF20' } },
 		{ ctx: { job_id: 'not-a-number' }, error_context: 'not an object', extra: { deep: [undefined, () => 1, 10n] } },
@@ -91,17 +108,27 @@ test('status code, kind and retryable follow the upstream error', () => {
 	assert.deepEqual([rate.status_code, rate.error.kind, rate.error.retryable], [429, 'rate_limit', true]);
 	const auth = normalizeErrorItem({ statusCode: 403, message: 'forbidden' }, options).envelope;
 	assert.deepEqual([auth.status_code, auth.error.kind, auth.error.retryable], [403, 'auth', false]);
-	const http = normalizeErrorItem({ message: 'bad gateway', n8nDetails: { nodeType: 'n8n-nodes-base.httpRequest', httpCode: 502 } }, options).envelope;
+	const http = normalizeErrorItem(
+		{ message: 'bad gateway', n8nDetails: { nodeType: 'n8n-nodes-base.httpRequest', httpCode: 502 } },
+		options,
+	).envelope;
 	assert.deepEqual([http.status_code, http.error.kind, http.error.retryable], [502, 'upstream', true]);
-	const db = normalizeErrorItem({ _err: { node: 'Insert', operation: 'insert', table: 'raw.telegram_updates' }, message: 'down' }, options).envelope;
+	const db = normalizeErrorItem(
+		{ _err: { node: 'Insert', operation: 'insert', table: 'raw.telegram_updates' }, message: 'down' },
+		options,
+	).envelope;
 	assert.deepEqual([db.error.kind, db.error.details.error_context?.table], ['db', 'raw.telegram_updates']);
 	assert.equal(db.error.retryable, true, 'a db error without a status is treated as transient');
 	const unknown = normalizeErrorItem({ message: 'odd' }, options).envelope;
 	assert.deepEqual([unknown.status_code, unknown.error.kind, unknown.error.retryable], [500, 'unknown', false]);
 });
 
-test('the error item of this package\'s nodes keeps its ctx, kind and retryable', () => {
-	const ctx = { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee', workflow: 'WF10', tenant_id: 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee' };
+test("the error item of this package's nodes keeps its ctx, kind and retryable", () => {
+	const ctx = {
+		correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee',
+		workflow: 'WF10',
+		tenant_id: 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee',
+	};
 	const item = {
 		headers: { host: 'x' },
 		body: { update_id: 1 },
@@ -113,7 +140,12 @@ test('the error item of this package\'s nodes keeps its ctx, kind and retryable'
 			details: { sqlstate: 'ECONNREFUSED' },
 			node_type: 'n8n-nodes-contracts.telegramIngest',
 			ctx,
-			error_context: { node: 'Telegram Ingest', operation: 'select', table: 'core.bots', correlation_id: ctx.correlation_id },
+			error_context: {
+				node: 'Telegram Ingest',
+				operation: 'select',
+				table: 'core.bots',
+				correlation_id: ctx.correlation_id,
+			},
 		},
 	};
 	const { envelope } = normalizeErrorItem(item, options);
@@ -123,7 +155,10 @@ test('the error item of this package\'s nodes keeps its ctx, kind and retryable'
 	assert.equal(envelope.error.details.error_context?.node, 'Telegram Ingest');
 	assert.equal(envelope.error.details.raw_error.node_type, 'n8n-nodes-contracts.telegramIngest');
 	// ctx beats _ctx beats error.ctx
-	const layered = normalizeErrorItem({ ...item, _ctx: { workflow: 'glue' }, ctx: { workflow: 'canonical' } }, options).envelope;
+	const layered = normalizeErrorItem(
+		{ ...item, _ctx: { workflow: 'glue' }, ctx: { workflow: 'canonical' } },
+		options,
+	).envelope;
 	assert.equal(layered.meta.correlation.workflow, 'canonical');
 	assert.equal(layered.error.details.ctx.tenant_id, ctx.tenant_id);
 });
@@ -138,7 +173,12 @@ test('an item that cannot even be read still gives one valid envelope (fallback,
 });
 
 test('a getter that throws is read as "[unreadable]": the rest of the item still makes a normal envelope', () => {
-	const hostile = Object.defineProperty({ message: 'boom', ctx: undefined as unknown }, 'ctx', { enumerable: true, get: () => { throw new Error('getter exploded'); } });
+	const hostile = Object.defineProperty({ message: 'boom', ctx: undefined as unknown }, 'ctx', {
+		enumerable: true,
+		get: () => {
+			throw new Error('getter exploded');
+		},
+	});
 	const { envelope } = normalizeErrorItem(hostile, options);
 	assert.doesNotThrow(() => ErrorEnvelope.parse(envelope));
 	assert.equal(envelope.error.message, 'boom');
@@ -151,7 +191,10 @@ test('a non-object item is kept in details.input; ids that fit their column are 
 		{ ctx: { job_id: '42', tenant_id: 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee', contracts: { errorpipe: 2 } } },
 		options,
 	);
-	assert.deepEqual([jobId, contractVersion, envelope.meta.correlation.tenant_id], [42, 2, 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee']);
+	assert.deepEqual(
+		[jobId, contractVersion, envelope.meta.correlation.tenant_id],
+		[42, 2, 'bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee'],
+	);
 	assert.equal(envelope.error.details.sanitized, undefined, 'nothing to sanitise: no flag');
 	assert.equal(envelope.error.details.truncated, undefined);
 });
@@ -159,20 +202,52 @@ test('a non-object item is kept in details.input; ids that fit their column are 
 test('fields the Error Pipe does not know are kept in details.input; an object message is made readable', () => {
 	const cases: Array<[string, Record<string, unknown>, string, unknown]> = [
 		['reason', { reason: 'disk full on /var', code: 'ENOSPC' }, 'disk full on /var', { code: 'ENOSPC' }],
-		['message object', { message: { detail: 'quota exceeded', limit: 10 } }, 'quota exceeded', { message: { detail: 'quota exceeded', limit: 10 } }],
+		[
+			'message object',
+			{ message: { detail: 'quota exceeded', limit: 10 } },
+			'quota exceeded',
+			{ message: { detail: 'quota exceeded', limit: 10 } },
+		],
 		['message object without a text field', { message: { limit: 10 } }, '{"limit":10}', { message: { limit: 10 } }],
 		[
 			'error.description and error.context',
-			{ error: { message: 'Bad request', description: 'field "x" is required', context: { itemIndex: 3 }, node: { name: 'HTTP', type: 'n8n-nodes-base.httpRequest', parameters: { headerValue: 'Bearer s3cret' } } } },
+			{
+				error: {
+					message: 'Bad request',
+					description: 'field "x" is required',
+					context: { itemIndex: 3 },
+					node: { name: 'HTTP', type: 'n8n-nodes-base.httpRequest', parameters: { headerValue: 'Bearer s3cret' } },
+				},
+			},
 			'Bad request',
-			{ error: { description: 'field "x" is required', context: { itemIndex: 3 }, node: { name: 'HTTP', type: 'n8n-nodes-base.httpRequest' } } },
+			{
+				error: {
+					description: 'field "x" is required',
+					context: { itemIndex: 3 },
+					node: { name: 'HTTP', type: 'n8n-nodes-base.httpRequest' },
+				},
+			},
 		],
-		['n8nDetails', { message: 'boom', n8nDetails: { nodeType: 'n8n-nodes-base.set', nodeName: 'Set', itemIndex: 2, httpCode: '502' } }, 'boom', { n8nDetails: { nodeName: 'Set', itemIndex: 2 } }],
+		[
+			'n8nDetails',
+			{
+				message: 'boom',
+				n8nDetails: { nodeType: 'n8n-nodes-base.set', nodeName: 'Set', itemIndex: 2, httpCode: '502' },
+			},
+			'boom',
+			{ n8nDetails: { nodeName: 'Set', itemIndex: 2 } },
+		],
 		[
 			'n8n Error Trigger',
-			{ execution: { id: '42', error: { message: 'Workflow failed', stack: 'Error: at x' }, lastNodeExecuted: 'HTTP' }, workflow: { id: '7', name: 'WF10' } },
+			{
+				execution: { id: '42', error: { message: 'Workflow failed', stack: 'Error: at x' }, lastNodeExecuted: 'HTTP' },
+				workflow: { id: '7', name: 'WF10' },
+			},
 			'Workflow failed',
-			{ execution: { id: '42', error: { message: 'Workflow failed', stack: 'Error: at x' }, lastNodeExecuted: 'HTTP' }, workflow: { id: '7', name: 'WF10' } },
+			{
+				execution: { id: '42', error: { message: 'Workflow failed', stack: 'Error: at x' }, lastNodeExecuted: 'HTTP' },
+				workflow: { id: '7', name: 'WF10' },
+			},
 		],
 	];
 	for (const [label, item, message, input] of cases) {
@@ -183,13 +258,19 @@ test('fields the Error Pipe does not know are kept in details.input; an object m
 		assert.ok(!JSON.stringify(envelope).includes('s3cret'), `${label}: node parameters are not copied`);
 	}
 	// what the envelope carries already is not copied again
-	const { envelope } = normalizeErrorItem({ ctx: { a: 1 }, message: 'm', statusCode: 404, error_context: { node: 'N' }, test_mode: true }, options);
+	const { envelope } = normalizeErrorItem(
+		{ ctx: { a: 1 }, message: 'm', statusCode: 404, error_context: { node: 'N' }, test_mode: true },
+		options,
+	);
 	assert.equal(envelope.error.details.input, undefined);
 });
 
 test('details.input is the first copy given up when the details budget runs out; ctx is kept', () => {
 	const big = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`f${i}`, 'x'.repeat(10_000)]));
-	const { envelope } = normalizeErrorItem({ ctx: { correlation_id: '3f1c7a9e-6c1b-4d2a-9a57-0d4c1e2b3f40', note: 'kept' }, message: 'm', extra: big }, options);
+	const { envelope } = normalizeErrorItem(
+		{ ctx: { correlation_id: '3f1c7a9e-6c1b-4d2a-9a57-0d4c1e2b3f40', note: 'kept' }, message: 'm', extra: big },
+		options,
+	);
 	assert.equal(envelope.error.details.truncated, true);
 	assert.equal((envelope.error.details.ctx as Record<string, unknown>).note, 'kept');
 	assert.ok(Buffer.byteLength(JSON.stringify(envelope.error.details)) <= 256 * 1024);

@@ -59,7 +59,11 @@ test('NUL and lone surrogates become U+FFFD, valid pairs stay, flags say so', ()
 	assert.deepEqual(replaceUnstorable('plain é 😀'), { text: 'plain é 😀', replaced: false });
 	const out = sanitizeJson({ ['k\u0000']: ['\ud83d', 'ok'], clean: 'x' });
 	assert.deepEqual(out, { value: { 'k\ufffd': ['\ufffd', 'ok'], clean: 'x' }, sanitized: true, truncated: false });
-	assert.deepEqual(sanitizeJson({ a: 'x', b: [1, true, null] }), { value: { a: 'x', b: [1, true, null] }, sanitized: false, truncated: false });
+	assert.deepEqual(sanitizeJson({ a: 'x', b: [1, true, null] }), {
+		value: { a: 'x', b: [1, true, null] },
+		sanitized: false,
+		truncated: false,
+	});
 });
 
 test('keys that collide once cleaned are all kept', () => {
@@ -95,13 +99,21 @@ function countingTextCalls<T>(limit: number, fn: () => T): { result: T; calls: n
 test('50,000 keys that clean to the same name: each key is cleaned once (linear work), every kept key distinct and holding its own value', () => {
 	const input = collidingKeys(50_000);
 	assert.equal(Object.keys(input).length, 50_000);
-	const { result, calls } = countingTextCalls(50_000 + 100, () => new Sanitizer({ budgetBytes: MAX_DETAILS_BYTES }).object(input));
+	const { result, calls } = countingTextCalls(50_000 + 100, () =>
+		new Sanitizer({ budgetBytes: MAX_DETAILS_BYTES }).object(input),
+	);
 	const kept = Object.entries(result);
 	assert.ok(kept.length > 1_000, `${kept.length} keys kept`);
 	assert.ok(calls <= kept.length + 100, `${calls} text() calls for ${kept.length} kept keys`);
 	// the first kept keys in order, each with its own value: nothing was overwritten by a collision
-	assert.deepEqual(kept.map(([, v]) => v), Array.from({ length: kept.length }, (_, i) => i));
-	assert.deepEqual(kept.slice(0, 3).map(([k]) => k), ['\ufffd\ufffd', '\ufffd\ufffd~2', '\ufffd\ufffd~3']);
+	assert.deepEqual(
+		kept.map(([, v]) => v),
+		Array.from({ length: kept.length }, (_, i) => i),
+	);
+	assert.deepEqual(
+		kept.slice(0, 3).map(([k]) => k),
+		['\ufffd\ufffd', '\ufffd\ufffd~2', '\ufffd\ufffd~3'],
+	);
 	assert.ok(Buffer.byteLength(JSON.stringify(result)) <= MAX_DETAILS_BYTES);
 });
 
@@ -111,7 +123,9 @@ test('a key already named like a resolved duplicate ("a\ufffd~2") is not overwri
 });
 
 test('the Error Pipe with a ctx of 50,000 colliding keys: linear work, a normal envelope (no normalize_failure)', () => {
-	const { result, calls } = countingTextCalls(50_000 + 1_000, () => normalizeErrorItem({ ctx: collidingKeys(50_000), message: 'wide ctx' }, { source: 'WF99' }));
+	const { result, calls } = countingTextCalls(50_000 + 1_000, () =>
+		normalizeErrorItem({ ctx: collidingKeys(50_000), message: 'wide ctx' }, { source: 'WF99' }),
+	);
 	const details = result.envelope.error.details;
 	assert.equal(details.normalize_failure, undefined);
 	assert.equal(result.envelope.error.message, 'wide ctx');
@@ -124,8 +138,24 @@ test('the Error Pipe with a ctx of 50,000 colliding keys: linear work, a normal 
 test('what JSON cannot carry becomes JSON: NaN/Infinity null, BigInt text, Date ISO, cycles marked, undefined dropped', () => {
 	const cyclic: Record<string, unknown> = { n: 1 };
 	cyclic.self = cyclic;
-	const { value, sanitized } = sanitizeJson({ a: NaN, b: -Infinity, c: 10n ** 20n, d: new Date(0), e: undefined, f: () => 1, g: [undefined], cyclic });
-	assert.deepEqual(value, { a: null, b: null, c: '100000000000000000000', d: '1970-01-01T00:00:00.000Z', g: [null], cyclic: { n: 1, self: '[Circular]' } });
+	const { value, sanitized } = sanitizeJson({
+		a: NaN,
+		b: -Infinity,
+		c: 10n ** 20n,
+		d: new Date(0),
+		e: undefined,
+		f: () => 1,
+		g: [undefined],
+		cyclic,
+	});
+	assert.deepEqual(value, {
+		a: null,
+		b: null,
+		c: '100000000000000000000',
+		d: '1970-01-01T00:00:00.000Z',
+		g: [null],
+		cyclic: { n: 1, self: '[Circular]' },
+	});
 	assert.equal(sanitized, true);
 });
 
@@ -175,23 +205,50 @@ test('the byte budget bounds the copy of wide and long inputs, and the work done
 });
 
 test('getters that throw and proxies that refuse their keys do not throw', () => {
-	const getter = Object.defineProperty({}, 'boom', { enumerable: true, get: () => { throw new Error('no'); } });
+	const getter = Object.defineProperty({}, 'boom', {
+		enumerable: true,
+		get: () => {
+			throw new Error('no');
+		},
+	});
 	assert.deepEqual(sanitizeJson({ getter }).value, { getter: { boom: '[unreadable]' } });
-	const proxy = new Proxy({}, { ownKeys: () => { throw new Error('no keys'); } });
+	const proxy = new Proxy(
+		{},
+		{
+			ownKeys: () => {
+				throw new Error('no keys');
+			},
+		},
+	);
 	assert.deepEqual(sanitizeJson({ proxy }).value, { proxy: {} });
 });
 
 test('property: any value becomes storable JSON within the caps, without throwing', () => {
 	const key = fc.oneof(hostileString(8), fc.constantFrom('__proto__', 'constructor', '\u0000', '\ud800'));
 	fc.assert(
-		fc.property(fc.anything({ key, values: [hostileString(), fc.double(), fc.bigInt(), fc.constant(undefined)], withNullPrototype: true, withDate: true, withTypedArray: true, withSparseArray: true, maxDepth: 6 }), (input) => {
-			const { value } = sanitizeJson(input, { budgetBytes: 4096, maxDepth: 3 });
-			const text = JSON.stringify(value);
-			assert.ok(Buffer.byteLength(text) <= 4096);
-			assert.deepEqual(stringsOf(value).filter((t) => UNSTORABLE.test(t)), [], 'no NUL or lone surrogate left');
-			assert.ok(depthOf(value) <= 3);
-			assert.deepEqual(JSON.parse(text), value, 'JSON round trip is exact');
-		}),
+		fc.property(
+			fc.anything({
+				key,
+				values: [hostileString(), fc.double(), fc.bigInt(), fc.constant(undefined)],
+				withNullPrototype: true,
+				withDate: true,
+				withTypedArray: true,
+				withSparseArray: true,
+				maxDepth: 6,
+			}),
+			(input) => {
+				const { value } = sanitizeJson(input, { budgetBytes: 4096, maxDepth: 3 });
+				const text = JSON.stringify(value);
+				assert.ok(Buffer.byteLength(text) <= 4096);
+				assert.deepEqual(
+					stringsOf(value).filter((t) => UNSTORABLE.test(t)),
+					[],
+					'no NUL or lone surrogate left',
+				);
+				assert.ok(depthOf(value) <= 3);
+				assert.deepEqual(JSON.parse(text), value, 'JSON round trip is exact');
+			},
+		),
 		propertyParams('sanitize: storable within the caps'),
 	);
 });

@@ -9,7 +9,16 @@ import { test } from 'node:test';
 import { ContractError } from '../../nodes/shared/errors';
 import { REDACTED, rememberSecrets } from '../../nodes/shared/redact';
 
-type Fixed = 'validation' | 'badRequest' | 'configuration' | 'notFound' | 'conflict' | 'unauthorized' | 'forbidden' | 'unavailable' | 'internal';
+type Fixed =
+	| 'validation'
+	| 'badRequest'
+	| 'configuration'
+	| 'notFound'
+	| 'conflict'
+	| 'unauthorized'
+	| 'forbidden'
+	| 'unavailable'
+	| 'internal';
 
 const FIXED: [Fixed, number, ContractError['kind'], boolean][] = [
 	['validation', 422, 'validation', false],
@@ -41,7 +50,18 @@ test('fixed factories: status, kind and retryable as documented; details, where 
 	const cause = new Error('below');
 	for (const [name, status, kind, retryable] of FIXED) {
 		const e = ContractError[name]('m', { code: 'X', field: 'f' }, { operation: 'select', table: 's.t' }, { cause });
-		assertSame(e, new ContractError('m', status, kind, retryable, { code: 'X', field: 'f' }, { operation: 'select', table: 's.t' }, { cause }));
+		assertSame(
+			e,
+			new ContractError(
+				'm',
+				status,
+				kind,
+				retryable,
+				{ code: 'X', field: 'f' },
+				{ operation: 'select', table: 's.t' },
+				{ cause },
+			),
+		);
 		// defaults: details {}, where {}, no cause
 		assertSame(ContractError[name]('m'), new ContractError('m', status, kind, retryable));
 		assert.deepEqual(ContractError[name]('m').details, {});
@@ -51,17 +71,32 @@ test('fixed factories: status, kind and retryable as documented; details, where 
 
 test('upstream: the status and retryable given; rate_limit only when rateLimited; the option itself never reaches the error', () => {
 	const cause = new Error('socket hang up');
-	assertSame(ContractError.upstream('u', 502, true, { code: 'FETCH_FAILED' }, { operation: 'fetch' }), new ContractError('u', 502, 'upstream', true, { code: 'FETCH_FAILED' }, { operation: 'fetch' }));
+	assertSame(
+		ContractError.upstream('u', 502, true, { code: 'FETCH_FAILED' }, { operation: 'fetch' }),
+		new ContractError('u', 502, 'upstream', true, { code: 'FETCH_FAILED' }, { operation: 'fetch' }),
+	);
 	assertSame(ContractError.upstream('u', 413, false), new ContractError('u', 413, 'upstream', false));
-	assertSame(ContractError.upstream('u', 400, false, {}, {}, { rateLimited: false }), new ContractError('u', 400, 'upstream', false));
-	assertSame(ContractError.upstream('u', 502, true, {}, {}, { rateLimited: true }), new ContractError('u', 502, 'rate_limit', true));
-	assertSame(ContractError.upstream('u', 502, false, {}, {}, { cause }), new ContractError('u', 502, 'upstream', false, {}, {}, { cause }));
+	assertSame(
+		ContractError.upstream('u', 400, false, {}, {}, { rateLimited: false }),
+		new ContractError('u', 400, 'upstream', false),
+	);
+	assertSame(
+		ContractError.upstream('u', 502, true, {}, {}, { rateLimited: true }),
+		new ContractError('u', 502, 'rate_limit', true),
+	);
+	assertSame(
+		ContractError.upstream('u', 502, false, {}, {}, { cause }),
+		new ContractError('u', 502, 'upstream', false, {}, {}, { cause }),
+	);
 	assert.equal('cause' in ContractError.upstream('u', 502, true, {}, {}, { rateLimited: true }), false);
 });
 
 test('db: 500 not retryable by default, retryable when asked, cause kept', () => {
 	const cause = new Error('pg');
-	assertSame(ContractError.db('d', { code: 'NO_RESULT' }, { operation: 'select' }), new ContractError('d', 500, 'db', false, { code: 'NO_RESULT' }, { operation: 'select' }));
+	assertSame(
+		ContractError.db('d', { code: 'NO_RESULT' }, { operation: 'select' }),
+		new ContractError('d', 500, 'db', false, { code: 'NO_RESULT' }, { operation: 'select' }),
+	);
 	assertSame(ContractError.db('d', {}, {}, { retryable: true }), new ContractError('d', 500, 'db', true, {}, {}));
 	assertSame(ContractError.db('d', {}, {}, { cause }), new ContractError('d', 500, 'db', false, {}, {}, { cause }));
 	assert.equal('cause' in ContractError.db('d', {}, {}, { retryable: true }), false);
@@ -71,9 +106,28 @@ test('every factory redacts the remembered secrets from the message, the details
 	const token = `987654321:AA${randomBytes(20).toString('base64url')}`;
 	rememberSecrets([token]);
 	const made = [
-		...FIXED.map(([name]) => ContractError[name](`bad ${token}`, { url: `https://x/bot${token}/getMe` }, {}, { cause: new Error(`inner ${token}`) })),
-		ContractError.upstream(`bad ${token}`, 502, true, { url: `https://x/bot${token}/getMe` }, {}, { cause: new Error(`inner ${token}`), rateLimited: true }),
-		ContractError.db(`bad ${token}`, { url: `https://x/bot${token}/getMe` }, {}, { cause: new Error(`inner ${token}`), retryable: true }),
+		...FIXED.map(([name]) =>
+			ContractError[name](
+				`bad ${token}`,
+				{ url: `https://x/bot${token}/getMe` },
+				{},
+				{ cause: new Error(`inner ${token}`) },
+			),
+		),
+		ContractError.upstream(
+			`bad ${token}`,
+			502,
+			true,
+			{ url: `https://x/bot${token}/getMe` },
+			{},
+			{ cause: new Error(`inner ${token}`), rateLimited: true },
+		),
+		ContractError.db(
+			`bad ${token}`,
+			{ url: `https://x/bot${token}/getMe` },
+			{},
+			{ cause: new Error(`inner ${token}`), retryable: true },
+		),
 	];
 	for (const e of made) {
 		assert.equal(e.message, `bad ${REDACTED}`);

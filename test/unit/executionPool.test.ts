@@ -14,9 +14,17 @@ after(async () => {
 	await closeAllPools();
 });
 
-function context(workflowId: string | undefined, credentialId: string | undefined, asked: string[], host = 'db.example') {
+function context(
+	workflowId: string | undefined,
+	credentialId: string | undefined,
+	asked: string[],
+	host = 'db.example',
+) {
 	return {
-		getNode: () => ({ name: 'Telegram Ingest', credentials: credentialId ? { postgresContractsApi: { id: credentialId, name: 'pg' } } : undefined }),
+		getNode: () => ({
+			name: 'Telegram Ingest',
+			credentials: credentialId ? { postgresContractsApi: { id: credentialId, name: 'pg' } } : undefined,
+		}),
 		getWorkflow: () => ({ id: workflowId }),
 		getCredentials: async (type: string) => {
 			asked.push(`${workflowId}/${credentialId}/${type}`);
@@ -43,7 +51,9 @@ test('an edited credential is used once the TTL is over (a new pool for the new 
 	const t0 = 2_000_000;
 	const before = await executionPool(context('wfE', 'credE', asked, 'old.example'), { now: t0 });
 	assert.equal(await executionPool(context('wfE', 'credE', asked, 'new.example'), { now: t0 + 10 }), before);
-	const afterTtl = await executionPool(context('wfE', 'credE', asked, 'new.example'), { now: t0 + CREDENTIAL_CACHE_TTL_MS + 1 });
+	const afterTtl = await executionPool(context('wfE', 'credE', asked, 'new.example'), {
+		now: t0 + CREDENTIAL_CACHE_TTL_MS + 1,
+	});
 	assert.notEqual(afterTtl, before);
 	assert.equal((afterTtl as unknown as { options: { host: string } }).options.host, 'new.example');
 });
@@ -57,7 +67,7 @@ test('a context without a workflow or credential id is never cached', async () =
 	assert.equal(asked.length, 4);
 });
 
-test('reuse: false (Telegram Ingest\'s default) asks n8n on every execution: a credential resolved per execution is never shared', async () => {
+test("reuse: false (Telegram Ingest's default) asks n8n on every execution: a credential resolved per execution is never shared", async () => {
 	const asked: string[] = [];
 	await executionPool(context('wfR', 'credR', asked), { now: 7, reuse: false });
 	await executionPool(context('wfR', 'credR', asked), { now: 8, reuse: false });

@@ -25,9 +25,11 @@ const around = (edge: bigint) => fc.bigInt({ min: edge - 1000n, max: edge + 1000
 const idValues: fc.Arbitrary<unknown> = fc.oneof(
 	hostileId(),
 	fc.bigInt({ min: INT8_MIN - 10n, max: INT8_MAX + 10n }),
-	fc.oneof(around(INT8_MAX), around(INT8_MIN), around(2n ** 53n), around(-(2n ** 53n)), fc.bigInt()).chain((b) =>
-		fc.constantFrom<unknown>(b, b.toString(), Number(b), `${b}.0`, ` ${b}`, `${b}\u0000`, `+${b}`, `0${b}`),
-	),
+	fc
+		.oneof(around(INT8_MAX), around(INT8_MIN), around(2n ** 53n), around(-(2n ** 53n)), fc.bigInt())
+		.chain((b) =>
+			fc.constantFrom<unknown>(b, b.toString(), Number(b), `${b}.0`, ` ${b}`, `${b}\u0000`, `+${b}`, `0${b}`),
+		),
 	fc.double(),
 	fc.integer(),
 	fc.maxSafeInteger(),
@@ -44,10 +46,15 @@ test('property: parseExactId never throws, accepts exactly the exact in-range in
 			if (parsed.ok) {
 				assert.equal(BigInt(parsed.value), want, 'the same integer, never a rounded neighbour');
 				if (typeof parsed.value === 'number') assert.ok(Number.isSafeInteger(parsed.value));
-				else assert.ok(!Number.isSafeInteger(Number(parsed.value)) && parsed.value === want!.toString(), 'a string only beyond 2^53 - 1, canonical');
+				else
+					assert.ok(
+						!Number.isSafeInteger(Number(parsed.value)) && parsed.value === want!.toString(),
+						'a string only beyond 2^53 - 1, canonical',
+					);
 			} else {
 				assert.ok(parsed.message.length > 0);
-				if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) assert.match(parsed.message, /send it as a decimal string/);
+				if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value))
+					assert.match(parsed.message, /send it as a decimal string/);
 			}
 		}),
 		propertyParams('parseExactId'),
@@ -55,10 +62,18 @@ test('property: parseExactId never throws, accepts exactly the exact in-range in
 });
 
 test('property: through a request schema every refusal is a 422 naming the field, never another error', () => {
-	const Schema = z.object({ tg_user_id: Int8Id, chat_id: Int8Id.nullish(), document_id: SafeDbId.optional(), big: PositiveInt8Id.optional() });
+	const Schema = z.object({
+		tg_user_id: Int8Id,
+		chat_id: Int8Id.nullish(),
+		document_id: SafeDbId.optional(),
+		big: PositiveInt8Id.optional(),
+	});
 	fc.assert(
 		fc.property(
-			fc.record({ tg_user_id: idValues, chat_id: idValues, document_id: idValues, big: idValues }, { requiredKeys: [] }),
+			fc.record(
+				{ tg_user_id: idValues, chat_id: idValues, document_id: idValues, big: idValues },
+				{ requiredKeys: [] },
+			),
 			(raw) => {
 				let result: unknown;
 				try {
@@ -73,8 +88,10 @@ test('property: through a request schema every refusal is a 422 naming the field
 				}
 				const ok = result as Record<string, unknown>;
 				assert.equal(BigInt(ok.tg_user_id as string), intended(raw.tg_user_id));
-				if (ok.chat_id !== undefined && ok.chat_id !== null) assert.equal(BigInt(ok.chat_id as string), intended(raw.chat_id));
-				if (ok.document_id !== undefined) assert.ok(Number.isSafeInteger(ok.document_id) && (ok.document_id as number) > 0);
+				if (ok.chat_id !== undefined && ok.chat_id !== null)
+					assert.equal(BigInt(ok.chat_id as string), intended(raw.chat_id));
+				if (ok.document_id !== undefined)
+					assert.ok(Number.isSafeInteger(ok.document_id) && (ok.document_id as number) > 0);
 			},
 		),
 		propertyParams('id schemas in a request'),
@@ -90,6 +107,12 @@ test('examples: the rounded 2^53 + 1, int8 edges, and what a 422 says', () => {
 	assert.deepEqual(parseExactId('-42'), { ok: true, value: -42 });
 	assert.deepEqual(parseExactId(2n), { ok: true, value: 2 });
 	assert.equal(parseExactId('0', true).ok, false);
-	assert.throws(() => parseRequest(z.object({ tg_user_id: Int8Id }), { tg_user_id: 9007199254740993 }, { table: 't' }), /req\.tg_user_id is beyond 2\^53 - 1 .* send it as a decimal string/);
-	assert.throws(() => parseRequest(z.object({ tg_user_id: Int8Id }), {}, { table: 't' }), /req\.tg_user_id is required/);
+	assert.throws(
+		() => parseRequest(z.object({ tg_user_id: Int8Id }), { tg_user_id: 9007199254740993 }, { table: 't' }),
+		/req\.tg_user_id is beyond 2\^53 - 1 .* send it as a decimal string/,
+	);
+	assert.throws(
+		() => parseRequest(z.object({ tg_user_id: Int8Id }), {}, { table: 't' }),
+		/req\.tg_user_id is required/,
+	);
 });

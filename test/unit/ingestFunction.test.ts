@@ -20,7 +20,7 @@ const latest = fs
 const migration = fs.readFileSync(path.join(MIGRATIONS, latest), 'utf8');
 
 test('raw.ingest_update holds INGEST_UPDATE and FIND_DUPLICATE verbatim, in that order, after the lock', () => {
-	const lock = migration.indexOf('pg_advisory_xact_lock(hashtextextended($1::text || \':\' || $3::text, 0))');
+	const lock = migration.indexOf("pg_advisory_xact_lock(hashtextextended($1::text || ':' || $3::text, 0))");
 	const ingest = migration.indexOf(`RETURN QUERY${INGEST_UPDATE};`);
 	const find = migration.indexOf(`RETURN QUERY${FIND_DUPLICATE};`);
 	assert.ok(lock > 0, 'the advisory lock is taken first');

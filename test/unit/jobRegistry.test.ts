@@ -19,11 +19,20 @@ import { ChunkRequest } from '../../nodes/KnowledgeBot/actions/document/chunk.op
 import { EmbedRequest } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
 import { AnswerRequest } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
 import { ContractError } from '../../nodes/shared/errors';
-import { JOB_REGISTRY, JOB_RUN_STATUS, JOB_STATUS, JOB_TYPE_LIST, JOB_TYPES, validateJob, type JobType } from '../../nodes/shared/jobs';
+import {
+	JOB_REGISTRY,
+	JOB_RUN_STATUS,
+	JOB_STATUS,
+	JOB_TYPE_LIST,
+	JOB_TYPES,
+	validateJob,
+	type JobType,
+} from '../../nodes/shared/jobs';
 
 // "TelegramIngest.node" would resolve to the codex .json beside it
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { TelegramIngest } = require('../../nodes/TelegramIngest/TelegramIngest.node.ts') as typeof import('../../nodes/TelegramIngest/TelegramIngest.node');
+const { TelegramIngest } =
+	require('../../nodes/TelegramIngest/TelegramIngest.node.ts') as typeof import('../../nodes/TelegramIngest/TelegramIngest.node');
 
 const ROOT = path.join(__dirname, '..', '..');
 const WORKFLOWS = path.join(ROOT, 'workflows-json');
@@ -35,13 +44,22 @@ interface Wf {
 }
 
 function workflowFiles(dir: string): string[] {
-	return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? workflowFiles(path.join(dir, e.name)) : e.name.endsWith('.json') ? [path.join(dir, e.name)] : []));
+	return fs
+		.readdirSync(dir, { withFileTypes: true })
+		.flatMap((e) =>
+			e.isDirectory()
+				? workflowFiles(path.join(dir, e.name))
+				: e.name.endsWith('.json')
+					? [path.join(dir, e.name)]
+					: [],
+		);
 }
 const shipped: Wf[] = workflowFiles(WORKFLOWS).map((f) => JSON.parse(fs.readFileSync(f, 'utf8')));
 
 /** The value a Set node of `wf` assigns to `field`. */
 function assigned(wf: Wf, field: string): unknown {
-	for (const n of wf.nodes) for (const a of n.parameters.assignments?.assignments ?? []) if (a.name === field) return a.value;
+	for (const n of wf.nodes)
+		for (const a of n.parameters.assignments?.assignments ?? []) if (a.name === field) return a.value;
 	return undefined;
 }
 
@@ -53,7 +71,10 @@ function claimedTypes(wf: Wf): string[] {
 			const raw = String(n.parameters.jobType ?? 'telegram_update');
 			const ref = /^=\{\{\s*\$json\.(\S+)\s*\}\}$/.exec(raw);
 			const list = ref ? String(assigned(wf, ref[1])) : raw;
-			return list.split(',').map((t) => t.trim()).filter(Boolean);
+			return list
+				.split(',')
+				.map((t) => t.trim())
+				.filter(Boolean);
 		});
 }
 
@@ -66,35 +87,61 @@ test('every registered type has its worker workflow shipped, and WF90 claims it 
 		assert.ok(fs.existsSync(file), `${type}: ${entry.workflow_file} is shipped`);
 		const worker = JSON.parse(fs.readFileSync(file, 'utf8')) as Wf;
 		assert.equal(worker.id, entry.workflow_id, `${type}: ${entry.workflow_file} has the id WF90 calls`);
-		assert.ok(worker.nodes.some((n) => n.type === 'n8n-nodes-base.executeWorkflowTrigger'), `${type}: ${entry.workflow_id} can be called by WF90`);
+		assert.ok(
+			worker.nodes.some((n) => n.type === 'n8n-nodes-base.executeWorkflowTrigger'),
+			`${type}: ${entry.workflow_id} can be called by WF90`,
+		);
 		const runner = runners.find((wf) => claimedTypes(wf).includes(type));
 		assert.ok(runner, `${type} is claimed by a shipped workflow`);
 		// the runner's dispatch (Job Request's job.worker expression, evaluated for a claimed job of this type) sends it to that workflow
 		const dispatch = /^=\{\{([\s\S]*)\}\}$/.exec(String(assigned(runner, 'job.worker')))![1];
 		// eslint-disable-next-line @typescript-eslint/no-implied-eval
 		const workerOf = new Function('$json', `return (${dispatch});`) as (json: unknown) => string;
-		assert.equal(workerOf({ data: { job_type: type } }), entry.workflow_id, `${type} is dispatched to ${entry.workflow_id}`);
+		assert.equal(
+			workerOf({ data: { job_type: type } }),
+			entry.workflow_id,
+			`${type} is dispatched to ${entry.workflow_id}`,
+		);
 		assert.equal(workerOf({ data: { job_type: 'not_registered' } }), '', 'an unknown type goes nowhere');
 	}
 });
 
 test('every type a shipped workflow claims or enqueues (Telegram Ingest) is registered', () => {
 	const claimed = shipped.flatMap(claimedTypes);
-	const produced = shipped.flatMap((wf) => wf.nodes.filter((n) => n.type === 'n8n-nodes-contracts.telegramIngest').map((n) => String(n.parameters.jobType ?? new TelegramIngest().description.properties.find((p) => p.name === 'jobType')!.default)));
+	const produced = shipped.flatMap((wf) =>
+		wf.nodes
+			.filter((n) => n.type === 'n8n-nodes-contracts.telegramIngest')
+			.map((n) =>
+				String(
+					n.parameters.jobType ??
+						new TelegramIngest().description.properties.find((p) => p.name === 'jobType')!.default,
+				),
+			),
+	);
 	assert.ok(produced.length > 0, 'WF10 ships a Telegram Ingest');
 	for (const type of [...claimed, ...produced]) assert.ok(type in JOB_REGISTRY, `${type} is registered`);
-	assert.equal(new TelegramIngest().description.properties.find((p) => p.name === 'jobType')!.default, JOB_TYPES.telegram_update);
+	assert.equal(
+		new TelegramIngest().description.properties.find((p) => p.name === 'jobType')!.default,
+		JOB_TYPES.telegram_update,
+	);
 });
 
 test('no producer writes a job_type literal: every job_type in nodes/ and scripts/ comes from the registry', () => {
 	const sources = (dir: string): string[] =>
-		fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(path.join(dir, e.name)) : /\.(ts|js)$/.test(e.name) ? [path.join(dir, e.name)] : []));
+		fs
+			.readdirSync(dir, { withFileTypes: true })
+			.flatMap((e) =>
+				e.isDirectory() ? sources(path.join(dir, e.name)) : /\.(ts|js)$/.test(e.name) ? [path.join(dir, e.name)] : [],
+			);
 	const offenders: string[] = [];
 	for (const file of [...sources(path.join(ROOT, 'nodes')), ...sources(path.join(ROOT, 'scripts'))]) {
 		if (file.includes(`${path.sep}shared${path.sep}jobs${path.sep}`)) continue;
-		fs.readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
-			if (/job_?type['"]?\s*[:=]\s*['"`](?!=)/i.test(line) || /job_type\s*(=|<>|!=)\s*'/.test(line)) offenders.push(`${path.relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
-		});
+		fs.readFileSync(file, 'utf8')
+			.split('\n')
+			.forEach((line, i) => {
+				if (/job_?type['"]?\s*[:=]\s*['"`](?!=)/i.test(line) || /job_type\s*(=|<>|!=)\s*'/.test(line))
+					offenders.push(`${path.relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
+			});
 	}
 	assert.deepEqual(offenders, []);
 });
@@ -105,8 +152,14 @@ test('the generated workflows equal workflows-json/ (node scripts/gen-knowledge-
 		execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'gen-knowledge-workflows.js'), dir]);
 		const written = fs.readdirSync(dir);
 		assert.ok(written.includes('WF90_job_runner.json'));
-		for (const type of JOB_TYPE_LIST) assert.ok(written.includes(JOB_REGISTRY[type].workflow_file), `${type}'s worker is generated`);
-		for (const file of written) assert.equal(fs.readFileSync(path.join(dir, file), 'utf8'), fs.readFileSync(path.join(WORKFLOWS, file), 'utf8'), `${file} differs from workflows-json/: run the generator and commit`);
+		for (const type of JOB_TYPE_LIST)
+			assert.ok(written.includes(JOB_REGISTRY[type].workflow_file), `${type}'s worker is generated`);
+		for (const file of written)
+			assert.equal(
+				fs.readFileSync(path.join(dir, file), 'utf8'),
+				fs.readFileSync(path.join(WORKFLOWS, file), 'utf8'),
+				`${file} differs from workflows-json/: run the generator and commit`,
+			);
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });
 	}
@@ -116,7 +169,10 @@ test('JOB_STATUS and JOB_RUN_STATUS are the statuses the schema allows', () => {
 	const sql = fs.readFileSync(path.join(ROOT, 'db', 'migrations', '001_ops_raw_core.sql'), 'utf8');
 	const checkOf = (table: string) => {
 		const body = sql.slice(sql.indexOf(`CREATE TABLE ${table} (`));
-		return /status\s+text NOT NULL[^,]*?CHECK \(status IN \(([^)]*)\)\)/s.exec(body)![1].split(',').map((s) => s.trim().replace(/'/g, ''));
+		return /status\s+text NOT NULL[^,]*?CHECK \(status IN \(([^)]*)\)\)/s
+			.exec(body)![1]
+			.split(',')
+			.map((s) => s.trim().replace(/'/g, ''));
 	};
 	assert.deepEqual(Object.values(JOB_STATUS).sort(), checkOf('ops.jobs').sort());
 	assert.deepEqual(Object.values(JOB_RUN_STATUS).sort(), checkOf('ops.job_runs').sort());
@@ -125,18 +181,58 @@ test('JOB_STATUS and JOB_RUN_STATUS are the statuses the schema allows', () => {
 const tenant = '6f1c1a3e-3f7d-4a59-9a43-3d1b2f0f7a10';
 const ctx = { chat_id: -100123, visibility: 'group', dm_owner_user_id: null, message_version_id: 7 };
 /** A payload as each producer writes it, and the worker's own request schema. */
-const SAMPLES: Record<JobType, { payload: Record<string, unknown>; worker: { safeParse(v: unknown): { success: boolean } } }> = {
-	telegram_update: { payload: { tenant_id: tenant, bot_id: '0b4a6f0e-9a52-4c53-8d43-1f6f0f7b2a11', raw_update_id: 3, update_id: 99, update_type: 'message', trace_id: null, correlation_id: '1d9f0c55-8f0b-4e3e-9d3e-5a4f3c2b1a00' }, worker: ProcessUpdateRequest },
-	url_normalize: { payload: { tenant_id: tenant, url: 'https://example.org/a', ctx, trace_id: null }, worker: NormalizeUrlRequest },
+const SAMPLES: Record<
+	JobType,
+	{ payload: Record<string, unknown>; worker: { safeParse(v: unknown): { success: boolean } } }
+> = {
+	telegram_update: {
+		payload: {
+			tenant_id: tenant,
+			bot_id: '0b4a6f0e-9a52-4c53-8d43-1f6f0f7b2a11',
+			raw_update_id: 3,
+			update_id: 99,
+			update_type: 'message',
+			trace_id: null,
+			correlation_id: '1d9f0c55-8f0b-4e3e-9d3e-5a4f3c2b1a00',
+		},
+		worker: ProcessUpdateRequest,
+	},
+	url_normalize: {
+		payload: { tenant_id: tenant, url: 'https://example.org/a', ctx, trace_id: null },
+		worker: NormalizeUrlRequest,
+	},
 	url_fetch: { payload: { tenant_id: tenant, url_id: 5, ctx, trace_id: null }, worker: FetchUrlRequest },
-	file_download: { payload: { tenant_id: tenant, file_id: 'BQAC', file_unique_id: 'AgAD', file_name: 'a.pdf', mime_type: 'application/pdf', file_size: 10, ctx, trace_id: null }, worker: DownloadFileRequest },
+	file_download: {
+		payload: {
+			tenant_id: tenant,
+			file_id: 'BQAC',
+			file_unique_id: 'AgAD',
+			file_name: 'a.pdf',
+			mime_type: 'application/pdf',
+			file_size: 10,
+			ctx,
+			trace_id: null,
+		},
+		worker: DownloadFileRequest,
+	},
 	document_extract: { payload: { tenant_id: tenant, document_id: 9, trace_id: null }, worker: ExtractRequest },
 	document_chunk: { payload: { tenant_id: tenant, document_id: 9, trace_id: null }, worker: ChunkRequest },
 	document_embed: { payload: { tenant_id: tenant, document_id: 9, model_id: 1, trace_id: null }, worker: EmbedRequest },
-	qa_answer: { payload: { tenant_id: tenant, tg_user_id: 42, channel: 'dm', chat_id: 42, question: 'why?', question_message_version_id: 7, trace_id: null }, worker: AnswerRequest },
+	qa_answer: {
+		payload: {
+			tenant_id: tenant,
+			tg_user_id: 42,
+			channel: 'dm',
+			chat_id: 42,
+			question: 'why?',
+			question_message_version_id: 7,
+			trace_id: null,
+		},
+		worker: AnswerRequest,
+	},
 };
 
-test('each type\'s producer payload passes its registry schema and its worker\'s request schema', () => {
+test("each type's producer payload passes its registry schema and its worker's request schema", () => {
 	for (const type of JOB_TYPE_LIST) {
 		assert.equal(validateJob(type, SAMPLES[type].payload), type);
 		assert.ok(SAMPLES[type].worker.safeParse(SAMPLES[type].payload).success, `${type}: the worker accepts it`);
@@ -159,9 +255,20 @@ test('validateJob: a type no worker handles, or a bad payload, is a 422 naming t
 		const { tenant_id: _, ...withoutTenant } = SAMPLES[type].payload;
 		assert.equal(refused(() => validateJob(type, withoutTenant)).field, 'payload.tenant_id', type);
 	}
-	assert.equal(refused(() => validateJob(JOB_TYPES.url_normalize, { ...SAMPLES.url_normalize.payload, ctx: { ...ctx, visibility: 'dm' } })).field, 'payload.ctx.dm_owner_user_id');
-	assert.equal(refused(() => validateJob(JOB_TYPES.qa_answer, { ...SAMPLES.qa_answer.payload, channel: 'public' })).field, 'payload.channel');
-	assert.equal(refused(() => validateJob(JOB_TYPES.document_embed, { ...SAMPLES.document_embed.payload, model_id: 'x' })).field, 'payload.model_id');
+	assert.equal(
+		refused(() =>
+			validateJob(JOB_TYPES.url_normalize, { ...SAMPLES.url_normalize.payload, ctx: { ...ctx, visibility: 'dm' } }),
+		).field,
+		'payload.ctx.dm_owner_user_id',
+	);
+	assert.equal(
+		refused(() => validateJob(JOB_TYPES.qa_answer, { ...SAMPLES.qa_answer.payload, channel: 'public' })).field,
+		'payload.channel',
+	);
+	assert.equal(
+		refused(() => validateJob(JOB_TYPES.document_embed, { ...SAMPLES.document_embed.payload, model_id: 'x' })).field,
+		'payload.model_id',
+	);
 });
 
 test('telegram_update: the raw row id, or the update itself, is required (issue 14: WF10 carries only the id)', () => {

@@ -13,13 +13,16 @@ const NODES = resolve(__dirname, '../../nodes');
 
 /** Every .ts file below `dir`. */
 function tsFiles(dir: string): string[] {
-	return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+	return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+		e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+	);
 }
 
 /** The relative module specifiers of a source text. */
 function relativeSpecifiers(source: string): string[] {
 	const found: string[] = [];
-	for (const m of source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)['"](\.[^'"]*)['"]/gm)) found.push(m[1]);
+	for (const m of source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)['"](\.[^'"]*)['"]/gm))
+		found.push(m[1]);
 	return found;
 }
 
@@ -52,7 +55,10 @@ test('the check itself: finds an import, an export-from, a dynamic import and a 
 		"import { z } from 'zod';",
 	].join('\n');
 	assert.equal(crossNodeImports(file, source).length, 4);
-	assert.deepEqual(crossNodeImports(join(NODES, 'shared/acl/loadContext.ts'), "import { x } from '../../ContextLoader/actions/sql';"), ['shared/acl/loadContext.ts → ../../ContextLoader/actions/sql']);
+	assert.deepEqual(
+		crossNodeImports(join(NODES, 'shared/acl/loadContext.ts'), "import { x } from '../../ContextLoader/actions/sql';"),
+		['shared/acl/loadContext.ts → ../../ContextLoader/actions/sql'],
+	);
 });
 
 test('no file under nodes/<A>/ imports from nodes/<B>/ (B ≠ A, B ≠ shared)', () => {

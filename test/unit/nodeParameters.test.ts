@@ -17,15 +17,34 @@ test('hasExpression: strings starting with "=", at any depth of objects and arra
 
 test('plainParameter / defaultExpressionParameter: n8n is asked exactly when the stored value needs it', () => {
 	const asked: string[] = [];
-	const fn = { getNodeParameter: (name: string, _i: number, fallback: unknown) => (asked.push(name), `n8n:${name}:${String(fallback)}`) } as unknown as IExecuteFunctions;
-	const node = { parameters: { plain: 'telegram_update', options: { maxAttempts: 3 }, expr: '={{ 1 }}', nested: { w: '={{ 2 }}' }, key: '={{ d }}' } } as unknown as INode;
+	const fn = {
+		getNodeParameter: (name: string, _i: number, fallback: unknown) => (
+			asked.push(name),
+			`n8n:${name}:${String(fallback)}`
+		),
+	} as unknown as IExecuteFunctions;
+	const node = {
+		parameters: {
+			plain: 'telegram_update',
+			options: { maxAttempts: 3 },
+			expr: '={{ 1 }}',
+			nested: { w: '={{ 2 }}' },
+			key: '={{ d }}',
+		},
+	} as unknown as INode;
 	assert.equal(plainParameter(fn, node, 'plain', 0), 'telegram_update');
 	assert.deepEqual(plainParameter(fn, node, 'options', 0, {}), { maxAttempts: 3 });
 	assert.deepEqual(asked, []);
 	assert.equal(plainParameter(fn, node, 'expr', 0), 'n8n:expr:undefined');
 	assert.equal(plainParameter(fn, node, 'nested', 0), 'n8n:nested:undefined');
 	assert.equal(plainParameter(fn, node, 'missing', 0, 'data'), 'n8n:missing:data');
-	assert.equal(defaultExpressionParameter(fn, node, 'key', 0, '={{ d }}', () => 'direct'), 'direct');
-	assert.equal(defaultExpressionParameter(fn, node, 'key', 0, '={{ other }}', () => 'direct'), 'n8n:key:');
+	assert.equal(
+		defaultExpressionParameter(fn, node, 'key', 0, '={{ d }}', () => 'direct'),
+		'direct',
+	);
+	assert.equal(
+		defaultExpressionParameter(fn, node, 'key', 0, '={{ other }}', () => 'direct'),
+		'n8n:key:',
+	);
 	assert.deepEqual(asked, ['expr', 'nested', 'missing', 'key']);
 });

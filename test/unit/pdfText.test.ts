@@ -10,7 +10,12 @@ import { test } from 'node:test';
 import { pdfWithText } from '../helpers/documents';
 
 // Taken before any module of the package is loaded (they are required below, after this line).
-const native = { push: Array.prototype.push, parse: JSON.parse, withResolvers: (Promise as { withResolvers?: unknown }).withResolvers, union: (Set.prototype as { union?: unknown }).union };
+const native = {
+	push: Array.prototype.push,
+	parse: JSON.parse,
+	withResolvers: (Promise as { withResolvers?: unknown }).withResolvers,
+	union: (Set.prototype as { union?: unknown }).union,
+};
 
 test('every node of the package loads, and PDFs are read, without changing the globals pdf-parse would polyfill', async () => {
 	const nodesDir = path.join(__dirname, '..', '..', 'nodes');
@@ -20,7 +25,8 @@ test('every node of the package loads, and PDFs are read, without changing the g
 		if (fs.existsSync(file)) require(file);
 	}
 	// eslint-disable-next-line @typescript-eslint/no-require-imports
-	const { extractText } = require('../../nodes/KnowledgeBot/actions/document/extractText') as typeof import('../../nodes/KnowledgeBot/actions/document/extractText');
+	const { extractText } =
+		require('../../nodes/KnowledgeBot/actions/document/extractText') as typeof import('../../nodes/KnowledgeBot/actions/document/extractText');
 	const extracted = await extractText(pdfWithText('Quarterly report, page one'), 'application/pdf', 'report.pdf');
 	assert.equal(extracted.kind, 'pdf');
 	assert.match(extracted.text, /Quarterly report, page one/);
@@ -33,8 +39,12 @@ test('every node of the package loads, and PDFs are read, without changing the g
 
 test('a PDF that is not one → the error of pdf.js; a PDF past its time limit → "took longer"; the process goes on', async () => {
 	// eslint-disable-next-line @typescript-eslint/no-require-imports
-	const { pdfText } = require('../../nodes/KnowledgeBot/actions/document/pdfText') as typeof import('../../nodes/KnowledgeBot/actions/document/pdfText');
-	await assert.rejects(pdfText(Buffer.from('%PDF-1.4\nnot really a pdf')), (error: Error) => error instanceof Error && error.message.length > 0 && !/took longer/.test(error.message));
+	const { pdfText } =
+		require('../../nodes/KnowledgeBot/actions/document/pdfText') as typeof import('../../nodes/KnowledgeBot/actions/document/pdfText');
+	await assert.rejects(
+		pdfText(Buffer.from('%PDF-1.4\nnot really a pdf')),
+		(error: Error) => error instanceof Error && error.message.length > 0 && !/took longer/.test(error.message),
+	);
 	await assert.rejects(pdfText(pdfWithText('slow'), { timeoutMs: 1 }), /PDF text extraction took longer than 1 ms/);
 	assert.match(await pdfText(pdfWithText('still fine')), /still fine/);
 });

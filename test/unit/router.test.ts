@@ -10,7 +10,14 @@ import { after, test } from 'node:test';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { ContractError } from '../../nodes/shared/errors';
-import { findOperation, routeItems, type Answer, type Operation, type Resource, type Route } from '../../nodes/shared/node/router';
+import {
+	findOperation,
+	routeItems,
+	type Answer,
+	type Operation,
+	type Resource,
+	type Route,
+} from '../../nodes/shared/node/router';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 
 after(async () => {
@@ -23,7 +30,15 @@ const UUID_B = '22222222-2222-4222-8222-222222222222';
 type ToyOperation = Operation<(tag: string, input: Record<string, unknown>) => Promise<Answer>>;
 
 /** The Text field of a toy operation. */
-const textField = (operation: string) => [{ displayName: 'Text', name: 'text', type: 'string' as const, default: '', displayOptions: { show: { resource: ['toy'], operation: [operation] } } }];
+const textField = (operation: string) => [
+	{
+		displayName: 'Text',
+		name: 'text',
+		type: 'string' as const,
+		default: '',
+		displayOptions: { show: { resource: ['toy'], operation: [operation] } },
+	},
+];
 const echo: ToyOperation = {
 	value: 'echo',
 	name: 'Echo',
@@ -33,18 +48,39 @@ const echo: ToyOperation = {
 	execute: async (tag, input) => ({ data: { tag, ...input }, statusCode: 201 }),
 };
 /** One item per word, on output 1. */
-const split: ToyOperation = { ...echo, value: 'split', name: 'Split', action: 'Split the text', fields: textField('split'), execute: async (_tag, input) => ({ many: String(input.text).split(' ').map((word) => ({ word })), output: 1 }) };
+const split: ToyOperation = {
+	...echo,
+	value: 'split',
+	name: 'Split',
+	action: 'Split the text',
+	fields: textField('split'),
+	execute: async (_tag, input) => ({
+		many: String(input.text)
+			.split(' ')
+			.map((word) => ({ word })),
+		output: 1,
+	}),
+};
 const RESOURCES: Resource<ToyOperation>[] = [{ value: 'toy', name: 'Toy', operations: [echo, split] }];
 
 /** A minimal IExecuteFunctions; a parameter absent without a fallback throws, as in n8n 2.4.8. */
-function context(items: INodeExecutionData[], params: Record<string, unknown>[], continueOnFail = true): IExecuteFunctions {
+function context(
+	items: INodeExecutionData[],
+	params: Record<string, unknown>[],
+	continueOnFail = true,
+): IExecuteFunctions {
 	const parameter = (name: string, i: number, fallback?: unknown) => {
 		if (name in params[i]) return params[i][name];
 		if (fallback === undefined) throw new Error(`Could not get parameter ${name}`);
 		return fallback;
 	};
 	const node = { name: 'Toy Node', type: 'test.toy', typeVersion: 1, position: [0, 0], parameters: {}, id: '1' };
-	return { getInputData: () => items, getNode: () => node, getNodeParameter: parameter, continueOnFail: () => continueOnFail } as unknown as IExecuteFunctions;
+	return {
+		getInputData: () => items,
+		getNode: () => node,
+		getNodeParameter: parameter,
+		continueOnFail: () => continueOnFail,
+	} as unknown as IExecuteFunctions;
 }
 
 function toyRoute(extra: Partial<Route<ToyOperation, string, string>> = {}): Route<ToyOperation, string, string> {
@@ -69,7 +105,11 @@ test('findOperation: the operation of a resource; an unknown pair names the node
 });
 
 test('routeItems: one envelope per item, paired, with its status, Workflow Label and correlation id (first UUID)', async () => {
-	const items = [{ json: { first: 'not-a-uuid', second: UUID_B } }, { json: { first: UUID_A, second: UUID_B } }, { json: {} }];
+	const items = [
+		{ json: { first: 'not-a-uuid', second: UUID_B } },
+		{ json: { first: UUID_A, second: UUID_B } },
+		{ json: {} },
+	];
 	const params = [
 		{ resource: 'toy', operation: 'echo', text: 'a' },
 		{ resource: 'toy', operation: 'echo', text: 'b', options: { workflow: 'WF-X' } },
@@ -78,22 +118,52 @@ test('routeItems: one envelope per item, paired, with its status, Workflow Label
 	const [done, other] = await routeItems(context(items, params), toyRoute());
 	assert.equal(other.length, 0);
 	const envelopes = done.map((i) => SuccessEnvelope.parse(i.json));
-	assert.deepEqual(done.map((i) => i.pairedItem), [{ item: 0 }, { item: 1 }, { item: 2 }]);
-	assert.deepEqual(envelopes.map((e) => e.data), [{ tag: 'conn:0', text: 'a' }, { tag: 'conn:1', text: 'b' }, { tag: 'conn:2' }]);
-	assert.deepEqual(envelopes.map((e) => e.status_code), [201, 201, 201]);
-	assert.deepEqual(envelopes.map((e) => e.meta.source), ['TOY', 'WF-X', 'TOY']);
-	assert.deepEqual(envelopes.slice(0, 2).map((e) => e.meta.correlation.correlation_id), [UUID_B, UUID_A]);
+	assert.deepEqual(
+		done.map((i) => i.pairedItem),
+		[{ item: 0 }, { item: 1 }, { item: 2 }],
+	);
+	assert.deepEqual(
+		envelopes.map((e) => e.data),
+		[{ tag: 'conn:0', text: 'a' }, { tag: 'conn:1', text: 'b' }, { tag: 'conn:2' }],
+	);
+	assert.deepEqual(
+		envelopes.map((e) => e.status_code),
+		[201, 201, 201],
+	);
+	assert.deepEqual(
+		envelopes.map((e) => e.meta.source),
+		['TOY', 'WF-X', 'TOY'],
+	);
+	assert.deepEqual(
+		envelopes.slice(0, 2).map((e) => e.meta.correlation.correlation_id),
+		[UUID_B, UUID_A],
+	);
 	assert.match(envelopes[2].meta.correlation.correlation_id, /^[0-9a-f-]{36}$/);
 	assert.equal(envelopes[0].meta.correlation.node, 'Toy Node');
 	assert.equal('ctx' in done[0].json, false, 'no ctx beside the envelope unless the route asks for it');
 });
 
-test('routeItems: many results on the answer\'s output; ctxInOutput puts the final ctx beside each envelope', async () => {
-	const [done, split1] = await routeItems(context([{ json: { first: UUID_A } }], [{ resource: 'toy', operation: 'split', text: 'x y' }]), toyRoute({ ctxInOutput: true }));
+test("routeItems: many results on the answer's output; ctxInOutput puts the final ctx beside each envelope", async () => {
+	const [done, split1] = await routeItems(
+		context([{ json: { first: UUID_A } }], [{ resource: 'toy', operation: 'split', text: 'x y' }]),
+		toyRoute({ ctxInOutput: true }),
+	);
 	assert.equal(done.length, 0);
-	assert.deepEqual(split1.map(({ json: { ctx: _ctx, ...envelope } }) => SuccessEnvelope.parse(envelope).data), [{ word: 'x' }, { word: 'y' }]);
-	assert.deepEqual(split1.map((i) => i.pairedItem), [{ item: 0 }, { item: 0 }]);
-	assert.deepEqual(split1[0].json.ctx, { correlation_id: UUID_A, workflow: 'TOY', node: 'Toy Node', operation: 'toy.split', contracts: { errorpipe: 1 } });
+	assert.deepEqual(
+		split1.map(({ json: { ctx: _ctx, ...envelope } }) => SuccessEnvelope.parse(envelope).data),
+		[{ word: 'x' }, { word: 'y' }],
+	);
+	assert.deepEqual(
+		split1.map((i) => i.pairedItem),
+		[{ item: 0 }, { item: 0 }],
+	);
+	assert.deepEqual(split1[0].json.ctx, {
+		correlation_id: UUID_A,
+		workflow: 'TOY',
+		node: 'Toy Node',
+		operation: 'toy.split',
+		contracts: { errorpipe: 1 },
+	});
 });
 
 test('routeItems: the ctx is set before the input is read, so an input or unknown-operation error item keeps it', async () => {
@@ -106,15 +176,34 @@ test('routeItems: the ctx is set before the input is read, so an input or unknow
 	});
 	// "text" absent: reading the operation's field throws after the ctx exists
 	const [errors] = await routeItems(
-		context([{ json: { first: UUID_A } }, { json: { first: UUID_A } }, { json: {} }], [{ resource: 'toy', operation: 'echo' }, { resource: 'toy', operation: 'echo', text: 't' }, { resource: 'toy', operation: 'gone' }]),
+		context(
+			[{ json: { first: UUID_A } }, { json: { first: UUID_A } }, { json: {} }],
+			[
+				{ resource: 'toy', operation: 'echo' },
+				{ resource: 'toy', operation: 'echo', text: 't' },
+				{ resource: 'toy', operation: 'gone' },
+			],
+		),
 		failing,
 	);
 	const [absent, refused, unknown] = errors.map((i) => i.json.error as Record<string, any>);
-	assert.deepEqual(absent.ctx, { job_id: 7, correlation_id: UUID_A, workflow: 'TOY', node: 'Toy Node', contracts: { errorpipe: 1 } });
-	assert.deepEqual([refused.status_code, refused.kind, refused.details.code, refused.ctx.job_id], [403, 'auth', 'NOPE', 7]);
+	assert.deepEqual(absent.ctx, {
+		job_id: 7,
+		correlation_id: UUID_A,
+		workflow: 'TOY',
+		node: 'Toy Node',
+		contracts: { errorpipe: 1 },
+	});
+	assert.deepEqual(
+		[refused.status_code, refused.kind, refused.details.code, refused.ctx.job_id],
+		[403, 'auth', 'NOPE', 7],
+	);
 	assert.match(unknown.message, /unknown Toy operation toy\/gone/);
 	assert.equal(unknown.ctx.job_id, 7);
-	await assert.rejects(routeItems(context([{ json: {} }], [{ resource: 'toy', operation: 'gone' }], false), failing), /unknown Toy operation/);
+	await assert.rejects(
+		routeItems(context([{ json: {} }], [{ resource: 'toy', operation: 'gone' }], false), failing),
+		/unknown Toy operation/,
+	);
 });
 
 test('routeItems: an operation with a batch gets every prepared item in one call; its per-item errors stay paired', async () => {
@@ -124,16 +213,30 @@ test('routeItems: an operation with a batch gets every prepared item in one call
 			operation.value === 'echo'
 				? async (entries) => {
 						calls.push(entries.map((e) => e.context));
-						return entries.map((e, k) => (k === 1 ? new ContractError('not held', 409, 'conflict', false) : { data: { at: e.context } }));
+						return entries.map((e, k) =>
+							k === 1 ? new ContractError('not held', 409, 'conflict', false) : { data: { at: e.context } },
+						);
 					}
 				: undefined,
 	});
 	const params = [0, 1, 2].map((n) => ({ resource: 'toy', operation: 'echo', text: `t${n}` }));
-	const [done] = await routeItems(context([0, 1, 2].map(() => ({ json: {} })), params), batched);
+	const [done] = await routeItems(
+		context(
+			[0, 1, 2].map(() => ({ json: {} })),
+			params,
+		),
+		batched,
+	);
 	assert.deepEqual(calls, [['conn:0', 'conn:1', 'conn:2']]);
-	assert.deepEqual(done.map((i) => i.pairedItem), [{ item: 0 }, { item: 1 }, { item: 2 }]);
+	assert.deepEqual(
+		done.map((i) => i.pairedItem),
+		[{ item: 0 }, { item: 1 }, { item: 2 }],
+	);
 	assert.equal((done[1].json.error as Record<string, unknown>).status_code, 409);
-	assert.deepEqual([done[0], done[2]].map((i) => SuccessEnvelope.parse(i.json).data), [{ at: 'conn:0' }, { at: 'conn:2' }]);
+	assert.deepEqual(
+		[done[0], done[2]].map((i) => SuccessEnvelope.parse(i.json).data),
+		[{ at: 'conn:0' }, { at: 'conn:2' }],
+	);
 });
 
 test('Knowledge Bot through the router: a 422 keeps the travelling ctx (its correlation id, no operation key), the seed workflow as label', async () => {
@@ -142,15 +245,33 @@ test('Knowledge Bot through the router: a 422 keeps the travelling ctx (its corr
 	const { KnowledgeBot } = (await import(source)) as typeof import('../../nodes/KnowledgeBot/KnowledgeBot.node');
 	const fn = {
 		getInputData: () => [{ json: {} }],
-		getNode: () => ({ name: 'Normalize URL', type: 'n8n-nodes-contracts.knowledgeBot', typeVersion: 1, position: [0, 0], parameters: {}, id: '1' }),
+		getNode: () => ({
+			name: 'Normalize URL',
+			type: 'n8n-nodes-contracts.knowledgeBot',
+			typeVersion: 1,
+			position: [0, 0],
+			parameters: {},
+			id: '1',
+		}),
 		// never connected: the request fails validation before any query
 		getCredentials: async () => ({ host: '127.0.0.1', port: 1, database: 'none', user: 'none' }),
 		getNodeParameter: (name: string, _i: number, fallback?: unknown) =>
-			({ resource: 'url', operation: 'normalize', req: JSON.stringify({ tenant_id: 'x', url: '' }), ctx: { job_id: 5, correlation_id: UUID_A } })[name] ?? fallback,
+			({
+				resource: 'url',
+				operation: 'normalize',
+				req: JSON.stringify({ tenant_id: 'x', url: '' }),
+				ctx: { job_id: 5, correlation_id: UUID_A },
+			})[name] ?? fallback,
 		continueOnFail: () => true,
 	} as unknown as IExecuteFunctions;
 	const [[item]] = await new KnowledgeBot().execute.call(fn);
 	const error = item.json.error as Record<string, any>;
 	assert.equal(error.status_code, 422);
-	assert.deepEqual(error.ctx, { job_id: 5, correlation_id: UUID_A, workflow: 'WF30', node: 'Normalize URL', contracts: { errorpipe: 1 } });
+	assert.deepEqual(error.ctx, {
+		job_id: 5,
+		correlation_id: UUID_A,
+		workflow: 'WF30',
+		node: 'Normalize URL',
+		contracts: { errorpipe: 1 },
+	});
 });

@@ -9,7 +9,14 @@ import { runItems } from '../../nodes/shared/node/runItems';
 function context(items: INodeExecutionData[], continueOnFail: boolean): IExecuteFunctions {
 	return {
 		getInputData: () => items,
-		getNode: () => ({ name: 'Telegram Ingest', type: 'n8n-nodes-contracts.telegramIngest', typeVersion: 1, position: [0, 0], parameters: {}, id: '1' }),
+		getNode: () => ({
+			name: 'Telegram Ingest',
+			type: 'n8n-nodes-contracts.telegramIngest',
+			typeVersion: 1,
+			position: [0, 0],
+			parameters: {},
+			id: '1',
+		}),
 		continueOnFail: () => continueOnFail,
 	} as unknown as IExecuteFunctions;
 }
@@ -17,14 +24,18 @@ function context(items: INodeExecutionData[], continueOnFail: boolean): IExecute
 const items = [{ json: { n: 0 } }, { json: { n: 1 } }, { json: { n: 2 } }];
 const handler = async (item: INodeExecutionData, _i: number, state: { ctx?: Record<string, unknown> }) => {
 	state.ctx = { correlation_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee', n: item.json.n };
-	if (item.json.n === 1) throw new ContractError('wrong secret', 403, 'auth', false, {}, { operation: 'select', table: 'core.bots' });
+	if (item.json.n === 1)
+		throw new ContractError('wrong secret', 403, 'auth', false, {}, { operation: 'select', table: 'core.bots' });
 	return { json: { ok: true, n: item.json.n } as never, output: item.json.n === 2 ? 1 : 0 };
 };
 
 test('continue mode: a failed item becomes { json: { error } } with ctx and error_context, paired to its input', async () => {
 	const out = await runItems(context(items, true), handler, 2);
 	assert.equal(out[0].length, 2);
-	assert.deepEqual(out[1].map((i) => i.pairedItem), [{ item: 2 }]);
+	assert.deepEqual(
+		out[1].map((i) => i.pairedItem),
+		[{ item: 2 }],
+	);
 	const failed = out[0].find((i) => (i.pairedItem as { item: number }).item === 1)!;
 	assert.deepEqual(Object.keys(failed.json), ['error'], 'only this shape reaches the error output in n8n 2.4.8');
 	const error = failed.json.error as Record<string, any>;

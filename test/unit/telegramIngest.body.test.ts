@@ -7,7 +7,15 @@ import { test } from 'node:test';
 import { TextDecoder } from 'node:util';
 import fc from 'fast-check';
 import { classifyBody, MAX_DEPTH, REJECTED_REASONS, safeText } from '../../nodes/TelegramIngest/actions/body';
-import { exactInteger, INT8_MAX, MAX_TOKEN_KEY_LENGTH, numberTokens, pathKey, stringifyDeep, wtf8 } from '../../nodes/TelegramIngest/actions/exactJson';
+import {
+	exactInteger,
+	INT8_MAX,
+	MAX_TOKEN_KEY_LENGTH,
+	numberTokens,
+	pathKey,
+	stringifyDeep,
+	wtf8,
+} from '../../nodes/TelegramIngest/actions/exactJson';
 import { propertyParams } from '../helpers/property';
 import { anyBody } from '../helpers/telegramIngest.bodies';
 import { textWithUrls } from '../helpers/updates';
@@ -35,13 +43,22 @@ test('exactInteger reads a number token exactly, without rounding', () => {
 });
 
 test('numberTokens keeps the written tokens by path (last of a repeated key), at any depth', () => {
-	const text = '{"update_id":9007199254740993,"message":{"chat":{"id":-1e3,"x":"\\"}"},"list":[1,2.50],"message_id":1,"message_id":2},"deep":' + '['.repeat(5000) + '7' + ']'.repeat(5000) + '}';
+	const text =
+		'{"update_id":9007199254740993,"message":{"chat":{"id":-1e3,"x":"\\"}"},"list":[1,2.50],"message_id":1,"message_id":2},"deep":' +
+		'['.repeat(5000) +
+		'7' +
+		']'.repeat(5000) +
+		'}';
 	const tokens = numberTokens(text, 4);
 	assert.equal(tokens.get(pathKey(['update_id'])), '9007199254740993');
 	assert.equal(tokens.get(pathKey(['message', 'chat', 'id'])), '-1e3');
 	assert.equal(tokens.get(pathKey(['message', 'list', 1])), '2.50');
 	assert.equal(tokens.get(pathKey(['message', 'message_id'])), '2');
-	assert.equal([...tokens.keys()].some((key) => key.startsWith('["deep"')), false, 'deeper than maxDepth: not recorded');
+	assert.equal(
+		[...tokens.keys()].some((key) => key.startsWith('["deep"')),
+		false,
+		'deeper than maxDepth: not recorded',
+	);
 });
 
 test('numberTokens stays linear: numbers under a key longer than MAX_TOKEN_KEY_LENGTH are not recorded (no path stringified per token)', () => {
@@ -50,24 +67,38 @@ test('numberTokens stays linear: numbers under a key longer than MAX_TOKEN_KEY_L
 	const tokens = numberTokens(text, 4);
 	assert.deepEqual([...tokens.keys()].sort(), [pathKey(['message', 'chat', 'id']), pathKey(['update_id'])]);
 	const edge = 'e'.repeat(MAX_TOKEN_KEY_LENGTH - 2);
-	assert.equal(numberTokens(`{"${edge}":1}`, 4).get(pathKey([edge])), '1', 'a key of exactly the limit (quotes included) is recorded');
+	assert.equal(
+		numberTokens(`{"${edge}":1}`, 4).get(pathKey([edge])),
+		'1',
+		'a key of exactly the limit (quotes included) is recorded',
+	);
 });
 
 test('too_large is decided on the byte count first: a large body that is not JSON, not UTF-8 or not an update is too_large (200), update_id not read', () => {
 	const size = 2 * 1024 * 1024;
-	const bodies = [Buffer.alloc(size, 'x'), Buffer.alloc(size, 0xff), Buffer.from(`{"update_id":5,"junk":"${'y'.repeat(size)}"}`)];
+	const bodies = [
+		Buffer.alloc(size, 'x'),
+		Buffer.alloc(size, 0xff),
+		Buffer.from(`{"update_id":5,"junk":"${'y'.repeat(size)}"}`),
+	];
 	for (const bytes of bodies) {
 		const out = classifyBody(bytes, undefined);
 		assert.equal(out.kind, 'quarantine');
 		if (out.kind !== 'quarantine') continue;
-		assert.deepEqual([out.reason, out.status, out.update_id, out.body.bytes.length], ['too_large', 200, null, bytes.length]);
+		assert.deepEqual(
+			[out.reason, out.status, out.update_id, out.body.bytes.length],
+			['too_large', 200, null, bytes.length],
+		);
 	}
 });
 
 test('wtf8 is UTF-8 for well-formed text and keeps a lone surrogate; stringifyDeep matches JSON.stringify at any depth', () => {
 	assert.ok(wtf8('héllo 😀').equals(Buffer.from('héllo 😀')));
 	assert.deepEqual([...wtf8('a\ud800b')], [0x61, 0xed, 0xa0, 0x80, 0x62]);
-	fc.assert(fc.property(fc.jsonValue(), (value) => stringifyDeep(value) === JSON.stringify(value)), { numRuns: 500 });
+	fc.assert(
+		fc.property(fc.jsonValue(), (value) => stringifyDeep(value) === JSON.stringify(value)),
+		{ numRuns: 500 },
+	);
 	const deep = JSON.parse(`${'{"a":['.repeat(20_000)}1${']}'.repeat(20_000)}`);
 	assert.throws(() => JSON.stringify(deep), RangeError);
 	assert.equal(stringifyDeep(deep).length, 20_000 * 8 + 1);
@@ -82,7 +113,11 @@ test('classifyBody: the reasons, in order, with the HTTP status of each', () => 
 		[Buffer.from('{"update_id":1}'), 'invalid_update', 400],
 		[Buffer.from('{"update_id":1.5,"message":{}}'), 'invalid_update', 400],
 		[Buffer.from(ok.replace('"text":', `"big":"${'x'.repeat(1024 * 1024)}","text":`)), 'too_large', 200],
-		[Buffer.from(ok.replace('"text":', `"deep":${'['.repeat(MAX_DEPTH)}1${']'.repeat(MAX_DEPTH)},"text":`)), 'too_deep', 200],
+		[
+			Buffer.from(ok.replace('"text":', `"deep":${'['.repeat(MAX_DEPTH)}1${']'.repeat(MAX_DEPTH)},"text":`)),
+			'too_deep',
+			200,
+		],
 		[Buffer.from(ok.replace('"text":', '"\\u0000key":1,"text":')), 'nul_character', 200],
 		[Buffer.from(ok.replace('"text":', '"s":"\\udfff","text":')), 'lone_surrogate', 200],
 		[Buffer.from(ok.replace(/"update_id":\d+/, '"update_id":9223372036854775808')), 'id_not_int8', 200],
@@ -96,12 +131,19 @@ test('classifyBody: the reasons, in order, with the HTTP status of each', () => 
 		assert.ok(result.body.bytes.equals(bytes));
 		assert.equal(result.body.source, 'raw');
 	}
-	const edge = classifyBody(Buffer.from(ok.replace('"text":', `"deep":${'['.repeat(MAX_DEPTH - 2)}1${']'.repeat(MAX_DEPTH - 2)},"text":`)), undefined);
+	const edge = classifyBody(
+		Buffer.from(ok.replace('"text":', `"deep":${'['.repeat(MAX_DEPTH - 2)}1${']'.repeat(MAX_DEPTH - 2)},"text":`)),
+		undefined,
+	);
 	assert.equal(edge.kind, 'update', `${MAX_DEPTH} levels in all are fine`);
 	const exact = classifyBody(Buffer.from(ok.replace(/"update_id":\d+/, '"update_id":9007199254740993')), undefined);
 	assert.equal(exact.kind === 'update' && exact.keys.update_id, '9007199254740993');
 	const parsed = classifyBody(undefined, JSON.parse(ok.replace(/"update_id":\d+/, '"update_id":9007199254740993')));
-	assert.deepEqual(parsed.kind === 'quarantine' && [parsed.reason, parsed.body.source], ['id_not_int8', 'json'], 'a parsed id beyond 2^53 is not exact');
+	assert.deepEqual(
+		parsed.kind === 'quarantine' && [parsed.reason, parsed.body.source],
+		['id_not_int8', 'json'],
+		'a parsed id beyond 2^53 is not exact',
+	);
 	assert.equal(safeText('a\u0000b\ud800c'), 'a\ufffdb\ufffdc');
 });
 
@@ -165,7 +207,11 @@ test('property: any body is classified without throwing, kept byte for byte, and
 					assert.match(id, /^-?\d+$/);
 					assert.ok(BigInt(id) <= INT8_MAX && BigInt(id) >= -INT8_MAX - 1n);
 				}
-				assert.equal(Number(result.keys.update_id), (parsed as { update_id: number }).update_id, 'the exact id rounds to what JSON.parse read');
+				assert.equal(
+					Number(result.keys.update_id),
+					(parsed as { update_id: number }).update_id,
+					'the exact id rounds to what JSON.parse read',
+				);
 				return;
 			}
 			assert.equal(result.status, REJECTED_REASONS.has(result.reason) ? 400 : 200);

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TelegramUpdate, updateKeys } from '../../nodes/shared/contracts/telegramUpdate';
-import { channelPost, editedMessage, myChatMember, photoWithCaption, textWithUrls, unknownType } from '../helpers/updates';
+import {
+	channelPost,
+	editedMessage,
+	myChatMember,
+	photoWithCaption,
+	textWithUrls,
+	unknownType,
+} from '../helpers/updates';
 
 test('message-like updates give chat, message and sender keys', () => {
 	const update = textWithUrls(10);
@@ -30,7 +37,13 @@ test('unknown update types are accepted and keep every field', () => {
 	const update = unknownType(15);
 	const parsed = TelegramUpdate.parse(update);
 	assert.deepEqual(parsed, update);
-	assert.deepEqual(updateKeys(parsed), { update_id: 15, update_type: 'purchased_paid_media', chat_id: null, message_id: null, from_id: 111222333 });
+	assert.deepEqual(updateKeys(parsed), {
+		update_id: 15,
+		update_type: 'purchased_paid_media',
+		chat_id: null,
+		message_id: null,
+		from_id: 111222333,
+	});
 });
 
 test('malformed updates are rejected with the failing field named', () => {
@@ -56,7 +69,13 @@ test('the update is validated as received: parse returns the same object, a __pr
 	const parsed = TelegramUpdate.parse(alone);
 	assert.equal(parsed, alone, 'no copy');
 	assert.deepEqual(Object.keys(parsed), ['update_id', '__proto__']);
-	assert.deepEqual(updateKeys(parsed), { update_id: 7, update_type: '__proto__', chat_id: 5, message_id: null, from_id: null });
+	assert.deepEqual(updateKeys(parsed), {
+		update_id: 7,
+		update_type: '__proto__',
+		chat_id: 5,
+		message_id: null,
+		from_id: null,
+	});
 	const beside = JSON.parse(`{"update_id":7,"__proto__":{"a":1},"message":${JSON.stringify(textWithUrls().message)}}`);
 	const result = TelegramUpdate.safeParse(beside);
 	assert.equal(result.success, false, 'two update fields, as received');

@@ -42,14 +42,22 @@ export const UserId = z.string({ required_error: 'is required' }).trim().min(1, 
  * Parses the operation's input with its schema.
  * @throws ContractError 422 validation naming the first failing field (`details.field`)
  */
-export function parseInput<S extends z.ZodTypeAny>(schema: S, input: Record<string, unknown>, collection: string): z.output<S> {
+export function parseInput<S extends z.ZodTypeAny>(
+	schema: S,
+	input: Record<string, unknown>,
+	collection: string,
+): z.output<S> {
 	const parsed = schema.safeParse(input);
 	if (parsed.success) return parsed.data as z.output<S>;
 	const issue = parsed.error.issues[0];
 	const field = issue.path.join('.') || '(input)';
-	throw ContractError.validation(`invalid input: ${field} ${issue.message}`, {
-		code: 'VALIDATION',
-		field,
-		issues: parsed.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
-	}, { operation: 'validate', collection });
+	throw ContractError.validation(
+		`invalid input: ${field} ${issue.message}`,
+		{
+			code: 'VALIDATION',
+			field,
+			issues: parsed.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
+		},
+		{ operation: 'validate', collection },
+	);
 }

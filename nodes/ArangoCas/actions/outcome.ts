@@ -30,7 +30,11 @@ export const OUTCOMES = {
 	INVALID_STATE: { status: 409, kind: 'conflict', message: 'not in a status that allows this operation' },
 	EDGE_MISMATCH: { status: 409, kind: 'conflict', message: 'the structure edge does not point to the current atom' },
 	NOT_A_PROPOSAL: { status: 409, kind: 'conflict', message: 'the winner is not a proposal of the current atom' },
-	PROPOSAL_OUTDATED: { status: 409, kind: 'conflict', message: 'the proposal is outdated (set allow_outdated to merge it)' },
+	PROPOSAL_OUTDATED: {
+		status: 409,
+		kind: 'conflict',
+		message: 'the proposal is outdated (set allow_outdated to merge it)',
+	},
 	ILLEGAL_EDGES: { status: 422, kind: 'validation', message: 'docs → atoms structure edges are forbidden' },
 } as const;
 
@@ -58,7 +62,18 @@ export function assertOk(
 	if (row.outcome === 'OK') return;
 	const known = OUTCOMES[row.outcome];
 	if (!known) {
-		throw ContractError.db(`unexpected outcome ${String(row.outcome)} for ${subject}`, { code: 'UNEXPECTED_OUTCOME' }, where);
+		throw ContractError.db(
+			`unexpected outcome ${String(row.outcome)} for ${subject}`,
+			{ code: 'UNEXPECTED_OUTCOME' },
+			where,
+		);
 	}
-	throw new ContractError(`${subject}: ${known.message}`, known.status, known.kind, false, { code: row.outcome, ...(details[row.outcome] ?? {}) }, where);
+	throw new ContractError(
+		`${subject}: ${known.message}`,
+		known.status,
+		known.kind,
+		false,
+		{ code: row.outcome, ...(details[row.outcome] ?? {}) },
+		where,
+	);
 }

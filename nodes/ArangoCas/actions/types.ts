@@ -16,7 +16,8 @@ export interface OperationResult {
 }
 
 /** An ArangoCAS operation: the router's Operation (../../shared/node/router.ts) with its own fields and signature. */
-export interface Operation extends RouterOperation<(db: Database, input: Record<string, unknown>, run: RunInfo) => Promise<OperationResult>> {
+export interface Operation
+	extends RouterOperation<(db: Database, input: Record<string, unknown>, run: RunInfo) => Promise<OperationResult>> {
 	/** The operation's input fields (shown only for this resource/operation). */
 	fields: INodeProperties[];
 }

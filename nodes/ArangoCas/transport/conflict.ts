@@ -24,7 +24,12 @@ export const CURRENT_REVS_AQL = `FOR id IN @ids
 
 /** Whether `error` is the 409 of an ArangoDB write-write conflict (errorNum 1200). */
 export function isWriteConflict(error: unknown): error is ContractError {
-	return error instanceof ContractError && error.statusCode === 409 && error.details.code === 'REV_CONFLICT' && error.details.arango_error_num === 1200;
+	return (
+		error instanceof ContractError &&
+		error.statusCode === 409 &&
+		error.details.code === 'REV_CONFLICT' &&
+		error.details.arango_error_num === 1200
+	);
 }
 
 /**
@@ -34,7 +39,8 @@ export function isWriteConflict(error: unknown): error is ContractError {
 export function revMap(ids: string[], rows: unknown[]): Record<string, string | null> {
 	const revs: Record<string, string | null> = Object.fromEntries(ids.map((id) => [id, null]));
 	for (const row of rows) {
-		if (Array.isArray(row) && typeof row[0] === 'string' && row[0] in revs && typeof row[1] === 'string') revs[row[0]] = row[1];
+		if (Array.isArray(row) && typeof row[0] === 'string' && row[0] in revs && typeof row[1] === 'string')
+			revs[row[0]] = row[1];
 	}
 	return revs;
 }
@@ -86,9 +92,17 @@ export async function onWriteConflict<T>(work: () => Promise<T>, report: Conflic
 			Object.assign(error.details, details);
 			throw error;
 		}
-		throw new ContractError(`${report.message} (${error.message})`, error.statusCode, error.kind, error.retryable, details, error.where, {
-			cause: error.cause,
-		});
+		throw new ContractError(
+			`${report.message} (${error.message})`,
+			error.statusCode,
+			error.kind,
+			error.retryable,
+			details,
+			error.where,
+			{
+				cause: error.cause,
+			},
+		);
 	}
 }
 
@@ -98,7 +112,11 @@ export async function onWriteConflict<T>(work: () => Promise<T>, report: Conflic
  * when given (the caller's expected `_rev` of `ids[0]`). Other errors pass unchanged.
  * @param target.ids document ids ("atoms/a1"), the primary first; at least one
  */
-export function withCurrentRev<T>(db: Database, target: { ids: string[]; expectedRev?: string }, work: () => Promise<T>): Promise<T> {
+export function withCurrentRev<T>(
+	db: Database,
+	target: { ids: string[]; expectedRev?: string },
+	work: () => Promise<T>,
+): Promise<T> {
 	return onWriteConflict(work, {
 		known: target.expectedRev !== undefined ? { expected_rev: target.expectedRev } : {},
 		reread: async () => {

@@ -13,7 +13,12 @@ import { checkedBaseUrl, type UrlField } from '../../shared/credentialUrl';
 import { NO_SECRETS, redactorFor, type Redactor } from '../../shared/redact';
 
 /** The URL field of the ArangoDB API credential, for validation messages. */
-export const ARANGO_URL: UrlField = { credential: 'ArangoDB API', field: 'URL', name: 'url', example: 'http://127.0.0.1:8529' };
+export const ARANGO_URL: UrlField = {
+	credential: 'ArangoDB API',
+	field: 'URL',
+	name: 'url',
+	example: 'http://127.0.0.1:8529',
+};
 
 /** The fields of the ArangoDbApi credential. */
 export interface ArangoCredential {
@@ -36,7 +41,11 @@ const timeouts = new WeakMap<Database, number>();
 /** The redactor of a credential's secrets: password, JWT, and `username:password` (Basic, Base64-matched). */
 export function arangoRedactor(credential: ArangoCredential): Redactor {
 	const username = credential.username || 'root';
-	return redactorFor(credential.authMode === 'jwt' ? [credential.token] : [credential.password, credential.password ? `${username}:${credential.password}` : undefined]);
+	return redactorFor(
+		credential.authMode === 'jwt'
+			? [credential.token]
+			: [credential.password, credential.password ? `${username}:${credential.password}` : undefined],
+	);
 }
 
 /** The redactor of a Database made by `getDatabase` (no secrets for any other). */
@@ -60,7 +69,10 @@ export function databaseConfig(credential: ArangoCredential): ConfigOptions {
 			? { token: credential.token ?? '' }
 			: { username: credential.username || 'root', password: credential.password ?? '' };
 	const timeout = Number(credential.timeoutMs);
-	const url = credential.url === undefined || credential.url === null || credential.url === '' ? 'http://127.0.0.1:8529' : credential.url;
+	const url =
+		credential.url === undefined || credential.url === null || credential.url === ''
+			? 'http://127.0.0.1:8529'
+			: credential.url;
 	return {
 		url: checkedBaseUrl(url, ARANGO_URL),
 		databaseName: credential.database || '_system',

@@ -36,12 +36,17 @@ export function fromArangoError(error: unknown, where: ErrorContextInit, redact:
 		const num = error.errorNum;
 		const details: Record<string, unknown> = { arango_error_num: num, arango_http_code: error.code ?? null };
 		const message = clean(`ArangoDB error ${num}: ${error.message}`);
-		const make = (status: number, kind: ConstructorParameters<typeof ContractError>[2], retryable: boolean, extra = {}) =>
-			new ContractError(message, status, kind, retryable, { ...details, ...extra }, where, { cause });
+		const make = (
+			status: number,
+			kind: ConstructorParameters<typeof ContractError>[2],
+			retryable: boolean,
+			extra = {},
+		) => new ContractError(message, status, kind, retryable, { ...details, ...extra }, where, { cause });
 		if (num === 1200) return make(409, 'conflict', false, { code: 'REV_CONFLICT', current_rev: null });
 		if (num === 1202) return make(404, 'not_found', false, { code: 'NOT_FOUND' });
 		if (num === 1210) return make(409, 'conflict', false, { code: 'UNIQUE_VIOLATION' });
-		if (num === 1203) return make(500, 'db', false, { code: 'COLLECTION_NOT_FOUND', hint: 'run npm run db:migrate:arango' });
+		if (num === 1203)
+			return make(500, 'db', false, { code: 'COLLECTION_NOT_FOUND', hint: 'run npm run db:migrate:arango' });
 		if (num === 11 || error.code === 401) return make(502, 'auth', false, { code: 'AUTH_FAILED' });
 		if (TRANSIENT_ERROR_NUMS.has(num) || error.code === 503) return make(503, 'db', true, { code: 'UNAVAILABLE' });
 		return make(500, 'db', false, { code: 'ARANGO_ERROR' });
@@ -49,7 +54,14 @@ export function fromArangoError(error: unknown, where: ErrorContextInit, redact:
 	if (isNetworkError(error)) {
 		const status = (error as { code?: unknown }).code;
 		if (typeof status === 'number' && status < 500) {
-			return ContractError.upstream(clean(`ArangoDB answered HTTP ${status}: ${error.message}`), 502, false, { code: 'HTTP_ERROR', http_status: status }, where, { cause });
+			return ContractError.upstream(
+				clean(`ArangoDB answered HTTP ${status}: ${error.message}`),
+				502,
+				false,
+				{ code: 'HTTP_ERROR', http_status: status },
+				where,
+				{ cause },
+			);
 		}
 		const code = causeCode((error as { cause?: unknown }).cause);
 		return ContractError.unavailable(

@@ -38,7 +38,11 @@ async function execute<T>(db: Database, step: AqlStep, trx?: Transaction): Promi
 	const where = { operation: step.operation, collection: step.collection };
 	try {
 		const timeout = requestTimeoutOf(db);
-		const send = () => db.query({ query: step.query, bindVars: step.bindVars }, { batchSize: BATCH_SIZE, ...(timeout ? { timeout } : {}) });
+		const send = () =>
+			db.query(
+				{ query: step.query, bindVars: step.bindVars },
+				{ batchSize: BATCH_SIZE, ...(timeout ? { timeout } : {}) },
+			);
 		const cursor = trx ? await trx.step(send) : await send();
 		const rows = (await cursor.all()) as T[];
 		const stats = cursor.extra?.stats;

@@ -27,7 +27,13 @@ export function absent(value: unknown): boolean {
  * The value for a column when it fits (`fit` returns non-null), else null with the value kept as text in
  * `extra["invalid_" + name]` — the row is written with the column NULL and the value still readable.
  */
-export function fitOrText<T>(clean: Sanitizer, extra: Record<string, unknown>, name: string, value: unknown, fit: (v: unknown) => T | null): T | null {
+export function fitOrText<T>(
+	clean: Sanitizer,
+	extra: Record<string, unknown>,
+	name: string,
+	value: unknown,
+	fit: (v: unknown) => T | null,
+): T | null {
 	if (absent(value)) return null;
 	const fitted = fit(value);
 	if (fitted === null) extra[`invalid_${name}`] = clean.asText(value);

@@ -61,7 +61,11 @@ function messageText(value: unknown): string | undefined {
 	if (typeof value === 'string') return value;
 	if (typeof value === 'number' || typeof value === 'boolean') return String(value);
 	if (value === null || typeof value !== 'object') return undefined;
-	const copy = new Sanitizer({ budgetBytes: 4 * MAX_ID_TEXT_LENGTH, maxDepth: 8, maxStringLength: MAX_ID_TEXT_LENGTH }).value(value);
+	const copy = new Sanitizer({
+		budgetBytes: 4 * MAX_ID_TEXT_LENGTH,
+		maxDepth: 8,
+		maxStringLength: MAX_ID_TEXT_LENGTH,
+	}).value(value);
 	if (isRecord(copy)) {
 		const named = firstString(copy.message, copy.detail, copy.description, copy.reason, copy.text, copy.error);
 		if (named !== undefined) return named;
@@ -73,7 +77,17 @@ function messageText(value: unknown): string | undefined {
 /** Top-level fields whose whole value is copied elsewhere in the envelope (ctx, error_context, _internal …). */
 const CONSUMED_FIELDS = new Set(['ctx', '_ctx', 'error_context', '_err', 'test_mode', 'test_case', '_test_job_id']);
 /** Fields of `error` the envelope carries already (ctx, kind, details → node_details …). */
-const CONSUMED_ERROR_FIELDS = new Set(['ctx', 'error_context', 'kind', 'retryable', 'details', 'node_type', 'status_code', 'http_code', 'httpCode']);
+const CONSUMED_ERROR_FIELDS = new Set([
+	'ctx',
+	'error_context',
+	'kind',
+	'retryable',
+	'details',
+	'node_type',
+	'status_code',
+	'http_code',
+	'httpCode',
+]);
 /** Of an n8n node JSON (`error.node`), only what names it: its parameters may hold values typed in by hand. */
 const NODE_FIELDS = ['id', 'name', 'type', 'typeVersion'];
 
@@ -83,13 +97,22 @@ const NODE_FIELDS = ['id', 'name', 'type', 'typeVersion'];
  * every top-level field but those consumed, a string used as the message / node type / status left out;
  * of `error` and `n8nDetails` the fields not used. Read with `mergeOwn` (a getter that throws is a marker).
  */
-function unusedFields(json: Record<string, unknown>, usedStrings: Array<string | undefined>, code: number | null): Record<string, unknown> {
+function unusedFields(
+	json: Record<string, unknown>,
+	usedStrings: Array<string | undefined>,
+	code: number | null,
+): Record<string, unknown> {
 	const used = new Set(usedStrings.filter((v): v is string => v !== undefined));
 	const rest: Record<string, unknown> = {};
 	const keep = (from: Record<string, unknown>, skip: Set<string>, to: Record<string, unknown>) => {
 		for (const [key, value] of Object.entries(from)) {
 			if (skip.has(key) || (typeof value === 'string' && used.has(value))) continue;
-			if ((key === 'statusCode' || key === 'status_code' || key === 'httpCode') && code !== null && httpCode(value) === code) continue;
+			if (
+				(key === 'statusCode' || key === 'status_code' || key === 'httpCode') &&
+				code !== null &&
+				httpCode(value) === code
+			)
+				continue;
 			setOwn(to, key, value);
 		}
 	};
@@ -186,7 +209,15 @@ export function normalizeErrorItem(input: unknown, options: NormalizeOptions): N
 }
 
 /** Headers whose values are secrets: never kept in an envelope, whatever their place in the item. */
-export const SECRET_HEADERS: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization', 'x-telegram-bot-api-secret-token', 'cookie', 'set-cookie', 'x-api-key', 'x-goog-api-key']);
+export const SECRET_HEADERS: ReadonlySet<string> = new Set([
+	'authorization',
+	'proxy-authorization',
+	'x-telegram-bot-api-secret-token',
+	'cookie',
+	'set-cookie',
+	'x-api-key',
+	'x-goog-api-key',
+]);
 
 function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedError {
 	const clean = new Sanitizer({ budgetBytes: MAX_DETAILS_BYTES - RESERVED_BYTES });
@@ -199,7 +230,8 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	// error_context: explicit block, else the node's own, completed by the `_err.*` stamps of the error branch.
 	const stamped = recordAt(json, '_err');
 	const given = recordAt(json, 'error_context') ?? recordAt(err, 'error_context');
-	const contextIn: Record<string, unknown> | null = given || (stamped && Object.keys(stamped).length) ? { ...stamped, ...given } : null;
+	const contextIn: Record<string, unknown> | null =
+		given || (stamped && Object.keys(stamped).length) ? { ...stamped, ...given } : null;
 
 	const execution = recordAt(json, 'execution'); // n8n's Error Trigger: { execution: { error: { message } }, workflow }
 	const rawMessage = firstString(
@@ -218,7 +250,11 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 		typeof input === 'string' ? input : undefined,
 	);
 	const message = rawMessage === undefined ? 'Unknown error' : clean.text(rawMessage);
-	const rawErrorMessage = firstString(messageText(json.message), messageText(err?.message), typeof json.error === 'string' ? json.error : undefined);
+	const rawErrorMessage = firstString(
+		messageText(json.message),
+		messageText(err?.message),
+		typeof json.error === 'string' ? json.error : undefined,
+	);
 	const rawNodeType = firstString(err?.node_type, field(err?.node, 'type'), n8nDetails?.nodeType, json.node_type);
 	const nodeType = rawNodeType === undefined ? null : clean.text(rawNodeType, MAX_ID_TEXT_LENGTH, true);
 
@@ -233,8 +269,17 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	const tenantId = fitOrText(clean, extra, 'tenant_id', ctxIn.tenant_id, (v) => (isUuid(v) ? v : null));
 	const jobId = fitOrText(clean, extra, 'job_id', ctxIn.job_id, (v) => positiveInt(v, Number.MAX_SAFE_INTEGER));
 	const contractVersion =
-		fitOrText(clean, extra, 'contract_version', field(ctxIn.contracts, 'errorpipe'), (v) => positiveInt(v, INT4_MAX)) ?? ERRORPIPE_CONTRACT_VERSION;
-	const statusCandidates = [contextIn?.status_code, json.statusCode, json.status_code, err?.status_code, err?.http_code, err?.httpCode, n8nDetails?.httpCode];
+		fitOrText(clean, extra, 'contract_version', field(ctxIn.contracts, 'errorpipe'), (v) => positiveInt(v, INT4_MAX)) ??
+		ERRORPIPE_CONTRACT_VERSION;
+	const statusCandidates = [
+		contextIn?.status_code,
+		json.statusCode,
+		json.status_code,
+		err?.status_code,
+		err?.http_code,
+		err?.httpCode,
+		n8nDetails?.httpCode,
+	];
 	const code = httpCode(...statusCandidates);
 	const firstGiven = statusCandidates.find((v) => !absent(v));
 	if (code === null && firstGiven !== undefined) extra.invalid_status_code = clean.asText(firstGiven);
@@ -242,13 +287,22 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	const declaredKind = ErrorKind.safeParse(err?.kind);
 	const kind: ErrorKind = declaredKind.success
 		? declaredKind.data
-		: classify(code, Boolean(contextIn?.table || contextIn?.operation), nodeType, field(err?.details, 'sqlstate') ?? err?.code);
+		: classify(
+				code,
+				Boolean(contextIn?.table || contextIn?.operation),
+				nodeType,
+				field(err?.details, 'sqlstate') ?? err?.code,
+			);
 	const statusCode = code !== null && code >= 400 ? code : DEFAULT_STATUS[kind];
 	const retryable =
 		typeof err?.retryable === 'boolean'
 			? err.retryable
 			: kind === 'rate_limit' || ((kind === 'db' || kind === 'upstream') && (statusCode >= 502 || code === null));
-	const rawError = { message: rawErrorMessage === undefined ? message : clean.text(rawErrorMessage, MAX_STRING_LENGTH, true), http_code: code, node_type: nodeType };
+	const rawError = {
+		message: rawErrorMessage === undefined ? message : clean.text(rawErrorMessage, MAX_STRING_LENGTH, true),
+		http_code: code,
+		node_type: nodeType,
+	};
 
 	// The copies kept in error.details, in order of importance: the budget is spent on ctx first.
 	const ctx = clean.object(ctxIn);
@@ -301,7 +355,12 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	fitDetails(details);
 	if (clean.sanitized) details.sanitized = true;
 	if (clean.truncated || details.truncated) details.truncated = true;
-	return { envelope, jobId, contractVersion, jobClaimToken: jobId === null ? null : claimTokenOf(ctxIn.job_claim_token) };
+	return {
+		envelope,
+		jobId,
+		contractVersion,
+		jobClaimToken: jobId === null ? null : claimTokenOf(ctxIn.job_claim_token),
+	};
 }
 
 /**
@@ -324,13 +383,20 @@ function fitDetails(details: Record<string, unknown>): void {
  * is not a date …): 500 `unknown`, the reason in `details.normalize_failure`, as much of the item as can be
  * read in `details.input` (sanitised, capped). Never throws.
  */
-export function fallbackEnvelope(reason: unknown, options: Partial<NormalizeOptions> = {}, input?: unknown): ErrorEnvelope {
+export function fallbackEnvelope(
+	reason: unknown,
+	options: Partial<NormalizeOptions> = {},
+	input?: unknown,
+): ErrorEnvelope {
 	const clean = new Sanitizer({ budgetBytes: MAX_DETAILS_BYTES / 2 });
 	let why = 'unreadable error';
 	let source = 'WF99';
 	let kept: unknown = null;
 	try {
-		why = clean.text(reason instanceof Error ? `${reason.name}: ${reason.message}` : String(reason), MAX_ID_TEXT_LENGTH);
+		why = clean.text(
+			reason instanceof Error ? `${reason.name}: ${reason.message}` : String(reason),
+			MAX_ID_TEXT_LENGTH,
+		);
 		source = clean.text(String(options.source || 'WF99'), MAX_ID_TEXT_LENGTH) || 'WF99';
 		kept = clean.value(input) ?? null;
 	} catch {
@@ -347,6 +413,12 @@ export function fallbackEnvelope(reason: unknown, options: Partial<NormalizeOpti
 		ctx: {},
 		raw_error: { message, http_code: null, node_type: null },
 		error_context: null,
-		extra_details: { contract_version: ERRORPIPE_CONTRACT_VERSION, normalize_failure: why, input: kept, sanitized: true, truncated: clean.truncated || undefined },
+		extra_details: {
+			contract_version: ERRORPIPE_CONTRACT_VERSION,
+			normalize_failure: why,
+			input: kept,
+			sanitized: true,
+			truncated: clean.truncated || undefined,
+		},
 	});
 }

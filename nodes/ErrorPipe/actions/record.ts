@@ -47,7 +47,9 @@ export interface RecordResult {
 	 * Job path: not run (no job_id), or its outcome; `status`/`next_run_at` are the job's new values, null when
 	 * the job was left alone (outcome `stale` or `write_failed`).
 	 */
-	job: { executed: false } | { executed: true; job_id: number; outcome: JobOutcome; status: string | null; next_run_at: string | null };
+	job:
+		| { executed: false }
+		| { executed: true; job_id: number; outcome: JobOutcome; status: string | null; next_run_at: string | null };
 	/** Write failures, each naming the table. Empty when everything was recorded. */
 	write_failures: Array<{ table: string; message: string; sqlstate: string | null }>;
 }
@@ -196,7 +198,10 @@ export async function recordError(
 			try {
 				const details = { ...envelope.error.details, job_outcome: result.job.outcome };
 				const params = errorParams.map((value, i) => (i === 9 ? details : value));
-				const { rows } = errorId === null ? await pool.query(INSERT_ERROR, params) : await pool.query(INSERT_ERROR_WITH_ID, [...params, errorId]);
+				const { rows } =
+					errorId === null
+						? await pool.query(INSERT_ERROR, params)
+						: await pool.query(INSERT_ERROR_WITH_ID, [...params, errorId]);
 				result.error_id = Number(rows[0]?.id ?? errorId);
 			} catch (failure) {
 				result.write_failures.push(failureOf('ops.errors', failure));
@@ -244,7 +249,10 @@ async function settleUnknownOutcome(
 		}
 		const outcome = (result.job as { outcome: JobOutcome }).outcome;
 		const details = { ...envelope.error.details, job_outcome: outcome };
-		const inserted = await client.query(INSERT_ERROR_WITH_ID, [...errorParams.map((value, i) => (i === 9 ? details : value)), errorId]);
+		const inserted = await client.query(INSERT_ERROR_WITH_ID, [
+			...errorParams.map((value, i) => (i === 9 ? details : value)),
+			errorId,
+		]);
 		if (inserted.rows.length) {
 			await client.query('COMMIT');
 			if (jobFailure) result.write_failures.push(jobFailure);
@@ -263,7 +271,10 @@ async function settleUnknownOutcome(
 		result.error_id = null;
 		result.job = jobResult('write_failed');
 		const failure = failureOf('ops.errors', error);
-		result.write_failures.push({ ...failure, message: `outcome unknown (connection lost, not settled): ${failure.message}` });
+		result.write_failures.push({
+			...failure,
+			message: `outcome unknown (connection lost, not settled): ${failure.message}`,
+		});
 		await client?.query('ROLLBACK').catch(() => undefined);
 	} finally {
 		client?.removeListener('error', ignoreClientError);

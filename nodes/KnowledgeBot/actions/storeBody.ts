@@ -40,12 +40,37 @@ export interface StoredBody {
 
 export async function storeBody(
 	client: PoolClient,
-	source: { tenant_id: string; doc_type: 'url' | 'file'; source_key: string; url_id?: number | null; file_unique_id?: string | null; ctx: SourceCtx },
+	source: {
+		tenant_id: string;
+		doc_type: 'url' | 'file';
+		source_key: string;
+		url_id?: number | null;
+		file_unique_id?: string | null;
+		ctx: SourceCtx;
+	},
 	body: Buffer,
 	mime: string | null,
 ): Promise<StoredBody> {
 	const sha256 = crypto.createHash('sha256').update(body).digest('hex');
 	const c = source.ctx;
-	const { rows } = await client.query(STORE_BODY, [source.tenant_id, source.doc_type, source.source_key, source.url_id ?? null, source.file_unique_id ?? null, sha256, body, mime, c.chat_id, c.visibility, c.dm_owner_user_id, c.message_version_id]);
-	return { sha256, blob_object_id: Number(rows[0].blob_object_id), document_id: Number(rows[0].document_id), status: rows[0].status };
+	const { rows } = await client.query(STORE_BODY, [
+		source.tenant_id,
+		source.doc_type,
+		source.source_key,
+		source.url_id ?? null,
+		source.file_unique_id ?? null,
+		sha256,
+		body,
+		mime,
+		c.chat_id,
+		c.visibility,
+		c.dm_owner_user_id,
+		c.message_version_id,
+	]);
+	return {
+		sha256,
+		blob_object_id: Number(rows[0].blob_object_id),
+		document_id: Number(rows[0].document_id),
+		status: rows[0].status,
+	};
 }

@@ -22,7 +22,11 @@ export interface KnowledgeContext {
 	/** The Contracts LLM API credential and a sender (Answer only). */
 	llm: () => Promise<{ credential: LlmCredential; send: Sender }>;
 	/** Vectors for texts through the Contracts Embeddings API credential (Embed, Answer). @throws EmbeddingsError */
-	embed: (model: EmbeddingModel, texts: string[], task: 'RETRIEVAL_DOCUMENT' | 'RETRIEVAL_QUERY') => Promise<number[][]>;
+	embed: (
+		model: EmbeddingModel,
+		texts: string[],
+		task: 'RETRIEVAL_DOCUMENT' | 'RETRIEVAL_QUERY',
+	) => Promise<number[][]>;
 }
 
 /** A Knowledge Bot operation: the router's Operation (../../shared/node/router.ts) with its seed workflow. */

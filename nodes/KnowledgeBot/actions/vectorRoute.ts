@@ -48,7 +48,13 @@ export async function detectVectorRoute(db: Pick<Pool, 'query'>): Promise<Vector
 	} catch (error) {
 		throw fromPgError(error, { operation: 'select', table: 'pg_class' });
 	}
-	if (row.hnsw) return { route: 'pgvector_hnsw', table: EMBEDDINGS_TABLE, pgvector_version: row.version, iterative_scan: hasIterativeScan(row.version) };
+	if (row.hnsw)
+		return {
+			route: 'pgvector_hnsw',
+			table: EMBEDDINGS_TABLE,
+			pgvector_version: row.version,
+			iterative_scan: hasIterativeScan(row.version),
+		};
 	if (row.exact) return { route: 'exact', table: EXACT_TABLE, pgvector_version: row.version, iterative_scan: false };
 	throw ContractError.db(
 		`no vector store: neither ${EMBEDDINGS_TABLE} (migration 007, pgvector) nor ${EXACT_TABLE} (migration 011) exists; run npm run db:migrate`,

@@ -13,7 +13,13 @@ import { ContractError, fromPgError, type ErrorContextInit } from '../../shared/
 import { inTransaction } from '../../shared/postgres/transaction';
 import { vectorLiteral } from '../transport/embeddings';
 import { cosineScorer, float32Bytes, TopK } from './cosine';
-import { CHUNK_DETAILS, EXACT_CHUNKS_TO_EMBED, EXACT_TABLE, EXACT_UPSERT_EMBEDDINGS, VISIBLE_EMBEDDINGS } from './exactSql';
+import {
+	CHUNK_DETAILS,
+	EXACT_CHUNKS_TO_EMBED,
+	EXACT_TABLE,
+	EXACT_UPSERT_EMBEDDINGS,
+	VISIBLE_EMBEDDINGS,
+} from './exactSql';
 import { forgetVectorRoute, vectorRoute, type VectorRoute } from './vectorRoute';
 import { CHUNKS_TO_EMBED, SEARCH_CHUNKS, UPSERT_EMBEDDINGS } from './vectorSql';
 
@@ -45,13 +51,23 @@ export function vectorError(pool: Db, error: unknown, where: ErrorContextInit): 
 	const code = (error as { code?: unknown } | null)?.code;
 	if (code === '42P01' || code === '42704') {
 		forgetVectorRoute(pool);
-		return ContractError.db('the vector store table is missing: run npm run db:migrate (migration 011, or 007 with pgvector)', { code: 'VECTOR_STORE_MISSING', sqlstate: code }, where, { cause: error });
+		return ContractError.db(
+			'the vector store table is missing: run npm run db:migrate (migration 011, or 007 with pgvector)',
+			{ code: 'VECTOR_STORE_MISSING', sqlstate: code },
+			where,
+			{ cause: error },
+		);
 	}
 	return fromPgError(error, where);
 }
 
 /** The chunks of a document with no vector for the model on the pool's route, or one of older text: `{ id, text, text_sha256 }`. */
-export async function chunksToEmbed(pool: Db, tenantId: string, documentId: number, modelId: number): Promise<{ route: VectorRoute; rows: Record<string, unknown>[] }> {
+export async function chunksToEmbed(
+	pool: Db,
+	tenantId: string,
+	documentId: number,
+	modelId: number,
+): Promise<{ route: VectorRoute; rows: Record<string, unknown>[] }> {
 	const route = await vectorRoute(pool);
 	const sql = route.route === 'exact' ? EXACT_CHUNKS_TO_EMBED : CHUNKS_TO_EMBED;
 	return { route, rows: (await pool.query(sql, [tenantId, documentId, modelId])).rows };
@@ -61,14 +77,29 @@ export async function chunksToEmbed(pool: Db, tenantId: string, documentId: numb
  * Stores vectors (rewriting only rows whose chunk_sha256 changed); returns how many rows were written.
  * @throws RangeError a component beyond float32 (exact route; pgvector refuses it with a pg error)
  */
-export async function upsertEmbeddings(pool: Db, tenantId: string, modelId: number, rows: { chunk_id: number | string; vector: number[]; chunk_sha256: string }[]): Promise<number> {
+export async function upsertEmbeddings(
+	pool: Db,
+	tenantId: string,
+	modelId: number,
+	rows: { chunk_id: number | string; vector: number[]; chunk_sha256: string }[],
+): Promise<number> {
 	const route = await vectorRoute(pool);
 	if (route.route === 'exact') {
 		const bytes = rows.map((r) => float32Bytes(r.vector));
-		const result = await pool.query(EXACT_UPSERT_EMBEDDINGS, [tenantId, modelId, rows.map((r) => String(r.chunk_id)), bytes, rows.map((r) => r.chunk_sha256)]);
+		const result = await pool.query(EXACT_UPSERT_EMBEDDINGS, [
+			tenantId,
+			modelId,
+			rows.map((r) => String(r.chunk_id)),
+			bytes,
+			rows.map((r) => r.chunk_sha256),
+		]);
 		return result.rows.length;
 	}
-	const json = rows.map((r) => ({ chunk_id: r.chunk_id, embedding: vectorLiteral(r.vector), chunk_sha256: r.chunk_sha256 }));
+	const json = rows.map((r) => ({
+		chunk_id: r.chunk_id,
+		embedding: vectorLiteral(r.vector),
+		chunk_sha256: r.chunk_sha256,
+	}));
 	return (await pool.query(UPSERT_EMBEDDINGS, [tenantId, modelId, JSON.stringify(json)])).rows.length;
 }
 
@@ -81,7 +112,13 @@ async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
 		float32Bytes(p.vector); // a component beyond float32 would score every row NaN (pgvector refuses it too)
 	} catch (error) {
 		if (!(error instanceof RangeError)) throw error;
-		throw ContractError.upstream(`embeddings endpoint returned a question vector the store cannot compare: ${error.message}`, 502, false, { code: 'EMBEDDINGS_FAILED', http_status: 200 }, { operation: 'select', table: EXACT_TABLE });
+		throw ContractError.upstream(
+			`embeddings endpoint returned a question vector the store cannot compare: ${error.message}`,
+			502,
+			false,
+			{ code: 'EMBEDDINGS_FAILED', http_status: 200 },
+			{ operation: 'select', table: EXACT_TABLE },
+		);
 	}
 	const score = cosineScorer(p.vector);
 	const top = new TopK(p.k);
@@ -89,12 +126,20 @@ async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
 	const { rows } = await pool.query({
 		text: VISIBLE_EMBEDDINGS,
 		values: [p.tenant_id, p.model_id, p.user, p.admin, p.channel, p.chat],
-		types: { getTypeParser: ((oid: number) => (oid === BYTEA ? (text: string) => score(parseBytea(text)) : (text: string) => text)) as CustomTypesConfig['getTypeParser'] },
+		types: {
+			getTypeParser: ((oid: number) =>
+				oid === BYTEA
+					? (text: string) => score(parseBytea(text))
+					: (text: string) => text) as CustomTypesConfig['getTypeParser'],
+		},
 	});
-	for (const row of rows as { chunk_id: string; embedding: number }[]) top.offer({ id: row.chunk_id, score: row.embedding });
+	for (const row of rows as { chunk_id: string; embedding: number }[])
+		top.offer({ id: row.chunk_id, score: row.embedding });
 	const best = top.result();
 	if (best.length === 0) return [];
-	const details = (await pool.query(CHUNK_DETAILS, [p.tenant_id, p.user, p.admin, p.channel, p.chat, best.map((b) => b.id)])).rows;
+	const details = (
+		await pool.query(CHUNK_DETAILS, [p.tenant_id, p.user, p.admin, p.channel, p.chat, best.map((b) => b.id)])
+	).rows;
 	const byId = new Map(details.map((d) => [String(d.chunk_id), d]));
 	// a chunk deleted, or no longer visible, between the two statements is left out
 	return best.filter((b) => byId.has(b.id)).map((b) => ({ ...byId.get(b.id)!, score: b.score }) as SearchRow);
@@ -104,7 +149,9 @@ async function searchHnsw(pool: Db, p: SearchParams, route: VectorRoute): Promis
 	const params = [p.tenant_id, p.model_id, vectorLiteral(p.vector), p.user, p.admin, p.k, p.channel, p.chat];
 	return inTransaction(pool, async (db) => {
 		const iterative = route.iterative_scan ? ", set_config('hnsw.iterative_scan', 'relaxed_order', true)" : '';
-		await db.query(`SELECT set_config('hnsw.ef_search', $1, true)${iterative}`, [String(Math.min(1000, Math.max(40, p.k)))]);
+		await db.query(`SELECT set_config('hnsw.ef_search', $1, true)${iterative}`, [
+			String(Math.min(1000, Math.max(40, p.k))),
+		]);
 		let rows = (await db.query(SEARCH_CHUNKS, params)).rows;
 		if (rows.length < p.k) {
 			// the HNSW candidates ran out before k visible rows (pgvector < 0.8, or an iterative scan that hit
@@ -121,7 +168,11 @@ async function searchHnsw(pool: Db, p: SearchParams, route: VectorRoute): Promis
  * (`route` overrides it: tests of a route's fallback).
  * @throws pg errors (callers map them with vectorError); ContractError VECTOR_STORE_MISSING
  */
-export async function searchChunks(pool: Db, params: SearchParams, route?: VectorRoute): Promise<{ route: VectorRoute; rows: SearchRow[] }> {
+export async function searchChunks(
+	pool: Db,
+	params: SearchParams,
+	route?: VectorRoute,
+): Promise<{ route: VectorRoute; rows: SearchRow[] }> {
 	const chosen = route ?? (await vectorRoute(pool));
 	const rows = chosen.route === 'exact' ? await searchExact(pool, params) : await searchHnsw(pool, params, chosen);
 	return { route: chosen, rows };

@@ -24,26 +24,43 @@ export interface TelegramCredential {
 
 /** A Bot API answer that is not a success: HTTP status and Telegram's description (token redacted). */
 export class BotApiError extends Error {
-	constructor(message: string, readonly status: number, readonly description: string | null) {
+	constructor(
+		message: string,
+		readonly status: number,
+		readonly description: string | null,
+	) {
 		super(message);
 		this.name = 'BotApiError';
 	}
 }
 
 /** The Base URL field of the credential, for validation messages. */
-export const TELEGRAM_BASE_URL: UrlField = { credential: 'Contracts Telegram Bot API', field: 'Base URL', name: 'baseUrl', example: 'https://api.telegram.org' };
+export const TELEGRAM_BASE_URL: UrlField = {
+	credential: 'Contracts Telegram Bot API',
+	field: 'Base URL',
+	name: 'baseUrl',
+	example: 'https://api.telegram.org',
+};
 
 /** The credential's checked base URL and the redactor of its token. @throws ContractError 500 BAD_CREDENTIAL_URL */
 export function telegramTransport(credential: TelegramCredential): { base: string; redact: Redactor } {
 	const redact = redactorFor([credential.accessToken]);
-	const raw = credential.baseUrl === undefined || credential.baseUrl === null || credential.baseUrl === '' ? 'https://api.telegram.org' : credential.baseUrl;
+	const raw =
+		credential.baseUrl === undefined || credential.baseUrl === null || credential.baseUrl === ''
+			? 'https://api.telegram.org'
+			: credential.baseUrl;
 	return { base: checkedBaseUrl(raw, TELEGRAM_BASE_URL), redact };
 }
 
 /** What left an HTTP call, with the token redacted (TooLargeError and ContractError carry none). */
 function transportFailure(error: unknown, redact: Redactor): Error {
 	if (error instanceof TooLargeError || error instanceof ContractError) return error;
-	if (error instanceof BotApiError) return new BotApiError(redact.string(error.message), error.status, error.description === null ? null : redact.string(error.description));
+	if (error instanceof BotApiError)
+		return new BotApiError(
+			redact.string(error.message),
+			error.status,
+			error.description === null ? null : redact.string(error.description),
+		);
 	return redact.error(error);
 }
 
@@ -55,7 +72,12 @@ function answerError(what: string, status: number, description: string | undefin
 }
 
 /** A GET with the token in its path: never follows a redirect (a 3xx is reported as a failed answer). */
-async function get(http: HttpGet, redact: Redactor, url: string, options: { timeoutMs: number; maxBytes: number }): Promise<HttpResponse> {
+async function get(
+	http: HttpGet,
+	redact: Redactor,
+	url: string,
+	options: { timeoutMs: number; maxBytes: number },
+): Promise<HttpResponse> {
 	try {
 		return await http(url, { ...options, redirect: 'manual' });
 	} catch (error) {
@@ -70,9 +92,19 @@ async function get(http: HttpGet, redact: Redactor, url: string, options: { time
  *         path is never returned, stored or quoted); BotApiError (HTTP status and Telegram's description, e.g. 400 "Bad Request: file is too big");
  *         ContractError 500 BAD_CREDENTIAL_URL; a RedactedError for a network failure or a timeout
  */
-export async function getFile(http: HttpGet, credential: TelegramCredential, fileId: string, timeoutMs: number): Promise<{ file_path: string; file_size: number | null }> {
+export async function getFile(
+	http: HttpGet,
+	credential: TelegramCredential,
+	fileId: string,
+	timeoutMs: number,
+): Promise<{ file_path: string; file_size: number | null }> {
 	const { base, redact } = telegramTransport(credential);
-	const res = await get(http, redact, `${base}/bot${credential.accessToken}/getFile?file_id=${encodeURIComponent(fileId)}`, { timeoutMs, maxBytes: 64 * 1024 });
+	const res = await get(
+		http,
+		redact,
+		`${base}/bot${credential.accessToken}/getFile?file_id=${encodeURIComponent(fileId)}`,
+		{ timeoutMs, maxBytes: 64 * 1024 },
+	);
 	let json: { ok?: boolean; result?: { file_path?: string; file_size?: number }; description?: string } = {};
 	try {
 		json = JSON.parse(res.body.toString('utf8'));
@@ -99,7 +131,13 @@ export async function getFile(http: HttpGet, credential: TelegramCredential, fil
  * @returns the answer; its `url` with the token redacted
  * @throws BotApiError for a non-200 answer; TooLargeError past `maxBytes`; as getFile otherwise
  */
-export async function downloadFile(http: HttpGet, credential: TelegramCredential, filePath: string, timeoutMs: number, maxBytes: number): Promise<HttpResponse> {
+export async function downloadFile(
+	http: HttpGet,
+	credential: TelegramCredential,
+	filePath: string,
+	timeoutMs: number,
+	maxBytes: number,
+): Promise<HttpResponse> {
 	const { base, redact } = telegramTransport(credential);
 	const res = await get(http, redact, `${base}/file/bot${credential.accessToken}/${filePath}`, { timeoutMs, maxBytes });
 	if (res.status !== 200) throw answerError('file download', res.status, undefined, redact);
@@ -114,7 +152,14 @@ export const MAX_MESSAGE_CHARS = 4096;
  * @returns the sent message's message_id
  * @throws BotApiError (status and Telegram's description); as getFile otherwise
  */
-export async function sendMessage(post: HttpPostJson, credential: TelegramCredential, chatId: number | string, text: string, replyTo: number | null, timeoutMs: number): Promise<number> {
+export async function sendMessage(
+	post: HttpPostJson,
+	credential: TelegramCredential,
+	chatId: number | string,
+	text: string,
+	replyTo: number | null,
+	timeoutMs: number,
+): Promise<number> {
 	const body = {
 		chat_id: chatId,
 		text: text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS - 1)}…` : text,
@@ -148,7 +193,10 @@ export interface WebhookInfo {
 
 async function call<T>(http: HttpGet, credential: TelegramCredential, method: string, timeoutMs: number): Promise<T> {
 	const { base, redact } = telegramTransport(credential);
-	const res = await get(http, redact, `${base}/bot${credential.accessToken}/${method}`, { timeoutMs, maxBytes: 256 * 1024 });
+	const res = await get(http, redact, `${base}/bot${credential.accessToken}/${method}`, {
+		timeoutMs,
+		maxBytes: 256 * 1024,
+	});
 	let json: { ok?: boolean; result?: T; description?: string } = {};
 	try {
 		json = JSON.parse(res.body.toString('utf8'));
@@ -162,7 +210,11 @@ async function call<T>(http: HttpGet, credential: TelegramCredential, method: st
 }
 
 /** getMe: the bot's own Telegram id and username. @throws as getFile */
-export function getMe(http: HttpGet, credential: TelegramCredential, timeoutMs: number): Promise<{ id: number; username?: string }> {
+export function getMe(
+	http: HttpGet,
+	credential: TelegramCredential,
+	timeoutMs: number,
+): Promise<{ id: number; username?: string }> {
 	return call(http, credential, 'getMe', timeoutMs);
 }
 

@@ -11,7 +11,12 @@ import { REDIRECT_HINT, redactorFor } from '../../shared/redact';
 import type { HttpPostJson } from './http';
 
 /** The Base URL field of the credential, for validation messages. */
-export const EMBEDDINGS_BASE_URL: UrlField = { credential: 'Contracts Embeddings API', field: 'Base URL', name: 'baseUrl', example: 'https://generativelanguage.googleapis.com' };
+export const EMBEDDINGS_BASE_URL: UrlField = {
+	credential: 'Contracts Embeddings API',
+	field: 'Base URL',
+	name: 'baseUrl',
+	example: 'https://generativelanguage.googleapis.com',
+};
 
 export interface EmbeddingsCredential {
 	api: 'gemini' | 'openai';
@@ -26,7 +31,12 @@ export interface EmbeddingModel {
 }
 
 export class EmbeddingsError extends Error {
-	constructor(message: string, readonly status: number | null, readonly retryable: boolean, options?: { cause?: unknown }) {
+	constructor(
+		message: string,
+		readonly status: number | null,
+		readonly retryable: boolean,
+		options?: { cause?: unknown },
+	) {
 		super(message, options);
 		this.name = 'EmbeddingsError';
 	}
@@ -47,7 +57,14 @@ function vectorsOf(api: 'gemini' | 'openai', body: unknown): unknown[] | null {
  * @throws EmbeddingsError: 429/5xx/network/timeout retryable; 4xx, a malformed answer or a wrong
  *         dimension count not retryable; ContractError 500 BAD_CREDENTIAL_URL
  */
-export async function embedTexts(post: HttpPostJson, credential: EmbeddingsCredential, model: EmbeddingModel, texts: string[], task: 'RETRIEVAL_DOCUMENT' | 'RETRIEVAL_QUERY', timeoutMs = 30_000): Promise<number[][]> {
+export async function embedTexts(
+	post: HttpPostJson,
+	credential: EmbeddingsCredential,
+	model: EmbeddingModel,
+	texts: string[],
+	task: 'RETRIEVAL_DOCUMENT' | 'RETRIEVAL_QUERY',
+	timeoutMs = 30_000,
+): Promise<number[][]> {
 	const redact = redactorFor([credential.apiKey]);
 	const base = checkedBaseUrl(credential.baseUrl, EMBEDDINGS_BASE_URL);
 	const vectors: number[][] = [];
@@ -57,7 +74,14 @@ export async function embedTexts(post: HttpPostJson, credential: EmbeddingsCrede
 			credential.api === 'gemini'
 				? {
 						url: `${base}/v1beta/models/${encodeURIComponent(model.name)}:batchEmbedContents`,
-						body: { requests: batch.map((text) => ({ model: `models/${model.name}`, content: { parts: [{ text }] }, taskType: task, outputDimensionality: model.dims })) },
+						body: {
+							requests: batch.map((text) => ({
+								model: `models/${model.name}`,
+								content: { parts: [{ text }] },
+								taskType: task,
+								outputDimensionality: model.dims,
+							})),
+						},
 						headers: credential.apiKey ? { 'x-goog-api-key': credential.apiKey } : {},
 					}
 				: {
@@ -69,14 +93,34 @@ export async function embedTexts(post: HttpPostJson, credential: EmbeddingsCrede
 		try {
 			res = await post(request.url, request.body, { headers: request.headers, timeoutMs });
 		} catch (error) {
-			throw new EmbeddingsError(`embeddings endpoint unreachable: ${redact.describe(error)}`, null, true, { cause: redact.error(error) });
+			throw new EmbeddingsError(`embeddings endpoint unreachable: ${redact.describe(error)}`, null, true, {
+				cause: redact.error(error),
+			});
 		}
-		if (res.status !== 200) throw new EmbeddingsError(`embeddings endpoint answered HTTP ${res.status}${res.status >= 300 && res.status < 400 ? REDIRECT_HINT : ''}`, res.status, res.status === 429 || res.status >= 500);
+		if (res.status !== 200)
+			throw new EmbeddingsError(
+				`embeddings endpoint answered HTTP ${res.status}${res.status >= 300 && res.status < 400 ? REDIRECT_HINT : ''}`,
+				res.status,
+				res.status === 429 || res.status >= 500,
+			);
 		const got = vectorsOf(credential.api, res.body);
-		if (!got || got.length !== batch.length) throw new EmbeddingsError(`embeddings endpoint returned ${got ? got.length : 'no'} vectors for ${batch.length} texts`, 200, false);
+		if (!got || got.length !== batch.length)
+			throw new EmbeddingsError(
+				`embeddings endpoint returned ${got ? got.length : 'no'} vectors for ${batch.length} texts`,
+				200,
+				false,
+			);
 		for (const v of got) {
-			if (!Array.isArray(v) || v.length !== model.dims || !v.every((x) => typeof x === 'number' && Number.isFinite(x))) {
-				throw new EmbeddingsError(`embedding has ${Array.isArray(v) ? v.length : 'no'} dimensions, the model is declared with ${model.dims}`, 200, false);
+			if (
+				!Array.isArray(v) ||
+				v.length !== model.dims ||
+				!v.every((x) => typeof x === 'number' && Number.isFinite(x))
+			) {
+				throw new EmbeddingsError(
+					`embedding has ${Array.isArray(v) ? v.length : 'no'} dimensions, the model is declared with ${model.dims}`,
+					200,
+					false,
+				);
 			}
 			vectors.push(v as number[]);
 		}

@@ -20,11 +20,17 @@ export interface HttpResponse {
 }
 
 /** `redirect`: 'follow' (default) or 'manual' (the 3xx answer is returned, nothing is sent to its Location). */
-export type HttpGet = (url: string, options: { timeoutMs: number; maxBytes: number; redirect?: 'follow' | 'manual' }) => Promise<HttpResponse>;
+export type HttpGet = (
+	url: string,
+	options: { timeoutMs: number; maxBytes: number; redirect?: 'follow' | 'manual' },
+) => Promise<HttpResponse>;
 
 /** The body passed the size limit: `bytes` read so far (> limit), `limit` in bytes. */
 export class TooLargeError extends Error {
-	constructor(readonly bytes: number, readonly limit: number) {
+	constructor(
+		readonly bytes: number,
+		readonly limit: number,
+	) {
 		super(`body larger than ${limit} bytes`);
 	}
 }
@@ -33,7 +39,11 @@ export class TooLargeError extends Error {
  * @throws TooLargeError; TimeoutError/AbortError (time limit, in ms); TypeError (network: refused, DNS…)
  */
 export const httpGet: HttpGet = async (url, { timeoutMs, maxBytes, redirect = 'follow' }) => {
-	const res = await fetch(url, { redirect, signal: AbortSignal.timeout(timeoutMs), headers: { 'user-agent': 'n8n-nodes-contracts/knowledge-bot' } });
+	const res = await fetch(url, {
+		redirect,
+		signal: AbortSignal.timeout(timeoutMs),
+		headers: { 'user-agent': 'n8n-nodes-contracts/knowledge-bot' },
+	});
 	const headers: Record<string, string> = {};
 	res.headers.forEach((value, name) => {
 		headers[name] = value;
@@ -58,11 +68,21 @@ export const httpGet: HttpGet = async (url, { timeoutMs, maxBytes, redirect = 'f
 };
 
 /** A JSON POST's answer: status and parsed body (null when the body is not JSON). */
-export type HttpPostJson = (url: string, body: unknown, options: { headers?: Record<string, string>; timeoutMs: number }) => Promise<{ status: number; body: unknown }>;
+export type HttpPostJson = (
+	url: string,
+	body: unknown,
+	options: { headers?: Record<string, string>; timeoutMs: number },
+) => Promise<{ status: number; body: unknown }>;
 
 /** @throws TimeoutError/AbortError (time limit, in ms); TypeError (network) */
 export const httpPostJson: HttpPostJson = async (url, body, { headers = {}, timeoutMs }) => {
-	const res = await fetch(url, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+	const res = await fetch(url, {
+		method: 'POST',
+		redirect: 'manual',
+		headers: { 'content-type': 'application/json', ...headers },
+		body: JSON.stringify(body),
+		signal: AbortSignal.timeout(timeoutMs),
+	});
 	const text = await res.text();
 	try {
 		return { status: res.status, body: JSON.parse(text) as unknown };
@@ -76,7 +96,13 @@ export const httpPostJson: HttpPostJson = async (url, body, { headers = {}, time
  * only when no answer came (timeout, refused, reset), which the retry policy handles.
  */
 export const fetchSender: Sender = async ({ url, body, headers, timeoutMs }) => {
-	const res = await fetch(url, { method: 'POST', redirect: 'manual', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+	const res = await fetch(url, {
+		method: 'POST',
+		redirect: 'manual',
+		headers,
+		body: JSON.stringify(body),
+		signal: AbortSignal.timeout(timeoutMs),
+	});
 	const text = await res.text();
 	const answerHeaders: Record<string, string> = {};
 	res.headers.forEach((value, name) => {

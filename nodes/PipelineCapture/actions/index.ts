@@ -18,10 +18,27 @@ import { findOperation, type Resource } from '../../shared/node/router';
 import type { PipelineOperation } from './types';
 
 export const PIPELINE_RESOURCES: Resource<PipelineOperation>[] = [
-	{ value: 'run', name: 'Pipeline Run', operations: [createRunOperation, captureOperation, loadStepContextOperation, completeStepOperation, failOperation, getStatusOperation, archiveOperation, sweepOperation] },
+	{
+		value: 'run',
+		name: 'Pipeline Run',
+		operations: [
+			createRunOperation,
+			captureOperation,
+			loadStepContextOperation,
+			completeStepOperation,
+			failOperation,
+			getStatusOperation,
+			archiveOperation,
+			sweepOperation,
+		],
+	},
 	{ value: 'model', name: 'Model', operations: [generateOperation] },
 	{ value: 'stateMachine', name: 'State Machine', operations: [importOperation, exportOperation] },
-	{ value: 'job', name: 'Job', operations: [claimJobsOperation, finishJobOperation, releaseStaleOperation, getStatsOperation] },
+	{
+		value: 'job',
+		name: 'Job',
+		operations: [claimJobsOperation, finishJobOperation, releaseStaleOperation, getStatsOperation],
+	},
 ];
 
 /**

@@ -34,12 +34,15 @@ export interface PipelineResult {
 }
 
 /** A PipelineCapture operation: the router's Operation (../../shared/node/router.ts), optionally batched. */
-export interface PipelineOperation extends RouterOperation<(ctx: PipelineContext, input: Record<string, unknown>) => Promise<PipelineResult>> {
+export interface PipelineOperation
+	extends RouterOperation<(ctx: PipelineContext, input: Record<string, unknown>) => Promise<PipelineResult>> {
 	fields: INodeProperties[];
 	/**
 	 * All items of one execution at once (Finish Job: one statement for the batch), used instead of
 	 * `execute` when present: one result or that item's own ContractError per entry, in order.
 	 * @throws ContractError when the whole batch failed (every item gets it)
 	 */
-	executeBatch?(entries: Array<{ ctx: PipelineContext; input: Record<string, unknown> }>): Promise<Array<PipelineResult | ContractError>>;
+	executeBatch?(
+		entries: Array<{ ctx: PipelineContext; input: Record<string, unknown> }>,
+	): Promise<Array<PipelineResult | ContractError>>;
 }

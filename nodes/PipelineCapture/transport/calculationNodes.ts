@@ -22,17 +22,38 @@ export const CALCULATION_NODES_PROPERTY: INodeProperties = {
 			displayName: 'Calculation Node',
 			name: 'node',
 			values: [
-				{ displayName: 'Sub-Workflow ID', name: 'workflowId', type: 'string', default: '', required: true, description: 'ID of the n8n workflow to call' },
-				{ displayName: 'Tags', name: 'tags', type: 'string', default: '', placeholder: 'approval-service, audit', description: 'Comma-separated tags this sub-workflow declares' },
+				{
+					displayName: 'Sub-Workflow ID',
+					name: 'workflowId',
+					type: 'string',
+					default: '',
+					required: true,
+					description: 'ID of the n8n workflow to call',
+				},
+				{
+					displayName: 'Tags',
+					name: 'tags',
+					type: 'string',
+					default: '',
+					placeholder: 'approval-service, audit',
+					description: 'Comma-separated tags this sub-workflow declares',
+				},
 			],
 		},
 	],
 };
 
 /** The Calculation Nodes parameter of item `itemIndex` (none for operations that do not show it). */
-export function calculationNodesOf(fns: IExecuteFunctions, itemIndex: number, resource: string, operation: string): CalculationNode[] {
+export function calculationNodesOf(
+	fns: IExecuteFunctions,
+	itemIndex: number,
+	resource: string,
+	operation: string,
+): CalculationNode[] {
 	if (resource !== 'run' || (operation !== 'capture' && operation !== 'completeStep')) return [];
-	const value = fns.getNodeParameter('calculationNodes', itemIndex, {}) as { node?: { workflowId?: unknown; tags?: unknown }[] };
+	const value = fns.getNodeParameter('calculationNodes', itemIndex, {}) as {
+		node?: { workflowId?: unknown; tags?: unknown }[];
+	};
 	return (value.node ?? [])
 		.map((n) => ({ workflowId: typeof n.workflowId === 'string' ? n.workflowId.trim() : '', tags: parseTags(n.tags) }))
 		.filter((n) => n.workflowId !== '');
@@ -46,7 +67,9 @@ export function subWorkflowCaller(fns: IExecuteFunctions, executionId: string): 
 	return async (workflowId, request) => {
 		const json = JSON.parse(JSON.stringify(request)) as IDataObject;
 		const parentWorkflowId = String(fns.getWorkflow().id ?? '');
-		const result = await fns.executeWorkflow({ id: workflowId }, [{ json }], undefined, { parentExecution: { executionId, workflowId: parentWorkflowId } });
+		const result = await fns.executeWorkflow({ id: workflowId }, [{ json }], undefined, {
+			parentExecution: { executionId, workflowId: parentWorkflowId },
+		});
 		const first = result.data?.[0]?.[0];
 		return first?.json;
 	};

@@ -22,7 +22,10 @@ const CACHE_MS = 30_000;
 
 /** The definition shipped with the package (works from the sources and from dist/). */
 export function shippedDefinition(): WorkflowDefinition {
-	const candidates = [path.join(__dirname, '..', '..', '..', 'db', 'workflows', FILE), path.join(__dirname, '..', '..', '..', '..', 'db', 'workflows', FILE)];
+	const candidates = [
+		path.join(__dirname, '..', '..', '..', 'db', 'workflows', FILE),
+		path.join(__dirname, '..', '..', '..', '..', 'db', 'workflows', FILE),
+	];
 	const file = candidates.find((f) => existsSync(f));
 	if (!file) throw new Error(`shipped state machine ${FILE} not found (looked in ${candidates.join(', ')})`);
 	const [definition] = parseImport(JSON.parse(readFileSync(file, 'utf8'))).workflows;
@@ -55,12 +58,16 @@ export interface Edge {
 
 /** Every manual transition as an edge. */
 export function edgesOf(definition: WorkflowDefinition): Edge[] {
-	return Object.entries(definition.states).flatMap(([from, s]) => s.transitions.filter((t) => t.manual && !t.disabled).map((t) => ({ name: t.name, from, to: t.next })));
+	return Object.entries(definition.states).flatMap(([from, s]) =>
+		s.transitions.filter((t) => t.manual && !t.disabled).map((t) => ({ name: t.name, from, to: t.next })),
+	);
 }
 
 /** The states a run can still leave (they have transitions). */
 export function nonTerminalStates(definition: WorkflowDefinition): string[] {
-	return Object.entries(definition.states).filter(([, s]) => s.transitions.length > 0).map(([name]) => name);
+	return Object.entries(definition.states)
+		.filter(([, s]) => s.transitions.length > 0)
+		.map(([name]) => name);
 }
 
 /**
@@ -95,15 +102,20 @@ export function assertPipelineTransitions(definition: WorkflowDefinition): void 
 	const problems = Object.entries(definition.states).flatMap(([state, s]) =>
 		s.transitions.flatMap((t, i) =>
 			NO_PROCESSOR_TRANSITIONS.includes(t.name) && t.processors.length > 0
-				? [`states.${state}.transitions[${i}].processors: ${t.name} is fired by Pipeline Capture itself (Fail, Sweep), where processors cannot run; remove them`]
+				? [
+						`states.${state}.transitions[${i}].processors: ${t.name} is fired by Pipeline Capture itself (Fail, Sweep), where processors cannot run; remove them`,
+					]
 				: [],
 		),
 	);
 	if (problems.length > 0) {
-		throw ContractError.badRequest(`workflow ${definition.name} is invalid for ${PIPELINE_MODEL.model}: ${problems.join('; ')}`, {
-			code: 'VALIDATION_FAILED',
-			workflow: definition.name,
-			problems,
-		});
+		throw ContractError.badRequest(
+			`workflow ${definition.name} is invalid for ${PIPELINE_MODEL.model}: ${problems.join('; ')}`,
+			{
+				code: 'VALIDATION_FAILED',
+				workflow: definition.name,
+				problems,
+			},
+		);
 	}
 }

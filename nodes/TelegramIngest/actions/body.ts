@@ -104,7 +104,8 @@ interface Source {
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function sourceOf(raw: Buffer | undefined, update: unknown): Source {
-	if (raw && raw.length > MAX_BODY_BYTES) return { source: 'raw', bytes: raw, text: { error: 'not decoded: too large' } };
+	if (raw && raw.length > MAX_BODY_BYTES)
+		return { source: 'raw', bytes: raw, text: { error: 'not decoded: too large' } };
 	if (raw) {
 		try {
 			return { source: 'raw', bytes: raw, text: UTF8.decode(raw) };
@@ -133,7 +134,9 @@ function badString(text: string): Finding['reason'] | null {
 
 /** The first string/key jsonb cannot hold, or the first container nested beyond MAX_DEPTH (iterative). */
 function inspect(root: unknown): Finding | null {
-	const stack: Array<{ value: unknown; depth: number; path: Array<string | number> }> = [{ value: root, depth: 1, path: [] }];
+	const stack: Array<{ value: unknown; depth: number; path: Array<string | number> }> = [
+		{ value: root, depth: 1, path: [] },
+	];
 	while (stack.length) {
 		const { value, depth, path } = stack.pop() as (typeof stack)[number];
 		if (typeof value === 'string') {
@@ -167,9 +170,13 @@ function readId(parsed: unknown, tokens: Map<string, string>, path: string[] | n
 	const exact = exactInteger(token);
 	const where = showPath(path);
 	if (!exact.integer) return { ok: false, message: `${where} is ${safeText(token, 60)}, not exactly an integer` };
-	if (!exact.int8) return { ok: false, message: `${where} is ${safeText(exact.text, 60)}, outside int8 (-2^63 … 2^63-1)` };
+	if (!exact.int8)
+		return { ok: false, message: `${where} is ${safeText(exact.text, 60)}, outside int8 (-2^63 … 2^63-1)` };
 	if (source === 'json' && !Number.isSafeInteger(value)) {
-		return { ok: false, message: `${where} is beyond 2^53 and was parsed before this node: not exact (give Telegram Ingest the raw body)` };
+		return {
+			ok: false,
+			message: `${where} is beyond 2^53 and was parsed before this node: not exact (give Telegram Ingest the raw body)`,
+		};
 	}
 	return { ok: true, text: exact.text };
 }
@@ -180,8 +187,17 @@ function readId(parsed: unknown, tokens: Map<string, string>, path: string[] | n
  */
 export function classifyBody(raw: Buffer | undefined, update: unknown): Classified {
 	const src = sourceOf(raw, update);
-	const body: Body = { source: src.source, bytes: src.bytes, sha256: createHash('sha256').update(src.bytes).digest('hex') };
-	const quarantine = (reason: QuarantineReason, message: string, path: Array<string | number> | null, updateId: string | null = null): Classified => ({
+	const body: Body = {
+		source: src.source,
+		bytes: src.bytes,
+		sha256: createHash('sha256').update(src.bytes).digest('hex'),
+	};
+	const quarantine = (
+		reason: QuarantineReason,
+		message: string,
+		path: Array<string | number> | null,
+		updateId: string | null = null,
+	): Classified => ({
 		kind: 'quarantine',
 		body,
 		reason,
@@ -191,7 +207,11 @@ export function classifyBody(raw: Buffer | undefined, update: unknown): Classifi
 		update_id: updateId,
 	});
 	if (body.bytes.length > MAX_BODY_BYTES) {
-		return quarantine('too_large', `update quarantined: body is ${body.bytes.length} bytes, more than ${MAX_BODY_BYTES}`, null);
+		return quarantine(
+			'too_large',
+			`update quarantined: body is ${body.bytes.length} bytes, more than ${MAX_BODY_BYTES}`,
+			null,
+		);
 	}
 	if (typeof src.text !== 'string') return quarantine('not_json', `invalid Telegram update: ${src.text.error}`, null);
 	const text = src.text;
@@ -201,16 +221,27 @@ export function classifyBody(raw: Buffer | undefined, update: unknown): Classifi
 	} catch (error) {
 		return quarantine('not_json', `invalid Telegram update: body is not JSON (${(error as Error).message})`, null);
 	}
-	if (!isRecord(parsed)) return quarantine('not_object', `invalid Telegram update: body is JSON but not an object (${Array.isArray(parsed) ? 'array' : typeof parsed})`, null);
+	if (!isRecord(parsed))
+		return quarantine(
+			'not_object',
+			`invalid Telegram update: body is JSON but not an object (${Array.isArray(parsed) ? 'array' : typeof parsed})`,
+			null,
+		);
 
 	const tokens = numberTokens(text, 4);
 	const updateIdRead = readId(parsed, tokens, ['update_id'], src.source);
-	const updateId = updateIdRead.ok && updateIdRead.text !== null && !updateIdRead.text.startsWith('-') ? updateIdRead.text : null;
+	const updateId =
+		updateIdRead.ok && updateIdRead.text !== null && !updateIdRead.text.startsWith('-') ? updateIdRead.text : null;
 
 	const checked = TelegramUpdate.safeParse(parsed);
 	if (!checked.success) {
 		const issues = checked.error.issues.map((issue) => `${showPath(issue.path)}: ${issue.message}`);
-		return quarantine('invalid_update', `invalid Telegram update: ${issues.join('; ')}`, checked.error.issues[0]?.path ?? null, updateId);
+		return quarantine(
+			'invalid_update',
+			`invalid Telegram update: ${issues.join('; ')}`,
+			checked.error.issues[0]?.path ?? null,
+			updateId,
+		);
 	}
 	const finding = inspect(parsed);
 	if (finding) {
@@ -219,7 +250,12 @@ export function classifyBody(raw: Buffer | undefined, update: unknown): Classifi
 			nul_character: 'a NUL character (U+0000), which jsonb cannot store',
 			lone_surrogate: 'a lone UTF-16 surrogate, which jsonb cannot store',
 		}[finding.reason];
-		return quarantine(finding.reason, `update quarantined: ${showPath(finding.path)} has ${what}`, finding.path, updateId);
+		return quarantine(
+			finding.reason,
+			`update quarantined: ${showPath(finding.path)} has ${what}`,
+			finding.path,
+			updateId,
+		);
 	}
 	const { update_type, paths } = keyPaths(checked.data);
 	const ids: Partial<Record<IdField, string | null>> = {};

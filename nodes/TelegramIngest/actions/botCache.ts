@@ -190,12 +190,17 @@ export class BotCache {
 	private touch(now: number): void {
 		this.lastUsed = now;
 		if (this.listener) return;
-		this.listener = new BotsListener((this.pool as unknown as { options: ClientConfig }).options, () => this.invalidate());
+		this.listener = new BotsListener((this.pool as unknown as { options: ClientConfig }).options, () =>
+			this.invalidate(),
+		);
 		this.listener.start();
-		this.idleTimer = setInterval(() => {
-			const ended = (this.pool as unknown as { ending?: boolean }).ending === true;
-			if (ended || Date.now() - this.lastUsed > LISTENER_IDLE_MS) this.close();
-		}, Math.min(LISTENER_IDLE_MS, 10_000));
+		this.idleTimer = setInterval(
+			() => {
+				const ended = (this.pool as unknown as { ending?: boolean }).ending === true;
+				if (ended || Date.now() - this.lastUsed > LISTENER_IDLE_MS) this.close();
+			},
+			Math.min(LISTENER_IDLE_MS, 10_000),
+		);
 		this.idleTimer.unref();
 	}
 }

@@ -81,7 +81,10 @@ export function numberTokens(text: string, maxDepth = 4): Map<string, string> {
 			while (end < text.length && /[-+.eE0-9a-z]/.test(text[end])) end++;
 			const recordable = stack.length <= maxDepth && stack.every((frame) => frame.array || frame.key !== null);
 			if ((c === '-' || (c >= '0' && c <= '9')) && recordable) {
-				tokens.set(pathKey(stack.map((frame) => (frame.array ? frame.index : (frame.key as string)))), text.slice(i, end));
+				tokens.set(
+					pathKey(stack.map((frame) => (frame.array ? frame.index : (frame.key as string)))),
+					text.slice(i, end),
+				);
 			}
 			i = end;
 		}

@@ -81,7 +81,11 @@ const UNKNOWN_BOT_SECRET = '\u0000no bot';
 
 /** The one 403 of an unknown/disabled bot key or a wrong secret; `reason` only in details (for ops.errors). */
 function forbidden(reason: 'unknown_bot' | 'wrong_secret'): ContractError {
-	return ContractError.forbidden('forbidden: unknown bot key or wrong X-Telegram-Bot-Api-Secret-Token', { reason }, BOTS);
+	return ContractError.forbidden(
+		'forbidden: unknown bot key or wrong X-Telegram-Bot-Api-Secret-Token',
+		{ reason },
+		BOTS,
+	);
 }
 
 /** Constant-time comparison of two secrets (hashes first, so lengths leak nothing either). */
@@ -168,9 +172,13 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	}
 
 	if (typeof input.botKey !== 'string' || !BOT_KEY.test(input.botKey)) {
-		throw ContractError.badRequest('invalid bot key: "Bot Key" must be 1-64 characters of A-Z a-z 0-9 _ -', {
-			field: 'botKey',
-		}, BOTS);
+		throw ContractError.badRequest(
+			'invalid bot key: "Bot Key" must be 1-64 characters of A-Z a-z 0-9 _ -',
+			{
+				field: 'botKey',
+			},
+			BOTS,
+		);
 	}
 	ctx.bot_key = input.botKey;
 
@@ -210,7 +218,9 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	ctx.chat_id = idValue(keys.chat_id);
 	ctx.message_id = idValue(keys.message_id);
 
-	let row: { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean } | undefined;
+	let row:
+		| { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean }
+		| undefined;
 	try {
 		const params = [
 			bot.bot_id,
@@ -232,18 +242,25 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	} catch (error) {
 		const code = (error as { code?: unknown })?.code;
 		// none (e.g. a job with this dedup key written outside the lock): the function rolled back whatever it inserted
-		if (code === NEITHER_SQLSTATE) throw ContractError.db('update neither stored nor found as a duplicate', {}, RAW, { retryable: true });
+		if (code === NEITHER_SQLSTATE)
+			throw ContractError.db('update neither stored nor found as a duplicate', {}, RAW, { retryable: true });
 		if (typeof code === 'string' && DATA_SQLSTATE.test(code)) {
 			// Safety net: whatever the checks before the insert missed, the database refused as data.
-			return quarantine(run, {
-				kind: 'quarantine',
-				body: classified.body,
-				reason: 'rejected_by_database',
-				status: 200,
-				message: safeText(`update quarantined: the database refused it (SQLSTATE ${code}: ${(error as Error).message})`),
-				path: null,
-				update_id: keys.update_id,
-			}, code);
+			return quarantine(
+				run,
+				{
+					kind: 'quarantine',
+					body: classified.body,
+					reason: 'rejected_by_database',
+					status: 200,
+					message: safeText(
+						`update quarantined: the database refused it (SQLSTATE ${code}: ${(error as Error).message})`,
+					),
+					path: null,
+					update_id: keys.update_id,
+				},
+				code,
+			);
 		}
 		throw fromPgError(error, RAW);
 	}
@@ -303,7 +320,15 @@ async function quarantine(run: Run, item: Quarantined, sqlstate?: string): Promi
 	const dedupId = rejected ? null : item.update_id;
 	const details: Record<string, unknown> = { message: item.message, path: item.path };
 	if (sqlstate) details.sqlstate = sqlstate;
-	let row: { quarantine_id: string | null; error_id: string | null; job_id: string | null; raw_update_id: string | null; duplicate: boolean } | undefined;
+	let row:
+		| {
+				quarantine_id: string | null;
+				error_id: string | null;
+				job_id: string | null;
+				raw_update_id: string | null;
+				duplicate: boolean;
+		  }
+		| undefined;
 	try {
 		const sha = Buffer.from(body.sha256, 'hex');
 		const params = [
@@ -326,27 +351,37 @@ async function quarantine(run: Run, item: Quarantined, sqlstate?: string): Promi
 			dedupId,
 			dedupId === null ? null : dedupKey(bot.bot_id, dedupId),
 		];
-		row = await lockedFor(run, dedupId, async (client) =>
-			(await client.query(QUARANTINE, params)).rows[0] ?? (await client.query(FIND_QUARANTINED, [bot.bot_id, sha, dedupId])).rows[0],
+		row = await lockedFor(
+			run,
+			dedupId,
+			async (client) =>
+				(await client.query(QUARANTINE, params)).rows[0] ??
+				(await client.query(FIND_QUARANTINED, [bot.bot_id, sha, dedupId])).rows[0],
 		);
 	} catch (error) {
 		throw fromPgError(error, QUARANTINE_TABLE);
 	}
 	if (!row) {
-		throw ContractError.db('body neither quarantined nor found as a duplicate', {}, QUARANTINE_TABLE, { retryable: true });
+		throw ContractError.db('body neither quarantined nor found as a duplicate', {}, QUARANTINE_TABLE, {
+			retryable: true,
+		});
 	}
 	const quarantineId = row.quarantine_id === null ? null : Number(row.quarantine_id);
 	const jobId = row.job_id === null ? null : Number(row.job_id);
 	const reason: QuarantineReason = item.reason;
 	if (rejected && jobId === null) {
-		throw ContractError.badRequest(item.message, {
-			field: 'body',
-			reason,
-			path: item.path,
-			quarantine_id: quarantineId,
-			duplicate: row.duplicate,
-			body_sha256: body.sha256,
-		}, QUARANTINE_TABLE);
+		throw ContractError.badRequest(
+			item.message,
+			{
+				field: 'body',
+				reason,
+				path: item.path,
+				quarantine_id: quarantineId,
+				duplicate: row.duplicate,
+				body_sha256: body.sha256,
+			},
+			QUARANTINE_TABLE,
+		);
 	}
 	ctx.job_id = jobId;
 	return success(

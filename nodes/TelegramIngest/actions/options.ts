@@ -8,5 +8,8 @@ import { ContractError } from '../../shared/errors';
 export function maxAttemptsOf(value: unknown): number {
 	if (value === undefined) return 5;
 	if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 2_147_483_647) return value;
-	throw ContractError.configuration('Telegram Ingest option Max Attempts must be an integer from 1 to 2147483647', { code: 'NODE_CONFIGURATION', field: 'options.maxAttempts' });
+	throw ContractError.configuration('Telegram Ingest option Max Attempts must be an integer from 1 to 2147483647', {
+		code: 'NODE_CONFIGURATION',
+		field: 'options.maxAttempts',
+	});
 }

@@ -36,11 +36,19 @@ export const ContextRequest = z
 		tg_user_id: Int8Id,
 		chat_id: Int8Id.nullish().transform((v) => v ?? null),
 		channel: z.enum(['group', 'dm'], { errorMap: () => ({ message: 'must be "group" or "dm"' }) }),
-		trace_id: z.string().nullish().transform((v) => (v ? v : null)),
-		correlation_id: z.string().uuid('must be a UUID').nullish().transform((v) => v ?? null),
+		trace_id: z
+			.string()
+			.nullish()
+			.transform((v) => (v ? v : null)),
+		correlation_id: z
+			.string()
+			.uuid('must be a UUID')
+			.nullish()
+			.transform((v) => v ?? null),
 	})
 	.superRefine((req, ctx) => {
-		if (req.channel === 'group' && req.chat_id === null) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['chat_id'], message: 'is required for a group' });
+		if (req.channel === 'group' && req.chat_id === null)
+			ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['chat_id'], message: 'is required for a group' });
 	});
 
 const WHERE = (table: string) => ({ operation: 'select', table });
@@ -49,21 +57,31 @@ const WHERE = (table: string) => ({ operation: 'select', table });
 export async function loadContext(pool: Pool, input: unknown, state: ItemState): Promise<Record<string, unknown>> {
 	const raw = typeof input === 'string' ? safeJson(input) : input;
 	const incoming = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
-	const knownCorrelation = typeof incoming.correlation_id === 'string' && z.string().uuid().safeParse(incoming.correlation_id).success ? incoming.correlation_id : null;
+	const knownCorrelation =
+		typeof incoming.correlation_id === 'string' && z.string().uuid().safeParse(incoming.correlation_id).success
+			? incoming.correlation_id
+			: null;
 	const correlationId = knownCorrelation ?? newCorrelationId();
 	// keep what the caller's ctx carries (job_id, workflow…): a failure here must still name its job
 	state.ctx = {
 		...state.ctx,
 		correlation_id: correlationId,
 		trace_id: typeof incoming.trace_id === 'string' ? incoming.trace_id : null,
-		tenant_id: typeof incoming.tenant_id === 'string' && z.string().uuid().safeParse(incoming.tenant_id).success ? incoming.tenant_id : null,
+		tenant_id:
+			typeof incoming.tenant_id === 'string' && z.string().uuid().safeParse(incoming.tenant_id).success
+				? incoming.tenant_id
+				: null,
 		workflow: state.ctx?.workflow ?? 'WF00c',
 		contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
 	};
 	const req = parseRequest(ContextRequest, raw, { table: 'core.tenant_users' });
 	if (req.channel === 'dm' && req.chat_id !== null && !sameId(req.chat_id, req.tg_user_id)) {
 		// a dm is the user's own private chat (chat.id == from.id): another user's dm or a group is not theirs
-		throw ContractError.forbidden('a dm request must name the user\'s own private chat (chat_id = tg_user_id)', { code: 'DM_NOT_OWN_CHAT', tg_user_id: req.tg_user_id, chat_id: req.chat_id }, WHERE('core.tenant_users'));
+		throw ContractError.forbidden(
+			"a dm request must name the user's own private chat (chat_id = tg_user_id)",
+			{ code: 'DM_NOT_OWN_CHAT', tg_user_id: req.tg_user_id, chat_id: req.chat_id },
+			WHERE('core.tenant_users'),
+		);
 	}
 	let row: Record<string, unknown>;
 	try {
@@ -73,17 +91,33 @@ export async function loadContext(pool: Pool, input: unknown, state: ItemState):
 	}
 	const role = row.role as string | null;
 	if (!row.tenant_exists || !row.tenant_enabled || role === null) {
-		throw ContractError.forbidden('user is not allowed in this tenant', { code: 'NOT_ALLOWED', tenant_id: req.tenant_id, tg_user_id: req.tg_user_id }, WHERE('core.tenant_users'));
+		throw ContractError.forbidden(
+			'user is not allowed in this tenant',
+			{ code: 'NOT_ALLOWED', tenant_id: req.tenant_id, tg_user_id: req.tg_user_id },
+			WHERE('core.tenant_users'),
+		);
 	}
 	if (role === 'blocked') {
-		throw ContractError.forbidden('user is blocked', { code: 'BLOCKED', tenant_id: req.tenant_id, tg_user_id: req.tg_user_id }, WHERE('core.tenant_users'));
+		throw ContractError.forbidden(
+			'user is blocked',
+			{ code: 'BLOCKED', tenant_id: req.tenant_id, tg_user_id: req.tg_user_id },
+			WHERE('core.tenant_users'),
+		);
 	}
 	if (req.channel === 'group') {
 		if (!row.chat_registered || !row.chat_enabled) {
-			throw ContractError.notFound('chat is not registered or disabled for the tenant', { code: 'CHAT_NOT_REGISTERED', chat_id: req.chat_id }, WHERE('core.tenant_chats'));
+			throw ContractError.notFound(
+				'chat is not registered or disabled for the tenant',
+				{ code: 'CHAT_NOT_REGISTERED', chat_id: req.chat_id },
+				WHERE('core.tenant_chats'),
+			);
 		}
 		if (!row.is_member && role !== 'admin') {
-			throw ContractError.forbidden('user is not a current member of the chat', { code: 'NOT_A_MEMBER', chat_id: req.chat_id }, WHERE('tg.chat_memberships_current'));
+			throw ContractError.forbidden(
+				'user is not a current member of the chat',
+				{ code: 'NOT_A_MEMBER', chat_id: req.chat_id },
+				WHERE('tg.chat_memberships_current'),
+			);
 		}
 	}
 	const ctx = AclCtx.parse({
@@ -103,4 +137,3 @@ export async function loadContext(pool: Pool, input: unknown, state: ItemState):
 	state.ctx = { ...state.ctx, ...ctx };
 	return { ctx };
 }
-

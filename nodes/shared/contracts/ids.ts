@@ -36,7 +36,11 @@ export function parseExactId(value: unknown, positive = false): IdParse {
 	let big: bigint;
 	if (typeof value === 'number') {
 		if (!Number.isFinite(value) || !Number.isInteger(value)) return { ok: false, message: 'must be an integer' };
-		if (!Number.isSafeInteger(value)) return { ok: false, message: 'is beyond 2^53 - 1 as a JSON number, so it was already rounded: send it as a decimal string' };
+		if (!Number.isSafeInteger(value))
+			return {
+				ok: false,
+				message: 'is beyond 2^53 - 1 as a JSON number, so it was already rounded: send it as a decimal string',
+			};
 		big = BigInt(value);
 	} else if (typeof value === 'bigint') {
 		big = value;
@@ -49,7 +53,11 @@ export function parseExactId(value: unknown, positive = false): IdParse {
 		return { ok: false, message: 'must be an integer (a JSON number or a decimal string)' };
 	}
 	const min = positive ? 1n : INT8_MIN;
-	if (big < min || big > INT8_MAX) return { ok: false, message: positive ? 'must be between 1 and 2^63 - 1' : 'must be between -2^63 and 2^63 - 1 (int8)' };
+	if (big < min || big > INT8_MAX)
+		return {
+			ok: false,
+			message: positive ? 'must be between 1 and 2^63 - 1' : 'must be between -2^63 and 2^63 - 1 (int8)',
+		};
 	const asNumber = Number(big);
 	return { ok: true, value: Number.isSafeInteger(asNumber) ? asNumber : big.toString() };
 }

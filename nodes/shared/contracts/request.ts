@@ -21,10 +21,14 @@ export const TenantId = z.string({ required_error: 'is required' }).uuid('must b
 export const DbId = SafeDbId;
 
 /** An optional UUID: absent, null or "" (an empty field on the canvas) all mean none. */
-export const OptionalUuid = z.preprocess((v) => (v === '' ? null : v), z.string().uuid('must be a UUID').nullish()).transform((v) => v ?? null);
+export const OptionalUuid = z
+	.preprocess((v) => (v === '' ? null : v), z.string().uuid('must be a UUID').nullish())
+	.transform((v) => v ?? null);
 
 /** An optional Telegram bigint id: absent, null or "" mean none. */
-export const OptionalBigInt = z.preprocess((v) => (v === '' ? null : v), BigIntLike.nullish()).transform((v) => v ?? null);
+export const OptionalBigInt = z
+	.preprocess((v) => (v === '' ? null : v), BigIntLike.nullish())
+	.transform((v) => v ?? null);
 
 /**
  * @throws ContractError 422 `{ code: "VALIDATION", field: "req.<path>" }` naming the first bad field
@@ -34,7 +38,11 @@ export function parseRequest<S extends z.ZodTypeAny>(schema: S, raw: unknown, wh
 	if (parsed.success) return parsed.data;
 	const issue = parsed.error.issues[0];
 	const field = ['req', ...issue.path].join('.');
-	throw ContractError.validation(`invalid request: ${field} ${issue.message}`, { code: 'VALIDATION', field }, { operation: 'validate', ...where });
+	throw ContractError.validation(
+		`invalid request: ${field} ${issue.message}`,
+		{ code: 'VALIDATION', field },
+		{ operation: 'validate', ...where },
+	);
 }
 
 /** `text` parsed as JSON, or `text` itself when it is not JSON (a request given as a string). Never throws. */

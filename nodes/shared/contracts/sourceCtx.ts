@@ -16,7 +16,11 @@ export const SourceCtx = z
 	.passthrough()
 	.superRefine((ctx, issue) => {
 		if ((ctx.visibility === 'dm') !== (ctx.dm_owner_user_id !== null)) {
-			issue.addIssue({ code: z.ZodIssueCode.custom, path: ['dm_owner_user_id'], message: 'is required for dm and must be null for group' });
+			issue.addIssue({
+				code: z.ZodIssueCode.custom,
+				path: ['dm_owner_user_id'],
+				message: 'is required for dm and must be null for group',
+			});
 		}
 	});
 export type SourceCtx = z.infer<typeof SourceCtx>;

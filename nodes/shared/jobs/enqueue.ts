@@ -22,18 +22,28 @@ export interface WantedJob {
  * @throws ContractError 422 validation (`job_type`, or `payload.<path>` + details.job_type) before any
  *         write; 503/500 db
  */
-export async function enqueueJobs(db: Pick<Pool, 'query'>, tenantId: string, correlationId: string, jobs: WantedJob[]): Promise<number[]> {
+export async function enqueueJobs(
+	db: Pick<Pool, 'query'>,
+	tenantId: string,
+	correlationId: string,
+	jobs: WantedJob[],
+): Promise<number[]> {
 	if (jobs.length === 0) return [];
 	jobs.forEach((j, i) => {
 		validateJob(j.job_type, j.payload, jobs.length > 1 ? i : undefined);
 		// the worker reads rows by the payload's tenant (e.g. WF20's raw row): it must be the job's own
 		if (j.payload.tenant_id !== undefined && j.payload.tenant_id !== tenantId) {
-			throw ContractError.validation(`invalid job${jobs.length > 1 ? ` (job ${i})` : ''}: payload.tenant_id is not the job's tenant`, { code: 'VALIDATION', field: 'payload.tenant_id', job_type: j.job_type }, { operation: 'validate', table: 'ops.jobs' });
+			throw ContractError.validation(
+				`invalid job${jobs.length > 1 ? ` (job ${i})` : ''}: payload.tenant_id is not the job's tenant`,
+				{ code: 'VALIDATION', field: 'payload.tenant_id', job_type: j.job_type },
+				{ operation: 'validate', table: 'ops.jobs' },
+			);
 		}
 	});
 	try {
 		const ids = new Map<string, number>();
-		for (const r of (await db.query(ENQUEUE_JOBS, [tenantId, correlationId, JSON.stringify(jobs)])).rows) ids.set(r.dedup_key, Number(r.id));
+		for (const r of (await db.query(ENQUEUE_JOBS, [tenantId, correlationId, JSON.stringify(jobs)])).rows)
+			ids.set(r.dedup_key, Number(r.id));
 		const unseen = jobs.filter((j) => !ids.has(j.dedup_key)).map((j) => j.dedup_key);
 		if (unseen.length > 0) {
 			// committed by a concurrent insert after this statement's snapshot: a fresh statement sees it
@@ -46,7 +56,12 @@ export async function enqueueJobs(db: Pick<Pool, 'query'>, tenantId: string, cor
 }
 
 /** One job of enqueueJobs: its id. @throws as enqueueJobs */
-export async function enqueueOnce(pool: Pick<Pool, 'query'>, job: WantedJob & { tenant_id: string; correlation_id: string }): Promise<number> {
-	const [id] = await enqueueJobs(pool, job.tenant_id, job.correlation_id, [{ job_type: job.job_type, dedup_key: job.dedup_key, payload: job.payload }]);
+export async function enqueueOnce(
+	pool: Pick<Pool, 'query'>,
+	job: WantedJob & { tenant_id: string; correlation_id: string },
+): Promise<number> {
+	const [id] = await enqueueJobs(pool, job.tenant_id, job.correlation_id, [
+		{ job_type: job.job_type, dedup_key: job.dedup_key, payload: job.payload },
+	]);
 	return id;
 }

@@ -2,6 +2,14 @@
 export { nextRunAtSql, RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from './backoff';
 export { enqueueJobs, enqueueOnce, type WantedJob } from './enqueue';
 export { claimJobs, finishJob, finishJobs, jobTypeList, releaseStale, type FinishInput } from './queue';
-export { isJobType, JOB_REGISTRY, JOB_TYPE_LIST, JOB_TYPES, validateJob, type JobType, type JobTypeEntry } from './registry';
+export {
+	isJobType,
+	JOB_REGISTRY,
+	JOB_TYPE_LIST,
+	JOB_TYPES,
+	validateJob,
+	type JobType,
+	type JobTypeEntry,
+} from './registry';
 export { jobStats, STATS_WINDOW_SECONDS, type JobTypeStats } from './stats';
 export { FINISHED_JOB_STATUSES, JOB_RUN_STATUS, JOB_STATUS, type JobRunStatus, type JobStatus } from './status';

@@ -27,7 +27,10 @@ export const TelegramUpdatePayload = z
 		update_type: z.string().nullish(),
 		trace_id: TraceId,
 		correlation_id: z.string().uuid('must be a UUID').nullish(),
-		update: z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough().optional(),
+		update: z
+			.object({ update_id: z.number({ required_error: 'is required' }).int() })
+			.passthrough()
+			.optional(),
 	})
 	.passthrough()
 	.refine((p) => p.update !== undefined || (p.raw_update_id !== undefined && p.raw_update_id !== null), {
@@ -36,10 +39,14 @@ export const TelegramUpdatePayload = z
 	});
 
 /** WF20 → WF30: one URL of a message. */
-export const UrlNormalizePayload = z.object({ tenant_id: TenantId, url: Text, ctx: SourceCtx, trace_id: TraceId }).passthrough();
+export const UrlNormalizePayload = z
+	.object({ tenant_id: TenantId, url: Text, ctx: SourceCtx, trace_id: TraceId })
+	.passthrough();
 
 /** WF30 → WF31: the canonical URL row to fetch. */
-export const UrlFetchPayload = z.object({ tenant_id: TenantId, url_id: DbId, ctx: SourceCtx, trace_id: TraceId }).passthrough();
+export const UrlFetchPayload = z
+	.object({ tenant_id: TenantId, url_id: DbId, ctx: SourceCtx, trace_id: TraceId })
+	.passthrough();
 
 /** WF20 → WF32: one attachment of a message. */
 export const FileDownloadPayload = z
@@ -59,7 +66,9 @@ export const FileDownloadPayload = z
 export const DocumentPayload = z.object({ tenant_id: TenantId, document_id: DbId, trace_id: TraceId }).passthrough();
 
 /** WF40 → WF41: a chunked document and the embedding model. */
-export const DocumentEmbedPayload = z.object({ tenant_id: TenantId, document_id: DbId, model_id: DbId, trace_id: TraceId }).passthrough();
+export const DocumentEmbedPayload = z
+	.object({ tenant_id: TenantId, document_id: DbId, model_id: DbId, trace_id: TraceId })
+	.passthrough();
 
 /** WF20 → WF51: a question to the bot. */
 export const QaAnswerPayload = z

@@ -19,7 +19,11 @@ import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE } from './statemen
 const JOBS = { table: 'ops.jobs' };
 
 function invalid(message: string, field: string): ContractError {
-	return ContractError.validation(`invalid input: ${message}`, { code: 'VALIDATION', field }, { operation: 'validate', ...JOBS });
+	return ContractError.validation(
+		`invalid input: ${message}`,
+		{ code: 'VALIDATION', field },
+		{ operation: 'validate', ...JOBS },
+	);
 }
 
 /** @throws ContractError 422 naming `field` unless an integer from 1 to `max` */
@@ -34,7 +38,12 @@ function text(value: unknown, field: string): string {
 	return value.trim();
 }
 
-async function run<T extends Record<string, unknown>>(pool: Pool, sql: string, params: unknown[], operation: string): Promise<T[]> {
+async function run<T extends Record<string, unknown>>(
+	pool: Pool,
+	sql: string,
+	params: unknown[],
+	operation: string,
+): Promise<T[]> {
 	try {
 		return (await pool.query<T>(sql, params)).rows;
 	} catch (error) {
@@ -49,7 +58,10 @@ async function run<T extends Record<string, unknown>>(pool: Pool, sql: string, p
 export function jobTypeList(value: unknown, field = 'job_type'): string[] | null {
 	if (value === undefined || value === null) return null;
 	if (typeof value !== 'string') throw invalid(`${field} must be text`, field);
-	const types = value.split(',').map((t) => t.trim()).filter(Boolean);
+	const types = value
+		.split(',')
+		.map((t) => t.trim())
+		.filter(Boolean);
 	return types.length === 0 ? null : types;
 }
 
@@ -62,13 +74,19 @@ export async function claimJobs(pool: Pool, input: { job_type: unknown; batch_si
 	text(input.job_type, 'job_type');
 	const types = jobTypeList(input.job_type);
 	if (!types) throw invalid('job_type names no type', 'job_type');
-	return run<Record<string, unknown>>(pool, CLAIM_JOBS, [types, positiveInt(input.batch_size, 'batch_size', 1000), text(input.worker, 'worker')], 'update');
+	return run<Record<string, unknown>>(
+		pool,
+		CLAIM_JOBS,
+		[types, positiveInt(input.batch_size, 'batch_size', 1000), text(input.worker, 'worker')],
+		'update',
+	);
 }
 
 /** The optional claim token: absent/null/"" → not checked; else it must be a UUID (422 naming the field). */
 function claimToken(value: unknown): string | null {
 	if (value === undefined || value === null || value === '') return null;
-	if (typeof value !== 'string' || !isUuid(value.trim())) throw invalid('claim_token must be the UUID Claim Jobs returned', 'claim_token');
+	if (typeof value !== 'string' || !isUuid(value.trim()))
+		throw invalid('claim_token must be the UUID Claim Jobs returned', 'claim_token');
 	return value.trim().toLowerCase();
 }
 
@@ -101,14 +119,31 @@ function check(input: FinishInput, index: number): Checked {
 	const jobId = positiveInt(input.job_id, 'job_id', Number.MAX_SAFE_INTEGER);
 	const worker = text(input.worker, 'worker');
 	const token = claimToken(input.claim_token);
-	const error = input.success ? null : input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error) ? input.error : { message: String(input.error ?? 'failed') };
-	return { index, jobId, worker, token, success: input.success, retryable: input.retryable ?? true, error: error === null ? null : JSON.stringify(error), acceptFinished: input.accept_finished === true };
+	const error = input.success
+		? null
+		: input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error)
+			? input.error
+			: { message: String(input.error ?? 'failed') };
+	return {
+		index,
+		jobId,
+		worker,
+		token,
+		success: input.success,
+		retryable: input.retryable ?? true,
+		error: error === null ? null : JSON.stringify(error),
+		acceptFinished: input.accept_finished === true,
+	};
 }
 
 function notHeld(c: Checked): ContractError {
 	// the token itself is never echoed: it is the attempt's capability
 	const claim = c.token ? ' and this claim token' : '';
-	return ContractError.conflict(`job ${c.jobId} is not running under worker ${c.worker}${claim}`, { code: 'NOT_LOCKED_BY_WORKER', job_id: c.jobId, worker: c.worker, claim_token_checked: c.token !== null }, { operation: 'update', ...JOBS });
+	return ContractError.conflict(
+		`job ${c.jobId} is not running under worker ${c.worker}${claim}`,
+		{ code: 'NOT_LOCKED_BY_WORKER', job_id: c.jobId, worker: c.worker, claim_token_checked: c.token !== null },
+		{ operation: 'update', ...JOBS },
+	);
 }
 
 /**
@@ -121,7 +156,10 @@ function notHeld(c: Checked): ContractError {
  * it finished (409, or already_finished), as one after the other would.
  * @throws ContractError 503/500 when a statement fails (then no input of the batch was finished)
  */
-export async function finishJobs(pool: Pool, inputs: FinishInput[]): Promise<Array<Record<string, unknown> | ContractError>> {
+export async function finishJobs(
+	pool: Pool,
+	inputs: FinishInput[],
+): Promise<Array<Record<string, unknown> | ContractError>> {
 	const out: Array<Record<string, unknown> | ContractError> = new Array(inputs.length);
 	const first: Checked[] = [];
 	const repeated: Checked[] = [];
@@ -137,26 +175,40 @@ export async function finishJobs(pool: Pool, inputs: FinishInput[]): Promise<Arr
 	});
 	const finished = new Map<number, Record<string, unknown>>();
 	if (first.length > 0) {
-		const rows = await run<Record<string, unknown>>(pool, FINISH_JOBS, [
-			first.map((c) => c.jobId),
-			first.map((c) => c.worker),
-			first.map((c) => c.success),
-			first.map((c) => c.retryable),
-			first.map((c) => c.error),
-			RETRY_BASE_SECONDS,
-			RETRY_CAP_SECONDS,
-			first.map((c) => c.token),
-		], 'update');
+		const rows = await run<Record<string, unknown>>(
+			pool,
+			FINISH_JOBS,
+			[
+				first.map((c) => c.jobId),
+				first.map((c) => c.worker),
+				first.map((c) => c.success),
+				first.map((c) => c.retryable),
+				first.map((c) => c.error),
+				RETRY_BASE_SECONDS,
+				RETRY_CAP_SECONDS,
+				first.map((c) => c.token),
+			],
+			'update',
+		);
 		for (const row of rows) finished.set(Number(row.id), row);
 	}
 	const missed = [...first.filter((c) => !finished.has(c.jobId)), ...repeated];
 	const lookup = [...new Set(missed.filter((c) => c.acceptFinished).map((c) => c.jobId))];
 	const current = new Map<number, Record<string, unknown>>();
-	if (lookup.length > 0) for (const row of await run<Record<string, unknown>>(pool, CURRENT_JOBS, [lookup], 'select')) current.set(Number(row.id), row);
+	if (lookup.length > 0)
+		for (const row of await run<Record<string, unknown>>(pool, CURRENT_JOBS, [lookup], 'select'))
+			current.set(Number(row.id), row);
 	for (const c of first) if (finished.has(c.jobId)) out[c.index] = finished.get(c.jobId)!;
 	for (const c of missed) {
 		if (!c.acceptFinished) out[c.index] = notHeld(c);
-		else out[c.index] = current.get(c.jobId) ?? ContractError.notFound(`job ${c.jobId} not found`, { code: 'JOB_NOT_FOUND', job_id: c.jobId }, { operation: 'select', ...JOBS });
+		else
+			out[c.index] =
+				current.get(c.jobId) ??
+				ContractError.notFound(
+					`job ${c.jobId} not found`,
+					{ code: 'JOB_NOT_FOUND', job_id: c.jobId },
+					{ operation: 'select', ...JOBS },
+				);
 	}
 	return out;
 }
@@ -172,5 +224,13 @@ export async function finishJob(pool: Pool, input: FinishInput): Promise<Record<
 
 /** Release Stale: `[{ id, status: "queued" | "dead", runs_closed }]`. @throws ContractError 422; 503/500 */
 export async function releaseStale(pool: Pool, input: { older_than_seconds: unknown; limit: unknown }) {
-	return run<Record<string, unknown>>(pool, RELEASE_STALE, [positiveInt(input.older_than_seconds, 'older_than_seconds', 86_400 * 7), positiveInt(input.limit, 'limit', 10_000)], 'update');
+	return run<Record<string, unknown>>(
+		pool,
+		RELEASE_STALE,
+		[
+			positiveInt(input.older_than_seconds, 'older_than_seconds', 86_400 * 7),
+			positiveInt(input.limit, 'limit', 10_000),
+		],
+		'update',
+	);
 }

@@ -13,7 +13,15 @@
  */
 import type { z } from 'zod';
 import { ContractError } from '../errors';
-import { DocumentEmbedPayload, DocumentPayload, FileDownloadPayload, QaAnswerPayload, TelegramUpdatePayload, UrlFetchPayload, UrlNormalizePayload } from './payloads';
+import {
+	DocumentEmbedPayload,
+	DocumentPayload,
+	FileDownloadPayload,
+	QaAnswerPayload,
+	TelegramUpdatePayload,
+	UrlFetchPayload,
+	UrlNormalizePayload,
+} from './payloads';
 import REGISTRY from './registry.json';
 
 export type JobType = keyof typeof REGISTRY;
@@ -42,11 +50,16 @@ const PAYLOADS: Record<JobType, z.ZodTypeAny> = {
 export const JOB_TYPE_LIST = Object.keys(REGISTRY) as JobType[];
 
 /** `JOB_TYPES.url_normalize === 'url_normalize'`: the names producers write into ops.jobs.job_type. */
-export const JOB_TYPES = Object.freeze(Object.fromEntries(JOB_TYPE_LIST.map((t) => [t, t]))) as { readonly [K in JobType]: K };
+export const JOB_TYPES = Object.freeze(Object.fromEntries(JOB_TYPE_LIST.map((t) => [t, t]))) as {
+	readonly [K in JobType]: K;
+};
 
 /** job_type → its entry. */
 export const JOB_REGISTRY: Readonly<Record<JobType, JobTypeEntry>> = Object.freeze(
-	Object.fromEntries(JOB_TYPE_LIST.map((t) => [t, { job_type: t, ...REGISTRY[t], payload: PAYLOADS[t] }])) as Record<JobType, JobTypeEntry>,
+	Object.fromEntries(JOB_TYPE_LIST.map((t) => [t, { job_type: t, ...REGISTRY[t], payload: PAYLOADS[t] }])) as Record<
+		JobType,
+		JobTypeEntry
+	>,
 );
 
 export function isJobType(value: unknown): value is JobType {
@@ -64,13 +77,21 @@ const JOBS_TABLE = { operation: 'validate', table: 'ops.jobs' };
 export function validateJob(jobType: unknown, payload: unknown, index?: number): JobType {
 	const at = index === undefined ? '' : ` (job ${index})`;
 	if (!isJobType(jobType)) {
-		throw ContractError.validation(`invalid job${at}: job_type ${JSON.stringify(String(jobType))} is not registered (no worker handles it)`, { code: 'VALIDATION', field: 'job_type' }, JOBS_TABLE);
+		throw ContractError.validation(
+			`invalid job${at}: job_type ${JSON.stringify(String(jobType))} is not registered (no worker handles it)`,
+			{ code: 'VALIDATION', field: 'job_type' },
+			JOBS_TABLE,
+		);
 	}
 	const parsed = JOB_REGISTRY[jobType].payload.safeParse(payload);
 	if (!parsed.success) {
 		const issue = parsed.error.issues[0];
 		const field = ['payload', ...issue.path].join('.');
-		throw ContractError.validation(`invalid job${at}: ${jobType} ${field} ${issue.message}`, { code: 'VALIDATION', field, job_type: jobType }, JOBS_TABLE);
+		throw ContractError.validation(
+			`invalid job${at}: ${jobType} ${field} ${issue.message}`,
+			{ code: 'VALIDATION', field, job_type: jobType },
+			JOBS_TABLE,
+		);
 	}
 	return jobType;
 }

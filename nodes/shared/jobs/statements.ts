@@ -151,7 +151,10 @@ export const JOBS_BY_DEDUP_KEY = 'SELECT id, dedup_key FROM ops.jobs WHERE dedup
  * `errorId`: SQL expression of the ops.errors id stored in last_error.error_id.
  */
 export function failJobCtes(p: number, errorId: string): string {
-	const [id, retryable, lastError, base, cap, correlation, tokenGiven, token] = Array.from({ length: 8 }, (_, i) => `$${p + i}`);
+	const [id, retryable, lastError, base, cap, correlation, tokenGiven, token] = Array.from(
+		{ length: 8 },
+		(_, i) => `$${p + i}`,
+	);
 	return `
 error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${errorId}) AS v
 ), job AS (
@@ -186,7 +189,6 @@ error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${er
   RETURNING id
 )`;
 }
-
 
 /**
  * Queue stats, one row per job type (the types $2 text[] always, plus every type found in ops.jobs or in

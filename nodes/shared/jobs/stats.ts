@@ -33,17 +33,32 @@ const num = (v: unknown): number | null => (v === null || v === undefined ? null
  * @param windowSeconds 1 … 30 days (422 naming `window_seconds` otherwise)
  * @throws ContractError 422; 503/500 db
  */
-export async function jobStats(pool: Pool, input: { window_seconds?: unknown; job_types?: string[] | null }): Promise<JobTypeStats[]> {
+export async function jobStats(
+	pool: Pool,
+	input: { window_seconds?: unknown; job_types?: string[] | null },
+): Promise<JobTypeStats[]> {
 	const window = positiveInt(input.window_seconds ?? STATS_WINDOW_SECONDS, 'window_seconds', 86_400 * 30);
 	let rows: Record<string, unknown>[];
 	try {
-		rows = (await pool.query(JOB_STATS, [window, JOB_TYPE_LIST, input.job_types && input.job_types.length > 0 ? input.job_types : null])).rows;
+		rows = (
+			await pool.query(JOB_STATS, [
+				window,
+				JOB_TYPE_LIST,
+				input.job_types && input.job_types.length > 0 ? input.job_types : null,
+			])
+		).rows;
 	} catch (error) {
 		throw fromPgError(error, { operation: 'select', table: 'ops.jobs' });
 	}
 	return rows.map((r) => ({
 		job_type: String(r.job_type),
-		counts: { queued: Number(r.queued), running: Number(r.running), succeeded: Number(r.succeeded), failed: Number(r.failed), dead: Number(r.dead) },
+		counts: {
+			queued: Number(r.queued),
+			running: Number(r.running),
+			succeeded: Number(r.succeeded),
+			failed: Number(r.failed),
+			dead: Number(r.dead),
+		},
 		oldest_queued_age_seconds: num(r.oldest_queued_age_seconds),
 		oldest_due_wait_seconds: num(r.oldest_due_wait_seconds),
 		window_seconds: window,

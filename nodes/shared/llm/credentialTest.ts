@@ -13,9 +13,19 @@ import { LLM_BASE_URL, MODEL_LIST_PATHS, type LlmCredential } from './generate';
  * Ollama, `GET /api/tags`, without following redirects. Never throws: `{ status: 'OK' | 'Error', message }`,
  * the key redacted from every message.
  */
-export async function contractsLlmApiTest(this: ICredentialTestFunctions, credential: ICredentialsDecrypted): Promise<INodeCredentialTestResult> {
+export async function contractsLlmApiTest(
+	this: ICredentialTestFunctions,
+	credential: ICredentialsDecrypted,
+): Promise<INodeCredentialTestResult> {
 	const data = (credential.data ?? {}) as unknown as LlmCredential;
 	const key = data.apiKey ? String(data.apiKey) : '';
 	const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
-	return probeCredential(data.baseUrl, LLM_BASE_URL, MODEL_LIST_PATHS[data.api] ?? MODEL_LIST_PATHS.openai, headers, redactorFor([key]), 'Connected: the model list answered');
+	return probeCredential(
+		data.baseUrl,
+		LLM_BASE_URL,
+		MODEL_LIST_PATHS[data.api] ?? MODEL_LIST_PATHS.openai,
+		headers,
+		redactorFor([key]),
+		'Connected: the model list answered',
+	);
 }

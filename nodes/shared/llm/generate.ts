@@ -14,7 +14,12 @@ import { ContractError, type ErrorContextInit } from '../errors';
 import { REDIRECT_HINT, redactorFor, type Redactor } from '../redact';
 
 /** The Base URL field of the Contracts LLM API credential, for validation messages. */
-export const LLM_BASE_URL: UrlField = { credential: 'Contracts LLM API', field: 'Base URL', name: 'baseUrl', example: 'https://api.openai.com' };
+export const LLM_BASE_URL: UrlField = {
+	credential: 'Contracts LLM API',
+	field: 'Base URL',
+	name: 'baseUrl',
+	example: 'https://api.openai.com',
+};
 
 export interface LlmCredential {
 	/** `openai` and `gemini` speak the OpenAI chat format (at CHAT_PATHS[api]); `ollama` its /api/generate. */
@@ -44,7 +49,12 @@ export interface RetryPolicy {
 	rateLimitWaitMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { timeoutMs: 30_000, maxRetries: 3, backoffBaseMs: 1_000, rateLimitWaitMs: 60_000 };
+export const DEFAULT_RETRY: RetryPolicy = {
+	timeoutMs: 30_000,
+	maxRetries: 3,
+	backoffBaseMs: 1_000,
+	rateLimitWaitMs: 60_000,
+};
 
 /** What a sender returns; it throws only when no HTTP answer came (timeout, refused, reset). */
 export interface HttpAnswer {
@@ -52,7 +62,12 @@ export interface HttpAnswer {
 	body: unknown;
 	headers: Record<string, string | string[] | undefined>;
 }
-export type Sender = (request: { url: string; body: unknown; headers: Record<string, string>; timeoutMs: number }) => Promise<HttpAnswer>;
+export type Sender = (request: {
+	url: string;
+	body: unknown;
+	headers: Record<string, string>;
+	timeoutMs: number;
+}) => Promise<HttpAnswer>;
 
 export interface LlmResult {
 	text: string;
@@ -64,7 +79,14 @@ export interface LlmResult {
 const WHERE: ErrorContextInit = { operation: 'generate', table: 'llm' };
 
 /** A ContractError of the model call with the key redacted from its message and details. */
-function failure(redact: Redactor, message: string, status: number, kind: ConstructorParameters<typeof ContractError>[2], retryable: boolean, details: Record<string, unknown>): ContractError {
+function failure(
+	redact: Redactor,
+	message: string,
+	status: number,
+	kind: ConstructorParameters<typeof ContractError>[2],
+	retryable: boolean,
+	details: Record<string, unknown>,
+): ContractError {
 	return new ContractError(redact.string(message), status, kind, retryable, redact.value(details), WHERE);
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -80,7 +102,11 @@ export const CHAT_PATHS: Record<LlmCredential['api'], string> = {
 };
 
 /** Path of the model list the credential test asks for, per API style. */
-export const MODEL_LIST_PATHS: Record<LlmCredential['api'], string> = { openai: '/v1/models', gemini: '/v1beta/openai/models', ollama: '/api/tags' };
+export const MODEL_LIST_PATHS: Record<LlmCredential['api'], string> = {
+	openai: '/v1/models',
+	gemini: '/v1beta/openai/models',
+	ollama: '/api/tags',
+};
 
 function textOf(api: LlmCredential['api'], body: unknown): string | null {
 	const b = body as { choices?: { message?: { content?: unknown } }[]; response?: unknown } | null;
@@ -93,7 +119,12 @@ function textOf(api: LlmCredential['api'], body: unknown): string | null {
  * @throws ContractError 504/503 upstream retryable after the last retry, 502 fatal answer, 422
  *         INVALID_JSON, 500 validation BAD_CREDENTIAL_URL; none carries the API key
  */
-export async function generate(credential: LlmCredential, request: LlmRequest, policy: RetryPolicy, send: Sender): Promise<LlmResult> {
+export async function generate(
+	credential: LlmCredential,
+	request: LlmRequest,
+	policy: RetryPolicy,
+	send: Sender,
+): Promise<LlmResult> {
 	const model = request.model || credential.model || 'llama3';
 	const redact = redactorFor([credential.apiKey]);
 	const base = checkedBaseUrl(credential.baseUrl, LLM_BASE_URL);
@@ -116,7 +147,10 @@ export async function generate(credential: LlmCredential, request: LlmRequest, p
 					prompt: request.input,
 					stream: false,
 					...(request.expectJson ? { format: 'json' } : {}),
-					options: { ...(request.temperature !== undefined ? { temperature: request.temperature } : {}), ...(request.maxTokens ? { num_predict: request.maxTokens } : {}) },
+					options: {
+						...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+						...(request.maxTokens ? { num_predict: request.maxTokens } : {}),
+					},
 				};
 	const headers: Record<string, string> = { 'content-type': 'application/json' };
 	if (credential.apiKey) headers.authorization = `Bearer ${credential.apiKey}`;
@@ -130,13 +164,24 @@ export async function generate(credential: LlmCredential, request: LlmRequest, p
 		}
 		if (answer && answer.status >= 200 && answer.status < 300) {
 			const text = textOf(credential.api, answer.body);
-			if (text === null) throw failure(redact, `the model's answer has no text (${credential.api} format expected)`, 502, 'upstream', false, { code: 'BAD_ANSWER' });
+			if (text === null)
+				throw failure(
+					redact,
+					`the model's answer has no text (${credential.api} format expected)`,
+					502,
+					'upstream',
+					false,
+					{ code: 'BAD_ANSWER' },
+				);
 			let json: unknown = null;
 			if (request.expectJson) {
 				try {
 					json = JSON.parse(text);
 				} catch (error) {
-					throw failure(redact, `invalid JSON from the model: ${(error as Error).message}`, 422, 'validation', false, { code: 'INVALID_JSON', text: redact.string(text).slice(0, 2000) });
+					throw failure(redact, `invalid JSON from the model: ${(error as Error).message}`, 422, 'validation', false, {
+						code: 'INVALID_JSON',
+						text: redact.string(text).slice(0, 2000),
+					});
 				}
 			}
 			return { text, json, model, attempts: attempt };
@@ -149,14 +194,28 @@ export async function generate(credential: LlmCredential, request: LlmRequest, p
 		} else if (answer && ![502, 503, 504].includes(answer.status)) {
 			// Redacted before it is cut to 2000 characters, so no part of a key is left at the cut.
 			const quoted = redact.string(JSON.stringify(redact.value(answer.body ?? null)) ?? 'null');
-			throw failure(redact, `the model answered HTTP ${answer.status}${answer.status >= 300 && answer.status < 400 ? REDIRECT_HINT : ''}`, 502, 'upstream', false, { code: 'MODEL_ERROR', http_status: answer.status, body: quoted.slice(0, 2000) });
+			throw failure(
+				redact,
+				`the model answered HTTP ${answer.status}${answer.status >= 300 && answer.status < 400 ? REDIRECT_HINT : ''}`,
+				502,
+				'upstream',
+				false,
+				{ code: 'MODEL_ERROR', http_status: answer.status, body: quoted.slice(0, 2000) },
+			);
 		} else {
 			if (answer) last = `HTTP ${answer.status}`;
 			wait = policy.backoffBaseMs * 2 ** (attempt - 1);
 		}
 		if (attempt > policy.maxRetries) {
 			const rateLimited = last.startsWith('rate limited');
-			throw failure(redact, `the model failed after ${attempt} attempts: ${last}`, rateLimited ? 429 : 504, rateLimited ? 'rate_limit' : 'upstream', true, { code: 'MODEL_UNAVAILABLE', attempts: attempt, last });
+			throw failure(
+				redact,
+				`the model failed after ${attempt} attempts: ${last}`,
+				rateLimited ? 429 : 504,
+				rateLimited ? 'rate_limit' : 'upstream',
+				true,
+				{ code: 'MODEL_UNAVAILABLE', attempts: attempt, last },
+			);
 		}
 		await sleep(wait);
 	}

@@ -41,7 +41,9 @@ export function fieldsOf(ref: OperationRef, fields: FieldInit[]): INodePropertie
 
 /** The display conditions of `field` other than its resource and operation. */
 function extraConditions(field: INodeProperties): [string, unknown][] {
-	return Object.entries(field.displayOptions?.show ?? {}).filter(([name]) => name !== 'resource' && name !== 'operation');
+	return Object.entries(field.displayOptions?.show ?? {}).filter(
+		([name]) => name !== 'resource' && name !== 'operation',
+	);
 }
 
 /**
@@ -62,7 +64,11 @@ function isShown(fn: IExecuteFunctions, itemIndex: number, field: INodePropertie
  * schema validates. Empty strings become `undefined` so "missing" and "empty" fail alike; a field
  * hidden by its extra display conditions (FieldInit `show`) is left out.
  */
-export function readFields(fn: IExecuteFunctions, itemIndex: number, fields: INodeProperties[]): Record<string, unknown> {
+export function readFields(
+	fn: IExecuteFunctions,
+	itemIndex: number,
+	fields: INodeProperties[],
+): Record<string, unknown> {
 	const input: Record<string, unknown> = {};
 	for (const field of fields) {
 		if (field.type === 'notice') continue;
@@ -74,7 +80,12 @@ export function readFields(fn: IExecuteFunctions, itemIndex: number, fields: INo
 }
 
 /** The atom key field (`atom_id`): a key, or atoms/<key>. */
-export const ATOM_ID_FIELD: FieldInit = { displayName: 'Atom ID', name: 'atomId', required: true, description: 'Key of the atom (or atoms/&lt;key&gt;)' };
+export const ATOM_ID_FIELD: FieldInit = {
+	displayName: 'Atom ID',
+	name: 'atomId',
+	required: true,
+	description: 'Key of the atom (or atoms/&lt;key&gt;)',
+};
 
 /**
  * An expected-revision field: the body key `bodyKey`, else the webhook's If-Match header (seed 000:

@@ -35,7 +35,8 @@ const WHERE = { operation: 'authenticate' };
  *        (field `userId`, "User ID") or `author` (field `author`, "Author")
  */
 export function identityFields(who: string, as: 'user_id' | 'author' = 'user_id'): FieldInit[] {
-	const field = as === 'author' ? { displayName: 'Author', name: 'author' } : { displayName: 'User ID', name: 'userId' };
+	const field =
+		as === 'author' ? { displayName: 'Author', name: 'author' } : { displayName: 'User ID', name: 'userId' };
 	return [
 		{
 			displayName: 'Identity',
@@ -62,7 +63,8 @@ export function identityFields(who: string, as: 'user_id' | 'author' = 'user_id'
 			name: 'identityClaim',
 			default: DEFAULT_CLAIM,
 			show: { identity: ['token'] },
-			description: 'Claim of the verified JWT payload ($json.jwtPayload) that holds the user ID: a non-empty string or an integer, at most 256 characters',
+			description:
+				'Claim of the verified JWT payload ($json.jwtPayload) that holds the user ID: a non-empty string or an integer, at most 256 characters',
 		},
 		{
 			...field,
@@ -85,11 +87,17 @@ export interface IdentityParams {
 }
 
 function authError(message: string, statusCode: 401 | 403, details: Record<string, unknown>): ContractError {
-	return statusCode === 401 ? ContractError.unauthorized(message, details, WHERE) : ContractError.forbidden(message, details, WHERE);
+	return statusCode === 401
+		? ContractError.unauthorized(message, details, WHERE)
+		: ContractError.forbidden(message, details, WHERE);
 }
 
 function invalidParam(field: string, message: string): ContractError {
-	return ContractError.validation(`invalid input: ${field} ${message}`, { code: 'VALIDATION', field }, { operation: 'validate' });
+	return ContractError.validation(
+		`invalid input: ${field} ${message}`,
+		{ code: 'VALIDATION', field },
+		{ operation: 'validate' },
+	);
 }
 
 /** Reads `record[key]` as an own property (never the prototype's); a throwing getter reads as `failed`. */
@@ -117,12 +125,17 @@ function ownValue(record: Record<string, unknown>, key: string): { value?: unkno
 export function tokenIdentity(json: IDataObject | Record<string, unknown>, claim: string, bodyKey = 'user_id'): string {
 	const payload = ownValue(json, 'jwtPayload');
 	const invalid = (reason: string) =>
-		authError(`the token's claim "${claim}" ${reason}: issue tokens whose "${claim}" is the user ID, or set Identity Claim to the claim that holds it`, 403, {
-			code: 'IDENTITY_CLAIM_INVALID',
-			claim,
-		});
+		authError(
+			`the token's claim "${claim}" ${reason}: issue tokens whose "${claim}" is the user ID, or set Identity Claim to the claim that holds it`,
+			403,
+			{
+				code: 'IDENTITY_CLAIM_INVALID',
+				claim,
+			},
+		);
 	// A verified token whose payload is not a JSON object (jsonwebtoken returns it as a string) has no claims.
-	if (payload.value !== undefined && payload.value !== null && !isRecord(payload.value)) throw invalid('is missing (the token\'s payload is not a JSON object)');
+	if (payload.value !== undefined && payload.value !== null && !isRecord(payload.value))
+		throw invalid("is missing (the token's payload is not a JSON object)");
 	if (!isRecord(payload.value)) {
 		throw authError(
 			"no verified token on the item (json.jwtPayload is missing): set the Webhook node's Authentication to JWT Auth, or Identity to User ID Field",
@@ -167,7 +180,11 @@ function sameUser(value: unknown, identity: string): boolean {
  * @throws ContractError 401/403 (see tokenIdentity); 422 VALIDATION for an Identity other than
  *         token/field or an Identity Claim that is not a name of 1–256 characters
  */
-export function resolveUserId(params: IdentityParams, json: IDataObject | Record<string, unknown>, bodyKey = 'user_id'): unknown {
+export function resolveUserId(
+	params: IdentityParams,
+	json: IDataObject | Record<string, unknown>,
+	bodyKey = 'user_id',
+): unknown {
 	const mode = params.identity ?? 'token';
 	if (mode === 'field') return params.user_id;
 	if (mode !== 'token') throw invalidParam('identity', 'must be token or field');
@@ -196,7 +213,12 @@ function identityKey(fields: INodeProperties[]): string {
  * keeps its ctx.
  * @throws ContractError 401/403/422 as resolveUserId
  */
-export function readOperationInput(fn: IExecuteFunctions, itemIndex: number, fields: INodeProperties[], json: IDataObject): Record<string, unknown> {
+export function readOperationInput(
+	fn: IExecuteFunctions,
+	itemIndex: number,
+	fields: INodeProperties[],
+	json: IDataObject,
+): Record<string, unknown> {
 	const input = readFields(fn, itemIndex, fields);
 	if (!hasIdentity(fields)) return input;
 	const key = identityKey(fields);

@@ -20,7 +20,13 @@ export function hasExpression(value: unknown): boolean {
 }
 
 /** The parameter as stored when it holds no expression and is present; else n8n's getNodeParameter. */
-export function plainParameter(fn: IExecuteFunctions, node: INode, name: string, itemIndex: number, fallback?: unknown): unknown {
+export function plainParameter(
+	fn: IExecuteFunctions,
+	node: INode,
+	name: string,
+	itemIndex: number,
+	fallback?: unknown,
+): unknown {
 	const raw = node.parameters[name];
 	if (raw === undefined || hasExpression(raw)) return fn.getNodeParameter(name, itemIndex, fallback);
 	return raw;

@@ -18,7 +18,12 @@ export function resourceProperties(resources: ResourceSpec[]): INodeProperties[]
 			type: 'options',
 			noDataExpression: true,
 			displayOptions: { show: { resource: [resource.value] } },
-			options: resource.operations.map((op) => ({ name: op.name, value: op.value, action: op.action, description: op.description })),
+			options: resource.operations.map((op) => ({
+				name: op.name,
+				value: op.value,
+				action: op.action,
+				description: op.description,
+			})),
 			default: first,
 		};
 	});

@@ -25,7 +25,9 @@ import { runItems, type ItemResult, type ItemState } from './runItems';
  * One operation of a resource: its entry in the Operation dropdown, its fields, and its `execute`, whose
  * signature is the node's own (`Execute`): the router never calls it, the node's Route does.
  */
-export interface Operation<Execute extends (...args: never[]) => Promise<unknown> = (...args: never[]) => Promise<unknown>> {
+export interface Operation<
+	Execute extends (...args: never[]) => Promise<unknown> = (...args: never[]) => Promise<unknown>,
+> {
 	/** Value in the node's Operation dropdown (the `operation` parameter). */
 	value: string;
 	/** Dropdown label. */
@@ -51,13 +53,22 @@ export interface Resource<Op extends { value: string } = Operation> {
  * @param label the node, for the error message (e.g. "ArangoCAS")
  * @throws Error for an unknown pair (a corrupted workflow)
  */
-export function findOperation<Op extends { value: string }>(resources: Resource<Op>[], resource: string, operation: string, label = 'node'): Op {
+export function findOperation<Op extends { value: string }>(
+	resources: Resource<Op>[],
+	resource: string,
+	operation: string,
+	label = 'node',
+): Op {
 	const found = lookup(resources, resource, operation);
 	if (!found) throw new Error(`unknown ${label} operation ${resource}/${operation}`);
 	return found;
 }
 
-function lookup<Op extends { value: string }>(resources: Resource<Op>[], resource: string, operation: string): Op | undefined {
+function lookup<Op extends { value: string }>(
+	resources: Resource<Op>[],
+	resource: string,
+	operation: string,
+): Op | undefined {
 	return resources.find((r) => r.value === resource)?.operations.find((o) => o.value === operation);
 }
 
@@ -128,7 +139,9 @@ export interface Route<Op extends Operation, Conn, Context> {
 	 * When the operation of the execution's first item writes all items at once (one statement for the
 	 * batch), that call: one Answer or that item's own ContractError per entry, in order.
 	 */
-	batch?(operation: Op): ((entries: Array<{ context: Context; input: unknown }>) => Promise<Array<Answer | ContractError>>) | undefined;
+	batch?(
+		operation: Op,
+	): ((entries: Array<{ context: Context; input: unknown }>) => Promise<Array<Answer | ContractError>>) | undefined;
 }
 
 interface Prepared<Op, Context> {
@@ -169,17 +182,35 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 			contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
 		};
 		const operation = found ?? findOperation(route.resources, resource, operationValue, route.label);
-		const input = 'input' in incoming ? incoming.input : readOperationInput(fn, itemIndex, operation.fields ?? [], item.json);
-		const routed: RoutedItem<Op> = { item, itemIndex, state, resource, operationValue, operation, options, workflow, correlationId, node };
+		const input =
+			'input' in incoming ? incoming.input : readOperationInput(fn, itemIndex, operation.fields ?? [], item.json);
+		const routed: RoutedItem<Op> = {
+			item,
+			itemIndex,
+			state,
+			resource,
+			operationValue,
+			operation,
+			options,
+			workflow,
+			correlationId,
+			node,
+		};
 		return { routed, context: route.context(fn, conn, routed), input };
 	};
 	const respond = ({ routed }: Prepared<Op, Context>, answer: Answer): ItemResult => {
 		const { workflow, state } = routed;
 		const envelope = (data: Record<string, unknown>): IDataObject => {
-			const json = success(data, { source: workflow, status_code: answer.statusCode ?? 200, correlation: correlationOf(state.ctx ?? {}, { workflow, node }) }) as unknown as IDataObject;
+			const json = success(data, {
+				source: workflow,
+				status_code: answer.statusCode ?? 200,
+				correlation: correlationOf(state.ctx ?? {}, { workflow, node }),
+			}) as unknown as IDataObject;
 			return route.ctxInOutput ? { ...json, ctx: state.ctx as IDataObject } : json;
 		};
-		return answer.many ? { many: answer.many.map(envelope), output: answer.output } : { json: envelope(answer.data ?? {}), output: answer.output };
+		return answer.many
+			? { many: answer.many.map(envelope), output: answer.output }
+			: { json: envelope(answer.data ?? {}), output: answer.output };
 	};
 	const items = fn.getInputData();
 	const first = items.length > 0 ? lookup(route.resources, ...pair(fn, 0)) : undefined;
@@ -189,7 +220,10 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 		return runBatch(
 			fn,
 			prepare,
-			async (all) => (await batch(all.map((p) => ({ context: p.context, input: p.input })))).map((r, k) => (r instanceof ContractError ? r : respond(all[k], r))),
+			async (all) =>
+				(await batch(all.map((p) => ({ context: p.context, input: p.input })))).map((r, k) =>
+					r instanceof ContractError ? r : respond(all[k], r),
+				),
 			outputs,
 		);
 	}

@@ -39,7 +39,10 @@ export async function runBatch<P>(
 	}
 	const stop = !fn.continueOnFail();
 	const fail = (error: ContractError, itemIndex: number) =>
-		new NodeOperationError(node, error.message, { itemIndex, description: `status ${error.statusCode} (${error.kind}${error.retryable ? ', retryable' : ''})` });
+		new NodeOperationError(node, error.message, {
+			itemIndex,
+			description: `status ${error.statusCode} (${error.kind}${error.retryable ? ', retryable' : ''})`,
+		});
 	const failedEarly = results.findIndex((r) => r instanceof ContractError);
 	if (stop && failedEarly >= 0) throw fail(results[failedEarly] as ContractError, failedEarly);
 	if (ready.length > 0) {
@@ -60,7 +63,8 @@ export async function runBatch<P>(
 			outputs[0].push({ json: errorJson(result, node, states[i].ctx ?? {}), pairedItem: { item: i } });
 			continue;
 		}
-		for (const json of result.many ?? [result.json ?? {}]) outputs[result.output ?? 0].push({ json, pairedItem: { item: i } });
+		for (const json of result.many ?? [result.json ?? {}])
+			outputs[result.output ?? 0].push({ json, pairedItem: { item: i } });
 	}
 	return outputs;
 }

@@ -82,7 +82,8 @@ export async function runItems(
 		const state: ItemState = {};
 		try {
 			const result = await handler(items[itemIndex], itemIndex, state);
-			for (const json of result.many ?? [result.json ?? {}]) outputs[result.output ?? 0].push({ json, pairedItem: { item: itemIndex } });
+			for (const json of result.many ?? [result.json ?? {}])
+				outputs[result.output ?? 0].push({ json, pairedItem: { item: itemIndex } });
 		} catch (thrown) {
 			const error = asContractError(thrown);
 			if (fn.continueOnFail()) {

@@ -7,7 +7,13 @@
  */
 import type { ICredentialTestFunctions, ICredentialsDecrypted, INodeCredentialTestResult } from 'n8n-workflow';
 import { Client } from 'pg';
-import { poolConfig, postgresCredentialProblem, postgresRedactor, redactPostgresText, type PostgresCredential } from './pool';
+import {
+	poolConfig,
+	postgresCredentialProblem,
+	postgresRedactor,
+	redactPostgresText,
+	type PostgresCredential,
+} from './pool';
 
 export async function postgresContractsApiTest(
 	this: ICredentialTestFunctions,
@@ -25,7 +31,10 @@ export async function postgresContractsApiTest(
 		await client.query('SELECT 1');
 		return { status: 'OK', message: 'Connection successful' };
 	} catch (error) {
-		return { status: 'Error', message: redactPostgresText(redact, error instanceof Error ? error.message || String(error) : String(error)) };
+		return {
+			status: 'Error',
+			message: redactPostgresText(redact, error instanceof Error ? error.message || String(error) : String(error)),
+		};
 	} finally {
 		await client.end().catch(() => undefined);
 	}

@@ -29,7 +29,10 @@ const entries = new Map<string, { pool: Pool; expires: number }>();
  * true for direct callers; Telegram Ingest passes its Reuse Credential option).
  * @throws whatever getCredentials / getPool throw (ContractError 500 validation for a bad credential field)
  */
-export async function executionPool(fn: IExecuteFunctions, opts: { node?: INode; now?: number; reuse?: boolean } = {}): Promise<Pool> {
+export async function executionPool(
+	fn: IExecuteFunctions,
+	opts: { node?: INode; now?: number; reuse?: boolean } = {},
+): Promise<Pool> {
 	const now = opts.now ?? Date.now();
 	const credentialId = (opts.node ?? fn.getNode()).credentials?.postgresContractsApi?.id;
 	const workflowId = fn.getWorkflow?.()?.id;

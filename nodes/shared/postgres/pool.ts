@@ -79,7 +79,8 @@ export function postgresRedactor(credential: PostgresCredential): Redactor {
 /** The credential's secrets (`all`) and those that may be remembered process-wide (`remembered`), as above. */
 function postgresSecrets(credential: PostgresCredential): { all: unknown[]; remembered: unknown[] } {
 	const password = credential.password;
-	const isPublic = typeof password === 'string' && [credential.user, credential.database, credential.host].includes(password);
+	const isPublic =
+		typeof password === 'string' && [credential.user, credential.database, credential.host].includes(password);
 	const pasted: string[] = [];
 	for (const [name] of PLAIN_FIELDS) {
 		const value = credential[name];
@@ -133,7 +134,11 @@ export function poolConfig(credential: PostgresCredential): PoolConfig {
 function sweep(): void {
 	const now = Date.now();
 	for (const [key, entry] of pools) {
-		if (now - entry.lastUsed > POOL_IDLE_CLOSE_MS && entry.pool.waitingCount === 0 && entry.pool.totalCount === entry.pool.idleCount) {
+		if (
+			now - entry.lastUsed > POOL_IDLE_CLOSE_MS &&
+			entry.pool.waitingCount === 0 &&
+			entry.pool.totalCount === entry.pool.idleCount
+		) {
 			pools.delete(key);
 			void entry.pool.end().catch(() => undefined);
 		}

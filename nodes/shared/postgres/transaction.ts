@@ -19,8 +19,14 @@ function isPool(db: Pool | SingleConnection): db is Pool {
  * @throws whatever `fn`, BEGIN or COMMIT throws, unmapped (callers map pg errors with fromPgError)
  */
 export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T>;
-export async function inTransaction<T>(db: Pool | SingleConnection, fn: (client: PoolClient | SingleConnection) => Promise<T>): Promise<T>;
-export async function inTransaction<T>(db: Pool | SingleConnection, fn: (client: PoolClient & SingleConnection) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+	db: Pool | SingleConnection,
+	fn: (client: PoolClient | SingleConnection) => Promise<T>,
+): Promise<T>;
+export async function inTransaction<T>(
+	db: Pool | SingleConnection,
+	fn: (client: PoolClient & SingleConnection) => Promise<T>,
+): Promise<T> {
 	const pooled = isPool(db);
 	const client = (pooled ? await db.connect() : db) as PoolClient & SingleConnection;
 	let broken = false;

@@ -146,7 +146,12 @@ export function evaluate(condition: Condition | null | undefined, entity: unknow
 				? condition.conditions.every((c) => evaluate(c, entity, meta))
 				: condition.conditions.some((c) => evaluate(c, entity, meta));
 		case 'lifecycle': {
-			const stored = condition.field === 'state' ? meta.state : condition.field === 'creationDate' ? meta.creationDate : meta.previousTransition;
+			const stored =
+				condition.field === 'state'
+					? meta.state
+					: condition.field === 'creationDate'
+						? meta.creationDate
+						: meta.previousTransition;
 			const value = stored instanceof Date ? stored.toISOString() : stored;
 			return matchesOne(value, condition.operatorType, condition.value, condition.field === 'creationDate');
 		}
@@ -163,7 +168,9 @@ export function evaluate(condition: Condition | null | undefined, entity: unknow
 			const raw = condition as unknown as { values?: unknown; value?: unknown };
 			const expectedValues = Array.isArray(raw.values) ? raw.values : Array.isArray(raw.value) ? raw.value : null;
 			if (!expectedValues) return false;
-			return expectedValues.every((expected, i) => expected === null || matchesOne(array[i], condition.operatorType ?? 'EQUALS', expected));
+			return expectedValues.every(
+				(expected, i) => expected === null || matchesOne(array[i], condition.operatorType ?? 'EQUALS', expected),
+			);
 		}
 	}
 }

@@ -43,7 +43,11 @@ export interface EngineOptions {
 	 * keeps that code. Without a runner, a transition that has processors aborts the operation
 	 * (NO_COMPUTE_MEMBER_FOR_TAG): processors are never silently skipped.
 	 */
-	runProcessor?: (processor: ProcessorDefinition, transition: TransitionDefinition, entity: unknown) => Promise<boolean | void | ProcessorOutcome>;
+	runProcessor?: (
+		processor: ProcessorDefinition,
+		transition: TransitionDefinition,
+		entity: unknown,
+	) => Promise<boolean | void | ProcessorOutcome>;
 }
 
 /** Why an operation aborted. */
@@ -68,7 +72,12 @@ export interface EngineResult {
 }
 
 /** The transitions a client may fire from `state` (manual, enabled, criterion matching). */
-export function availableTransitions(definition: WorkflowDefinition, state: string, entity: unknown, meta: Omit<EntityMeta, 'state'> = {}): string[] {
+export function availableTransitions(
+	definition: WorkflowDefinition,
+	state: string,
+	entity: unknown,
+	meta: Omit<EntityMeta, 'state'> = {},
+): string[] {
 	return (definition.states[state]?.transitions ?? [])
 		.filter((t) => t.manual && !t.disabled && evaluate(t.criterion, entity, { ...meta, state }))
 		.map((t) => t.name);
@@ -92,23 +101,39 @@ function storableReason(reason: string): string {
 }
 
 /** Runs the processors of `transition`; returns the entity after them, or the failure that aborts. */
-async function runProcessors(transition: TransitionDefinition, entity: unknown, options: EngineOptions, warnings: string[]): Promise<{ entity: unknown } | Failure> {
+async function runProcessors(
+	transition: TransitionDefinition,
+	entity: unknown,
+	options: EngineOptions,
+	warnings: string[],
+): Promise<{ entity: unknown } | Failure> {
 	let current = entity;
 	for (const processor of transition.processors) {
 		let failure: Failure | null = null;
 		let changed: unknown = undefined;
 		if (!options.runProcessor) {
-			failure = { reason: `processor ${processor.name}: no processor runner (no calculation node can be reached)`, code: 'NO_COMPUTE_MEMBER_FOR_TAG' };
+			failure = {
+				reason: `processor ${processor.name}: no processor runner (no calculation node can be reached)`,
+				code: 'NO_COMPUTE_MEMBER_FOR_TAG',
+			};
 		} else {
 			try {
 				const result = await options.runProcessor(processor, transition, current);
-				if (result === false) failure = { reason: `processor ${processor.name} returned failure`, code: 'WORKFLOW_FAILED' };
+				if (result === false)
+					failure = { reason: `processor ${processor.name} returned failure`, code: 'WORKFLOW_FAILED' };
 				else if (isOutcome(result)) {
-					if (!result.success) failure = { reason: `processor ${processor.name} returned failure${result.error ? `: ${result.error}` : ''}`, code: 'WORKFLOW_FAILED' };
+					if (!result.success)
+						failure = {
+							reason: `processor ${processor.name} returned failure${result.error ? `: ${result.error}` : ''}`,
+							code: 'WORKFLOW_FAILED',
+						};
 					else changed = result.entity;
 				}
 			} catch (error) {
-				const code = error instanceof ContractError && error.details.code === 'NO_COMPUTE_MEMBER_FOR_TAG' ? 'NO_COMPUTE_MEMBER_FOR_TAG' : 'WORKFLOW_FAILED';
+				const code =
+					error instanceof ContractError && error.details.code === 'NO_COMPUTE_MEMBER_FOR_TAG'
+						? 'NO_COMPUTE_MEMBER_FOR_TAG'
+						: 'WORKFLOW_FAILED';
 				failure = { reason: `processor ${processor.name} failed: ${(error as Error).message}`, code };
 			}
 		}
@@ -151,12 +176,23 @@ async function runCascade(
 	let depth = 0;
 	for (;;) {
 		const transition = (definition.states[current]?.transitions ?? []).find(
-			(t) => !t.manual && !t.disabled && evaluate(t.criterion, working, { ...meta, state: current, previousTransition: previous }),
+			(t) =>
+				!t.manual &&
+				!t.disabled &&
+				evaluate(t.criterion, working, { ...meta, state: current, previousTransition: previous }),
 		);
 		if (!transition) return { state: current, fired, entity: working };
 		depth++;
 		if (depth >= maxDepth) {
-			return { state: current, fired, entity: working, failure: { reason: `cascade depth limit ${maxDepth} reached at ${current}.${transition.name}`, code: 'CASCADE_LIMIT' } };
+			return {
+				state: current,
+				fired,
+				entity: working,
+				failure: {
+					reason: `cascade depth limit ${maxDepth} reached at ${current}.${transition.name}`,
+					code: 'CASCADE_LIMIT',
+				},
+			};
 		}
 		const count = (visits.get(transition.next) ?? 0) + 1;
 		if (count > maxVisits) {
@@ -164,7 +200,10 @@ async function runCascade(
 				state: current,
 				fired,
 				entity: working,
-				failure: { reason: `state ${transition.next} visited more than ${maxVisits} times (via ${current}.${transition.name})`, code: 'CASCADE_LIMIT' },
+				failure: {
+					reason: `state ${transition.next} visited more than ${maxVisits} times (via ${current}.${transition.name})`,
+					code: 'CASCADE_LIMIT',
+				},
 			};
 		}
 		const processed = await runProcessors(transition, working, options, warnings);
@@ -180,14 +219,29 @@ async function runCascade(
 /** The result of an operation that started in `origin` with `entity`: all of it, or nothing. */
 function settle(origin: string, entity: unknown, run: Run, warnings: string[]): EngineResult {
 	if (!run.failure) return { ok: true, state: run.state, fired: run.fired, warnings, entity: run.entity };
-	return { ok: false, state: origin, fired: [], warnings, entity, reason: run.failure.reason, code: run.failure.code, stoppedAt: run.state, attempted: run.fired };
+	return {
+		ok: false,
+		state: origin,
+		fired: [],
+		warnings,
+		entity,
+		reason: run.failure.reason,
+		code: run.failure.code,
+		stoppedAt: run.state,
+		attempted: run.fired,
+	};
 }
 
 /**
  * Runs only the processors of `transition` (leaving `state`), no criterion and no cascade: for callers
  * that move the entity themselves (the pipeline's Capture). All or nothing like the rest.
  */
-export async function runTransitionProcessors(state: string, transition: TransitionDefinition, entity: unknown, options: EngineOptions = {}): Promise<EngineResult> {
+export async function runTransitionProcessors(
+	state: string,
+	transition: TransitionDefinition,
+	entity: unknown,
+	options: EngineOptions = {},
+): Promise<EngineResult> {
 	const warnings: string[] = [];
 	const processed = await runProcessors(transition, entity, options, warnings);
 	if ('reason' in processed) return settle(state, entity, { state, fired: [], entity, failure: processed }, warnings);
@@ -225,14 +279,21 @@ export async function fireManual(
 	const available = availableTransitions(definition, state, entity, meta);
 	const details = { workflow: definition.name, state, transition: name, available };
 	if (!transition) {
-		throw ContractError.notFound(`transition ${name} does not exist in state ${state} (available: ${available.join(', ') || 'none'})`, {
-			code: 'TRANSITION_NOT_FOUND',
+		throw ContractError.notFound(
+			`transition ${name} does not exist in state ${state} (available: ${available.join(', ') || 'none'})`,
+			{
+				code: 'TRANSITION_NOT_FOUND',
+				...details,
+			},
+		);
+	}
+	if (transition.disabled)
+		throw ContractError.conflict(`transition ${name} is disabled`, { code: 'TRANSITION_DISABLED', ...details });
+	if (!evaluate(transition.criterion, entity, { ...meta, state })) {
+		throw ContractError.conflict(`transition ${name} is not allowed now: its criterion does not match`, {
+			code: 'CRITERION_NOT_MET',
 			...details,
 		});
-	}
-	if (transition.disabled) throw ContractError.conflict(`transition ${name} is disabled`, { code: 'TRANSITION_DISABLED', ...details });
-	if (!evaluate(transition.criterion, entity, { ...meta, state })) {
-		throw ContractError.conflict(`transition ${name} is not allowed now: its criterion does not match`, { code: 'CRITERION_NOT_MET', ...details });
 	}
 	const processed = await runTransitionProcessors(state, transition, entity, options);
 	if (!processed.ok) return processed;
@@ -240,7 +301,16 @@ export async function fireManual(
 		[state, 1],
 		[transition.next, (transition.next === state ? 1 : 0) + 1],
 	]);
-	const run = await runCascade(definition, transition.next, processed.entity, { ...meta, previousTransition: name }, options, visits, [name], processed.warnings);
+	const run = await runCascade(
+		definition,
+		transition.next,
+		processed.entity,
+		{ ...meta, previousTransition: name },
+		options,
+		visits,
+		[name],
+		processed.warnings,
+	);
 	return settle(state, entity, run, processed.warnings);
 }
 
@@ -252,14 +322,19 @@ export async function fireManual(
  */
 export function abortError(result: EngineResult, details: Record<string, unknown> = {}): ContractError {
 	const code = result.code === 'NO_COMPUTE_MEMBER_FOR_TAG' ? 'NO_COMPUTE_MEMBER_FOR_TAG' : 'WORKFLOW_FAILED';
-	return ContractError.upstream(`workflow aborted, nothing applied (state stays ${result.state}): ${result.reason}`, 400, false, {
-		code,
-		cause: result.code,
-		state: result.state,
-		stopped_at: result.stoppedAt,
-		attempted: result.attempted,
-		...details,
-	});
+	return ContractError.upstream(
+		`workflow aborted, nothing applied (state stays ${result.state}): ${result.reason}`,
+		400,
+		false,
+		{
+			code,
+			cause: result.code,
+			state: result.state,
+			stopped_at: result.stoppedAt,
+			attempted: result.attempted,
+			...details,
+		},
+	);
 }
 
 /** The first active workflow whose criterion matches the entity (null criterion matches all), or null. */

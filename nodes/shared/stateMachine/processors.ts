@@ -43,7 +43,12 @@ export type SubWorkflowCaller = (workflowId: string, request: ProcessorRequest) 
 
 /** The tags of a `calculationNodesTags` string or a node parameter: comma-separated, trimmed, non-empty. */
 export function parseTags(tags: unknown): string[] {
-	return typeof tags === 'string' ? tags.split(',').map((t) => t.trim()).filter((t) => t !== '') : [];
+	return typeof tags === 'string'
+		? tags
+				.split(',')
+				.map((t) => t.trim())
+				.filter((t) => t !== '')
+		: [];
 }
 
 /**
@@ -70,9 +75,17 @@ export function readAnswer(answer: unknown): ProcessorOutcome {
 	if (!isRecord(answer)) return { success: true };
 	const a = answer;
 	// success: true wins; otherwise success: false or an error (n8n's continue-on-fail emits { error }) fails
-	const success = a.success === true || (a.success !== false && (a.error === undefined || a.error === null || a.error === ''));
+	const success =
+		a.success === true || (a.success !== false && (a.error === undefined || a.error === null || a.error === ''));
 	const entity = isRecord(a.entity) ? a.entity : undefined;
-	const error = typeof a.error === 'string' ? a.error.slice(0, 500) : a.success === false ? 'success: false' : a.error !== undefined ? 'error (not a string)' : undefined;
+	const error =
+		typeof a.error === 'string'
+			? a.error.slice(0, 500)
+			: a.success === false
+				? 'success: false'
+				: a.error !== undefined
+					? 'error (not a string)'
+					: undefined;
 	return success ? { success, ...(entity ? { entity } : {}) } : { success, ...(error ? { error } : {}) };
 }
 
@@ -81,23 +94,40 @@ export function readAnswer(answer: unknown): ProcessorOutcome {
  * @throws (from the returned function) ContractError 400 NO_COMPUTE_MEMBER_FOR_TAG; Error on timeout or
  *         when the sub-workflow fails (the engine turns both into WORKFLOW_FAILED or a warning)
  */
-export function externalProcessorRunner(nodes: CalculationNode[], call: SubWorkflowCaller, defaultTimeoutMs = DEFAULT_RESPONSE_TIMEOUT_MS): NonNullable<EngineOptions['runProcessor']> {
+export function externalProcessorRunner(
+	nodes: CalculationNode[],
+	call: SubWorkflowCaller,
+	defaultTimeoutMs = DEFAULT_RESPONSE_TIMEOUT_MS,
+): NonNullable<EngineOptions['runProcessor']> {
 	return async (processor: ProcessorDefinition, transition: TransitionDefinition, entity: unknown) => {
 		const tags = parseTags(processor.config.calculationNodesTags);
 		const node = selectCalculationNode(nodes, tags);
 		if (!node) {
-			throw ContractError.upstream(`no calculation node (sub-workflow) declares the tags [${tags.join(', ')}] of processor ${processor.name}`, 400, false, {
-				code: 'NO_COMPUTE_MEMBER_FOR_TAG',
-				processor: processor.name,
-				tags,
-			});
+			throw ContractError.upstream(
+				`no calculation node (sub-workflow) declares the tags [${tags.join(', ')}] of processor ${processor.name}`,
+				400,
+				false,
+				{
+					code: 'NO_COMPUTE_MEMBER_FOR_TAG',
+					processor: processor.name,
+					tags,
+				},
+			);
 		}
 		const request: ProcessorRequest = {
-			processor: { name: processor.name, executionMode: processor.executionMode, context: processor.config.context ?? '', tags },
+			processor: {
+				name: processor.name,
+				executionMode: processor.executionMode,
+				context: processor.config.context ?? '',
+				tags,
+			},
 			transition: { name: transition.name, next: transition.next },
 			...(processor.config.attachEntity ? { entity } : {}),
 		};
-		const ms = processor.config.responseTimeoutMs && processor.config.responseTimeoutMs > 0 ? processor.config.responseTimeoutMs : defaultTimeoutMs;
+		const ms =
+			processor.config.responseTimeoutMs && processor.config.responseTimeoutMs > 0
+				? processor.config.responseTimeoutMs
+				: defaultTimeoutMs;
 		const answer = await withTimeout(call(node.workflowId, request), ms, `sub-workflow ${node.workflowId}`);
 		return readAnswer(answer);
 	};

@@ -76,24 +76,36 @@ function legacyArrayValue(input: unknown): unknown {
 
 /** The Condition DSL (simple, lifecycle, group, array). */
 export const Condition: z.ZodType<Condition> = z.lazy(() =>
-	z.preprocess(legacyArrayValue, z.discriminatedUnion('type', [
-		z.object({ type: z.literal('simple'), jsonPath: z.string().min(1), operatorType: OperatorType, value: z.unknown().optional() }),
-		z.object({
-			type: z.literal('lifecycle'),
-			field: z.enum(['state', 'creationDate', 'previousTransition']),
-			operatorType: OperatorType,
-			value: z.unknown().optional(),
-		}),
-		z.object({ type: z.literal('group'), operator: z.enum(['AND', 'OR']), conditions: z.array(Condition) }),
-		z.object({
-			type: z.literal('array'),
-			jsonPath: z.string().min(1),
-			operatorType: OperatorType.optional(),
-			values: z.array(z.unknown()),
-			// present only when both were written (legacyArrayValue renames a lone `value`)
-			value: z.undefined({ errorMap: () => ({ message: "give values (the format's field) or the legacy value, not both" }) }).optional(),
-		}),
-	])),
+	z.preprocess(
+		legacyArrayValue,
+		z.discriminatedUnion('type', [
+			z.object({
+				type: z.literal('simple'),
+				jsonPath: z.string().min(1),
+				operatorType: OperatorType,
+				value: z.unknown().optional(),
+			}),
+			z.object({
+				type: z.literal('lifecycle'),
+				field: z.enum(['state', 'creationDate', 'previousTransition']),
+				operatorType: OperatorType,
+				value: z.unknown().optional(),
+			}),
+			z.object({ type: z.literal('group'), operator: z.enum(['AND', 'OR']), conditions: z.array(Condition) }),
+			z.object({
+				type: z.literal('array'),
+				jsonPath: z.string().min(1),
+				operatorType: OperatorType.optional(),
+				values: z.array(z.unknown()),
+				// present only when both were written (legacyArrayValue renames a lone `value`)
+				value: z
+					.undefined({
+						errorMap: () => ({ message: "give values (the format's field) or the legacy value, not both" }),
+					})
+					.optional(),
+			}),
+		]),
+	),
 ) as unknown as z.ZodType<Condition>;
 
 export const ProcessorDefinition = z.object({
@@ -146,7 +158,8 @@ export type WorkflowDefinitionInput = z.input<typeof WorkflowDefinition>;
  * blank) string is the default MERGE (seed 004: "MERGE (default)").
  */
 export const ImportMode = z.preprocess(
-	(v) => (v === undefined || v === null ? 'MERGE' : typeof v === 'string' ? (v.trim() === '' ? 'MERGE' : v.toUpperCase()) : v),
+	(v) =>
+		v === undefined || v === null ? 'MERGE' : typeof v === 'string' ? (v.trim() === '' ? 'MERGE' : v.toUpperCase()) : v,
 	z.enum(['MERGE', 'REPLACE', 'ACTIVATE']),
 );
 export type ImportMode = z.infer<typeof ImportMode>;

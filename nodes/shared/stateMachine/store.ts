@@ -24,7 +24,10 @@ export function parseImport(body: unknown): ImportRequest {
 	if (parsed.success) return parsed.data;
 	const issue = parsed.error.issues[0];
 	const field = issue.path.join('.') || '(body)';
-	throw ContractError.badRequest(`invalid workflow import: ${field} ${issue.message}`, { code: 'VALIDATION_FAILED', field });
+	throw ContractError.badRequest(`invalid workflow import: ${field} ${issue.message}`, {
+		code: 'VALIDATION_FAILED',
+		field,
+	});
 }
 
 /**
@@ -34,11 +37,19 @@ export function parseImport(body: unknown): ImportRequest {
  * every workflow after the seed's validation and before anything is written.
  * @throws ContractError 400 VALIDATION_FAILED (schema, missing states, unguarded automated cycle, `check`)
  */
-export async function importWorkflows(pool: Pool, ref: ModelRef, body: unknown, check?: (definition: WorkflowDefinition) => void): Promise<string[]> {
+export async function importWorkflows(
+	pool: Pool,
+	ref: ModelRef,
+	body: unknown,
+	check?: (definition: WorkflowDefinition) => void,
+): Promise<string[]> {
 	const request = parseImport(body);
 	const names = request.workflows.map((w) => w.name);
 	if (new Set(names).size !== names.length) {
-		throw ContractError.badRequest('invalid workflow import: two workflows share a name', { code: 'VALIDATION_FAILED', names });
+		throw ContractError.badRequest('invalid workflow import: two workflows share a name', {
+			code: 'VALIDATION_FAILED',
+			names,
+		});
 	}
 	for (const workflow of request.workflows) {
 		validateDefinition(workflow);
@@ -47,14 +58,16 @@ export async function importWorkflows(pool: Pool, ref: ModelRef, body: unknown, 
 	await withTransaction(pool, async (client) => {
 		await client.query('SELECT pg_advisory_xact_lock(hashtext($1 || $2::text))', [ref.model, ref.modelVersion]);
 		if (request.importMode === 'REPLACE') {
-			await client.query('DELETE FROM ops.workflow_definitions WHERE model = $1 AND model_version = $2', [ref.model, ref.modelVersion]);
-		}
-		if (request.importMode === 'ACTIVATE') {
-			await client.query('UPDATE ops.workflow_definitions SET active = false WHERE model = $1 AND model_version = $2 AND NOT (name = ANY($3))', [
+			await client.query('DELETE FROM ops.workflow_definitions WHERE model = $1 AND model_version = $2', [
 				ref.model,
 				ref.modelVersion,
-				names,
 			]);
+		}
+		if (request.importMode === 'ACTIVATE') {
+			await client.query(
+				'UPDATE ops.workflow_definitions SET active = false WHERE model = $1 AND model_version = $2 AND NOT (name = ANY($3))',
+				[ref.model, ref.modelVersion, names],
+			);
 		}
 		const { rows } = await client.query<{ next: number }>(
 			'SELECT coalesce(max(position), 0) + 1 AS next FROM ops.workflow_definitions WHERE model = $1 AND model_version = $2',
@@ -91,7 +104,10 @@ export async function loadWorkflows(pool: Pool, ref: ModelRef): Promise<Workflow
 export async function exportWorkflows(pool: Pool, ref: ModelRef): Promise<Record<string, unknown>> {
 	const workflows = await loadWorkflows(pool, ref);
 	if (workflows.length === 0) {
-		throw ContractError.notFound(`no workflows imported for ${ref.model} v${ref.modelVersion}`, { code: 'WORKFLOW_NOT_FOUND', ...ref });
+		throw ContractError.notFound(`no workflows imported for ${ref.model} v${ref.modelVersion}`, {
+			code: 'WORKFLOW_NOT_FOUND',
+			...ref,
+		});
 	}
 	return { entityName: ref.model, modelVersion: ref.modelVersion, workflows: workflows.map(exportDefinition) };
 }

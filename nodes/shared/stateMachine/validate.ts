@@ -40,7 +40,9 @@ export function findUnguardedCycle(definition: WorkflowDefinition): string[] | n
 	for (const [state, { transitions }] of Object.entries(definition.states)) {
 		edges.set(
 			state,
-			transitions.filter((t) => !t.manual && !t.disabled && t.criterion === null && t.next in definition.states).map((t) => t.next),
+			transitions
+				.filter((t) => !t.manual && !t.disabled && t.criterion === null && t.next in definition.states)
+				.map((t) => t.next),
 		);
 	}
 	const color = new Map<string, 'grey' | 'black'>();

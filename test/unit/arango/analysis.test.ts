@@ -18,8 +18,20 @@ const PROMPT = {
 };
 
 test('Load Context: one read query; fills the template with the atom text and the fixer issues', async () => {
-	const issues = [{ severity: 'high', description: 'Ambiguous' }, { severity: 'low', description: 'Typo' }];
-	const stub = new ArangoStub().cursor([{ outcome: 'OK', atom_exists: true, prompt_exists: true, atom_text: 'The system shall…', prompt: PROMPT, issues_context: issues }]);
+	const issues = [
+		{ severity: 'high', description: 'Ambiguous' },
+		{ severity: 'low', description: 'Typo' },
+	];
+	const stub = new ArangoStub().cursor([
+		{
+			outcome: 'OK',
+			atom_exists: true,
+			prompt_exists: true,
+			atom_text: 'The system shall…',
+			prompt: PROMPT,
+			issues_context: issues,
+		},
+	]);
 	const result = await loadContext.execute(stub.database(), { target_atom_id: 'a1', agent_role_key: 'fixer' }, RUN);
 	assert.deepEqual(result.data, {
 		model: 'llama3',
@@ -54,22 +66,36 @@ test('Load Context: no active prompt for the role → 404 naming it; unknown ato
 	assert.equal(noAtom.where.collection, 'atoms');
 });
 
-test('Save Result: the model\'s JSON text becomes one query inserting artifacts + both edges per issue; 201', async () => {
-	const stub = new ArangoStub().cursor([{ outcome: 'OK', atom_exists: true, prompt_exists: true, artifact_ids: ['artifacts/i1', 'artifacts/i2'] }], { writesExecuted: 6 });
-	const aiResponse = JSON.stringify({ issues: [{ description: 'Ambiguous', severity: 'high', line: 3 }, { description: 'Typo', severity: 'low' }] });
+test("Save Result: the model's JSON text becomes one query inserting artifacts + both edges per issue; 201", async () => {
+	const stub = new ArangoStub().cursor(
+		[{ outcome: 'OK', atom_exists: true, prompt_exists: true, artifact_ids: ['artifacts/i1', 'artifacts/i2'] }],
+		{ writesExecuted: 6 },
+	);
+	const aiResponse = JSON.stringify({
+		issues: [
+			{ description: 'Ambiguous', severity: 'high', line: 3 },
+			{ description: 'Typo', severity: 'low' },
+		],
+	});
 	const result = await saveResult.execute(
 		stub.database(),
 		{ target_atom_id: 'a1', prompt_id: 'prompts/fixer_v2', model: 'llama3', request_id: 4711, ai_response: aiResponse },
 		RUN,
 	);
-	assert.deepEqual(result, { statusCode: 201, data: { success: true, artifacts_created: 2, artifact_ids: ['artifacts/i1', 'artifacts/i2'] } });
+	assert.deepEqual(result, {
+		statusCode: 201,
+		data: { success: true, artifacts_created: 2, artifact_ids: ['artifacts/i1', 'artifacts/i2'] },
+	});
 	const [q] = stub.queries();
 	assert.deepEqual(q.bindVars, {
 		target_key: 'a1',
 		prompt_key: 'fixer_v2',
 		model: 'llama3',
 		request_id: '4711',
-		issues: [{ description: 'Ambiguous', severity: 'high' }, { description: 'Typo', severity: 'low' }],
+		issues: [
+			{ description: 'Ambiguous', severity: 'high' },
+			{ description: 'Typo', severity: 'low' },
+		],
 	});
 	assert.match(q.query, /type: "detected_in"[\s\S]*type: "created_with"/);
 	assertQueriesSafe(stub);
@@ -79,7 +105,10 @@ test('Save Result: an answer that is not JSON, or has no issues, → 422 INVALID
 	const stub = new ArangoStub();
 	const base = { target_atom_id: 'a1', prompt_id: 'prompts/p1' };
 	const notJson = await failure(saveResult, stub.database(), { ...base, ai_response: 'Sure! Here are the issues:' });
-	assert.deepEqual([notJson.statusCode, notJson.details.code, notJson.details.field], [422, 'INVALID_JSON', 'ai_response']);
+	assert.deepEqual(
+		[notJson.statusCode, notJson.details.code, notJson.details.field],
+		[422, 'INVALID_JSON', 'ai_response'],
+	);
 	assert.match(notJson.message, /invalid JSON/);
 	const noIssues = await failure(saveResult, stub.database(), { ...base, ai_response: { summary: 'fine' } });
 	assert.equal(noIssues.details.field, 'ai_response.issues');
@@ -99,10 +128,21 @@ test('Save Error: no answer → TIMEOUT artifact, failed_for + created_with edge
 	const stub = new ArangoStub().cursor([{ outcome: 'OK', error_artifact_id: 'artifacts/e1' }], { writesExecuted: 3 });
 	const result = await saveError.execute(
 		stub.database(),
-		{ target_atom_id: 'a1', prompt_id: 'prompts/p1', model: 'llama3', temperature: '0.2', request_id: '4711', status_code: '', error_message: 'timeout of 60000ms exceeded' },
+		{
+			target_atom_id: 'a1',
+			prompt_id: 'prompts/p1',
+			model: 'llama3',
+			temperature: '0.2',
+			request_id: '4711',
+			status_code: '',
+			error_message: 'timeout of 60000ms exceeded',
+		},
 		RUN,
 	);
-	assert.deepEqual(result, { statusCode: 201, data: { success: false, error_code: 'TIMEOUT', error_artifact_id: 'artifacts/e1', target_missing: false } });
+	assert.deepEqual(result, {
+		statusCode: 201,
+		data: { success: false, error_code: 'TIMEOUT', error_artifact_id: 'artifacts/e1', target_missing: false },
+	});
 	const [q] = stub.queries();
 	assert.deepEqual(q.bindVars, {
 		target_key: 'a1',
@@ -121,14 +161,23 @@ test('Save Error: no answer → TIMEOUT artifact, failed_for + created_with edge
 });
 
 test('Save Error: an unknown atom keeps the AI error: the artifact is written (target named, no failed_for edge), 201 target_missing', async () => {
-	const stub = new ArangoStub().cursor([{ outcome: 'OK', target_missing: true, error_artifact_id: 'artifacts/e2' }], { writesExecuted: 1 });
+	const stub = new ArangoStub().cursor([{ outcome: 'OK', target_missing: true, error_artifact_id: 'artifacts/e2' }], {
+		writesExecuted: 1,
+	});
 	const result = await saveError.execute(stub.database(), { target_atom_id: 'gone', status_code: 502 }, RUN);
-	assert.deepEqual(result, { statusCode: 201, data: { success: false, error_code: 'MODEL_ERROR', error_artifact_id: 'artifacts/e2', target_missing: true } });
+	assert.deepEqual(result, {
+		statusCode: 201,
+		data: { success: false, error_code: 'MODEL_ERROR', error_artifact_id: 'artifacts/e2', target_missing: true },
+	});
 	const [q] = stub.queries();
 	assert.match(q.query, /FOR x IN \[1\]\s+INSERT \{\s+type: "ai_error"/, 'the artifact does not depend on the atom');
 	assert.match(q.query, /target_missing: atom == null/);
 	assert.match(q.query, /target_atom_id: CONCAT\("atoms\/", @target_key\)/);
-	assert.match(q.query, /\(error_artifact == null OR atom == null\) \? \[\] : \[error_artifact\]\)\s+INSERT \{ _from: a\._id, _to: atom\._id, type: "failed_for"/, 'no edge to a missing atom');
+	assert.match(
+		q.query,
+		/\(error_artifact == null OR atom == null\) \? \[\] : \[error_artifact\]\)\s+INSERT \{ _from: a\._id, _to: atom\._id, type: "failed_for"/,
+		'no edge to a missing atom',
+	);
 	assertQueriesSafe(stub);
 });
 

@@ -24,7 +24,19 @@ import * as conflict from '../../../nodes/ArangoCas/transport/conflict';
 import { RESOURCES } from '../../../nodes/ArangoCas/actions';
 import { accesses, traversals, violations, withCollections } from '../../helpers/aqlAccess';
 
-const MODULES = { archive, lock, unlock, unlockExpired, baseline, loadContext, saveError, saveResult, create, merge, reject };
+const MODULES = {
+	archive,
+	lock,
+	unlock,
+	unlockExpired,
+	baseline,
+	loadContext,
+	saveError,
+	saveResult,
+	create,
+	merge,
+	reject,
+};
 
 /** Every exported `*_AQL` string of every operation module, and of the transport's conflict re-read. */
 const QUERIES = Object.entries({ ...MODULES, conflict }).flatMap(([module, exports]) =>
@@ -35,7 +47,10 @@ const QUERIES = Object.entries({ ...MODULES, conflict }).flatMap(([module, expor
 
 /** The ```aql blocks of one section of seed 000 (e.g. "3.2"). */
 function seedQuery(section: string): string {
-	const seed = readFileSync(path.resolve(__dirname, '..', '..', '..', '..', 'shared', 'seeds', '000_19f47329cfec8acb.txt'), 'utf8');
+	const seed = readFileSync(
+		path.resolve(__dirname, '..', '..', '..', '..', 'shared', 'seeds', '000_19f47329cfec8acb.txt'),
+		'utf8',
+	);
 	const start = seed.indexOf(`## ${section}.`);
 	const end = seed.indexOf('\n## ', start + 4);
 	const block = seed.slice(start, end === -1 ? undefined : end).match(/```aql\n([\s\S]*?)```/);
@@ -47,13 +62,16 @@ test('every operation module is covered (one per operation of the node)', () => 
 	const operations = RESOURCES.flatMap((r) => r.operations).length;
 	assert.equal(Object.keys(MODULES).length, operations);
 	assert.ok(QUERIES.length >= operations, `${QUERIES.length} queries for ${operations} operations`);
-	assert.ok(QUERIES.some((q) => q.name === 'conflict.CURRENT_REVS_AQL'), 'the re-read after a 1200 is checked too');
+	assert.ok(
+		QUERIES.some((q) => q.name === 'conflict.CURRENT_REVS_AQL'),
+		'the re-read after a 1200 is checked too',
+	);
 });
 
 for (const { name, aql } of QUERIES) {
 	test(`${name}: no access to a collection after its write`, () => {
 		assert.deepEqual(violations(aql), []);
-		assert.ok(accesses(aql).length > 0, 'the checker saw the query\'s collections');
+		assert.ok(accesses(aql).length > 0, "the checker saw the query's collections");
 	});
 }
 
@@ -74,32 +92,59 @@ for (const { name, aql } of QUERIES) {
 		const declared = withCollections(aql);
 		for (const edges of found) {
 			assert.ok(edges.length > 0, 'the traversal names its edge collection');
-			for (const edge of edges) for (const vertex of EDGE_VERTICES[edge]) assert.ok(declared.includes(vertex), `${vertex} (reached through ${edge}) is not in WITH ${declared.join(', ')}`);
+			for (const edge of edges)
+				for (const vertex of EDGE_VERTICES[edge])
+					assert.ok(
+						declared.includes(vertex),
+						`${vertex} (reached through ${edge}) is not in WITH ${declared.join(', ')}`,
+					);
 		}
 	});
 }
 
 test('the four traversal queries are covered by the WITH check', () => {
-	assert.deepEqual(QUERIES.filter((q) => traversals(q.aql).length > 0).map((q) => q.name).sort(), ['archive.ARCHIVE_AQL', 'baseline.BASELINE_CURRENT_REVS_AQL', 'baseline.CREATE_BASELINE_AQL', 'loadContext.LOAD_CONTEXT_AQL']);
+	assert.deepEqual(
+		QUERIES.filter((q) => traversals(q.aql).length > 0)
+			.map((q) => q.name)
+			.sort(),
+		[
+			'archive.ARCHIVE_AQL',
+			'baseline.BASELINE_CURRENT_REVS_AQL',
+			'baseline.CREATE_BASELINE_AQL',
+			'loadContext.LOAD_CONTEXT_AQL',
+		],
+	);
 });
 
 test('withCollections/traversals read the clause and the edge lists', () => {
 	assert.deepEqual(withCollections('WITH docs, atoms\nLET x = 1 RETURN x'), ['docs', 'atoms']);
 	assert.deepEqual(withCollections('LET x = 1 RETURN x'), []);
-	assert.deepEqual(traversals('FOR v IN 1..2 OUTBOUND @s structure_links, INBOUND proposal_links OPTIONS {} RETURN v'), [['structure_links', 'proposal_links']]);
+	assert.deepEqual(
+		traversals('FOR v IN 1..2 OUTBOUND @s structure_links, INBOUND proposal_links OPTIONS {} RETURN v'),
+		[['structure_links', 'proposal_links']],
+	);
 	assert.deepEqual(traversals('FOR v IN 1..2 ANY @s\n  semantic_links\n  RETURN v'), [['semantic_links']]);
 	assert.deepEqual(traversals('LET ok = [1, 2] ANY == 1 RETURN ok'), [], 'ANY == is an array comparison');
 });
 
 test('the checker rejects seed 3.2 as written (atoms updated twice, proposal_links read after its update)', () => {
 	const problems = violations(seedQuery('3.2'));
-	assert.ok(problems.some((p) => /write of atoms after its write/.test(p)), problems.join('\n'));
-	assert.ok(problems.some((p) => /read of proposal_links after its write/.test(p)), problems.join('\n'));
+	assert.ok(
+		problems.some((p) => /write of atoms after its write/.test(p)),
+		problems.join('\n'),
+	);
+	assert.ok(
+		problems.some((p) => /read of proposal_links after its write/.test(p)),
+		problems.join('\n'),
+	);
 });
 
 test('the checker rejects seed 3.3 as written (traversal after the baselines insert)', () => {
 	const problems = violations(seedQuery('3.3'));
-	assert.ok(problems.some((p) => /traversal after a write/.test(p)), problems.join('\n'));
+	assert.ok(
+		problems.some((p) => /traversal after a write/.test(p)),
+		problems.join('\n'),
+	);
 });
 
 test('the checker sees reads, traversals, document functions and writes in order, with their nesting level', () => {
@@ -108,7 +153,10 @@ FOR v IN 1..2 OUTBOUND a._id structure_links
   FOR p IN prompts
     INSERT { x: 1 } INTO artifacts
     RETURN 1`);
-	assert.deepEqual(found.map((f) => `${f.kind}:${f.collection}`), ['document:*', 'traversal:*', 'read:structure_links', 'read:prompts', 'write:artifacts']);
+	assert.deepEqual(
+		found.map((f) => `${f.kind}:${f.collection}`),
+		['document:*', 'traversal:*', 'read:structure_links', 'read:prompts', 'write:artifacts'],
+	);
 });
 
 /** One case per rule of arangod's 1579 check; each pair differs only in what the rule is about. */
@@ -160,12 +208,24 @@ const RULES: { name: string; bad: string; good: string; problem: RegExp }[] = [
 for (const rule of RULES) {
 	test(`the checker refuses ${rule.name}, and accepts the same accesses in an allowed order`, () => {
 		const problems = violations(rule.bad);
-		assert.ok(problems.some((p) => rule.problem.test(p)), `expected ${rule.problem} in:\n${problems.join('\n')}`);
+		assert.ok(
+			problems.some((p) => rule.problem.test(p)),
+			`expected ${rule.problem} in:\n${problems.join('\n')}`,
+		);
 		assert.deepEqual(violations(rule.good), []);
 	});
 }
 
 test('the checker is not fooled by strings, comments, attributes or object keys', () => {
-	assert.deepEqual(violations('LET w = (INSERT { atoms: "FOR a IN atoms", note: a.atoms } INTO atoms RETURN 1)\n// DOCUMENT(x) OUTBOUND y structure_links\nRETURN { atoms: 1 }'), []);
-	assert.deepEqual(violations('LET w = (INSERT { x: DOCUMENT("prompts", @p) } INTO artifacts RETURN 1) RETURN w'), [], 'DOCUMENT inside the write statement comes before it');
+	assert.deepEqual(
+		violations(
+			'LET w = (INSERT { atoms: "FOR a IN atoms", note: a.atoms } INTO atoms RETURN 1)\n// DOCUMENT(x) OUTBOUND y structure_links\nRETURN { atoms: 1 }',
+		),
+		[],
+	);
+	assert.deepEqual(
+		violations('LET w = (INSERT { x: DOCUMENT("prompts", @p) } INTO artifacts RETURN 1) RETURN w'),
+		[],
+		'DOCUMENT inside the write statement comes before it',
+	);
 });

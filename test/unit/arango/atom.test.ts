@@ -16,7 +16,10 @@ afterEach(() => ArangoStub.reset());
 const LOCK_INPUT = { atom_id: 'atoms/a1', user_id: 'u1', expected_rev: '_rev1', lease_minutes: 5 };
 
 test('Lock: one CAS query; sends the key, the caller, the expected _rev and the lease in ms; returns the new lock', async () => {
-	const stub = new ArangoStub().cursor([{ outcome: 'OK', current_rev: '_rev1', atom_rev: '_rev2', new_locked_until: 1_700_000_300_000 }], { writesExecuted: 1 });
+	const stub = new ArangoStub().cursor(
+		[{ outcome: 'OK', current_rev: '_rev1', atom_rev: '_rev2', new_locked_until: 1_700_000_300_000 }],
+		{ writesExecuted: 1 },
+	);
 	const result = await lock.execute(stub.database(), LOCK_INPUT, RUN);
 	assert.equal(stub.requests.length, 1, 'one round trip');
 	const [q] = stub.queries();
@@ -38,7 +41,9 @@ test('Lock: the If-Match form of the revision ("_rev1" with quotes) is unquoted'
 });
 
 test('Lock: a lock held by another user answers 423 LOCKED with locked_by and locked_until (no stealing)', async () => {
-	const stub = new ArangoStub().cursor([{ outcome: 'LOCKED', current_rev: '_rev1', locked_by: 'u2', locked_until: 1_900_000_000_000 }]);
+	const stub = new ArangoStub().cursor([
+		{ outcome: 'LOCKED', current_rev: '_rev1', locked_by: 'u2', locked_until: 1_900_000_000_000 },
+	]);
 	const error = await failure(lock, stub.database(), LOCK_INPUT);
 	assert.deepEqual([error.statusCode, error.kind, error.retryable], [423, 'locked', false]);
 	assert.deepEqual(error.details, { code: 'LOCKED', locked_by: 'u2', locked_until: 1_900_000_000_000 });
@@ -73,7 +78,10 @@ test('Lock: after a 1200 the atom is gone, or the read fails too → 409 with cu
 	ArangoStub.reset();
 	const down = new ArangoStub().cursorError(...CONFLICT_1200).cursorNetworkError('ECONNRESET');
 	const b = await failure(lock, down.database(), LOCK_INPUT);
-	assert.deepEqual([b.statusCode, b.details.code, b.details.current_rev, b.details.expected_rev], [409, 'REV_CONFLICT', null, '_rev1']);
+	assert.deepEqual(
+		[b.statusCode, b.details.code, b.details.current_rev, b.details.expected_rev],
+		[409, 'REV_CONFLICT', null, '_rev1'],
+	);
 	assert.equal('current_revs' in b.details, false, 'nothing read: no current_revs');
 	assert.ok(down.isDone());
 });
@@ -114,7 +122,7 @@ test('Unlock: owner releases with one CAS query', async () => {
 	assertQueriesSafe(stub);
 });
 
-test('Unlock: another user\'s unexpired lock answers 423; a stale _rev 409', async () => {
+test("Unlock: another user's unexpired lock answers 423; a stale _rev 409", async () => {
 	const stub = new ArangoStub()
 		.cursor([{ outcome: 'LOCKED', locked_by: 'u2', locked_until: 5 }])
 		.cursor([{ outcome: 'REV_CONFLICT', current_rev: '_rev7' }]);
@@ -129,7 +137,14 @@ const ARCHIVE_INPUT = { atom_id: 'a1', user_id: 'u1', expected_rev: '_rev2', rea
 
 test('Archive: one query removes the structure edges and CAS-archives the atom', async () => {
 	const stub = new ArangoStub().cursor(
-		[{ outcome: 'OK', archived_at: 1_700_000_000_000, atom_rev: '_rev3', structure_edges_removed: ['structure_links/e1'] }],
+		[
+			{
+				outcome: 'OK',
+				archived_at: 1_700_000_000_000,
+				atom_rev: '_rev3',
+				structure_edges_removed: ['structure_links/e1'],
+			},
+		],
 		{ writesExecuted: 2 },
 	);
 	const result = await archive.execute(stub.database(), ARCHIVE_INPUT, RUN);
@@ -141,13 +156,24 @@ test('Archive: one query removes the structure edges and CAS-archives the atom',
 		structure_edges_removed: ['structure_links/e1'],
 	});
 	const [q] = stub.queries();
-	assert.deepEqual(q.bindVars, { atom_key: 'a1', user_id: 'u1', expected_rev: '_rev2', reason: 'Requirement cancelled' });
-	assert.ok(q.query.indexOf('REMOVE e IN structure_links') < q.query.indexOf('UPDATE a WITH { status: "archived"'), 'edges go first, atoms last');
+	assert.deepEqual(q.bindVars, {
+		atom_key: 'a1',
+		user_id: 'u1',
+		expected_rev: '_rev2',
+		reason: 'Requirement cancelled',
+	});
+	assert.ok(
+		q.query.indexOf('REMOVE e IN structure_links') < q.query.indexOf('UPDATE a WITH { status: "archived"'),
+		'edges go first, atoms last',
+	);
 	assertQueriesSafe(stub);
 });
 
 test('Archive: a baseline-protected atom answers 409 PROTECTED_BY_BASELINE with the baselines', async () => {
-	const baselines = [{ id: 'baselines/b1', tag: 'v1.0' }, { id: 'baselines/b2', tag: 'v1.1' }];
+	const baselines = [
+		{ id: 'baselines/b1', tag: 'v1.0' },
+		{ id: 'baselines/b2', tag: 'v1.1' },
+	];
 	const stub = new ArangoStub().cursor([{ outcome: 'PROTECTED_BY_BASELINE', baselines }]);
 	const error = await failure(archive, stub.database(), ARCHIVE_INPUT);
 	assert.deepEqual([error.statusCode, error.kind], [409, 'conflict']);
@@ -166,21 +192,38 @@ test('Archive: locked by another user → 423; already archived → 409 INVALID_
 		const e = await failure(archive, db, ARCHIVE_INPUT);
 		codes.push([e.statusCode, e.details.code]);
 	}
-	assert.deepEqual(codes, [[423, 'LOCKED'], [409, 'INVALID_STATE'], [409, 'REV_CONFLICT'], [404, 'NOT_FOUND']]);
+	assert.deepEqual(codes, [
+		[423, 'LOCKED'],
+		[409, 'INVALID_STATE'],
+		[409, 'REV_CONFLICT'],
+		[404, 'NOT_FOUND'],
+	]);
 });
 
 test('Unlock Expired: one query; CAS per atom with ignoreErrors so a renewed lock is skipped, not failed', async () => {
-	const stub = new ArangoStub().cursor([{ id: 'atoms/a1', atom_rev: '_r1' }, { id: 'atoms/a2', atom_rev: '_r2' }], { writesExecuted: 2, writesIgnored: 1 });
+	const stub = new ArangoStub().cursor(
+		[
+			{ id: 'atoms/a1', atom_rev: '_r1' },
+			{ id: 'atoms/a2', atom_rev: '_r2' },
+		],
+		{ writesExecuted: 2, writesIgnored: 1 },
+	);
 	const result = await unlockExpired.execute(stub.database(), { batch_size: 100 }, RUN);
 	assert.deepEqual(result.data, {
 		success: true,
-		unlocked: [{ id: 'atoms/a1', atom_rev: '_r1' }, { id: 'atoms/a2', atom_rev: '_r2' }],
+		unlocked: [
+			{ id: 'atoms/a1', atom_rev: '_r1' },
+			{ id: 'atoms/a2', atom_rev: '_r2' },
+		],
 		unlocked_count: 2,
 		skipped_conflicts: 1,
 	});
 	const [q] = stub.queries();
 	assert.deepEqual(q.bindVars, { batch_size: 100 });
-	assert.match(q.query, /UPDATE atom WITH \{ locked_by: null, locked_until: null \} IN atoms OPTIONS \{ ignoreRevs: false, ignoreErrors: true/);
+	assert.match(
+		q.query,
+		/UPDATE atom WITH \{ locked_by: null, locked_until: null \} IN atoms OPTIONS \{ ignoreRevs: false, ignoreErrors: true/,
+	);
 	assertQueriesSafe(stub);
 });
 
@@ -193,31 +236,51 @@ test('Unlock Expired: default batch 500, bounded to 1000', async () => {
 });
 
 /** The lock checks, as sent: `locked_until` is compared only after normalising it to ms (ISO via DATE_TIMESTAMP). */
-const INDEX_PREFILTER = /FILTER atom\.locked_until != null AND \(atom\.locked_until < now OR atom\.locked_until >= ""\)/;
+const INDEX_PREFILTER =
+	/FILTER atom\.locked_until != null AND \(atom\.locked_until < now OR atom\.locked_until >= ""\)/;
 const LOCK_CHECKS = { LOCK_AQL, ARCHIVE_AQL, MERGE_SWITCH_AQL, UNLOCK_EXPIRED_AQL };
 
 for (const [name, aql] of Object.entries(LOCK_CHECKS)) {
 	test(`${name}: an ISO locked_until (the seed's DATE_ADD) is compared in ms, never as a string`, () => {
 		// (the sweep's index prefilter, tested below, is a superset: numbers below now and every string)
 		const checks = aql.replace(INDEX_PREFILTER, '');
-		assert.doesNotMatch(checks, /\.locked_until\s*(?:[<>]=?)\s*now/, 'no raw comparison: AQL orders a string above every number');
-		assert.match(aql, /IS_NUMBER\((\w+)\.locked_until\) \? \1\.locked_until : IS_STRING\(\1\.locked_until\) \? DATE_TIMESTAMP\(\1\.locked_until\) : null/);
-		assert.match(aql, /(?:locked_until|until_ms) != null AND (?:locked_until|until_ms) [<>] now/, 'a null (absent, unparsable) deadline is no lock and is not swept');
+		assert.doesNotMatch(
+			checks,
+			/\.locked_until\s*(?:[<>]=?)\s*now/,
+			'no raw comparison: AQL orders a string above every number',
+		);
+		assert.match(
+			aql,
+			/IS_NUMBER\((\w+)\.locked_until\) \? \1\.locked_until : IS_STRING\(\1\.locked_until\) \? DATE_TIMESTAMP\(\1\.locked_until\) : null/,
+		);
+		assert.match(
+			aql,
+			/(?:locked_until|until_ms) != null AND (?:locked_until|until_ms) [<>] now/,
+			'a null (absent, unparsable) deadline is no lock and is not swept',
+		);
 	});
 }
 
 test('Unlock Expired: the index range takes numbers below now and every string (ISO deadlines), then compares in ms', () => {
 	assert.match(UNLOCK_EXPIRED_AQL, INDEX_PREFILTER);
-	assert.ok(UNLOCK_EXPIRED_AQL.indexOf('until_ms < now') < UNLOCK_EXPIRED_AQL.indexOf('LIMIT'), 'the ms check filters before LIMIT');
+	assert.ok(
+		UNLOCK_EXPIRED_AQL.indexOf('until_ms < now') < UNLOCK_EXPIRED_AQL.indexOf('LIMIT'),
+		'the ms check filters before LIMIT',
+	);
 });
 
 test('Unlock (§3.6.2): only the owner unlocks, whether the lock expired or not (no expiry in the check)', async () => {
 	assert.match(UNLOCK_AQL, /\(atom\.locked_by != null AND atom\.locked_by != @user_id\) \? "LOCKED"/);
-	assert.doesNotMatch(UNLOCK_AQL, /DATE_NOW|lock_is_active/, 'expiry plays no part: expired locks are the cron\'s job');
+	assert.doesNotMatch(UNLOCK_AQL, /DATE_NOW|lock_is_active/, "expiry plays no part: expired locks are the cron's job");
 	// an expired lock of u2 (the ISO deadline in the past, reported in ms) is refused to u1
-	const stub = new ArangoStub().cursor([{ outcome: 'LOCKED', current_rev: '_rev2', locked_by: 'u2', locked_until: Date.parse('2020-01-01T00:00:00.000Z') }]);
+	const stub = new ArangoStub().cursor([
+		{ outcome: 'LOCKED', current_rev: '_rev2', locked_by: 'u2', locked_until: Date.parse('2020-01-01T00:00:00.000Z') },
+	]);
 	const error = await failure(unlock, stub.database(), UNLOCK_INPUT);
-	assert.deepEqual([error.statusCode, error.details], [423, { code: 'LOCKED', locked_by: 'u2', locked_until: 1_577_836_800_000 }]);
+	assert.deepEqual(
+		[error.statusCode, error.details],
+		[423, { code: 'LOCKED', locked_by: 'u2', locked_until: 1_577_836_800_000 }],
+	);
 });
 
 test('Lock: the holder renewing its own lock is allowed (documented deviation from §3.6.1); others get 423', () => {

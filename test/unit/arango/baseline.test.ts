@@ -10,13 +10,27 @@ const INPUT = { doc_id: 'docs/doc_1', version_tag: 'v1.0', title: 'MVP Release' 
 
 test('Create baseline: one query; each reachable active atom once (bfs, global uniqueness); 201', async () => {
 	const stub = new ArangoStub().cursor(
-		[{ outcome: 'OK', illegal: [], baseline_id: 'baselines/b1', frozen_at: 1_700_000_000_000, items: ['atoms/a1', 'atoms/a2'] }],
+		[
+			{
+				outcome: 'OK',
+				illegal: [],
+				baseline_id: 'baselines/b1',
+				frozen_at: 1_700_000_000_000,
+				items: ['atoms/a1', 'atoms/a2'],
+			},
+		],
 		{ writesExecuted: 3 },
 	);
 	const result = await createBaseline.execute(stub.database(), INPUT, RUN);
 	assert.deepEqual(result, {
 		statusCode: 201,
-		data: { baseline_id: 'baselines/b1', tag: 'v1.0', items_snapshotted: 2, frozen_at: 1_700_000_000_000, items: ['atoms/a1', 'atoms/a2'] },
+		data: {
+			baseline_id: 'baselines/b1',
+			tag: 'v1.0',
+			items_snapshotted: 2,
+			frozen_at: 1_700_000_000_000,
+			items: ['atoms/a1', 'atoms/a2'],
+		},
 	});
 	const [q] = stub.queries();
 	assert.deepEqual(q.bindVars, { doc_key: 'doc_1', version_tag: 'v1.0', title: 'MVP Release' });
@@ -26,34 +40,65 @@ test('Create baseline: one query; each reachable active atom once (bfs, global u
 });
 
 test('Create baseline: CAS-touches every snapshotted atom before inserting, so a concurrent Archive conflicts (1200 → 409)', async () => {
-	const stub = new ArangoStub().cursor([{ outcome: 'OK', illegal: [], baseline_id: 'baselines/b1', frozen_at: 1, items: ['atoms/a1'] }], { writesExecuted: 3 });
+	const stub = new ArangoStub().cursor(
+		[{ outcome: 'OK', illegal: [], baseline_id: 'baselines/b1', frozen_at: 1, items: ['atoms/a1'] }],
+		{ writesExecuted: 3 },
+	);
 	await createBaseline.execute(stub.database(), INPUT, RUN);
 	const { query } = stub.queries()[0];
-	assert.match(query, /RETURN \{ id: v\._id, key: v\._key, rev: v\._rev, order: e\.order \}/, 'the traversal keeps the _rev it read');
-	assert.match(query, /FOR item IN \(outcome == "OK" \? reachable : \[\]\)\s+UPDATE \{ _key: item\.key, _rev: item\.rev \} WITH \{ baselined_at: now \} IN atoms OPTIONS \{ ignoreRevs: false \}/);
-	assert.ok(query.indexOf('IN atoms') < query.indexOf('INTO baselines'), 'atoms are touched before anything else is written');
+	assert.match(
+		query,
+		/RETURN \{ id: v\._id, key: v\._key, rev: v\._rev, order: e\.order \}/,
+		'the traversal keeps the _rev it read',
+	);
+	assert.match(
+		query,
+		/FOR item IN \(outcome == "OK" \? reachable : \[\]\)\s+UPDATE \{ _key: item\.key, _rev: item\.rev \} WITH \{ baselined_at: now \} IN atoms OPTIONS \{ ignoreRevs: false \}/,
+	);
+	assert.ok(
+		query.indexOf('IN atoms') < query.indexOf('INTO baselines'),
+		'atoms are touched before anything else is written',
+	);
 	assertQueriesSafe(stub);
 });
 
-const CONFLICT = [409, 1200, 'AQL: conflict, _rev values do not match [node #21: UpdateNode] (while executing)'] as const;
+const CONFLICT = [
+	409,
+	1200,
+	'AQL: conflict, _rev values do not match [node #21: UpdateNode] (while executing)',
+] as const;
 
 test('Create baseline: an atom archived (or changed) under it → the whole query fails with 409 REV_CONFLICT carrying the current _revs of the reachable active atoms', async () => {
-	const stub = new ArangoStub().cursorError(...CONFLICT).cursor([['atoms/a1', '_a3'], ['atoms/a2', '_a4']]);
+	const stub = new ArangoStub().cursorError(...CONFLICT).cursor([
+		['atoms/a1', '_a3'],
+		['atoms/a2', '_a4'],
+	]);
 	const error = await failure(createBaseline, stub.database(), INPUT);
-	assert.deepEqual([error.statusCode, error.kind, error.details.code, error.details.arango_error_num], [409, 'conflict', 'REV_CONFLICT', 1200]);
+	assert.deepEqual(
+		[error.statusCode, error.kind, error.details.code, error.details.arango_error_num],
+		[409, 'conflict', 'REV_CONFLICT', 1200],
+	);
 	assert.deepEqual(error.details.current_revs, { 'atoms/a1': '_a3', 'atoms/a2': '_a4' });
 	assert.equal(error.details.current_rev, null, 'no single document');
 	assert.equal(stub.requests.length, 2, 'the failed query (nothing to roll back), then one read');
 	const read = stub.queries()[1];
 	assert.deepEqual(read.bindVars, { doc_key: 'doc_1' });
 	assert.match(read.query, /^WITH docs, atoms\n/, 'the traversal declares its vertex collections');
-	assert.match(read.query, /1\.\.10 OUTBOUND doc_id structure_links OPTIONS \{ order: "bfs", uniqueVertices: "global" \}[\s\S]*FILTER v\.status == "active"/, 'the same traversal as the snapshot');
+	assert.match(
+		read.query,
+		/1\.\.10 OUTBOUND doc_id structure_links OPTIONS \{ order: "bfs", uniqueVertices: "global" \}[\s\S]*FILTER v\.status == "active"/,
+		'the same traversal as the snapshot',
+	);
 	assert.doesNotMatch(read.query, /INSERT|UPDATE|REPLACE|REMOVE|UPSERT/, 'read-only');
 	assertQueriesSafe(stub);
 });
 
 test('Create baseline: after a 1200, malformed rows are skipped; a failing re-read leaves the 409 as it was', async () => {
-	const stub = new ArangoStub().cursorError(...CONFLICT).cursor([['atoms/a1', '_a3'], ['atoms/a2', null], 'x']).cursorError(...CONFLICT).cursorNetworkError('ECONNRESET');
+	const stub = new ArangoStub()
+		.cursorError(...CONFLICT)
+		.cursor([['atoms/a1', '_a3'], ['atoms/a2', null], 'x'])
+		.cursorError(...CONFLICT)
+		.cursorNetworkError('ECONNRESET');
 	const db = stub.database();
 	const first = await failure(createBaseline, db, INPUT);
 	assert.deepEqual(first.details.current_revs, { 'atoms/a1': '_a3' });
@@ -81,7 +126,11 @@ test('Create baseline: docs → atoms edges → 422 ILLEGAL_EDGES listing them',
 test('Create baseline: unknown doc → 404; a tag used twice (unique index, 1210) → 409', async () => {
 	const stub = new ArangoStub()
 		.cursor([{ outcome: 'NOT_FOUND', illegal: [] }])
-		.cursorError(409, 1210, 'AQL: unique constraint violated - in index baselines_doc_tag of type persistent over \'doc_id, tag\' (while executing)');
+		.cursorError(
+			409,
+			1210,
+			"AQL: unique constraint violated - in index baselines_doc_tag of type persistent over 'doc_id, tag' (while executing)",
+		);
 	const db = stub.database();
 	const missing = await failure(createBaseline, db, INPUT);
 	assert.deepEqual([missing.statusCode, missing.details.missing], [404, ['docs/doc_1']]);

@@ -12,7 +12,8 @@ import { ARANGO_DB, ARANGO_URL, ArangoStub, realResponses } from '../../helpers/
 
 afterEach(() => ArangoStub.reset());
 
-const credential = (data: Record<string, unknown>) => ({ id: '1', name: 'ArangoDB', type: 'arangoDbApi', data }) as unknown as ICredentialsDecrypted;
+const credential = (data: Record<string, unknown>) =>
+	({ id: '1', name: 'ArangoDB', type: 'arangoDbApi', data }) as unknown as ICredentialsDecrypted;
 
 test('basic auth: GET /_db/<db>/_api/version with Authorization Basic; a server error is reported', async () => {
 	new ArangoStub();
@@ -20,12 +21,15 @@ test('basic auth: GET /_db/<db>/_api/version with Authorization Basic; a server 
 	let auth: string | undefined;
 	nock(ARANGO_URL)
 		.get(`/_db/${ARANGO_DB}/_api/version`)
-		.query({ details: "false" })
+		.query({ details: 'false' })
 		.reply(function () {
 			auth = this.req.headers.authorization as string;
 			return [reply.status, { ...reply.body, errorMessage: 'database not found' }];
 		});
-	const result = await arangoDbApiTest.call({} as ICredentialTestFunctions, credential({ url: ARANGO_URL, database: ARANGO_DB, authMode: 'basic', username: 'root', password: 'pw' }));
+	const result = await arangoDbApiTest.call(
+		{} as ICredentialTestFunctions,
+		credential({ url: ARANGO_URL, database: ARANGO_DB, authMode: 'basic', username: 'root', password: 'pw' }),
+	);
 	assert.equal(auth, `Basic ${Buffer.from('root:pw').toString('base64')}`);
 	assert.equal(result.status, 'Error');
 	assert.match(result.message, /database not found/);
@@ -36,14 +40,20 @@ test('JWT: the token is sent as a bearer; an unreachable server is reported', as
 	let auth: string | undefined;
 	nock(ARANGO_URL)
 		.get(`/_db/${ARANGO_DB}/_api/version`)
-		.query({ details: "false" })
+		.query({ details: 'false' })
 		.reply(function () {
 			auth = this.req.headers.authorization as string;
 			return [503, { error: true, code: 503, errorNum: 503, errorMessage: 'service unavailable' }];
 		});
-	const result = await arangoDbApiTest.call({} as ICredentialTestFunctions, credential({ url: ARANGO_URL, database: ARANGO_DB, authMode: 'jwt', token: 'abc.def.ghi' }));
+	const result = await arangoDbApiTest.call(
+		{} as ICredentialTestFunctions,
+		credential({ url: ARANGO_URL, database: ARANGO_DB, authMode: 'jwt', token: 'abc.def.ghi' }),
+	);
 	assert.match(String(auth), /^bearer abc\.def\.ghi$/i);
 	assert.equal(result.status, 'Error');
-	const refused = await arangoDbApiTest.call({} as ICredentialTestFunctions, credential({ url: 'http://127.0.0.1:1', database: ARANGO_DB }));
+	const refused = await arangoDbApiTest.call(
+		{} as ICredentialTestFunctions,
+		credential({ url: 'http://127.0.0.1:1', database: ARANGO_DB }),
+	);
 	assert.equal(refused.status, 'Error');
 });

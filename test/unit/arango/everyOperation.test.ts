@@ -23,7 +23,13 @@ const INPUTS: Record<string, Record<string, unknown>> = {
 	'atom.unlockExpired': {},
 	'proposal.create': { target_active_id: 'atom_uuid_v5', new_content: 'text', comment: 'c', author: 'user_123' },
 	'proposal.reject': { proposal_id: 'atom_draft_y', expected_proposal_rev: '_r1' },
-	'proposal.merge': { winner_proposal_id: 'atom_draft_x', current_active_id: 'atom_uuid_v5', user_id: 'user_123', structure_edge_id: 'structure_links/e1', expected_edge_rev: '_e1' },
+	'proposal.merge': {
+		winner_proposal_id: 'atom_draft_x',
+		current_active_id: 'atom_uuid_v5',
+		user_id: 'user_123',
+		structure_edge_id: 'structure_links/e1',
+		expected_edge_rev: '_e1',
+	},
 	'baseline.create': { doc_id: 'docs/doc_1', version_tag: 'v1.0', title: 'MVP' },
 	'analysis.loadContext': { target_atom_id: 'atom_uuid_v5', agent_role_key: 'fixer' },
 	'analysis.saveResult': { target_atom_id: 'atom_uuid_v5', prompt_id: 'prompts/p1', ai_response: '{"issues":[]}' },
@@ -47,11 +53,46 @@ const TRAVERSAL_TARGET: Record<string, { bindVars: Record<string, unknown>; ids:
 	'baseline.create': { bindVars: { doc_key: 'doc_1' }, ids: ['atoms/a1', 'atoms/a2'] },
 };
 
-const FAILURES: { name: string; script: (stub: ArangoStub) => ArangoStub; status: number; kind: string; retryable: boolean; code: string }[] = [
-	{ name: 'ArangoDB unreachable', script: (s) => s.cursorNetworkError('ECONNREFUSED'), status: 503, kind: 'db', retryable: true, code: 'UNREACHABLE' },
-	{ name: 'document not found (1202)', script: (s) => s.cursorError(404, 1202, 'AQL: document not found [node #5: UpdateNode] (while executing)'), status: 404, kind: 'not_found', retryable: false, code: 'NOT_FOUND' },
-	{ name: 'write conflict (1200)', script: (s) => s.cursorError(...CONFLICT_1200), status: 409, kind: 'conflict', retryable: false, code: 'REV_CONFLICT' },
-	{ name: 'collection missing (1203)', script: (s) => s.cursorError(404, 1203, 'AQL: collection or view not found: atoms (while parsing)'), status: 500, kind: 'db', retryable: false, code: 'COLLECTION_NOT_FOUND' },
+const FAILURES: {
+	name: string;
+	script: (stub: ArangoStub) => ArangoStub;
+	status: number;
+	kind: string;
+	retryable: boolean;
+	code: string;
+}[] = [
+	{
+		name: 'ArangoDB unreachable',
+		script: (s) => s.cursorNetworkError('ECONNREFUSED'),
+		status: 503,
+		kind: 'db',
+		retryable: true,
+		code: 'UNREACHABLE',
+	},
+	{
+		name: 'document not found (1202)',
+		script: (s) => s.cursorError(404, 1202, 'AQL: document not found [node #5: UpdateNode] (while executing)'),
+		status: 404,
+		kind: 'not_found',
+		retryable: false,
+		code: 'NOT_FOUND',
+	},
+	{
+		name: 'write conflict (1200)',
+		script: (s) => s.cursorError(...CONFLICT_1200),
+		status: 409,
+		kind: 'conflict',
+		retryable: false,
+		code: 'REV_CONFLICT',
+	},
+	{
+		name: 'collection missing (1203)',
+		script: (s) => s.cursorError(404, 1203, 'AQL: collection or view not found: atoms (while parsing)'),
+		status: 500,
+		kind: 'db',
+		retryable: false,
+		code: 'COLLECTION_NOT_FOUND',
+	},
 ];
 
 for (const resource of RESOURCES) {
@@ -69,7 +110,10 @@ for (const resource of RESOURCES) {
 				const reread = cas?.ids ?? traversal?.ids;
 				if (reread) stub.cursor(reread.map((id, i) => [id, `_rNow${i}`]));
 				const error = await failure(op, stub.database(), INPUTS[name]);
-				assert.deepEqual([error.statusCode, error.kind, error.retryable, error.details.code], [f.status, f.kind, f.retryable, f.code]);
+				assert.deepEqual(
+					[error.statusCode, error.kind, error.retryable, error.details.code],
+					[f.status, f.kind, f.retryable, f.code],
+				);
 				if (reread) {
 					const read = stub.queries().at(-1)!;
 					assert.deepEqual(read.bindVars, cas ? { ids: cas.ids } : traversal!.bindVars, 'the documents are read again');
@@ -77,7 +121,10 @@ for (const resource of RESOURCES) {
 					assert.equal(read.trxId, undefined, 'outside the aborted transaction');
 					assert.equal(stub.requests.at(-1)!.path.endsWith('/_api/cursor'), true, 'read after the abort');
 					assert.deepEqual(error.details.current_revs, Object.fromEntries(reread.map((id, i) => [id, `_rNow${i}`])));
-					assert.deepEqual([error.details.current_rev, error.details.expected_rev], [cas ? '_rNow0' : null, cas?.expected_rev]);
+					assert.deepEqual(
+						[error.details.current_rev, error.details.expected_rev],
+						[cas ? '_rNow0' : null, cas?.expected_rev],
+					);
 				} else if (f.code === 'REV_CONFLICT') {
 					assert.equal(stub.queries().length, 1, 'no CAS target: nothing read again');
 				}

@@ -12,7 +12,9 @@ test('Create proposal: one stream transaction: CAS-touch the active target, then
 	const stub = new ArangoStub()
 		.begin('90')
 		.cursor([{ outcome: 'OK', status: 'active', target_rev: '_a2' }], { writesExecuted: 1 })
-		.cursor([{ proposal_id: 'atoms/p9', proposal_rev: '_p1', proposal_link_id: 'proposal_links/l9' }], { writesExecuted: 2 })
+		.cursor([{ proposal_id: 'atoms/p9', proposal_rev: '_p1', proposal_link_id: 'proposal_links/l9' }], {
+			writesExecuted: 2,
+		})
 		.commit('90');
 	const input = { target_active_id: 'a1', new_content: 'Fixed text', comment: 'typo', author: 'u1' };
 	const result = await createProposal.execute(stub.database(), input, RUN);
@@ -21,23 +23,37 @@ test('Create proposal: one stream transaction: CAS-touch the active target, then
 		data: { proposal_id: 'atoms/p9', proposal_rev: '_p1', status: 'proposal', proposal_link_id: 'proposal_links/l9' },
 	});
 	const begin = stub.requests[0];
-	assert.deepEqual((begin.body as { collections: unknown }).collections, { write: ['atoms', 'proposal_links'], read: [] });
+	assert.deepEqual((begin.body as { collections: unknown }).collections, {
+		write: ['atoms', 'proposal_links'],
+		read: [],
+	});
 	const [touch, insert] = stub.queries();
 	assert.deepEqual([touch.trxId, insert.trxId], ['90', '90'], 'both steps in the transaction');
 	assert.deepEqual(touch.bindVars, { target_key: 'a1', author: 'u1' });
 	assert.match(touch.query, /target\.status != "active" \? "INVALID_STATE"/);
-	assert.match(touch.query, /UPDATE a WITH \{ last_proposal_at: now, last_proposal_by: @author \} IN atoms OPTIONS \{ ignoreRevs: false \}/, 'the target is CAS-touched: a concurrent Merge/Archive write conflicts');
+	assert.match(
+		touch.query,
+		/UPDATE a WITH \{ last_proposal_at: now, last_proposal_by: @author \} IN atoms OPTIONS \{ ignoreRevs: false \}/,
+		'the target is CAS-touched: a concurrent Merge/Archive write conflicts',
+	);
 	assert.deepEqual(insert.bindVars, { target_key: 'a1', new_content: 'Fixed text', comment: 'typo', author: 'u1' });
 	assert.match(insert.query, /INSERT \{ content: @new_content, status: "proposal"/);
 	assert.match(insert.query, /type: "alternative"[\s\S]*outdated: false/);
-	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'POST', 'PUT']);
+	assert.deepEqual(
+		stub.requests.map((r) => r.method),
+		['POST', 'POST', 'POST', 'PUT'],
+	);
 	assertQueriesSafe(stub);
 });
 
 test('Create proposal: unknown target → 404, inactive (merged/archived) target → 409 INVALID_STATE, both aborted; empty content → 422', async () => {
 	const stub = new ArangoStub()
-		.begin('91').cursor([{ outcome: 'NOT_FOUND' }]).abort('91')
-		.begin('92').cursor([{ outcome: 'INVALID_STATE', status: 'archived' }]).abort('92');
+		.begin('91')
+		.cursor([{ outcome: 'NOT_FOUND' }])
+		.abort('91')
+		.begin('92')
+		.cursor([{ outcome: 'INVALID_STATE', status: 'archived' }])
+		.abort('92');
 	const db = stub.database();
 	const input = { target_active_id: 'a1', new_content: 'x', author: 'u1' };
 	assert.equal((await failure(createProposal, db, input)).statusCode, 404);
@@ -49,31 +65,63 @@ test('Create proposal: unknown target → 404, inactive (merged/archived) target
 	assert.deepEqual([empty.statusCode, empty.details.field], [422, 'new_content']);
 });
 
-test('Create proposal: a Merge/Archive writing the target at the same time (1200 on the touch) → 409, aborted, nothing inserted; current_rev = the target\'s _rev read after the abort', async () => {
-	const stub = new ArangoStub().begin('93').cursorError(...CONFLICT_1200).abort('93').cursor([['atoms/a1', '_a7']]);
-	const error = await failure(createProposal, stub.database(), { target_active_id: 'a1', new_content: 'x', author: 'u1' });
+test("Create proposal: a Merge/Archive writing the target at the same time (1200 on the touch) → 409, aborted, nothing inserted; current_rev = the target's _rev read after the abort", async () => {
+	const stub = new ArangoStub()
+		.begin('93')
+		.cursorError(...CONFLICT_1200)
+		.abort('93')
+		.cursor([['atoms/a1', '_a7']]);
+	const error = await failure(createProposal, stub.database(), {
+		target_active_id: 'a1',
+		new_content: 'x',
+		author: 'u1',
+	});
 	assert.deepEqual([error.statusCode, error.details.code, error.details.arango_error_num], [409, 'REV_CONFLICT', 1200]);
-	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE', 'POST'], 'begin, touch, abort, then one read');
+	assert.deepEqual(
+		stub.requests.map((r) => r.method),
+		['POST', 'POST', 'DELETE', 'POST'],
+		'begin, touch, abort, then one read',
+	);
 	assert.deepEqual([error.details.current_rev, error.details.current_revs], ['_a7', { 'atoms/a1': '_a7' }]);
 	assert.equal('expected_rev' in error.details, false, 'the caller gave no _rev of the target');
 	const read = stub.queries()[1];
-	assert.deepEqual([read.bindVars, read.trxId], [{ ids: ['atoms/a1'] }, undefined], 'the target, outside the aborted transaction');
+	assert.deepEqual(
+		[read.bindVars, read.trxId],
+		[{ ids: ['atoms/a1'] }, undefined],
+		'the target, outside the aborted transaction',
+	);
 	assert.doesNotMatch(read.query, /INSERT|UPDATE|REPLACE|REMOVE|UPSERT/);
 	assert.ok(stub.isDone());
 	assertQueriesSafe(stub);
 });
 
 test('Create proposal: a 1200 whose re-read fails too → the 409 unchanged (current_rev null, no current_revs)', async () => {
-	const stub = new ArangoStub().begin('95').cursorError(...CONFLICT_1200).abort('95').cursorNetworkError('ECONNRESET');
-	const error = await failure(createProposal, stub.database(), { target_active_id: 'a1', new_content: 'x', author: 'u1' });
+	const stub = new ArangoStub()
+		.begin('95')
+		.cursorError(...CONFLICT_1200)
+		.abort('95')
+		.cursorNetworkError('ECONNRESET');
+	const error = await failure(createProposal, stub.database(), {
+		target_active_id: 'a1',
+		new_content: 'x',
+		author: 'u1',
+	});
 	assert.deepEqual([error.statusCode, error.details.code, error.details.current_rev], [409, 'REV_CONFLICT', null]);
 	assert.equal('current_revs' in error.details, false);
 	assert.ok(stub.isDone());
 });
 
 test('Create proposal: an insert that did not write both documents is aborted (500), never committed', async () => {
-	const stub = new ArangoStub().begin('94').cursor([{ outcome: 'OK' }]).cursor([{ proposal_id: 'atoms/p9', proposal_link_id: null }]).abort('94');
-	const error = await failure(createProposal, stub.database(), { target_active_id: 'a1', new_content: 'x', author: 'u1' });
+	const stub = new ArangoStub()
+		.begin('94')
+		.cursor([{ outcome: 'OK' }])
+		.cursor([{ proposal_id: 'atoms/p9', proposal_link_id: null }])
+		.abort('94');
+	const error = await failure(createProposal, stub.database(), {
+		target_active_id: 'a1',
+		new_content: 'x',
+		author: 'u1',
+	});
 	assert.deepEqual([error.statusCode, error.details.code], [500, 'INCOMPLETE_PROPOSAL']);
 	assert.equal(stub.requests.at(-1)!.method, 'DELETE');
 });
@@ -92,7 +140,10 @@ test('Reject: one CAS query; stale _rev → 409 with the current _rev; not a pro
 	const stale = await failure(rejectProposal, db, input);
 	assert.deepEqual(stale.details, { code: 'REV_CONFLICT', expected_rev: '_r1', current_rev: '_r3' });
 	const notProposal = await failure(rejectProposal, db, input);
-	assert.deepEqual([notProposal.statusCode, notProposal.details.code, notProposal.details.status], [409, 'INVALID_STATE', 'active']);
+	assert.deepEqual(
+		[notProposal.statusCode, notProposal.details.code, notProposal.details.status],
+		[409, 'INVALID_STATE', 'active'],
+	);
 	assertQueriesSafe(stub);
 });
 
@@ -114,11 +165,18 @@ const SWITCHED = {
 		{ id: 'atoms/p1', rev: '_p2', status: 'active' },
 	],
 	revision_link_id: 'revision_links/r1',
-	rebased_proposals: [{ id: 'atoms/p2', outdated: true }, { id: 'atoms/p3', outdated: true }],
+	rebased_proposals: [
+		{ id: 'atoms/p2', outdated: true },
+		{ id: 'atoms/p3', outdated: true },
+	],
 };
 
 test('Merge: begin → switch query → unlink query → commit, every step in the transaction; §3.2 result', async () => {
-	const stub = new ArangoStub().begin('9001').cursor([SWITCHED], { writesExecuted: 6 }).cursor(['proposal_links/w1'], { writesExecuted: 1 }).commit('9001');
+	const stub = new ArangoStub()
+		.begin('9001')
+		.cursor([SWITCHED], { writesExecuted: 6 })
+		.cursor(['proposal_links/w1'], { writesExecuted: 1 })
+		.commit('9001');
 	const result = await mergeProposal.execute(stub.database(), MERGE_INPUT, RUN);
 	assert.deepEqual(
 		stub.requests.map((r) => `${r.method} ${r.path}`),
@@ -132,7 +190,14 @@ test('Merge: begin → switch query → unlink query → commit, every step in t
 	assert.deepEqual(stub.requests[0].body, { collections: { write: MERGE_WRITE_COLLECTIONS, read: [] } });
 	const [sw, unlink] = stub.queries();
 	assert.deepEqual([sw.trxId, unlink.trxId], ['9001', '9001'], 'both queries carry x-arango-trx-id');
-	assert.deepEqual(sw.bindVars, { current_key: 'a1', winner_key: 'p1', edge_key: 'e1', expected_edge_rev: '_e1', user_id: 'u1', allow_outdated: false });
+	assert.deepEqual(sw.bindVars, {
+		current_key: 'a1',
+		winner_key: 'p1',
+		edge_key: 'e1',
+		expected_edge_rev: '_e1',
+		user_id: 'u1',
+		allow_outdated: false,
+	});
 	assert.match(sw.query, /UPDATE \{ _key: e\._key, _rev: @expected_edge_rev \} WITH \{ _to: winner_id/);
 	assert.deepEqual(unlink.bindVars, { winner_id: 'atoms/p1' });
 	assert.match(unlink.query, /REMOVE pe IN proposal_links/);
@@ -143,7 +208,10 @@ test('Merge: begin → switch query → unlink query → commit, every step in t
 		structure_edge_id: 'structure_links/e1',
 		structure_edge_rev: '_e2',
 		rebased_proposals_count: 2,
-		rebased_proposals: [{ id: 'atoms/p2', outdated: true }, { id: 'atoms/p3', outdated: true }],
+		rebased_proposals: [
+			{ id: 'atoms/p2', outdated: true },
+			{ id: 'atoms/p3', outdated: true },
+		],
 		revision_link_id: 'revision_links/r1',
 		removed_proposal_links: ['proposal_links/w1'],
 	});
@@ -163,7 +231,10 @@ const FAILED_CHECKS: [string, Record<string, unknown>, number, Record<string, un
 
 for (const [outcome, facts, status, expected] of FAILED_CHECKS) {
 	test(`Merge: failed check ${outcome} → ${status}, the transaction is aborted and nothing else is sent`, async () => {
-		const stub = new ArangoStub().begin('77').cursor([{ outcome, ...facts }]).abort('77');
+		const stub = new ArangoStub()
+			.begin('77')
+			.cursor([{ outcome, ...facts }])
+			.abort('77');
 		const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
 		assert.equal(error.statusCode, status);
 		assert.equal(error.details.code, outcome);
@@ -180,14 +251,33 @@ for (const [outcome, facts, status, expected] of FAILED_CHECKS) {
 const MERGE_IDS = ['structure_links/e1', 'atoms/a1', 'atoms/p1'];
 
 test('Merge: a concurrent write on the edge (1200 during the switch) → 409 and abort; the edge and both atoms read again in one query', async () => {
-	const stub = new ArangoStub().begin('78').cursorError(...CONFLICT_1200).abort('78').cursor([['structure_links/e1', '_e9'], ['atoms/a1', '_a1'], ['atoms/p1', '_p1']]);
+	const stub = new ArangoStub()
+		.begin('78')
+		.cursorError(...CONFLICT_1200)
+		.abort('78')
+		.cursor([
+			['structure_links/e1', '_e9'],
+			['atoms/a1', '_a1'],
+			['atoms/p1', '_p1'],
+		]);
 	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
-	assert.deepEqual([error.statusCode, error.kind, error.details.code, error.details.arango_error_num], [409, 'conflict', 'REV_CONFLICT', 1200]);
-	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE', 'POST'], 'begin, switch, abort, then one read');
+	assert.deepEqual(
+		[error.statusCode, error.kind, error.details.code, error.details.arango_error_num],
+		[409, 'conflict', 'REV_CONFLICT', 1200],
+	);
+	assert.deepEqual(
+		stub.requests.map((r) => r.method),
+		['POST', 'POST', 'DELETE', 'POST'],
+		'begin, switch, abort, then one read',
+	);
 	const read = stub.queries()[1];
 	assert.deepEqual([read.bindVars, read.trxId], [{ ids: MERGE_IDS }, undefined]);
 	assert.doesNotMatch(read.query, /INSERT|UPDATE|REPLACE|REMOVE|UPSERT/);
-	assert.deepEqual([error.details.expected_rev, error.details.current_rev], ['_e1', '_e9'], 'the edge _rev after the conflict');
+	assert.deepEqual(
+		[error.details.expected_rev, error.details.current_rev],
+		['_e1', '_e9'],
+		'the edge _rev after the conflict',
+	);
 	assert.deepEqual(error.details.current_revs, { 'structure_links/e1': '_e9', 'atoms/a1': '_a1', 'atoms/p1': '_p1' });
 	assert.deepEqual(error.details.conflict_on, ['structure_links/e1'], 'the edge moved since expected_edge_rev');
 	assert.equal(error.where.collection, 'structure_links');
@@ -195,21 +285,43 @@ test('Merge: a concurrent write on the edge (1200 during the switch) → 409 and
 	assertQueriesSafe(stub);
 });
 
-test('Merge: a 1200 on an atom (the edge unchanged) → current_rev == expected_rev, conflict_on [], the atoms\' current _revs and a message naming the atoms', async () => {
-	const stub = new ArangoStub().begin('82').cursorError(...CONFLICT_1200).abort('82').cursor([['structure_links/e1', '_e1'], ['atoms/a1', '_a4'], ['atoms/p1', null]]);
+test("Merge: a 1200 on an atom (the edge unchanged) → current_rev == expected_rev, conflict_on [], the atoms' current _revs and a message naming the atoms", async () => {
+	const stub = new ArangoStub()
+		.begin('82')
+		.cursorError(...CONFLICT_1200)
+		.abort('82')
+		.cursor([
+			['structure_links/e1', '_e1'],
+			['atoms/a1', '_a4'],
+			['atoms/p1', null],
+		]);
 	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
 	assert.deepEqual([error.statusCode, error.details.code], [409, 'REV_CONFLICT']);
 	assert.deepEqual([error.details.expected_rev, error.details.current_rev], ['_e1', '_e1']);
-	assert.deepEqual(error.details.current_revs, { 'structure_links/e1': '_e1', 'atoms/a1': '_a4', 'atoms/p1': null }, 'a winner gone meanwhile reads null');
+	assert.deepEqual(
+		error.details.current_revs,
+		{ 'structure_links/e1': '_e1', 'atoms/a1': '_a4', 'atoms/p1': null },
+		'a winner gone meanwhile reads null',
+	);
 	assert.deepEqual(error.details.conflict_on, []);
-	assert.match(error.message, /^concurrent write to the structure edge or an atom of this merge; retry with the current revisions \(ArangoDB error 1200: /);
+	assert.match(
+		error.message,
+		/^concurrent write to the structure edge or an atom of this merge; retry with the current revisions \(ArangoDB error 1200: /,
+	);
 	assert.ok(stub.isDone());
 });
 
 test('Merge: a 1200 whose re-read fails → 409 REV_CONFLICT with expected_rev, current_rev null, no current_revs/conflict_on', async () => {
-	const stub = new ArangoStub().begin('83').cursorError(...CONFLICT_1200).abort('83').cursorNetworkError('ECONNRESET');
+	const stub = new ArangoStub()
+		.begin('83')
+		.cursorError(...CONFLICT_1200)
+		.abort('83')
+		.cursorNetworkError('ECONNRESET');
 	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
-	assert.deepEqual([error.statusCode, error.kind, error.retryable, error.details.code], [409, 'conflict', false, 'REV_CONFLICT']);
+	assert.deepEqual(
+		[error.statusCode, error.kind, error.retryable, error.details.code],
+		[409, 'conflict', false, 'REV_CONFLICT'],
+	);
 	assert.deepEqual([error.details.expected_rev, error.details.current_rev], ['_e1', null]);
 	assert.equal('current_revs' in error.details || 'conflict_on' in error.details, false);
 	assert.match(error.message, /^concurrent write to the structure edge or an atom of this merge/);
@@ -217,7 +329,10 @@ test('Merge: a 1200 whose re-read fails → 409 REV_CONFLICT with expected_rev, 
 });
 
 test('Merge: a switch that did not change both atoms is aborted, never committed (no orphan active atom)', async () => {
-	const stub = new ArangoStub().begin('79').cursor([{ ...SWITCHED, changed_atoms: [SWITCHED.changed_atoms[1]] }]).abort('79');
+	const stub = new ArangoStub()
+		.begin('79')
+		.cursor([{ ...SWITCHED, changed_atoms: [SWITCHED.changed_atoms[1]] }])
+		.abort('79');
 	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
 	assert.deepEqual([error.statusCode, error.details.code], [500, 'INCOMPLETE_MERGE']);
 	assert.equal(stub.requests.at(-1)!.method, 'DELETE');
@@ -227,14 +342,20 @@ test('Merge: the connection drops before the unlink step → 503 retryable, abor
 	const stub = new ArangoStub().begin('80').cursor([SWITCHED]).cursorNetworkError('ECONNRESET').abort('80');
 	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
 	assert.deepEqual([error.statusCode, error.kind, error.retryable], [503, 'db', true]);
-	assert.deepEqual(stub.requests.map((r) => r.method), ['POST', 'POST', 'DELETE']);
+	assert.deepEqual(
+		stub.requests.map((r) => r.method),
+		['POST', 'POST', 'DELETE'],
+	);
 	assert.ok(!stub.requests.some((r) => r.method === 'PUT'), 'never committed');
 });
 
 test('Merge: missing collections at begin (1203) → 500 with the migration hint, no query sent', async () => {
 	const stub = new ArangoStub().beginUnknownCollection();
 	const error = await failure(mergeProposal, stub.database(), MERGE_INPUT);
-	assert.deepEqual([error.statusCode, error.details.code, error.details.hint], [500, 'COLLECTION_NOT_FOUND', 'run npm run db:migrate:arango']);
+	assert.deepEqual(
+		[error.statusCode, error.details.code, error.details.hint],
+		[500, 'COLLECTION_NOT_FOUND', 'run npm run db:migrate:arango'],
+	);
 	assert.equal(stub.queries().length, 0);
 });
 

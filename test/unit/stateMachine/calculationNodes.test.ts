@@ -8,7 +8,9 @@ test('calculationNodesOf: trimmed ids, comma-separated tags; blank ids dropped; 
 	const fns = {
 		getNodeParameter: (name: string) => {
 			assert.equal(name, 'calculationNodes');
-			return { node: [{ workflowId: ' wf1 ', tags: 'a, b,,c ' }, { workflowId: '', tags: 'x' }, { workflowId: 'wf2' }] };
+			return {
+				node: [{ workflowId: ' wf1 ', tags: 'a, b,,c ' }, { workflowId: '', tags: 'x' }, { workflowId: 'wf2' }],
+			};
 		},
 	} as unknown as IExecuteFunctions;
 	assert.deepEqual(calculationNodesOf(fns, 0, 'run', 'completeStep'), [
@@ -29,11 +31,32 @@ test('subWorkflowCaller: one JSON item to the workflow id, parent execution name
 		},
 	} as unknown as IExecuteFunctions;
 	const when = new Date('2026-01-02T03:04:05.000Z');
-	const answer = await subWorkflowCaller(fns, 'exec-9')('wf-7', { processor: { name: 'p', executionMode: 'SYNC', context: '', tags: [] }, transition: { name: 'T', next: 'N' }, entity: { at: when } });
+	const answer = await subWorkflowCaller(fns, 'exec-9')('wf-7', {
+		processor: { name: 'p', executionMode: 'SYNC', context: '', tags: [] },
+		transition: { name: 'T', next: 'N' },
+		entity: { at: when },
+	});
 	assert.deepEqual(answer, { success: false, error: 'no' });
 	assert.deepEqual(calls[0][0], { id: 'wf-7' });
-	assert.deepEqual(calls[0][1], [{ json: { processor: { name: 'p', executionMode: 'SYNC', context: '', tags: [] }, transition: { name: 'T', next: 'N' }, entity: { at: '2026-01-02T03:04:05.000Z' } } }]);
+	assert.deepEqual(calls[0][1], [
+		{
+			json: {
+				processor: { name: 'p', executionMode: 'SYNC', context: '', tags: [] },
+				transition: { name: 'T', next: 'N' },
+				entity: { at: '2026-01-02T03:04:05.000Z' },
+			},
+		},
+	]);
 	assert.deepEqual(calls[0][3], { parentExecution: { executionId: 'exec-9', workflowId: 'parent-wf' } });
-	const empty = { getWorkflow: () => ({ id: 'p' }), executeWorkflow: async () => ({ executionId: 'x', data: [] }) } as unknown as IExecuteFunctions;
-	assert.equal(await subWorkflowCaller(empty, 'e')('w', { processor: { name: 'p', executionMode: 'SYNC', context: '', tags: [] }, transition: { name: 'T', next: 'N' } }), undefined);
+	const empty = {
+		getWorkflow: () => ({ id: 'p' }),
+		executeWorkflow: async () => ({ executionId: 'x', data: [] }),
+	} as unknown as IExecuteFunctions;
+	assert.equal(
+		await subWorkflowCaller(empty, 'e')('w', {
+			processor: { name: 'p', executionMode: 'SYNC', context: '', tags: [] },
+			transition: { name: 'T', next: 'N' },
+		}),
+		undefined,
+	);
 });

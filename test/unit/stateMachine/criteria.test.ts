@@ -12,11 +12,19 @@ const entity = {
 	flag: true,
 	nothing: null,
 	tags: ['physics', 'chemistry'],
-	laureates: [{ name: 'Marie', share: 2 }, { name: 'Pierre', share: 4 }],
+	laureates: [
+		{ name: 'Marie', share: 2 },
+		{ name: 'Pierre', share: 4 },
+	],
 	code: 'a.b*c',
 };
 const meta = { state: 'NEW', creationDate: '2024-03-01T10:00:00Z', previousTransition: 'CREATE' };
-const simple = (jsonPath: string, operatorType: OperatorType, value?: unknown): Condition => ({ type: 'simple', jsonPath, operatorType, value });
+const simple = (jsonPath: string, operatorType: OperatorType, value?: unknown): Condition => ({
+	type: 'simple',
+	jsonPath,
+	operatorType,
+	value,
+});
 
 const CASES: [string, Condition, boolean][] = [
 	['number equals numeric text', simple('$.year', 'EQUALS', '2024'), true],
@@ -62,13 +70,45 @@ const CASES: [string, Condition, boolean][] = [
 	['a path ending on an array: any element', simple('$.tags', 'EQUALS', 'chemistry'), true],
 	['empty AND is true', { type: 'group', operator: 'AND', conditions: [] }, true],
 	['empty OR is false', { type: 'group', operator: 'OR', conditions: [] }, false],
-	['AND', { type: 'group', operator: 'AND', conditions: [simple('$.year', 'EQUALS', 2024), simple('$.flag', 'EQUALS', true)] }, true],
-	['OR', { type: 'group', operator: 'OR', conditions: [simple('$.year', 'EQUALS', 1), simple('$.name', 'ICONTAINS', 'marie')] }, true],
-	['nested group', { type: 'group', operator: 'AND', conditions: [{ type: 'group', operator: 'OR', conditions: [] }] }, false],
+	[
+		'AND',
+		{
+			type: 'group',
+			operator: 'AND',
+			conditions: [simple('$.year', 'EQUALS', 2024), simple('$.flag', 'EQUALS', true)],
+		},
+		true,
+	],
+	[
+		'OR',
+		{
+			type: 'group',
+			operator: 'OR',
+			conditions: [simple('$.year', 'EQUALS', 1), simple('$.name', 'ICONTAINS', 'marie')],
+		},
+		true,
+	],
+	[
+		'nested group',
+		{ type: 'group', operator: 'AND', conditions: [{ type: 'group', operator: 'OR', conditions: [] }] },
+		false,
+	],
 	['lifecycle state', { type: 'lifecycle', field: 'state', operatorType: 'EQUALS', value: 'NEW' }, true],
-	['lifecycle previousTransition', { type: 'lifecycle', field: 'previousTransition', operatorType: 'STARTS_WITH', value: 'CRE' }, true],
-	['lifecycle creationDate is chronological', { type: 'lifecycle', field: 'creationDate', operatorType: 'GREATER_THAN', value: '2024-03-01T09:00:00+00:00' }, true],
-	['lifecycle creationDate BEFORE (text order would say otherwise)', { type: 'lifecycle', field: 'creationDate', operatorType: 'LESS_THAN', value: '2024-03-01T12:00:00+03:00' }, false],
+	[
+		'lifecycle previousTransition',
+		{ type: 'lifecycle', field: 'previousTransition', operatorType: 'STARTS_WITH', value: 'CRE' },
+		true,
+	],
+	[
+		'lifecycle creationDate is chronological',
+		{ type: 'lifecycle', field: 'creationDate', operatorType: 'GREATER_THAN', value: '2024-03-01T09:00:00+00:00' },
+		true,
+	],
+	[
+		'lifecycle creationDate BEFORE (text order would say otherwise)',
+		{ type: 'lifecycle', field: 'creationDate', operatorType: 'LESS_THAN', value: '2024-03-01T12:00:00+03:00' },
+		false,
+	],
 	['array: element i equals values[i]', { type: 'array', jsonPath: '$.tags', values: ['physics', 'chemistry'] }, true],
 	['array: null entry is skipped', { type: 'array', jsonPath: '$.tags', values: [null, 'chemistry'] }, true],
 	['array: a mismatch', { type: 'array', jsonPath: '$.tags', values: ['chemistry'] }, false],
@@ -92,15 +132,36 @@ test('group short-circuits: OR stops at the first match, AND at the first miss',
 			return Reflect.get(target, key);
 		},
 	});
-	evaluate({ type: 'group', operator: 'OR', conditions: [simple('$.name', 'CONTAINS', 'Marie'), simple('$.year', 'EQUALS', 1)] }, counting, meta);
-	evaluate({ type: 'group', operator: 'AND', conditions: [simple('$.name', 'CONTAINS', 'zz'), simple('$.year', 'EQUALS', 1)] }, counting, meta);
+	evaluate(
+		{
+			type: 'group',
+			operator: 'OR',
+			conditions: [simple('$.name', 'CONTAINS', 'Marie'), simple('$.year', 'EQUALS', 1)],
+		},
+		counting,
+		meta,
+	);
+	evaluate(
+		{ type: 'group', operator: 'AND', conditions: [simple('$.name', 'CONTAINS', 'zz'), simple('$.year', 'EQUALS', 1)] },
+		counting,
+		meta,
+	);
 	assert.equal(calls, 0);
 });
 
-test('array: evaluate() reads the format\'s `values` on an unparsed condition, and a legacy `value` the same way; no array → false', () => {
+test("array: evaluate() reads the format's `values` on an unparsed condition, and a legacy `value` the same way; no array → false", () => {
 	const entity = { tags: ['physics', 'chemistry'] };
-	assert.equal(evaluate({ type: 'array', jsonPath: '$.tags', values: ['physics'] } as never, entity, { state: null }), true);
-	assert.equal(evaluate({ type: 'array', jsonPath: '$.tags', value: ['physics'] } as never, entity, { state: null }), true);
-	assert.equal(evaluate({ type: 'array', jsonPath: '$.tags', value: ['chemistry'] } as never, entity, { state: null }), false);
+	assert.equal(
+		evaluate({ type: 'array', jsonPath: '$.tags', values: ['physics'] } as never, entity, { state: null }),
+		true,
+	);
+	assert.equal(
+		evaluate({ type: 'array', jsonPath: '$.tags', value: ['physics'] } as never, entity, { state: null }),
+		true,
+	);
+	assert.equal(
+		evaluate({ type: 'array', jsonPath: '$.tags', value: ['chemistry'] } as never, entity, { state: null }),
+		false,
+	);
 	assert.equal(evaluate({ type: 'array', jsonPath: '$.tags' } as never, entity, { state: null }), false);
 });

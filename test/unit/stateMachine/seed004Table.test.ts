@@ -32,7 +32,9 @@ interface Accepted {
 	export: Record<string, unknown>;
 	runs: Run[];
 }
-const table = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'fixtures', 'stateMachine', 'seed004-table.json'), 'utf8')) as {
+const table = JSON.parse(
+	readFileSync(path.join(__dirname, '..', '..', 'fixtures', 'stateMachine', 'seed004-table.json'), 'utf8'),
+) as {
 	accepted: Accepted[];
 	refused: { name: string; import: unknown; field: string }[];
 };
@@ -70,7 +72,9 @@ for (const c of table.accepted) {
 			const timesOut = Object.values(run.processors ?? {}).includes('timeout');
 			if (timesOut) mock.timers.enable({ apis: ['setTimeout'] });
 			try {
-				const pending = run.manual ? fireManual(wf, from, run.manual, run.entity, {}, { runProcessor }) : cascade(wf, from, run.entity, {}, { runProcessor });
+				const pending = run.manual
+					? fireManual(wf, from, run.manual, run.entity, {}, { runProcessor })
+					: cascade(wf, from, run.entity, {}, { runProcessor });
 				if (timesOut) mock.timers.tick(30_000);
 				const result = await pending;
 				assert.deepEqual([result.ok, result.state, result.fired], [run.expect.ok, run.expect.state, run.expect.fired]);
@@ -83,7 +87,11 @@ for (const c of table.accepted) {
 					const processor = Object.values(wf.states)
 						.flatMap((s) => s.transitions.flatMap((t) => t.processors))
 						.find((p) => p.name === call.request.processor.name)!;
-					assert.equal('entity' in call.request, processor.config.attachEntity === true, 'entity attached exactly when attachEntity');
+					assert.equal(
+						'entity' in call.request,
+						processor.config.attachEntity === true,
+						'entity attached exactly when attachEntity',
+					);
 					if (processor.config.attachEntity) assert.deepEqual(call.request.entity, run.entity);
 				}
 			} finally {
@@ -97,7 +105,11 @@ for (const r of table.refused) {
 	test(`seed-004 table: refused — ${r.name} → 400 VALIDATION_FAILED naming ${r.field}`, () => {
 		assert.throws(
 			() => parseImport(r.import),
-			(e: ContractError) => e instanceof ContractError && e.statusCode === 400 && e.details.code === 'VALIDATION_FAILED' && e.details.field === r.field,
+			(e: ContractError) =>
+				e instanceof ContractError &&
+				e.statusCode === 400 &&
+				e.details.code === 'VALIDATION_FAILED' &&
+				e.details.field === r.field,
 		);
 	});
 }
@@ -109,20 +121,72 @@ test('dispatch: the first sub-workflow declaring ALL the tags; none → NO_COMPU
 				name: 'route',
 				initialState: 'A',
 				states: {
-					A: { transitions: [{ name: 'GO', next: 'B', manual: true, processors: [{ type: 'EXTERNAL', name: 'p', executionMode: 'SYNC', config: { calculationNodesTags: ' approval-service , any ' } }] }] },
-					B: { transitions: [{ name: 'ON', next: 'C', processors: [{ type: 'EXTERNAL', name: 'q', executionMode: 'ASYNC_NEW_TX', config: { calculationNodesTags: 'audit,any' } }] }] },
+					A: {
+						transitions: [
+							{
+								name: 'GO',
+								next: 'B',
+								manual: true,
+								processors: [
+									{
+										type: 'EXTERNAL',
+										name: 'p',
+										executionMode: 'SYNC',
+										config: { calculationNodesTags: ' approval-service , any ' },
+									},
+								],
+							},
+						],
+					},
+					B: {
+						transitions: [
+							{
+								name: 'ON',
+								next: 'C',
+								processors: [
+									{
+										type: 'EXTERNAL',
+										name: 'q',
+										executionMode: 'ASYNC_NEW_TX',
+										config: { calculationNodesTags: 'audit,any' },
+									},
+								],
+							},
+						],
+					},
 					C: {},
 				},
 			},
 		],
 	}).workflows[0];
 	const calls: { workflowId: string; request: ProcessorRequest }[] = [];
-	const result = await fireManual(wf, 'A', 'GO', { x: 1 }, {}, { runProcessor: externalProcessorRunner(nodes, fakeCaller({}, calls)) });
+	const result = await fireManual(
+		wf,
+		'A',
+		'GO',
+		{ x: 1 },
+		{},
+		{ runProcessor: externalProcessorRunner(nodes, fakeCaller({}, calls)) },
+	);
 	assert.deepEqual([result.ok, result.state, result.fired], [true, 'C', ['GO', 'ON']]);
-	assert.deepEqual(calls.map((c) => c.workflowId), ['wf-approval'], 'audit+any is declared by no single node');
+	assert.deepEqual(
+		calls.map((c) => c.workflowId),
+		['wf-approval'],
+		'audit+any is declared by no single node',
+	);
 	assert.match(result.warnings[0], /no calculation node \(sub-workflow\) declares the tags \[audit, any\]/);
-	assert.deepEqual(calls[0].request, { processor: { name: 'p', executionMode: 'SYNC', context: '', tags: ['approval-service', 'any'] }, transition: { name: 'GO', next: 'B' } });
-	const none = await fireManual(wf, 'A', 'GO', {}, {}, { runProcessor: externalProcessorRunner([{ workflowId: 'x', tags: ['other'] }], fakeCaller()) });
+	assert.deepEqual(calls[0].request, {
+		processor: { name: 'p', executionMode: 'SYNC', context: '', tags: ['approval-service', 'any'] },
+		transition: { name: 'GO', next: 'B' },
+	});
+	const none = await fireManual(
+		wf,
+		'A',
+		'GO',
+		{},
+		{},
+		{ runProcessor: externalProcessorRunner([{ workflowId: 'x', tags: ['other'] }], fakeCaller()) },
+	);
 	assert.deepEqual([none.ok, none.state, none.code], [false, 'A', 'NO_COMPUTE_MEMBER_FOR_TAG']);
 });
 
@@ -140,13 +204,31 @@ test('dispatch: SYNC changes to the entity are applied for what follows; ASYNC_N
 								next: 'B',
 								manual: true,
 								processors: [
-									{ type: 'EXTERNAL', name: 'sync', executionMode: 'SYNC', config: { calculationNodesTags: 'any', attachEntity: true } },
-									{ type: 'EXTERNAL', name: 'async', executionMode: 'ASYNC_NEW_TX', config: { calculationNodesTags: 'any', attachEntity: true } },
+									{
+										type: 'EXTERNAL',
+										name: 'sync',
+										executionMode: 'SYNC',
+										config: { calculationNodesTags: 'any', attachEntity: true },
+									},
+									{
+										type: 'EXTERNAL',
+										name: 'async',
+										executionMode: 'ASYNC_NEW_TX',
+										config: { calculationNodesTags: 'any', attachEntity: true },
+									},
 								],
 							},
 						],
 					},
-					B: { transitions: [{ name: 'BIG', next: 'C', criterion: { type: 'simple', jsonPath: '$.n', operatorType: 'GREATER_THAN', value: 5 } }] },
+					B: {
+						transitions: [
+							{
+								name: 'BIG',
+								next: 'C',
+								criterion: { type: 'simple', jsonPath: '$.n', operatorType: 'GREATER_THAN', value: 5 },
+							},
+						],
+					},
 					C: {},
 				},
 			},
@@ -155,7 +237,9 @@ test('dispatch: SYNC changes to the entity are applied for what follows; ASYNC_N
 	const seen: unknown[] = [];
 	const call = async (_id: string, request: ProcessorRequest) => {
 		seen.push(request.entity);
-		return request.processor.name === 'sync' ? { success: true, entity: { n: 10 } } : { success: true, entity: { n: 0 } };
+		return request.processor.name === 'sync'
+			? { success: true, entity: { n: 10 } }
+			: { success: true, entity: { n: 0 } };
 	};
 	const result = await fireManual(wf, 'A', 'GO', { n: 1 }, {}, { runProcessor: externalProcessorRunner(nodes, call) });
 	assert.deepEqual(seen, [{ n: 1 }, { n: 10 }]);
@@ -163,8 +247,16 @@ test('dispatch: SYNC changes to the entity are applied for what follows; ASYNC_N
 });
 
 test('a responseTimeoutMs beyond what setTimeout can wait (2^31 − 1 ms) is clamped, not fired after 1 ms', async () => {
-	const run = externalProcessorRunner([{ workflowId: 'calc', tags: ['t'] }], () => new Promise((resolve) => setTimeout(() => resolve({ success: true }), 30)));
-	const processor = { type: 'EXTERNAL', name: 'slowish', executionMode: 'SYNC', config: { calculationNodesTags: 't', responseTimeoutMs: 3_000_000_000 } };
+	const run = externalProcessorRunner(
+		[{ workflowId: 'calc', tags: ['t'] }],
+		() => new Promise((resolve) => setTimeout(() => resolve({ success: true }), 30)),
+	);
+	const processor = {
+		type: 'EXTERNAL',
+		name: 'slowish',
+		executionMode: 'SYNC',
+		config: { calculationNodesTags: 't', responseTimeoutMs: 3_000_000_000 },
+	};
 	const outcome = await run(processor as never, { name: 'GO', next: 'B', manual: true, disabled: false } as never, {});
 	assert.equal((outcome as { success?: boolean }).success, true);
 });

@@ -44,7 +44,11 @@ RETURN {
 
 export const LoadContextInput = z.object({
 	target_atom_id: keyIn('atoms'),
-	agent_role_key: z.string({ required_error: 'is required' }).trim().min(1, 'is required').max(128, 'must be ≤ 128 characters'),
+	agent_role_key: z
+		.string({ required_error: 'is required' })
+		.trim()
+		.min(1, 'is required')
+		.max(128, 'must be ≤ 128 characters'),
 });
 
 export interface Issue {
@@ -71,10 +75,16 @@ export const loadContext: Operation = {
 	value: 'loadContext',
 	name: 'Load Context',
 	action: 'Load the analysis context',
-	description: 'Fetch the atom, the active prompt of the role and (fixer) the open issues, and build the LLM payload (§3.1)',
+	description:
+		'Fetch the atom, the active prompt of the role and (fixer) the open issues, and build the LLM payload (§3.1)',
 	fields: fieldsOf(ref, [
 		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the atom to analyse' },
-		{ displayName: 'Agent Role Key', name: 'agentRoleKey', required: true, description: 'The prompts.role_key of the agent, e.g. tech_lead or fixer' },
+		{
+			displayName: 'Agent Role Key',
+			name: 'agentRoleKey',
+			required: true,
+			description: 'The prompts.role_key of the agent, e.g. tech_lead or fixer',
+		},
 	]),
 	async execute(db, raw, run) {
 		const input = parseInput(LoadContextInput, raw, 'prompts');
@@ -89,7 +99,12 @@ export const loadContext: Operation = {
 			...(row?.atom_exists === false ? [`atoms/${input.target_atom_id}`] : []),
 			...(row?.prompt_exists === false ? [`prompts?role_key=${input.agent_role_key}`] : []),
 		];
-		assertOk(row, `analysis context of atoms/${input.target_atom_id}`, { NOT_FOUND: { missing } }, { ...where, collection: row?.atom_exists === false ? 'atoms' : 'prompts' });
+		assertOk(
+			row,
+			`analysis context of atoms/${input.target_atom_id}`,
+			{ NOT_FOUND: { missing } },
+			{ ...where, collection: row?.atom_exists === false ? 'atoms' : 'prompts' },
+		);
 		const prompt = isRecord(row.prompt) ? row.prompt : {};
 		const config = isRecord(prompt.model_config) ? prompt.model_config : {};
 		const issues = (Array.isArray(row.issues_context) ? row.issues_context : []) as Issue[];

@@ -26,7 +26,11 @@ import type { Operation } from '../types';
 export type AiErrorCode = 'TIMEOUT' | 'MODEL_ERROR' | 'INVALID_JSON' | 'NETWORK_ERROR';
 
 /** The §3.1 5b error classification. */
-export function classifyAiError(statusCode: number | null, responseText: string | null, errorMessage: string | null): AiErrorCode {
+export function classifyAiError(
+	statusCode: number | null,
+	responseText: string | null,
+	errorMessage: string | null,
+): AiErrorCode {
 	if (statusCode === null) return 'TIMEOUT';
 	if (statusCode >= 500) return 'MODEL_ERROR';
 	if (/invalid json/i.test(`${responseText ?? ''}\n${errorMessage ?? ''}`)) return 'INVALID_JSON';
@@ -74,13 +78,21 @@ LET created_with_edge = FIRST(
 RETURN { outcome: error_artifact == null ? "NOT_FOUND" : "OK", target_missing: atom == null, error_artifact_id: error_artifact._id }`;
 
 const nullableText = (max: number) =>
-	z.union([z.string(), z.number(), z.boolean()]).nullish().transform((v) => (v === null || v === undefined || v === '' ? null : String(v).slice(0, max)));
+	z
+		.union([z.string(), z.number(), z.boolean()])
+		.nullish()
+		.transform((v) => (v === null || v === undefined || v === '' ? null : String(v).slice(0, max)));
 
 export const SaveErrorInput = z.object({
 	target_atom_id: keyIn('atoms'),
-	prompt_id: keyIn('prompts').nullish().transform((v) => v ?? null),
+	prompt_id: keyIn('prompts')
+		.nullish()
+		.transform((v) => v ?? null),
 	model: nullableText(256),
-	temperature: z.coerce.number().nullish().transform((v) => (v === undefined || Number.isNaN(v) ? null : v)),
+	temperature: z.coerce
+		.number()
+		.nullish()
+		.transform((v) => (v === undefined || Number.isNaN(v) ? null : v)),
 	request_id: nullableText(256),
 	status_code: z
 		.union([z.number(), z.string()])
@@ -104,10 +116,15 @@ export const saveError: Operation = {
 	value: 'saveError',
 	name: 'Save Error',
 	action: 'Save an analysis error',
-	description: 'Record a failed model call as an ai_error artifact (§3.1 5b: TIMEOUT, MODEL_ERROR, INVALID_JSON, NETWORK_ERROR)',
+	description:
+		'Record a failed model call as an ai_error artifact (§3.1 5b: TIMEOUT, MODEL_ERROR, INVALID_JSON, NETWORK_ERROR)',
 	fields: fieldsOf(ref, [
 		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the analysed atom' },
-		{ displayName: 'Prompt ID', name: 'promptId', description: 'The prompts/&lt;key&gt; ID of the prompt used (empty: no created_with edge)' },
+		{
+			displayName: 'Prompt ID',
+			name: 'promptId',
+			description: 'The prompts/&lt;key&gt; ID of the prompt used (empty: no created_with edge)',
+		},
 		{ displayName: 'Model', name: 'model', description: 'The model that was called' },
 		{ displayName: 'Temperature', name: 'temperature', description: 'The temperature of the call' },
 		{ displayName: 'Request ID', name: 'requestId', description: 'Tracking id of the analysis run' },
@@ -115,12 +132,13 @@ export const saveError: Operation = {
 			displayName: 'Status Code',
 			name: 'statusCode',
 			default: '={{ $json.error ? ($json.error.httpCode || $json.error.status || "") : ($json.statusCode || "") }}',
-			description: 'HTTP status of the model\'s answer; empty when it never answered (→ TIMEOUT)',
+			description: "HTTP status of the model's answer; empty when it never answered (→ TIMEOUT)",
 		},
 		{
 			displayName: 'Response Text',
 			name: 'responseText',
-			default: '={{ typeof $json.response === "string" ? $json.response : JSON.stringify($json.response || $json.body || "") }}',
+			default:
+				'={{ typeof $json.response === "string" ? $json.response : JSON.stringify($json.response || $json.body || "") }}',
 			description: 'Raw answer of the model (stored in error_details.raw_response)',
 		},
 		{
@@ -152,11 +170,21 @@ export const saveError: Operation = {
 		});
 		const row = rows[0];
 		// NOT_FOUND here means the artifact itself was not written (never expected): a 500 names it.
-		if (row?.outcome === 'NOT_FOUND') throw ContractError.db(`ArangoDB wrote no ai_error artifact for atoms/${input.target_atom_id}`, { code: 'NO_RESULT' }, where);
+		if (row?.outcome === 'NOT_FOUND')
+			throw ContractError.db(
+				`ArangoDB wrote no ai_error artifact for atoms/${input.target_atom_id}`,
+				{ code: 'NO_RESULT' },
+				where,
+			);
 		assertOk(row, `analysis error for atoms/${input.target_atom_id}`, {}, where);
 		return {
 			statusCode: 201,
-			data: { success: false, error_code: errorCode, error_artifact_id: row.error_artifact_id, target_missing: row.target_missing === true },
+			data: {
+				success: false,
+				error_code: errorCode,
+				error_artifact_id: row.error_artifact_id,
+				target_missing: row.target_missing === true,
+			},
 		};
 	},
 };

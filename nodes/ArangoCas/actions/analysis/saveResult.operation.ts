@@ -45,10 +45,12 @@ RETURN { outcome: outcome, atom_exists: atom != null, prompt_exists: prompt != n
 export const AiResponse = z
 	.object({
 		issues: z.array(
-			z.object({
-				description: z.string({ required_error: 'is required' }).min(1, 'is required'),
-				severity: z.string({ required_error: 'is required' }).min(1, 'is required'),
-			}).passthrough(),
+			z
+				.object({
+					description: z.string({ required_error: 'is required' }).min(1, 'is required'),
+					severity: z.string({ required_error: 'is required' }).min(1, 'is required'),
+				})
+				.passthrough(),
 		),
 	})
 	.passthrough();
@@ -60,20 +62,28 @@ export function parseAiResponse(value: unknown): z.infer<typeof AiResponse> {
 		try {
 			parsed = JSON.parse(value);
 		} catch (error) {
-			throw ContractError.validation(`invalid JSON in ai_response: ${(error as Error).message}`, {
-				code: 'INVALID_JSON',
-				field: 'ai_response',
-			}, { operation: 'validate', collection: 'artifacts' });
+			throw ContractError.validation(
+				`invalid JSON in ai_response: ${(error as Error).message}`,
+				{
+					code: 'INVALID_JSON',
+					field: 'ai_response',
+				},
+				{ operation: 'validate', collection: 'artifacts' },
+			);
 		}
 	}
 	const result = AiResponse.safeParse(parsed);
 	if (!result.success) {
 		const issue = result.error.issues[0];
 		const field = ['ai_response', ...issue.path].join('.');
-		throw ContractError.validation(`invalid JSON in ai_response: ${field} ${issue.message}`, {
-			code: 'INVALID_JSON',
-			field,
-		}, { operation: 'validate', collection: 'artifacts' });
+		throw ContractError.validation(
+			`invalid JSON in ai_response: ${field} ${issue.message}`,
+			{
+				code: 'INVALID_JSON',
+				field,
+			},
+			{ operation: 'validate', collection: 'artifacts' },
+		);
 	}
 	return result.data;
 }
@@ -81,8 +91,15 @@ export function parseAiResponse(value: unknown): z.infer<typeof AiResponse> {
 export const SaveResultInput = z.object({
 	target_atom_id: keyIn('atoms'),
 	prompt_id: keyIn('prompts'),
-	model: z.string().max(256).nullish().transform((v) => v ?? null),
-	request_id: z.union([z.string(), z.number()]).nullish().transform((v) => (v === null || v === undefined ? null : String(v))),
+	model: z
+		.string()
+		.max(256)
+		.nullish()
+		.transform((v) => v ?? null),
+	request_id: z
+		.union([z.string(), z.number()])
+		.nullish()
+		.transform((v) => (v === null || v === undefined ? null : String(v))),
 	ai_response: z.unknown(),
 });
 
@@ -95,9 +112,18 @@ export const saveResult: Operation = {
 	description: 'Store the issues the model found as artifacts linked to the atom and the prompt (§3.1 5a)',
 	fields: fieldsOf(ref, [
 		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the analysed atom' },
-		{ displayName: 'Prompt ID', name: 'promptId', required: true, description: 'The prompts/&lt;key&gt; ID of the prompt used' },
+		{
+			displayName: 'Prompt ID',
+			name: 'promptId',
+			required: true,
+			description: 'The prompts/&lt;key&gt; ID of the prompt used',
+		},
 		{ displayName: 'Model', name: 'model', description: 'The model that answered (artifacts.source_model)' },
-		{ displayName: 'Request ID', name: 'requestId', description: 'Tracking id of the analysis run (the execution id of Load Context)' },
+		{
+			displayName: 'Request ID',
+			name: 'requestId',
+			description: 'Tracking id of the analysis run (the execution id of Load Context)',
+		},
 		{
 			displayName: 'AI Response',
 			name: 'aiResponse',

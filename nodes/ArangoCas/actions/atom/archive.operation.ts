@@ -70,7 +70,11 @@ export const ArchiveInput = z.object({
 	atom_id: keyIn('atoms'),
 	user_id: UserId,
 	expected_rev: Rev,
-	reason: z.string().max(2000, 'must be ≤ 2000 characters').nullish().transform((v) => v ?? null),
+	reason: z
+		.string()
+		.max(2000, 'must be ≤ 2000 characters')
+		.nullish()
+		.transform((v) => v ?? null),
 });
 
 const ref = { resource: 'atom', operation: 'archive' };
@@ -89,19 +93,34 @@ export const archive: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(ArchiveInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(db, { ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
-			query: ARCHIVE_AQL,
-			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev, reason: input.reason },
-			...where,
-		}));
+		const { rows } = await withCurrentRev(
+			db,
+			{ ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev },
+			() =>
+				runQuery<OutcomeRow>(db, {
+					query: ARCHIVE_AQL,
+					bindVars: {
+						atom_key: input.atom_id,
+						user_id: input.user_id,
+						expected_rev: input.expected_rev,
+						reason: input.reason,
+					},
+					...where,
+				}),
+		);
 		const row = rows[0];
-		assertOk(row, `atoms/${input.atom_id}`, {
-			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
-			PROTECTED_BY_BASELINE: { baselines: row?.baselines ?? [] },
-			LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
-			INVALID_STATE: { status: row?.status ?? null, expected_status: 'not archived' },
-			REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
-		}, where);
+		assertOk(
+			row,
+			`atoms/${input.atom_id}`,
+			{
+				NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
+				PROTECTED_BY_BASELINE: { baselines: row?.baselines ?? [] },
+				LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
+				INVALID_STATE: { status: row?.status ?? null, expected_status: 'not archived' },
+				REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
+			},
+			where,
+		);
 		return {
 			statusCode: 200,
 			data: {

@@ -51,7 +51,11 @@ export const LockInput = z.object({
 	atom_id: keyIn('atoms'),
 	user_id: UserId,
 	expected_rev: Rev,
-	lease_minutes: z.coerce.number().positive('must be > 0').max(24 * 60, 'must be ≤ 1440').default(5),
+	lease_minutes: z.coerce
+		.number()
+		.positive('must be > 0')
+		.max(24 * 60, 'must be ≤ 1440')
+		.default(5),
 });
 
 const ref = { resource: 'atom', operation: 'lock' };
@@ -76,17 +80,32 @@ export const lock: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(LockInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(db, { ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
-			query: LOCK_AQL,
-			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev, lease_ms: Math.round(input.lease_minutes * 60_000) },
-			...where,
-		}));
+		const { rows } = await withCurrentRev(
+			db,
+			{ ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev },
+			() =>
+				runQuery<OutcomeRow>(db, {
+					query: LOCK_AQL,
+					bindVars: {
+						atom_key: input.atom_id,
+						user_id: input.user_id,
+						expected_rev: input.expected_rev,
+						lease_ms: Math.round(input.lease_minutes * 60_000),
+					},
+					...where,
+				}),
+		);
 		const row = rows[0];
-		assertOk(row, `atoms/${input.atom_id}`, {
-			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
-			LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
-			REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
-		}, where);
+		assertOk(
+			row,
+			`atoms/${input.atom_id}`,
+			{
+				NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
+				LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
+				REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
+			},
+			where,
+		);
 		return {
 			statusCode: 200,
 			data: {

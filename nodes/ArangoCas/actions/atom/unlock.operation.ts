@@ -55,17 +55,27 @@ export const unlock: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(UnlockInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(db, { ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev }, () => runQuery<OutcomeRow>(db, {
-			query: UNLOCK_AQL,
-			bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev },
-			...where,
-		}));
+		const { rows } = await withCurrentRev(
+			db,
+			{ ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev },
+			() =>
+				runQuery<OutcomeRow>(db, {
+					query: UNLOCK_AQL,
+					bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev },
+					...where,
+				}),
+		);
 		const row = rows[0];
-		assertOk(row, `atoms/${input.atom_id}`, {
-			NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
-			LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
-			REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
-		}, where);
+		assertOk(
+			row,
+			`atoms/${input.atom_id}`,
+			{
+				NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
+				LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
+				REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
+			},
+			where,
+		);
 		return { statusCode: 200, data: { success: true, atom_id: `atoms/${input.atom_id}`, atom_rev: row.atom_rev } };
 	},
 };

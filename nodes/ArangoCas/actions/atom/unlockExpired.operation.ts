@@ -27,7 +27,12 @@ FOR atom IN atoms
   RETURN { id: NEW._id, atom_rev: NEW._rev }`;
 
 export const UnlockExpiredInput = z.object({
-	batch_size: z.coerce.number().int('must be an integer').min(1, 'must be ≥ 1').max(1000, 'must be ≤ 1000').default(500),
+	batch_size: z.coerce
+		.number()
+		.int('must be an integer')
+		.min(1, 'must be ≥ 1')
+		.max(1000, 'must be ≤ 1000')
+		.default(500),
 });
 
 const ref = { resource: 'atom', operation: 'unlockExpired' };

@@ -89,8 +89,16 @@ ${REACHABLE_ACTIVE_ATOMS}
 
 export const CreateBaselineInput = z.object({
 	doc_id: keyIn('docs'),
-	version_tag: z.string({ required_error: 'is required' }).trim().min(1, 'is required').max(128, 'must be ≤ 128 characters'),
-	title: z.string().max(512, 'must be ≤ 512 characters').nullish().transform((v) => v ?? null),
+	version_tag: z
+		.string({ required_error: 'is required' })
+		.trim()
+		.min(1, 'is required')
+		.max(128, 'must be ≤ 128 characters'),
+	title: z
+		.string()
+		.max(512, 'must be ≤ 512 characters')
+		.nullish()
+		.transform((v) => v ?? null),
 });
 
 /**
@@ -99,9 +107,15 @@ export const CreateBaselineInput = z.object({
  * @throws ContractError when the query fails
  */
 async function readReachableRevs(db: Database, docKey: string): Promise<Record<string, string>> {
-	const { rows } = await runQuery<unknown>(db, { query: BASELINE_CURRENT_REVS_AQL, bindVars: { doc_key: docKey }, operation: 'select', collection: 'atoms' });
+	const { rows } = await runQuery<unknown>(db, {
+		query: BASELINE_CURRENT_REVS_AQL,
+		bindVars: { doc_key: docKey },
+		operation: 'select',
+		collection: 'atoms',
+	});
 	const revs: Record<string, string> = {};
-	for (const row of rows) if (Array.isArray(row) && typeof row[0] === 'string' && typeof row[1] === 'string') revs[row[0]] = row[1];
+	for (const row of rows)
+		if (Array.isArray(row) && typeof row[0] === 'string' && typeof row[1] === 'string') revs[row[0]] = row[1];
 	return revs;
 }
 
@@ -114,26 +128,46 @@ export const createBaseline: Operation = {
 	description: 'Snapshot the active atoms of a document (§3.3)',
 	fields: fieldsOf(ref, [
 		{ displayName: 'Doc ID', name: 'docId', required: true, description: 'The document: docs/&lt;key&gt; or its key' },
-		{ displayName: 'Version Tag', name: 'versionTag', required: true, description: 'Tag of the baseline (unique per document), e.g. v1.0' },
+		{
+			displayName: 'Version Tag',
+			name: 'versionTag',
+			required: true,
+			description: 'Tag of the baseline (unique per document), e.g. v1.0',
+		},
 		{ displayName: 'Title', name: 'title', description: 'Title of the baseline, e.g. MVP Release' },
 	]),
 	async execute(db, raw) {
 		const input = parseInput(CreateBaselineInput, raw, 'baselines');
 		const where = { operation: 'insert', collection: 'baselines' };
-		const { rows } = await onWriteConflict(() => runQuery<OutcomeRow>(db, {
-			query: CREATE_BASELINE_AQL,
-			bindVars: { doc_key: input.doc_id, version_tag: input.version_tag, title: input.title },
-			...where,
-		}), { reread: async () => ({ current_revs: await readReachableRevs(db, input.doc_id) }) });
+		const { rows } = await onWriteConflict(
+			() =>
+				runQuery<OutcomeRow>(db, {
+					query: CREATE_BASELINE_AQL,
+					bindVars: { doc_key: input.doc_id, version_tag: input.version_tag, title: input.title },
+					...where,
+				}),
+			{ reread: async () => ({ current_revs: await readReachableRevs(db, input.doc_id) }) },
+		);
 		const row = rows[0];
-		assertOk(row, `docs/${input.doc_id}`, {
-			NOT_FOUND: { missing: [`docs/${input.doc_id}`] },
-			ILLEGAL_EDGES: { edges: row?.illegal ?? [] },
-		}, where);
+		assertOk(
+			row,
+			`docs/${input.doc_id}`,
+			{
+				NOT_FOUND: { missing: [`docs/${input.doc_id}`] },
+				ILLEGAL_EDGES: { edges: row?.illegal ?? [] },
+			},
+			where,
+		);
 		const items = Array.isArray(row.items) ? row.items : [];
 		return {
 			statusCode: 201,
-			data: { baseline_id: row.baseline_id, tag: input.version_tag, items_snapshotted: items.length, frozen_at: row.frozen_at, items },
+			data: {
+				baseline_id: row.baseline_id,
+				tag: input.version_tag,
+				items_snapshotted: items.length,
+				frozen_at: row.frozen_at,
+				items,
+			},
 		};
 	},
 };

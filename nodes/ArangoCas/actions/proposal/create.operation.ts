@@ -73,8 +73,15 @@ export const CREATE_PROPOSAL_WRITE_COLLECTIONS = ['atoms', 'proposal_links'];
 
 export const CreateProposalInput = z.object({
 	target_active_id: keyIn('atoms'),
-	new_content: z.string({ required_error: 'is required' }).min(1, 'is required').max(1_000_000, 'must be ≤ 1,000,000 characters'),
-	comment: z.string().max(2000, 'must be ≤ 2000 characters').nullish().transform((v) => v ?? null),
+	new_content: z
+		.string({ required_error: 'is required' })
+		.min(1, 'is required')
+		.max(1_000_000, 'must be ≤ 1,000,000 characters'),
+	comment: z
+		.string()
+		.max(2000, 'must be ≤ 2000 characters')
+		.nullish()
+		.transform((v) => v ?? null),
 	author: UserId,
 });
 
@@ -86,35 +93,72 @@ export const createProposal: Operation = {
 	action: 'Create a proposal',
 	description: 'Create a manual proposal (alternative text) for an active atom (§3.4)',
 	fields: fieldsOf(ref, [
-		{ displayName: 'Target Active Atom ID', name: 'targetActiveId', required: true, description: 'Key of the active atom the proposal changes' },
-		{ displayName: 'New Content', name: 'newContent', required: true, typeOptions: { rows: 4 }, description: 'The proposed text' },
+		{
+			displayName: 'Target Active Atom ID',
+			name: 'targetActiveId',
+			required: true,
+			description: 'Key of the active atom the proposal changes',
+		},
+		{
+			displayName: 'New Content',
+			name: 'newContent',
+			required: true,
+			typeOptions: { rows: 4 },
+			description: 'The proposed text',
+		},
 		{ displayName: 'Comment', name: 'comment', description: 'Why (stored on the proposal_links edge)' },
-		...identityFields('Who proposes (stored as the proposal\'s author)', 'author'),
+		...identityFields("Who proposes (stored as the proposal's author)", 'author'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(CreateProposalInput, raw, 'atoms');
 		const where = { operation: 'insert', collection: 'atoms' };
 		// A lost race (1200) aborts the transaction; the target's _rev is then read again for current_rev.
-		return withCurrentRev(db, { ids: [`atoms/${input.target_active_id}`] }, () => inStreamTransaction(db, { write: CREATE_PROPOSAL_WRITE_COLLECTIONS }, async (run) => {
-			const checked = await run<OutcomeRow>({ query: PROPOSAL_TOUCH_AQL, bindVars: { target_key: input.target_active_id, author: input.author }, operation: 'update', collection: 'atoms' });
-			const row = checked.rows[0];
-			assertOk(row, `atoms/${input.target_active_id}`, {
-				NOT_FOUND: { missing: [`atoms/${input.target_active_id}`] },
-				INVALID_STATE: { status: row?.status ?? null, expected_status: 'active' },
-			}, where);
-			const created = await run<Record<string, unknown>>({
-				query: CREATE_PROPOSAL_AQL,
-				bindVars: { target_key: input.target_active_id, new_content: input.new_content, comment: input.comment, author: input.author },
-				...where,
-			});
-			const made = created.rows[0];
-			if (!made || typeof made.proposal_id !== 'string' || typeof made.proposal_link_id !== 'string') {
-				throw ContractError.db('the proposal and its link were not both written; aborted', { code: 'INCOMPLETE_PROPOSAL' }, where);
-			}
-			return {
-				statusCode: 201 as const,
-				data: { proposal_id: made.proposal_id, proposal_rev: made.proposal_rev, status: 'proposal', proposal_link_id: made.proposal_link_id },
-			};
-		}));
+		return withCurrentRev(db, { ids: [`atoms/${input.target_active_id}`] }, () =>
+			inStreamTransaction(db, { write: CREATE_PROPOSAL_WRITE_COLLECTIONS }, async (run) => {
+				const checked = await run<OutcomeRow>({
+					query: PROPOSAL_TOUCH_AQL,
+					bindVars: { target_key: input.target_active_id, author: input.author },
+					operation: 'update',
+					collection: 'atoms',
+				});
+				const row = checked.rows[0];
+				assertOk(
+					row,
+					`atoms/${input.target_active_id}`,
+					{
+						NOT_FOUND: { missing: [`atoms/${input.target_active_id}`] },
+						INVALID_STATE: { status: row?.status ?? null, expected_status: 'active' },
+					},
+					where,
+				);
+				const created = await run<Record<string, unknown>>({
+					query: CREATE_PROPOSAL_AQL,
+					bindVars: {
+						target_key: input.target_active_id,
+						new_content: input.new_content,
+						comment: input.comment,
+						author: input.author,
+					},
+					...where,
+				});
+				const made = created.rows[0];
+				if (!made || typeof made.proposal_id !== 'string' || typeof made.proposal_link_id !== 'string') {
+					throw ContractError.db(
+						'the proposal and its link were not both written; aborted',
+						{ code: 'INCOMPLETE_PROPOSAL' },
+						where,
+					);
+				}
+				return {
+					statusCode: 201 as const,
+					data: {
+						proposal_id: made.proposal_id,
+						proposal_rev: made.proposal_rev,
+						status: 'proposal',
+						proposal_link_id: made.proposal_link_id,
+					},
+				};
+			}),
+		);
 	},
 };

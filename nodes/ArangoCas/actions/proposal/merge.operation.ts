@@ -124,7 +124,8 @@ export const MERGE_UNLINK_AQL = `FOR pe IN proposal_links
   RETURN OLD._id`;
 
 /** The message of a 409 after a lost race (1200): ArangoDB does not say which document was written. */
-export const MERGE_CONFLICT_MESSAGE = 'concurrent write to the structure edge or an atom of this merge; retry with the current revisions';
+export const MERGE_CONFLICT_MESSAGE =
+	'concurrent write to the structure edge or an atom of this merge; retry with the current revisions';
 
 /** Collections the merge transaction writes (declared at begin, as stream transactions require). */
 export const MERGE_WRITE_COLLECTIONS = ['structure_links', 'atoms', 'revision_links', 'proposal_links'];
@@ -136,7 +137,9 @@ export const MergeInput = z.object({
 	structure_edge_id: keyIn('structure_links'),
 	expected_edge_rev: Rev,
 	allow_outdated: z
-		.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { invalid_type_error: 'must be true or false' })
+		.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], {
+			invalid_type_error: 'must be true or false',
+		})
 		.nullish()
 		.transform((v) => v === true),
 });
@@ -149,10 +152,25 @@ export const mergeProposal: Operation = {
 	action: 'Merge a proposal',
 	description: 'Make a proposal the active atom: CAS switch of the structure edge, archive, rebase (§3.2)',
 	fields: fieldsOf(ref, [
-		{ displayName: 'Winner Proposal ID', name: 'winnerProposalId', required: true, description: 'Key of the proposal atom that wins' },
-		{ displayName: 'Current Active ID', name: 'currentActiveId', required: true, description: 'Key of the atom it replaces' },
+		{
+			displayName: 'Winner Proposal ID',
+			name: 'winnerProposalId',
+			required: true,
+			description: 'Key of the proposal atom that wins',
+		},
+		{
+			displayName: 'Current Active ID',
+			name: 'currentActiveId',
+			required: true,
+			description: 'Key of the atom it replaces',
+		},
 		...identityFields('Who merges (must hold the lock if the current atom is locked)'),
-		{ displayName: 'Structure Edge ID', name: 'structureEdgeId', required: true, description: 'The structure_links/&lt;key&gt; edge that places the current atom in the document' },
+		{
+			displayName: 'Structure Edge ID',
+			name: 'structureEdgeId',
+			required: true,
+			description: 'The structure_links/&lt;key&gt; edge that places the current atom in the document',
+		},
 		expectedRevField('Expected Edge Revision', 'expectedEdgeRev', 'expected_edge_rev', 'structure edge'),
 		{
 			displayName: 'Allow Outdated',
@@ -170,57 +188,87 @@ export const mergeProposal: Operation = {
 		const edgeId = `structure_links/${input.structure_edge_id}`;
 		const where = { operation: 'merge', collection: 'structure_links' };
 		// A lost race (1200) aborts the transaction; the edge and both atoms are then read again (see the header).
-		return onWriteConflict(() => inStreamTransaction(db, { write: MERGE_WRITE_COLLECTIONS }, async (run) => {
-			const switched = await run<OutcomeRow>({
-				query: MERGE_SWITCH_AQL,
-				bindVars: {
-					current_key: input.current_active_id,
-					winner_key: input.winner_proposal_id,
-					edge_key: input.structure_edge_id,
-					expected_edge_rev: input.expected_edge_rev,
-					user_id: input.user_id,
-					allow_outdated: input.allow_outdated,
+		return onWriteConflict(
+			() =>
+				inStreamTransaction(db, { write: MERGE_WRITE_COLLECTIONS }, async (run) => {
+					const switched = await run<OutcomeRow>({
+						query: MERGE_SWITCH_AQL,
+						bindVars: {
+							current_key: input.current_active_id,
+							winner_key: input.winner_proposal_id,
+							edge_key: input.structure_edge_id,
+							expected_edge_rev: input.expected_edge_rev,
+							user_id: input.user_id,
+							allow_outdated: input.allow_outdated,
+						},
+						...where,
+					});
+					const row = switched.rows[0];
+					assertOk(
+						row,
+						`merge of ${winnerId} into ${currentId}`,
+						{
+							NOT_FOUND: { missing: Array.isArray(row?.missing) ? row.missing.filter((m) => m !== null) : [] },
+							LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
+							INVALID_STATE: {
+								current_status: row?.current_status ?? null,
+								winner_status: row?.winner_status ?? null,
+								expected: { current: 'active', winner: 'proposal' },
+							},
+							EDGE_MISMATCH: { structure_edge_id: edgeId, edge_to: row?.edge_to ?? null, expected_to: currentId },
+							NOT_A_PROPOSAL: { winner_proposal_id: winnerId, current_active_id: currentId },
+							PROPOSAL_OUTDATED: { winner_proposal_id: winnerId, allow_outdated: false },
+							REV_CONFLICT: {
+								structure_edge_id: edgeId,
+								expected_rev: input.expected_edge_rev,
+								current_rev: row?.current_rev ?? null,
+							},
+						},
+						where,
+					);
+					const changed = Array.isArray(row.changed_atoms) ? row.changed_atoms : [];
+					if (typeof row.structure_edge_rev !== 'string' || changed.length !== 2) {
+						// Never commit a half merge (an active winner without its edge): abort.
+						throw ContractError.db(
+							'merge did not switch the edge and both atoms; aborted',
+							{ code: 'INCOMPLETE_MERGE' },
+							where,
+						);
+					}
+					const unlinked = await run<string>({
+						query: MERGE_UNLINK_AQL,
+						bindVars: { winner_id: winnerId },
+						operation: 'remove',
+						collection: 'proposal_links',
+					});
+					const rebased = Array.isArray(row.rebased_proposals) ? row.rebased_proposals : [];
+					return {
+						statusCode: 200 as const,
+						data: {
+							success: true,
+							new_active_atom_id: winnerId,
+							archived_atom_id: currentId,
+							structure_edge_id: edgeId,
+							structure_edge_rev: row.structure_edge_rev,
+							rebased_proposals_count: rebased.length,
+							rebased_proposals: rebased,
+							revision_link_id: row.revision_link_id ?? null,
+							removed_proposal_links: unlinked.rows,
+						},
+					};
+				}),
+			{
+				known: { expected_rev: input.expected_edge_rev },
+				message: MERGE_CONFLICT_MESSAGE,
+				reread: async () => {
+					const revs = await readCurrentRevs(db, [edgeId, currentId, winnerId]);
+					return {
+						current_rev: revs[edgeId],
+						current_revs: revs,
+						conflict_on: revs[edgeId] === input.expected_edge_rev ? [] : [edgeId],
+					};
 				},
-				...where,
-			});
-			const row = switched.rows[0];
-			assertOk(row, `merge of ${winnerId} into ${currentId}`, {
-				NOT_FOUND: { missing: Array.isArray(row?.missing) ? row.missing.filter((m) => m !== null) : [] },
-				LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
-				INVALID_STATE: { current_status: row?.current_status ?? null, winner_status: row?.winner_status ?? null, expected: { current: 'active', winner: 'proposal' } },
-				EDGE_MISMATCH: { structure_edge_id: edgeId, edge_to: row?.edge_to ?? null, expected_to: currentId },
-				NOT_A_PROPOSAL: { winner_proposal_id: winnerId, current_active_id: currentId },
-				PROPOSAL_OUTDATED: { winner_proposal_id: winnerId, allow_outdated: false },
-				REV_CONFLICT: { structure_edge_id: edgeId, expected_rev: input.expected_edge_rev, current_rev: row?.current_rev ?? null },
-			}, where);
-			const changed = Array.isArray(row.changed_atoms) ? row.changed_atoms : [];
-			if (typeof row.structure_edge_rev !== 'string' || changed.length !== 2) {
-				// Never commit a half merge (an active winner without its edge): abort.
-				throw ContractError.db('merge did not switch the edge and both atoms; aborted', { code: 'INCOMPLETE_MERGE' }, where);
-			}
-			const unlinked = await run<string>({ query: MERGE_UNLINK_AQL, bindVars: { winner_id: winnerId }, operation: 'remove', collection: 'proposal_links' });
-			const rebased = Array.isArray(row.rebased_proposals) ? row.rebased_proposals : [];
-			return {
-				statusCode: 200 as const,
-				data: {
-					success: true,
-					new_active_atom_id: winnerId,
-					archived_atom_id: currentId,
-					structure_edge_id: edgeId,
-					structure_edge_rev: row.structure_edge_rev,
-					rebased_proposals_count: rebased.length,
-					rebased_proposals: rebased,
-					revision_link_id: row.revision_link_id ?? null,
-					removed_proposal_links: unlinked.rows,
-				},
-			};
-		}), {
-			known: { expected_rev: input.expected_edge_rev },
-			message: MERGE_CONFLICT_MESSAGE,
-			reread: async () => {
-				const revs = await readCurrentRevs(db, [edgeId, currentId, winnerId]);
-				return { current_rev: revs[edgeId], current_revs: revs, conflict_on: revs[edgeId] === input.expected_edge_rev ? [] : [edgeId] };
 			},
-		});
+		);
 	},
 };

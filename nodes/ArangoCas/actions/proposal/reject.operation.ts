@@ -44,17 +44,30 @@ export const rejectProposal: Operation = {
 	async execute(db, raw) {
 		const input = parseInput(RejectProposalInput, raw, 'atoms');
 		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(db, { ids: [`atoms/${input.proposal_id}`], expectedRev: input.expected_proposal_rev }, () => runQuery<OutcomeRow>(db, {
-			query: REJECT_PROPOSAL_AQL,
-			bindVars: { proposal_key: input.proposal_id, expected_rev: input.expected_proposal_rev },
-			...where,
-		}));
+		const { rows } = await withCurrentRev(
+			db,
+			{ ids: [`atoms/${input.proposal_id}`], expectedRev: input.expected_proposal_rev },
+			() =>
+				runQuery<OutcomeRow>(db, {
+					query: REJECT_PROPOSAL_AQL,
+					bindVars: { proposal_key: input.proposal_id, expected_rev: input.expected_proposal_rev },
+					...where,
+				}),
+		);
 		const row = rows[0];
-		assertOk(row, `atoms/${input.proposal_id}`, {
-			NOT_FOUND: { missing: [`atoms/${input.proposal_id}`] },
-			INVALID_STATE: { status: row?.status ?? null, expected_status: 'proposal' },
-			REV_CONFLICT: { expected_rev: input.expected_proposal_rev, current_rev: row?.current_rev ?? null },
-		}, where);
-		return { statusCode: 200, data: { success: true, proposal_id: `atoms/${input.proposal_id}`, proposal_rev: row.proposal_rev } };
+		assertOk(
+			row,
+			`atoms/${input.proposal_id}`,
+			{
+				NOT_FOUND: { missing: [`atoms/${input.proposal_id}`] },
+				INVALID_STATE: { status: row?.status ?? null, expected_status: 'proposal' },
+				REV_CONFLICT: { expected_rev: input.expected_proposal_rev, current_rev: row?.current_rev ?? null },
+			},
+			where,
+		);
+		return {
+			statusCode: 200,
+			data: { success: true, proposal_id: `atoms/${input.proposal_id}`, proposal_rev: row.proposal_rev },
+		};
 	},
 };

@@ -30,7 +30,12 @@ export const ChunkRequest = z
 		trace_id: z.string().nullish(),
 	})
 	.superRefine((req, issue) => {
-		if (req.chunking.overlap * 2 > req.chunking.max_chars) issue.addIssue({ code: z.ZodIssueCode.custom, path: ['chunking', 'overlap'], message: 'must be at most half of max_chars' });
+		if (req.chunking.overlap * 2 > req.chunking.max_chars)
+			issue.addIssue({
+				code: z.ZodIssueCode.custom,
+				path: ['chunking', 'overlap'],
+				message: 'must be at most half of max_chars',
+			});
 	});
 
 const WHERE = { table: 'kg.chunks' };
@@ -78,12 +83,24 @@ export const chunkOperation: KnowledgeOperation = {
 		} catch (error) {
 			throw fromPgError(error, { operation: 'select', table: 'content.documents' });
 		}
-		if (!doc) throw ContractError.notFound(`document ${req.document_id} not found`, { code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id }, { operation: 'select', table: 'content.documents' });
+		if (!doc)
+			throw ContractError.notFound(
+				`document ${req.document_id} not found`,
+				{ code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id },
+				{ operation: 'select', table: 'content.documents' },
+			);
 		if (doc.status !== 'done' || typeof doc.text !== 'string') {
-			throw ContractError.conflict(`document ${req.document_id} has no extracted text (status ${String(doc.status)})`, { code: 'DOCUMENT_NOT_READY', document_id: req.document_id, status: doc.status }, { operation: 'select', table: 'content.documents' });
+			throw ContractError.conflict(
+				`document ${req.document_id} has no extracted text (status ${String(doc.status)})`,
+				{ code: 'DOCUMENT_NOT_READY', document_id: req.document_id, status: doc.status },
+				{ operation: 'select', table: 'content.documents' },
+			);
 		}
 		state.ctx!.chat_id = Number(doc.chat_id);
-		const chunks = chunkText(doc.text, req.chunking.max_chars, req.chunking.overlap).map((c) => ({ ...c, text_sha256: sha256(c.text) }));
+		const chunks = chunkText(doc.text, req.chunking.max_chars, req.chunking.overlap).map((c) => ({
+			...c,
+			text_sha256: sha256(c.text),
+		}));
 		const chunksTotal = chunks.length;
 		try {
 			written = (await pool.query(WRITE_CHUNKS, [req.tenant_id, req.document_id, JSON.stringify(chunks)])).rows[0];
@@ -96,10 +113,22 @@ export const chunkOperation: KnowledgeOperation = {
 				tenant_id: req.tenant_id,
 				job_type: JOB_TYPES.document_embed,
 				dedup_key: `document_embed:${req.document_id}:${doc.model_id}:${doc.text_sha256 ?? sha256(doc.text)}`,
-				payload: { tenant_id: req.tenant_id, document_id: req.document_id, model_id: Number(doc.model_id), trace_id: req.trace_id ?? null },
+				payload: {
+					tenant_id: req.tenant_id,
+					document_id: req.document_id,
+					model_id: Number(doc.model_id),
+					trace_id: req.trace_id ?? null,
+				},
 				correlation_id: correlationId,
 			});
 		}
-		return { document_id: req.document_id, chunks_created: written.inserted, chunks_updated: written.updated, chunks_removed: written.removed, chunks_total: chunksTotal, embed_job_id: embedJobId };
+		return {
+			document_id: req.document_id,
+			chunks_created: written.inserted,
+			chunks_updated: written.updated,
+			chunks_removed: written.removed,
+			chunks_total: chunksTotal,
+			embed_job_id: embedJobId,
+		};
 	},
 };

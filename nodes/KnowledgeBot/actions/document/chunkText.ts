@@ -43,7 +43,8 @@ export function chunkText(text: string, maxChars = 1200, overlap = 120): Chunk[]
 		const hardEnd = Math.min(start + maxChars, text.length);
 		const end = hardEnd === text.length ? hardEnd : breakPoint(text, start, hardEnd);
 		const body = text.slice(start, end).trimEnd();
-		if (body.trim()) chunks.push({ chunk_no: chunks.length, text: body, char_start: start, char_end: start + body.length });
+		if (body.trim())
+			chunks.push({ chunk_no: chunks.length, text: body, char_start: start, char_end: start + body.length });
 		if (end >= text.length) break;
 		const overlapStart = Math.max(end - overlap, start + 1);
 		// start the overlap at a word start; text without one in the overlap keeps the raw position

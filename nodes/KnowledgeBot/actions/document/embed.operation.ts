@@ -33,8 +33,16 @@ const WHERE = { table: 'kg.chunks' };
 
 /** Maps an embeddings failure to a 502 ContractError (kind rate_limit for 429). */
 export function embeddingsFailure(error: unknown): ContractError {
-	if (!(error instanceof EmbeddingsError)) return error instanceof ContractError ? error : ContractError.internal(String(error));
-	return ContractError.upstream(error.message, 502, error.retryable, { code: 'EMBEDDINGS_FAILED', http_status: error.status }, { operation: 'embed', ...WHERE }, { rateLimited: error.status === 429 });
+	if (!(error instanceof EmbeddingsError))
+		return error instanceof ContractError ? error : ContractError.internal(String(error));
+	return ContractError.upstream(
+		error.message,
+		502,
+		error.retryable,
+		{ code: 'EMBEDDINGS_FAILED', http_status: error.status },
+		{ operation: 'embed', ...WHERE },
+		{ rateLimited: error.status === 429 },
+	);
 }
 
 /**
@@ -48,9 +56,19 @@ export async function loadModel(pool: Pool, modelId: number): Promise<{ id: numb
 	} catch (error) {
 		throw vectorError(pool, error, { operation: 'select', table: 'kg.embedding_models' });
 	}
-	if (rows.length === 0) throw ContractError.notFound(`embedding model ${modelId} not found`, { code: 'MODEL_NOT_FOUND', model_id: modelId }, { operation: 'select', table: 'kg.embedding_models' });
+	if (rows.length === 0)
+		throw ContractError.notFound(
+			`embedding model ${modelId} not found`,
+			{ code: 'MODEL_NOT_FOUND', model_id: modelId },
+			{ operation: 'select', table: 'kg.embedding_models' },
+		);
 	const dims = Number(rows[0].dims);
-	if (dims !== VECTOR_DIMS) throw ContractError.validation(`embedding model ${modelId} has ${dims} dimensions; ${EMBEDDINGS_TABLE} and ${EXACT_TABLE} hold ${VECTOR_DIMS}`, { code: 'MODEL_DIMS', field: 'req.model_id' }, { operation: 'select', table: 'kg.embedding_models' });
+	if (dims !== VECTOR_DIMS)
+		throw ContractError.validation(
+			`embedding model ${modelId} has ${dims} dimensions; ${EMBEDDINGS_TABLE} and ${EXACT_TABLE} hold ${VECTOR_DIMS}`,
+			{ code: 'MODEL_DIMS', field: 'req.model_id' },
+			{ operation: 'select', table: 'kg.embedding_models' },
+		);
 	return { id: Number(rows[0].id), name: String(rows[0].name), dims };
 }
 
@@ -58,7 +76,8 @@ export const embedOperation: KnowledgeOperation = {
 	value: 'embed',
 	name: 'Embed',
 	action: 'Embed the chunks of a document',
-	description: 'Compute and store the vectors of a document\'s new or changed chunks (WF41; pgvector HNSW where installed, else an exact store)',
+	description:
+		"Compute and store the vectors of a document's new or changed chunks (WF41; pgvector HNSW where installed, else an exact store)",
 	workflow: 'WF41',
 	async execute({ pool, state, embed }, raw) {
 		const req = parseRequest(EmbedRequest, raw, WHERE);
@@ -68,27 +87,58 @@ export const embedOperation: KnowledgeOperation = {
 		let chunks: Record<string, unknown>[];
 		let route: Awaited<ReturnType<typeof chunksToEmbed>>['route'];
 		try {
-			doc = (await pool.query('SELECT chat_id FROM content.documents WHERE tenant_id = $1 AND id = $2', [req.tenant_id, req.document_id])).rows;
-			if (doc.length === 0) throw ContractError.notFound(`document ${req.document_id} not found`, { code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id }, { operation: 'select', table: 'content.documents' });
+			doc = (
+				await pool.query('SELECT chat_id FROM content.documents WHERE tenant_id = $1 AND id = $2', [
+					req.tenant_id,
+					req.document_id,
+				])
+			).rows;
+			if (doc.length === 0)
+				throw ContractError.notFound(
+					`document ${req.document_id} not found`,
+					{ code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id },
+					{ operation: 'select', table: 'content.documents' },
+				);
 			({ route, rows: chunks } = await chunksToEmbed(pool, req.tenant_id, req.document_id, model.id));
 		} catch (error) {
 			throw vectorError(pool, error, { operation: 'select', ...WHERE });
 		}
 		state.ctx!.chat_id = Number(doc[0].chat_id);
-		const done = (upserted: number, embedded: number) => ({ document_id: req.document_id, model_id: model.id, embeddings_upserted: upserted, chunks_embedded: embedded, vector_route: route.route });
+		const done = (upserted: number, embedded: number) => ({
+			document_id: req.document_id,
+			model_id: model.id,
+			embeddings_upserted: upserted,
+			chunks_embedded: embedded,
+			vector_route: route.route,
+		});
 		if (chunks.length === 0) return done(0, 0);
 		let vectors: number[][];
 		try {
-			vectors = await embed(model, chunks.map((c) => String(c.text)), 'RETRIEVAL_DOCUMENT');
+			vectors = await embed(
+				model,
+				chunks.map((c) => String(c.text)),
+				'RETRIEVAL_DOCUMENT',
+			);
 		} catch (error) {
 			throw embeddingsFailure(error);
 		}
-		const rows = chunks.map((c, i) => ({ chunk_id: Number(c.id), vector: vectors[i], chunk_sha256: String(c.text_sha256) }));
+		const rows = chunks.map((c, i) => ({
+			chunk_id: Number(c.id),
+			vector: vectors[i],
+			chunk_sha256: String(c.text_sha256),
+		}));
 		let upserted: number;
 		try {
 			upserted = await upsertEmbeddings(pool, req.tenant_id, model.id, rows);
 		} catch (error) {
-			if (error instanceof RangeError) throw ContractError.upstream(`embeddings endpoint returned a vector the store cannot hold: ${error.message}`, 502, false, { code: 'EMBEDDINGS_FAILED', http_status: 200 }, { operation: 'embed', table: route.table });
+			if (error instanceof RangeError)
+				throw ContractError.upstream(
+					`embeddings endpoint returned a vector the store cannot hold: ${error.message}`,
+					502,
+					false,
+					{ code: 'EMBEDDINGS_FAILED', http_status: 200 },
+					{ operation: 'embed', table: route.table },
+				);
 			throw vectorError(pool, error, { operation: 'upsert', table: route.table });
 		}
 		return done(upserted, rows.length);

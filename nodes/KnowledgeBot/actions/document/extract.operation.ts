@@ -41,7 +41,8 @@ export const extractOperation: KnowledgeOperation = {
 	value: 'extract',
 	name: 'Extract',
 	action: 'Extract the text of a document',
-	description: 'Extract the text of a downloaded HTML, PDF, DOCX or text document, count its tokens, and enqueue chunking (WF33)',
+	description:
+		'Extract the text of a downloaded HTML, PDF, DOCX or text document, count its tokens, and enqueue chunking (WF33)',
 	workflow: 'WF33',
 	async execute({ pool, state, correlationId }, raw) {
 		const req = parseRequest(ExtractRequest, raw, WHERE);
@@ -52,13 +53,27 @@ export const extractOperation: KnowledgeOperation = {
 		} catch (error) {
 			throw fromPgError(error, { operation: 'select', ...WHERE });
 		}
-		if (!doc) throw ContractError.notFound(`document ${req.document_id} not found`, { code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id }, { operation: 'select', ...WHERE });
-		if (!doc.bytes) throw ContractError.conflict(`document ${req.document_id} has no downloaded body`, { code: 'NO_BODY', document_id: req.document_id }, { operation: 'select', ...WHERE });
+		if (!doc)
+			throw ContractError.notFound(
+				`document ${req.document_id} not found`,
+				{ code: 'DOCUMENT_NOT_FOUND', document_id: req.document_id },
+				{ operation: 'select', ...WHERE },
+			);
+		if (!doc.bytes)
+			throw ContractError.conflict(
+				`document ${req.document_id} has no downloaded body`,
+				{ code: 'NO_BODY', document_id: req.document_id },
+				{ operation: 'select', ...WHERE },
+			);
 		state.ctx!.chat_id = Number(doc.chat_id);
 		let result: Awaited<ReturnType<typeof extractText>> | null = null;
 		let failure: string | null = null;
 		try {
-			result = await extractText(doc.bytes as Buffer, (doc.mime_type as string | null) ?? null, (doc.file_name as string | null) ?? null);
+			result = await extractText(
+				doc.bytes as Buffer,
+				(doc.mime_type as string | null) ?? null,
+				(doc.file_name as string | null) ?? null,
+			);
 		} catch (error) {
 			failure = error instanceof Error ? error.message : String(error);
 		}
@@ -67,7 +82,16 @@ export const extractOperation: KnowledgeOperation = {
 		const tokens = text === null ? null : tokenCount(text);
 		const status = result ? 'done' : 'error';
 		try {
-			await pool.query(SAVE, [req.tenant_id, req.document_id, text, textSha, tokens, result?.title ?? null, status, failure]);
+			await pool.query(SAVE, [
+				req.tenant_id,
+				req.document_id,
+				text,
+				textSha,
+				tokens,
+				result?.title ?? null,
+				status,
+				failure,
+			]);
 		} catch (error) {
 			throw fromPgError(error, { operation: 'update', ...WHERE });
 		}
@@ -81,6 +105,13 @@ export const extractOperation: KnowledgeOperation = {
 				correlation_id: correlationId,
 			});
 		}
-		return { document_id: req.document_id, status, token_count: tokens, kind: result?.kind ?? null, error: failure, chunk_job_id: chunkJobId };
+		return {
+			document_id: req.document_id,
+			status,
+			token_count: tokens,
+			kind: result?.kind ?? null,
+			error: failure,
+			chunk_job_id: chunkJobId,
+		};
 	},
 };

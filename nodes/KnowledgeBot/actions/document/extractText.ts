@@ -30,7 +30,12 @@ export function kindOf(bytes: Buffer, mimeType: string | null, fileName: string 
 	if (mime === 'text/html' || mime === 'application/xhtml+xml' || ext === 'html' || ext === 'htm') return 'html';
 	if (mime === 'application/pdf' || ext === 'pdf') return 'pdf';
 	if (mime === DOCX_MIME || ext === 'docx') return 'docx';
-	if (mime.startsWith('text/') || ['application/json', 'application/xml', 'application/markdown'].includes(mime) || ['txt', 'md', 'csv', 'json', 'xml'].includes(ext)) return 'text';
+	if (
+		mime.startsWith('text/') ||
+		['application/json', 'application/xml', 'application/markdown'].includes(mime) ||
+		['txt', 'md', 'csv', 'json', 'xml'].includes(ext)
+	)
+		return 'text';
 	const head = bytes.subarray(0, 512).toString('latin1');
 	if (head.startsWith('%PDF-')) return 'pdf';
 	if (/^\s*(<!doctype html|<html)/i.test(head)) return 'html';
@@ -46,7 +51,11 @@ export function tokenCount(text: string): number {
  * @returns `{ kind, text, title }` (text trimmed; title for HTML only)
  * @throws UnsupportedTypeError; the libraries' parse errors (a corrupt PDF or DOCX)
  */
-export async function extractText(bytes: Buffer, mimeType: string | null, fileName: string | null = null): Promise<{ kind: DocumentKind; text: string; title: string | null }> {
+export async function extractText(
+	bytes: Buffer,
+	mimeType: string | null,
+	fileName: string | null = null,
+): Promise<{ kind: DocumentKind; text: string; title: string | null }> {
 	const kind = kindOf(bytes, mimeType, fileName);
 	if (kind === 'html') {
 		const html = bytes.toString('utf8');

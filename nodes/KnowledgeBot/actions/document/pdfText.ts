@@ -63,11 +63,16 @@ export function pdfText(bytes: Buffer, options: PdfTextOptions = {}): Promise<st
 			if (error) reject(error);
 			else resolve(text!);
 		};
-		const timer = setTimeout(() => settle(new Error(`PDF text extraction took longer than ${timeoutMs} ms`)), timeoutMs);
+		const timer = setTimeout(
+			() => settle(new Error(`PDF text extraction took longer than ${timeoutMs} ms`)),
+			timeoutMs,
+		);
 		// pdf.js warns on stdout/stderr for damaged files: not n8n's log
 		worker.stdout.resume();
 		worker.stderr.resume();
-		worker.once('message', (m: { ok: boolean; text?: string; message?: string }) => settle(m.ok ? null : new Error(m.message), m.text ?? ''));
+		worker.once('message', (m: { ok: boolean; text?: string; message?: string }) =>
+			settle(m.ok ? null : new Error(m.message), m.text ?? ''),
+		);
 		worker.once('error', (error) => settle(new Error(`PDF text extraction stopped: ${error.message}`)));
 		worker.once('exit', (code) => settle(new Error(`PDF text extraction stopped: worker exited with code ${code}`)));
 	});

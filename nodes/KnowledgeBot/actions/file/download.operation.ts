@@ -53,33 +53,83 @@ WHERE tenant_id = $1 AND file_unique_id = $2 AND file_id = $3`;
 function upstream(error: unknown): ContractError {
 	if (error instanceof ContractError) return error;
 	if (error instanceof TooLargeError) {
-		return ContractError.upstream(`Telegram file: ${error.message}`, 413, false, { code: 'TOO_LARGE', limit_bytes: error.limit }, { operation: 'download', ...WHERE });
+		return ContractError.upstream(
+			`Telegram file: ${error.message}`,
+			413,
+			false,
+			{ code: 'TOO_LARGE', limit_bytes: error.limit },
+			{ operation: 'download', ...WHERE },
+		);
 	}
 	if (error instanceof BotApiError) {
 		const retryable = error.status >= 500 || error.status === 429;
-		return ContractError.upstream(error.message, 502, retryable, { code: 'BOT_API_ERROR', http_status: error.status, description: error.description }, { operation: 'download', ...WHERE }, { rateLimited: error.status === 429 });
+		return ContractError.upstream(
+			error.message,
+			502,
+			retryable,
+			{ code: 'BOT_API_ERROR', http_status: error.status, description: error.description },
+			{ operation: 'download', ...WHERE },
+			{ rateLimited: error.status === 429 },
+		);
 	}
 	const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-	return ContractError.upstream(`Telegram file: ${message}`, 502, true, { code: 'DOWNLOAD_FAILED' }, { operation: 'download', ...WHERE });
+	return ContractError.upstream(
+		`Telegram file: ${message}`,
+		502,
+		true,
+		{ code: 'DOWNLOAD_FAILED' },
+		{ operation: 'download', ...WHERE },
+	);
 }
 
 export const downloadOperation: KnowledgeOperation = {
 	value: 'download',
 	name: 'Download',
 	action: 'Download a Telegram file',
-	description: 'Download a file sent to the bot (getFile, up to 20 MB) into a stored body and a pending document, and enqueue its extraction (WF32)',
+	description:
+		'Download a file sent to the bot (getFile, up to 20 MB) into a stored body and a pending document, and enqueue its extraction (WF32)',
 	workflow: 'WF32',
 	async execute({ pool, state, correlationId, http, telegram }, raw) {
 		const req = parseRequest(DownloadFileRequest, raw, WHERE);
 		Object.assign(state.ctx!, { tenant_id: req.tenant_id, chat_id: req.ctx.chat_id, trace_id: req.trace_id ?? null });
-		const source = { tenant_id: req.tenant_id, doc_type: 'file' as const, source_key: `file:${req.file_unique_id}`, file_unique_id: req.file_unique_id, ctx: req.ctx };
+		const source = {
+			tenant_id: req.tenant_id,
+			doc_type: 'file' as const,
+			source_key: `file:${req.file_unique_id}`,
+			file_unique_id: req.file_unique_id,
+			ctx: req.ctx,
+		};
 		if ((req.file_size ?? 0) > BOT_API_MAX_FILE_BYTES) {
 			const reason = `file of ${req.file_size} bytes is over the Bot API download limit of ${BOT_API_MAX_FILE_BYTES} bytes`;
 			try {
 				const c = req.ctx;
-				const { rows } = await pool.query(RECORD_TOO_LARGE, [req.tenant_id, source.source_key, req.file_unique_id, c.chat_id, c.visibility, c.dm_owner_user_id, c.message_version_id, req.mime_type ?? null, reason]);
-				const documentId = rows[0]?.id ?? (await pool.query("SELECT id FROM content.documents WHERE tenant_id = $1 AND doc_type = 'file' AND source_key = $2 AND chat_id = $3", [req.tenant_id, source.source_key, c.chat_id])).rows[0].id;
-				return { blob_object_id: null, document_id: Number(documentId), file_unique_id: req.file_unique_id, status: 'error', error: reason, extract_job_id: null };
+				const { rows } = await pool.query(RECORD_TOO_LARGE, [
+					req.tenant_id,
+					source.source_key,
+					req.file_unique_id,
+					c.chat_id,
+					c.visibility,
+					c.dm_owner_user_id,
+					c.message_version_id,
+					req.mime_type ?? null,
+					reason,
+				]);
+				const documentId =
+					rows[0]?.id ??
+					(
+						await pool.query(
+							"SELECT id FROM content.documents WHERE tenant_id = $1 AND doc_type = 'file' AND source_key = $2 AND chat_id = $3",
+							[req.tenant_id, source.source_key, c.chat_id],
+						)
+					).rows[0].id;
+				return {
+					blob_object_id: null,
+					document_id: Number(documentId),
+					file_unique_id: req.file_unique_id,
+					status: 'error',
+					error: reason,
+					extract_job_id: null,
+				};
 			} catch (error) {
 				throw fromPgError(error, { operation: 'insert', table: 'content.documents' });
 			}
@@ -116,6 +166,12 @@ export const downloadOperation: KnowledgeOperation = {
 				correlation_id: correlationId,
 			});
 		}
-		return { blob_object_id: stored.blob_object_id, document_id: stored.document_id, file_unique_id: req.file_unique_id, status: stored.status, extract_job_id: extractJobId };
+		return {
+			blob_object_id: stored.blob_object_id,
+			document_id: stored.document_id,
+			file_unique_id: req.file_unique_id,
+			status: stored.status,
+			extract_job_id: extractJobId,
+		};
 	},
 };

@@ -53,7 +53,10 @@ export const AnswerRequest = z.object({
 		.trim()
 		.min(1, 'must not be empty')
 		.max(4000, 'is longer than 4000 characters')
-		.refine((q) => !replaceUnstorable(q).replaced, 'contains a NUL character or a lone UTF-16 surrogate, which cannot be stored'),
+		.refine(
+			(q) => !replaceUnstorable(q).replaced,
+			'contains a NUL character or a lone UTF-16 surrogate, which cannot be stored',
+		),
 	question_message_version_id: DbId.nullish().transform((v) => v ?? null),
 	trace_id: z.string().nullish(),
 	correlation_id: z.string().uuid().nullish(),
@@ -71,7 +74,8 @@ export const ANSWER_SYSTEM_PROMPT = [
 
 const WHERE = { table: 'audit.qa_turns' };
 
-const ACTIVE_MODEL = "SELECT id, name, dims FROM kg.embedding_models WHERE is_active AND dims = 1536 ORDER BY id LIMIT 1";
+const ACTIVE_MODEL =
+	'SELECT id, name, dims FROM kg.embedding_models WHERE is_active AND dims = 1536 ORDER BY id LIMIT 1';
 
 const FIND_TURN = `
 SELECT t.id, t.answer_text, t.telegram_message_id,
@@ -93,7 +97,8 @@ WITH turn AS (
 SELECT turn.id, (SELECT count(*) FROM cites)::int AS citations FROM turn`;
 
 /** The Telegram message_id to reply to: $1 message version, only of $2 tenant and $3 chat (exact decimal string). */
-const REPLY_TARGET = 'SELECT m.message_id FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE v.id = $1 AND m.tenant_id = $2 AND m.chat_id = $3::bigint';
+const REPLY_TARGET =
+	'SELECT m.message_id FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE v.id = $1 AND m.tenant_id = $2 AND m.chat_id = $3::bigint';
 
 interface Citation {
 	rank: number;
@@ -109,14 +114,26 @@ function citationsOf(chunks: RetrievedChunk[]): Citation[] {
 		chunk_id: c.chunk_id,
 		score: Math.round(c.score * 10_000) / 10_000,
 		snippet: c.text.length > 300 ? `${c.text.slice(0, 299)}…` : c.text,
-		source_ref: { document_id: c.document_id, chunk_no: c.chunk_no, doc_type: c.doc_type, title: c.title, url: c.url, file_unique_id: c.file_unique_id, chat_id: c.chat_id, message_version_id: c.message_version_id },
+		source_ref: {
+			document_id: c.document_id,
+			chunk_no: c.chunk_no,
+			doc_type: c.doc_type,
+			title: c.title,
+			url: c.url,
+			file_unique_id: c.file_unique_id,
+			chat_id: c.chat_id,
+			message_version_id: c.message_version_id,
+		},
 	}));
 }
 
 /** The message sent to Telegram: the answer, then one line per source. */
 export function replyText(answer: string, citations: Citation[]): string {
 	if (citations.length === 0) return answer;
-	const lines = citations.map((c) => `[${c.rank}] ${(c.source_ref.title as string | null) || (c.source_ref.url as string | null) || `document ${String(c.source_ref.document_id)}`}${c.source_ref.url && c.source_ref.title ? ` — ${String(c.source_ref.url)}` : ''}`);
+	const lines = citations.map(
+		(c) =>
+			`[${c.rank}] ${(c.source_ref.title as string | null) || (c.source_ref.url as string | null) || `document ${String(c.source_ref.document_id)}`}${c.source_ref.url && c.source_ref.title ? ` — ${String(c.source_ref.url)}` : ''}`,
+	);
 	return `${answer}\n\nSources:\n${lines.join('\n')}`;
 }
 
@@ -132,14 +149,35 @@ export const answerOperation: KnowledgeOperation = {
 	value: 'answer',
 	name: 'Answer',
 	action: 'Answer a question with citations',
-	description: 'Answer from the sources the readers of the reply may see (in a group: that group only), cite them, record the turn and reply in Telegram (WF51)',
+	description:
+		'Answer from the sources the readers of the reply may see (in a group: that group only), cite them, record the turn and reply in Telegram (WF51)',
 	workflow: 'WF51',
 	async execute({ pool, state, correlationId, embed, llm, telegram, postJson }, raw) {
 		const req = parseRequest(AnswerRequest, raw, WHERE);
-		const { ctx } = (await loadContext(pool, { tenant_id: req.tenant_id, tg_user_id: req.tg_user_id, chat_id: req.chat_id, channel: req.channel, trace_id: req.trace_id ?? null, correlation_id: req.correlation_id ?? correlationId }, state)) as { ctx: AclCtx };
+		const { ctx } = (await loadContext(
+			pool,
+			{
+				tenant_id: req.tenant_id,
+				tg_user_id: req.tg_user_id,
+				chat_id: req.chat_id,
+				channel: req.channel,
+				trace_id: req.trace_id ?? null,
+				correlation_id: req.correlation_id ?? correlationId,
+			},
+			state,
+		)) as { ctx: AclCtx };
 		// from here on the ids are the ctx's: Context Loader checked them (membership; a dm is the asker's own chat)
-		const { session_id: sessionId } = await upsertSession(pool, { tenant_id: req.tenant_id, tg_user_id: ctx.tg_user_id, channel: ctx.channel, chat_id: ctx.chat_id, meta: { last_question_at: new Date().toISOString() } });
-		const existing = req.question_message_version_id === null ? [] : await query(pool, FIND_TURN, [sessionId, req.question_message_version_id], { operation: 'select', ...WHERE });
+		const { session_id: sessionId } = await upsertSession(pool, {
+			tenant_id: req.tenant_id,
+			tg_user_id: ctx.tg_user_id,
+			channel: ctx.channel,
+			chat_id: ctx.chat_id,
+			meta: { last_question_at: new Date().toISOString() },
+		});
+		const existing =
+			req.question_message_version_id === null
+				? []
+				: await query(pool, FIND_TURN, [sessionId, req.question_message_version_id], { operation: 'select', ...WHERE });
 		let turnId: number;
 		let answer: string;
 		let citations: Citation[];
@@ -152,7 +190,12 @@ export const answerOperation: KnowledgeOperation = {
 			sentId = existing[0].telegram_message_id === null ? null : Number(existing[0].telegram_message_id);
 		} else {
 			const models = await query(pool, ACTIVE_MODEL, [], { operation: 'select', table: 'kg.embedding_models' });
-			if (models.length === 0) throw ContractError.notFound('no active embedding model of 1536 dimensions in kg.embedding_models', { code: 'NO_EMBEDDING_MODEL' }, { operation: 'select', table: 'kg.embedding_models' });
+			if (models.length === 0)
+				throw ContractError.notFound(
+					'no active embedding model of 1536 dimensions in kg.embedding_models',
+					{ code: 'NO_EMBEDDING_MODEL' },
+					{ operation: 'select', table: 'kg.embedding_models' },
+				);
 			const model = { id: Number(models[0].id), name: String(models[0].name), dims: Number(models[0].dims) };
 			let vector: number[];
 			try {
@@ -160,19 +203,51 @@ export const answerOperation: KnowledgeOperation = {
 			} catch (error) {
 				throw embeddingsFailure(error);
 			}
-			const chunks = await retrieveChunks(pool, ctx, vector, { model_id: model.id, k: req.k, onRoute: (r) => (vectorRoute = r.route) });
+			const chunks = await retrieveChunks(pool, ctx, vector, {
+				model_id: model.id,
+				k: req.k,
+				onRoute: (r) => (vectorRoute = r.route),
+			});
 			citations = citationsOf(chunks);
 			let modelName: string | null = null;
 			if (chunks.length === 0) {
 				answer = NOTHING_FOUND;
 			} else {
 				const { credential, send } = await llm();
-				const sources = citations.map((c) => `[${c.rank}] ${(c.source_ref.title as string | null) ?? ''} ${(c.source_ref.url as string | null) ?? ''}\n${chunks[c.rank - 1].text}`).join('\n\n');
-				const result = await generate(credential, { system: ANSWER_SYSTEM_PROMPT, input: `Sources:\n${sources}\n\nQuestion: ${req.question}`, expectJson: false, temperature: 0.2 }, DEFAULT_RETRY, send);
+				const sources = citations
+					.map(
+						(c) =>
+							`[${c.rank}] ${(c.source_ref.title as string | null) ?? ''} ${(c.source_ref.url as string | null) ?? ''}\n${chunks[c.rank - 1].text}`,
+					)
+					.join('\n\n');
+				const result = await generate(
+					credential,
+					{
+						system: ANSWER_SYSTEM_PROMPT,
+						input: `Sources:\n${sources}\n\nQuestion: ${req.question}`,
+						expectJson: false,
+						temperature: 0.2,
+					},
+					DEFAULT_RETRY,
+					send,
+				);
 				answer = result.text.trim();
 				modelName = result.model;
 			}
-			const inserted = await query(pool, INSERT_TURN, [sessionId, req.question, req.question_message_version_id, answer, modelName, ctx.correlation_id, JSON.stringify(citations)], { operation: 'insert', ...WHERE });
+			const inserted = await query(
+				pool,
+				INSERT_TURN,
+				[
+					sessionId,
+					req.question,
+					req.question_message_version_id,
+					answer,
+					modelName,
+					ctx.correlation_id,
+					JSON.stringify(citations),
+				],
+				{ operation: 'insert', ...WHERE },
+			);
 			turnId = Number(inserted[0].id);
 		}
 		if (req.send_reply && sentId === null) {
@@ -181,16 +256,46 @@ export const answerOperation: KnowledgeOperation = {
 			const chatId = (ctx.chat_id ?? ctx.tg_user_id) as number | string; // exact: a number when safe, else its decimal string (Telegram accepts both)
 			// the reply-to message must be in this chat of this tenant: a version id of another chat would name
 			// whichever message has the same message_id here
-			const target = req.question_message_version_id === null ? [] : await query(pool, REPLY_TARGET, [req.question_message_version_id, ctx.tenant_id, String(chatId)], { operation: 'select', table: 'tg.messages' });
+			const target =
+				req.question_message_version_id === null
+					? []
+					: await query(pool, REPLY_TARGET, [req.question_message_version_id, ctx.tenant_id, String(chatId)], {
+							operation: 'select',
+							table: 'tg.messages',
+						});
 			try {
-				sentId = await sendMessage(postJson, await telegram(), chatId, replyText(answer, citations), target.length ? Number(target[0].message_id) : null, 15_000);
+				sentId = await sendMessage(
+					postJson,
+					await telegram(),
+					chatId,
+					replyText(answer, citations),
+					target.length ? Number(target[0].message_id) : null,
+					15_000,
+				);
 			} catch (error) {
 				const status = error instanceof BotApiError ? error.status : null;
 				const retryable = status === null || status >= 500 || status === 429;
-				throw ContractError.upstream(`reply not sent: ${error instanceof Error ? error.message : String(error)}`, 502, retryable, { code: 'REPLY_FAILED', http_status: status, turn_id: turnId }, { operation: 'send', table: 'audit.qa_turns' }, { rateLimited: status === 429 });
+				throw ContractError.upstream(
+					`reply not sent: ${error instanceof Error ? error.message : String(error)}`,
+					502,
+					retryable,
+					{ code: 'REPLY_FAILED', http_status: status, turn_id: turnId },
+					{ operation: 'send', table: 'audit.qa_turns' },
+					{ rateLimited: status === 429 },
+				);
 			}
-			await query(pool, 'UPDATE audit.qa_turns SET telegram_message_id = $2 WHERE id = $1', [turnId, sentId], { operation: 'update', ...WHERE });
+			await query(pool, 'UPDATE audit.qa_turns SET telegram_message_id = $2 WHERE id = $1', [turnId, sentId], {
+				operation: 'update',
+				...WHERE,
+			});
 		}
-		return { session_id: sessionId, turn_id: turnId, answer_text: answer, citations, telegram_message_id: sentId, vector_route: vectorRoute };
+		return {
+			session_id: sessionId,
+			turn_id: turnId,
+			answer_text: answer,
+			citations,
+			telegram_message_id: sentId,
+			vector_route: vectorRoute,
+		};
 	},
 };

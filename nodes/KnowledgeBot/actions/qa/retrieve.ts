@@ -44,9 +44,19 @@ function exactOf(value: unknown): number | string {
  *   group's chat_id that is not an exact int8 (ids.ts), or a channel that is neither group nor dm
  *   (`ctx.<field>`); 500 VECTOR_STORE_MISSING; 503/500 db
  */
-export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' | 'tg_user_id' | 'role' | 'is_allowed' | 'channel' | 'chat_id'>, vector: number[], options: { model_id: number; k: number; onRoute?: (route: VectorRoute) => void }): Promise<RetrievedChunk[]> {
+export async function retrieveChunks(
+	pool: Pool,
+	ctx: Pick<AclCtx, 'tenant_id' | 'tg_user_id' | 'role' | 'is_allowed' | 'channel' | 'chat_id'>,
+	vector: number[],
+	options: { model_id: number; k: number; onRoute?: (route: VectorRoute) => void },
+): Promise<RetrievedChunk[]> {
 	const where = { operation: 'select', table: TABLE };
-	const invalid = (field: string, message: string) => ContractError.validation(`the ctx's ${field} ${message}`, { code: 'VALIDATION', field: `ctx.${field}` }, { operation: 'validate', table: TABLE });
+	const invalid = (field: string, message: string) =>
+		ContractError.validation(
+			`the ctx's ${field} ${message}`,
+			{ code: 'VALIDATION', field: `ctx.${field}` },
+			{ operation: 'validate', table: TABLE },
+		);
 	if (!ctx.is_allowed || ctx.role === 'blocked') {
 		throw ContractError.forbidden('the ctx does not allow reading', { code: 'NOT_ALLOWED' }, where);
 	}
@@ -56,18 +66,35 @@ export async function retrieveChunks(pool: Pool, ctx: Pick<AclCtx, 'tenant_id' |
 	let chat: string | null = null;
 	if (ctx.channel === 'group') {
 		const parsed = parseExactId(ctx.chat_id);
-		if (!parsed.ok) throw invalid('chat_id', ctx.chat_id === null || ctx.chat_id === undefined ? 'is required for a group' : parsed.message);
+		if (!parsed.ok)
+			throw invalid(
+				'chat_id',
+				ctx.chat_id === null || ctx.chat_id === undefined ? 'is required for a group' : parsed.message,
+			);
 		chat = String(parsed.value);
 	} else if (ctx.chat_id !== null && ctx.chat_id !== undefined) {
 		// a dm is the asker's own private chat (Context Loader checks it; checked again: the reply goes there)
 		const parsed = parseExactId(ctx.chat_id);
 		if (!parsed.ok || !sameId(parsed.value, user.value)) {
-			throw ContractError.forbidden('a dm ctx must name the asker\'s own private chat (chat_id = tg_user_id)', { code: 'DM_NOT_OWN_CHAT' }, where);
+			throw ContractError.forbidden(
+				"a dm ctx must name the asker's own private chat (chat_id = tg_user_id)",
+				{ code: 'DM_NOT_OWN_CHAT' },
+				where,
+			);
 		}
 	}
 	try {
 		// the ids go to SQL as their exact decimal strings ($4::bigint, $8::bigint), never through a JS number
-		const { route, rows } = await searchChunks(pool, { tenant_id: ctx.tenant_id, model_id: options.model_id, vector, user: String(user.value), admin: ctx.role === 'admin', k: options.k, channel: ctx.channel, chat });
+		const { route, rows } = await searchChunks(pool, {
+			tenant_id: ctx.tenant_id,
+			model_id: options.model_id,
+			vector,
+			user: String(user.value),
+			admin: ctx.role === 'admin',
+			k: options.k,
+			channel: ctx.channel,
+			chat,
+		});
 		options.onRoute?.(route);
 		return rows.map((r) => ({
 			...r,

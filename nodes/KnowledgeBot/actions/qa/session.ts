@@ -15,9 +15,24 @@ RETURNING session_id, (xmax = 0) AS created`;
  * Ids are exact (ids.ts) and go to SQL as decimal strings.
  * @throws ContractError 503/500 db
  */
-export async function upsertSession(pool: Pool, s: { tenant_id: string; tg_user_id: ExactId; channel: 'group' | 'dm'; chat_id: ExactId | null; meta?: Record<string, unknown> }): Promise<{ session_id: string; created: boolean }> {
+export async function upsertSession(
+	pool: Pool,
+	s: {
+		tenant_id: string;
+		tg_user_id: ExactId;
+		channel: 'group' | 'dm';
+		chat_id: ExactId | null;
+		meta?: Record<string, unknown>;
+	},
+): Promise<{ session_id: string; created: boolean }> {
 	try {
-		const { rows } = await pool.query(UPSERT_SESSION, [s.tenant_id, sqlId(s.tg_user_id), s.channel, sqlId(s.chat_id ?? s.tg_user_id), JSON.stringify(s.meta ?? {})]);
+		const { rows } = await pool.query(UPSERT_SESSION, [
+			s.tenant_id,
+			sqlId(s.tg_user_id),
+			s.channel,
+			sqlId(s.chat_id ?? s.tg_user_id),
+			JSON.stringify(s.meta ?? {}),
+		]);
 		return { session_id: rows[0].session_id, created: rows[0].created };
 	} catch (error) {
 		throw fromPgError(error, { operation: 'upsert', table: 'audit.qa_sessions' });

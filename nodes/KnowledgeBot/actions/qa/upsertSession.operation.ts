@@ -19,7 +19,10 @@ export const SessionRequest = z.object({
 	meta: z
 		.record(z.unknown())
 		.default({})
-		.refine((meta) => !storableUpdate(meta).replaced, 'holds a NUL character or a lone UTF-16 surrogate (in a key or a string), which cannot be stored'),
+		.refine(
+			(meta) => !storableUpdate(meta).replaced,
+			'holds a NUL character or a lone UTF-16 surrogate (in a key or a string), which cannot be stored',
+		),
 });
 
 export const upsertSessionOperation: KnowledgeOperation = {

@@ -47,13 +47,57 @@ const FINISHED = FINISHED_JOB_STATUSES.map((s) => `'${s}'`).join(', ');
 
 const TARGETS: Target[] = [
 	// a raw row is the only copy of its update for a job not finished yet (the payload carries raw_update_id)
-	{ table: 'raw.telegram_updates', from: 'raw.telegram_updates t JOIN raw.telegram_update_keys k ON k.raw_update_id = t.id', tenant: 't.tenant_id', chat: 'k.chat_id', age: 't.received_at', policy: 'raw', where: `NOT EXISTS (SELECT 1 FROM ops.jobs j WHERE j.id = k.job_id AND j.status NOT IN (${FINISHED}))` },
-	{ table: 'tg.messages', from: 'tg.messages t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.sent_at', policy: 'raw' },
-	{ table: 'tg.chat_member_events', from: 'tg.chat_member_events t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.event_date', policy: 'raw' },
-	{ table: 'content.documents', from: 'content.documents t', tenant: 't.tenant_id', chat: 't.chat_id', age: 't.created_at', policy: 'documents' },
+	{
+		table: 'raw.telegram_updates',
+		from: 'raw.telegram_updates t JOIN raw.telegram_update_keys k ON k.raw_update_id = t.id',
+		tenant: 't.tenant_id',
+		chat: 'k.chat_id',
+		age: 't.received_at',
+		policy: 'raw',
+		where: `NOT EXISTS (SELECT 1 FROM ops.jobs j WHERE j.id = k.job_id AND j.status NOT IN (${FINISHED}))`,
+	},
+	{
+		table: 'tg.messages',
+		from: 'tg.messages t',
+		tenant: 't.tenant_id',
+		chat: 't.chat_id',
+		age: 't.sent_at',
+		policy: 'raw',
+	},
+	{
+		table: 'tg.chat_member_events',
+		from: 'tg.chat_member_events t',
+		tenant: 't.tenant_id',
+		chat: 't.chat_id',
+		age: 't.event_date',
+		policy: 'raw',
+	},
+	{
+		table: 'content.documents',
+		from: 'content.documents t',
+		tenant: 't.tenant_id',
+		chat: 't.chat_id',
+		age: 't.created_at',
+		policy: 'documents',
+	},
 	// finished jobs keep their payload (raw row id, or the update in older jobs): the raw retention, once no update key points at them
-	{ table: 'ops.jobs', from: 'ops.jobs t', tenant: 't.tenant_id', chat: 'NULL::bigint', age: 't.finished_at', policy: 'raw', where: `t.status IN (${FINISHED}) AND NOT EXISTS (SELECT 1 FROM raw.telegram_update_keys k WHERE k.job_id = t.id)` },
-	{ table: 'audit.qa_turns', from: 'audit.qa_turns t JOIN audit.qa_sessions s ON s.session_id = t.session_id', tenant: 's.tenant_id', chat: 's.chat_id', age: 't.created_at', policy: 'documents' },
+	{
+		table: 'ops.jobs',
+		from: 'ops.jobs t',
+		tenant: 't.tenant_id',
+		chat: 'NULL::bigint',
+		age: 't.finished_at',
+		policy: 'raw',
+		where: `t.status IN (${FINISHED}) AND NOT EXISTS (SELECT 1 FROM raw.telegram_update_keys k WHERE k.job_id = t.id)`,
+	},
+	{
+		table: 'audit.qa_turns',
+		from: 'audit.qa_turns t JOIN audit.qa_sessions s ON s.session_id = t.session_id',
+		tenant: 's.tenant_id',
+		chat: 's.chat_id',
+		age: 't.created_at',
+		policy: 'documents',
+	},
 ];
 
 /** One batch of one table: $1 tenant|null, $2 chat|null, $3 batch size, $4 default days. */
@@ -64,8 +108,12 @@ WITH victims AS (
   SELECT t.id FROM ${t.from}
   LEFT JOIN core.chat_policies p ON p.tenant_id = ${t.tenant} AND p.chat_id = ${t.chat}
   WHERE ($1::uuid IS NULL OR ${t.tenant} = $1) AND ($2::bigint IS NULL OR ${t.chat} = $2)
-    AND ${t.age} < now() - make_interval(days => coalesce(p.${column}, $4::int))${t.where ? `
-    AND ${t.where}` : ''}
+    AND ${t.age} < now() - make_interval(days => coalesce(p.${column}, $4::int))${
+			t.where
+				? `
+    AND ${t.where}`
+				: ''
+		}
   ORDER BY t.id
   LIMIT $3
   FOR UPDATE OF t SKIP LOCKED
@@ -82,7 +130,9 @@ async function prune(pool: Pool, req: z.infer<typeof PruneRequest>) {
 		for (let batch = 0; batch < req.max_batches; batch++) {
 			let count: number;
 			try {
-				count = (await pool.query(sql, [req.tenant_id, req.chat_id, req.batch_size, DEFAULT_RETENTION_DAYS[target.policy]])).rowCount ?? 0;
+				count =
+					(await pool.query(sql, [req.tenant_id, req.chat_id, req.batch_size, DEFAULT_RETENTION_DAYS[target.policy]]))
+						.rowCount ?? 0;
 			} catch (error) {
 				throw fromPgError(error, { operation: 'delete', table: target.table });
 			}
@@ -98,7 +148,8 @@ export const pruneOperation: KnowledgeOperation = {
 	value: 'prune',
 	name: 'Prune',
 	action: 'Delete data past its retention',
-	description: 'Delete raw updates, messages, documents and Q&A turns older than the chat policy keeps, in batches (WF60)',
+	description:
+		'Delete raw updates, messages, documents and Q&A turns older than the chat policy keeps, in batches (WF60)',
 	workflow: 'WF60',
 	async execute({ pool, state }, raw) {
 		const req = parseRequest(PruneRequest, raw ?? {}, { table: 'core.chat_policies' });

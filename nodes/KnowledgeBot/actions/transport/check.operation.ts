@@ -36,12 +36,19 @@ export const RECENT_ERROR_SECONDS = 600;
 type Health = 'ok' | 'degraded' | 'down';
 
 /** The health of a webhook from getWebhookInfo and the bot's config. Pure. */
-export function healthOf(info: WebhookInfo | null, config: { mode: string; expected_webhook_url: string | null; max_pending_updates: number }, nowSeconds: number): { health: Health; reason: string } {
+export function healthOf(
+	info: WebhookInfo | null,
+	config: { mode: string; expected_webhook_url: string | null; max_pending_updates: number },
+	nowSeconds: number,
+): { health: Health; reason: string } {
 	if (!info) return { health: 'down', reason: 'Bot API not answering' };
 	if (config.mode === 'webhook' && !info.url) return { health: 'down', reason: 'no webhook set' };
-	if (config.expected_webhook_url && info.url !== config.expected_webhook_url) return { health: 'degraded', reason: `webhook points at ${info.url}` };
-	if (info.pending_update_count > config.max_pending_updates) return { health: 'degraded', reason: `${info.pending_update_count} pending updates` };
-	if (info.last_error_date && nowSeconds - info.last_error_date < RECENT_ERROR_SECONDS) return { health: 'degraded', reason: `delivery error: ${info.last_error_message ?? 'unknown'}` };
+	if (config.expected_webhook_url && info.url !== config.expected_webhook_url)
+		return { health: 'degraded', reason: `webhook points at ${info.url}` };
+	if (info.pending_update_count > config.max_pending_updates)
+		return { health: 'degraded', reason: `${info.pending_update_count} pending updates` };
+	if (info.last_error_date && nowSeconds - info.last_error_date < RECENT_ERROR_SECONDS)
+		return { health: 'degraded', reason: `delivery error: ${info.last_error_message ?? 'unknown'}` };
 	return { health: 'ok', reason: 'ok' };
 }
 
@@ -64,7 +71,8 @@ export const checkOperation: KnowledgeOperation = {
 	value: 'check',
 	name: 'Check',
 	action: 'Check the webhook health of the bot',
-	description: 'Record the webhook health from getWebhookInfo: snapshot, current state, and an event when it changes (WF11)',
+	description:
+		'Record the webhook health from getWebhookInfo: snapshot, current state, and an event when it changes (WF11)',
 	workflow: 'WF11',
 	async execute({ pool, state, http, telegram }, raw) {
 		const req = parseRequest(CheckRequest, raw ?? {}, { table: 'core.bots' });
@@ -81,12 +89,31 @@ export const checkOperation: KnowledgeOperation = {
 			apiError = redact.string(error instanceof Error ? error.message : String(error));
 		}
 		if (!req.bot_id && tgBotId === null) {
-			throw ContractError.upstream(`Bot API not answering getMe: ${apiError}`, 502, true, { code: 'BOT_API_ERROR' }, { operation: 'select', table: 'core.bots' });
+			throw ContractError.upstream(
+				`Bot API not answering getMe: ${apiError}`,
+				502,
+				true,
+				{ code: 'BOT_API_ERROR' },
+				{ operation: 'select', table: 'core.bots' },
+			);
 		}
 		const bot = await findBot(pool, req.bot_id ?? null, tgBotId);
-		if (!bot) throw ContractError.notFound('this bot is not registered in core.bots (tg_bot_id or bot_id)', { code: 'BOT_NOT_REGISTERED', tg_bot_id: tgBotId, bot_id: req.bot_id ?? null }, { operation: 'select', table: 'core.bots' });
+		if (!bot)
+			throw ContractError.notFound(
+				'this bot is not registered in core.bots (tg_bot_id or bot_id)',
+				{ code: 'BOT_NOT_REGISTERED', tg_bot_id: tgBotId, bot_id: req.bot_id ?? null },
+				{ operation: 'select', table: 'core.bots' },
+			);
 		Object.assign(state.ctx!, { tenant_id: bot.tenant_id, trace_id: req.trace_id ?? null });
-		const judged = healthOf(info, { mode: String(bot.mode), expected_webhook_url: (bot.expected_webhook_url as string | null) ?? null, max_pending_updates: Number(bot.max_pending_updates) }, Math.floor(Date.now() / 1000));
+		const judged = healthOf(
+			info,
+			{
+				mode: String(bot.mode),
+				expected_webhook_url: (bot.expected_webhook_url as string | null) ?? null,
+				max_pending_updates: Number(bot.max_pending_updates),
+			},
+			Math.floor(Date.now() / 1000),
+		);
 		const health = judged.health;
 		// Judged on the answer as given; stored and returned with the token redacted (a webhook URL or a
 		// delivery error may carry it).
@@ -98,7 +125,15 @@ export const checkOperation: KnowledgeOperation = {
 				const snapshot = await client.query(
 					`INSERT INTO ops.webhook_health_snapshots (bot_id, url, pending_update_count, last_error_date, last_error_message, health, info)
 					 VALUES ($1, $2, $3, to_timestamp($4), $5, $6, $7::jsonb) RETURNING id`,
-					[bot.bot_id, info?.url ?? null, info?.pending_update_count ?? null, info?.last_error_date ?? null, info?.last_error_message ?? apiError, health, JSON.stringify(info ?? { error: apiError })],
+					[
+						bot.bot_id,
+						info?.url ?? null,
+						info?.pending_update_count ?? null,
+						info?.last_error_date ?? null,
+						info?.last_error_message ?? apiError,
+						health,
+						JSON.stringify(info ?? { error: apiError }),
+					],
 				);
 				await client.query(
 					`INSERT INTO core.bot_transport_state AS s (bot_id, mode, health, last_checked_at, last_ok_at, last_error, pending_update_count)
@@ -115,7 +150,16 @@ export const checkOperation: KnowledgeOperation = {
 					);
 					eventId = Number(event.rows[0].id);
 				}
-				return { bot_id: bot.bot_id, snapshot_id: Number(snapshot.rows[0].id), health, previous_health: previous, reason, pending_update_count: info?.pending_update_count ?? null, url: info?.url ?? null, event_id: eventId };
+				return {
+					bot_id: bot.bot_id,
+					snapshot_id: Number(snapshot.rows[0].id),
+					health,
+					previous_health: previous,
+					reason,
+					pending_update_count: info?.pending_update_count ?? null,
+					url: info?.url ?? null,
+					event_id: eventId,
+				};
 			});
 		} catch (error) {
 			throw fromPgError(error, { operation: 'insert', table: 'ops.webhook_health_snapshots' });

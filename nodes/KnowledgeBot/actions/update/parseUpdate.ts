@@ -25,8 +25,23 @@ const Chat = z
 		username: z.string().optional(),
 	})
 	.passthrough();
-const Entity = z.object({ type: z.string(), offset: z.number().int().nonnegative(), length: z.number().int().nonnegative(), url: z.string().optional() }).passthrough();
-const FileRef = z.object({ file_id: z.string().min(1), file_unique_id: z.string().min(1), file_size: z.number().int().optional(), file_name: z.string().optional(), mime_type: z.string().optional() }).passthrough();
+const Entity = z
+	.object({
+		type: z.string(),
+		offset: z.number().int().nonnegative(),
+		length: z.number().int().nonnegative(),
+		url: z.string().optional(),
+	})
+	.passthrough();
+const FileRef = z
+	.object({
+		file_id: z.string().min(1),
+		file_unique_id: z.string().min(1),
+		file_size: z.number().int().optional(),
+		file_name: z.string().optional(),
+		mime_type: z.string().optional(),
+	})
+	.passthrough();
 const Message = z
 	.object({
 		message_id: TelegramInt,
@@ -132,12 +147,21 @@ function attachmentsOf(message: Record<string, unknown>): Attachment[] {
 		const file = FileRef.safeParse(value);
 		if (!file.success) return;
 		const f = file.data;
-		found.push({ kind, file_id: f.file_id, file_unique_id: f.file_unique_id, file_name: f.file_name ?? null, mime_type: f.mime_type ?? null, file_size: f.file_size ?? null });
+		found.push({
+			kind,
+			file_id: f.file_id,
+			file_unique_id: f.file_unique_id,
+			file_name: f.file_name ?? null,
+			mime_type: f.mime_type ?? null,
+			file_size: f.file_size ?? null,
+		});
 	};
 	for (const kind of FILE_KINDS) if (message[kind]) add(kind, message[kind]);
 	if (Array.isArray(message.photo) && message.photo.length > 0) {
 		const sizes = message.photo as { file_size?: number; width?: number; height?: number }[];
-		const largest = sizes.reduce((a, b) => ((b.width ?? 0) * (b.height ?? 0) >= (a.width ?? 0) * (a.height ?? 0) ? b : a));
+		const largest = sizes.reduce((a, b) =>
+			(b.width ?? 0) * (b.height ?? 0) >= (a.width ?? 0) * (a.height ?? 0) ? b : a,
+		);
 		add('photo', largest);
 	}
 	return found;
@@ -164,9 +188,13 @@ export function questionOf(message: z.infer<typeof Message>, botUsername: string
 	if (message.chat.type === 'private') return text.startsWith('/') ? null : text;
 	if (!botUsername) return null;
 	const handle = `@${botUsername.toLowerCase()}`;
-	const mention = (message.entities ?? []).find((e) => e.type === 'mention' && message.text!.slice(e.offset, e.offset + e.length).toLowerCase() === handle);
+	const mention = (message.entities ?? []).find(
+		(e) => e.type === 'mention' && message.text!.slice(e.offset, e.offset + e.length).toLowerCase() === handle,
+	);
 	if (!mention) return null;
-	const rest = `${message.text!.slice(0, mention.offset)}${message.text!.slice(mention.offset + mention.length)}`.replace(/\s+/g, ' ').trim();
+	const rest = `${message.text!.slice(0, mention.offset)}${message.text!.slice(mention.offset + mention.length)}`
+		.replace(/\s+/g, ' ')
+		.trim();
 	return rest || null;
 }
 
@@ -187,7 +215,10 @@ export function parseUpdate(update: Record<string, unknown>, botUsername: string
 		const edited = updateType.startsWith('edited_');
 		const text = message.text ?? null;
 		const caption = message.caption ?? null;
-		const urls = [...entityUrls(message.text, message.entities), ...entityUrls(message.caption, message.caption_entities)];
+		const urls = [
+			...entityUrls(message.text, message.entities),
+			...entityUrls(message.caption, message.caption_entities),
+		];
 		result.message = {
 			message_id: message.message_id,
 			from_user_id: message.from?.id ?? null,
@@ -203,11 +234,23 @@ export function parseUpdate(update: Record<string, unknown>, botUsername: string
 		};
 		for (const user of message.new_chat_members ?? []) {
 			addUser(user);
-			result.members.push({ tg_user_id: user.id, old_status: null, new_status: 'member', is_member: true, date: message.date });
+			result.members.push({
+				tg_user_id: user.id,
+				old_status: null,
+				new_status: 'member',
+				is_member: true,
+				date: message.date,
+			});
 		}
 		if (message.left_chat_member) {
 			addUser(message.left_chat_member);
-			result.members.push({ tg_user_id: message.left_chat_member.id, old_status: null, new_status: 'left', is_member: false, date: message.date });
+			result.members.push({
+				tg_user_id: message.left_chat_member.id,
+				old_status: null,
+				new_status: 'left',
+				is_member: false,
+				date: message.date,
+			});
 		}
 	} else if (updateType === 'chat_member' || updateType === 'my_chat_member') {
 		const change = MemberUpdate.parse(update[updateType]);

@@ -39,22 +39,27 @@ import { storableUpdate } from './storable';
 
 const Update = z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough();
 
-export const ProcessUpdateRequest = z.object({
-	tenant_id: TenantId,
-	/** absent: read from raw.telegram_updates by raw_update_id */
-	update: Update.optional(),
-	/** copied into the job payloads (jsonb): a NUL or a lone surrogate is refused 422 `req.trace_id` */
-	trace_id: z
-		.string()
-		.refine((t) => !replaceUnstorable(t).replaced, 'contains a NUL character or a lone UTF-16 surrogate, which cannot be stored')
-		.nullish(),
-	raw_update_id: DbId.nullish(),
-	/** the receiving bot (WF10's job payload): its username recognises mentions */
-	bot_id: z.string().uuid('must be a UUID').nullish(),
-}).refine((r) => r.update !== undefined || (r.raw_update_id !== undefined && r.raw_update_id !== null), {
-	message: 'is required when req has no update',
-	path: ['raw_update_id'],
-});
+export const ProcessUpdateRequest = z
+	.object({
+		tenant_id: TenantId,
+		/** absent: read from raw.telegram_updates by raw_update_id */
+		update: Update.optional(),
+		/** copied into the job payloads (jsonb): a NUL or a lone surrogate is refused 422 `req.trace_id` */
+		trace_id: z
+			.string()
+			.refine(
+				(t) => !replaceUnstorable(t).replaced,
+				'contains a NUL character or a lone UTF-16 surrogate, which cannot be stored',
+			)
+			.nullish(),
+		raw_update_id: DbId.nullish(),
+		/** the receiving bot (WF10's job payload): its username recognises mentions */
+		bot_id: z.string().uuid('must be a UUID').nullish(),
+	})
+	.refine((r) => r.update !== undefined || (r.raw_update_id !== undefined && r.raw_update_id !== null), {
+		message: 'is required when req has no update',
+		path: ['raw_update_id'],
+	});
 
 type Request = z.infer<typeof ProcessUpdateRequest>;
 
@@ -62,16 +67,29 @@ type Request = z.infer<typeof ProcessUpdateRequest>;
 async function readRawUpdate(pool: Pool, req: Request): Promise<z.infer<typeof Update>> {
 	let row: { update: unknown } | undefined;
 	try {
-		row = (await pool.query('SELECT update FROM raw.telegram_updates WHERE id = $1 AND tenant_id = $2', [req.raw_update_id, req.tenant_id])).rows[0];
+		row = (
+			await pool.query('SELECT update FROM raw.telegram_updates WHERE id = $1 AND tenant_id = $2', [
+				req.raw_update_id,
+				req.tenant_id,
+			])
+		).rows[0];
 	} catch (error) {
 		throw fromPgError(error, { operation: 'select', table: 'raw.telegram_updates' });
 	}
 	if (!row) {
-		throw ContractError.notFound(`raw update ${req.raw_update_id} of this tenant does not exist (pruned by retention?)`, { code: 'NOT_FOUND', field: 'req.raw_update_id' }, { operation: 'select', table: 'raw.telegram_updates' });
+		throw ContractError.notFound(
+			`raw update ${req.raw_update_id} of this tenant does not exist (pruned by retention?)`,
+			{ code: 'NOT_FOUND', field: 'req.raw_update_id' },
+			{ operation: 'select', table: 'raw.telegram_updates' },
+		);
 	}
 	const parsed = Update.safeParse(row.update);
 	if (!parsed.success) {
-		throw ContractError.validation('invalid update: req.update.update_id is required', { code: 'VALIDATION', field: 'req.update.update_id' }, { operation: 'validate', ...TABLES });
+		throw ContractError.validation(
+			'invalid update: req.update.update_id is required',
+			{ code: 'VALIDATION', field: 'req.update.update_id' },
+			{ operation: 'validate', ...TABLES },
+		);
 	}
 	return parsed.data;
 }
@@ -82,11 +100,26 @@ async function one(client: PoolClient, sql: string, params: unknown[]) {
 	return (await client.query(sql, params)).rows[0] as Record<string, unknown> | undefined;
 }
 
-async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate, req: Request, updateId: number, correlationId: string, sourceBot: string | null) {
+async function store(
+	client: PoolClient,
+	tenantId: string,
+	parsed: ParsedUpdate,
+	req: Request,
+	updateId: number,
+	correlationId: string,
+	sourceBot: string | null,
+) {
 	const chat = parsed.chat!;
 	if (parsed.users.length > 0) await client.query(SQL.UPSERT_USERS, [tenantId, JSON.stringify(parsed.users)]);
 	await client.query(SQL.UPSERT_CHAT, [tenantId, chat.id, chat.type, chat.title ?? null, chat.username ?? null]);
-	const data: Record<string, unknown> = { chat_id: chat.id, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [], qa_jobs: [] }, member_events: 0 };
+	const data: Record<string, unknown> = {
+		chat_id: chat.id,
+		message_id: null,
+		message_fk: null,
+		message_version_id: null,
+		created_jobs: { url_jobs: [], file_jobs: [], qa_jobs: [] },
+		member_events: 0,
+	};
 	const message = parsed.message;
 	if (message) {
 		const dm = chat.type === 'private';
@@ -95,7 +128,15 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 		const key = [tenantId, chat.id, message.message_id];
 		await client.query(SQL.INSERT_MESSAGE, [...key, message.from_user_id, message.date, visibility, dmOwner]);
 		const messageFk = Number((await one(client, SQL.FIND_MESSAGE, key))!.id);
-		await client.query(SQL.INSERT_VERSION, [messageFk, message.version_no, message.text, message.caption, message.normalized_text, JSON.stringify(message.payload), req.raw_update_id ?? null]);
+		await client.query(SQL.INSERT_VERSION, [
+			messageFk,
+			message.version_no,
+			message.text,
+			message.caption,
+			message.normalized_text,
+			JSON.stringify(message.payload),
+			req.raw_update_id ?? null,
+		]);
 		const versionId = Number((await one(client, SQL.FIND_VERSION, [messageFk, message.version_no]))!.id);
 		if (message.attachments.length > 0) {
 			const attachments = JSON.stringify(message.attachments);
@@ -105,11 +146,21 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 		const policy = (await one(client, SQL.CHAT_POLICY, [tenantId, chat.id]))!;
 		const jobCtx = { chat_id: chat.id, visibility, dm_owner_user_id: dmOwner, message_version_id: versionId };
 		const question = message.question
-			? [{
-					job_type: JOB_TYPES.qa_answer,
-					dedup_key: `qa_answer:${versionId}`,
-					payload: { tenant_id: tenantId, tg_user_id: message.from_user_id, channel: visibility, chat_id: chat.id, question: message.question, question_message_version_id: versionId, trace_id: req.trace_id ?? null },
-				}]
+			? [
+					{
+						job_type: JOB_TYPES.qa_answer,
+						dedup_key: `qa_answer:${versionId}`,
+						payload: {
+							tenant_id: tenantId,
+							tg_user_id: message.from_user_id,
+							channel: visibility,
+							chat_id: chat.id,
+							question: message.question,
+							question_message_version_id: versionId,
+							trace_id: req.trace_id ?? null,
+						},
+					},
+				]
 			: [];
 		const wanted = [
 			...(message.from_user_id === null ? [] : question),
@@ -121,15 +172,40 @@ async function store(client: PoolClient, tenantId: string, parsed: ParsedUpdate,
 			...(policy.allow_file_download ? message.attachments : []).map((a) => ({
 				job_type: JOB_TYPES.file_download,
 				dedup_key: `file_download:${versionId}:${a.file_unique_id}`,
-				payload: { tenant_id: tenantId, file_id: a.file_id, file_unique_id: a.file_unique_id, file_name: a.file_name, mime_type: a.mime_type, file_size: a.file_size, ctx: jobCtx, trace_id: req.trace_id ?? null },
+				payload: {
+					tenant_id: tenantId,
+					file_id: a.file_id,
+					file_unique_id: a.file_unique_id,
+					file_name: a.file_name,
+					mime_type: a.mime_type,
+					file_size: a.file_size,
+					ctx: jobCtx,
+					trace_id: req.trace_id ?? null,
+				},
 			})),
 		];
 		const ids = await enqueueJobs(client, tenantId, correlationId, wanted);
 		const idsOf = (type: string) => ids.filter((_, i) => wanted[i].job_type === type);
-		Object.assign(data, { message_id: message.message_id, message_fk: messageFk, message_version_id: versionId, created_jobs: { url_jobs: idsOf(JOB_TYPES.url_normalize), file_jobs: idsOf(JOB_TYPES.file_download), qa_jobs: idsOf(JOB_TYPES.qa_answer) } });
+		Object.assign(data, {
+			message_id: message.message_id,
+			message_fk: messageFk,
+			message_version_id: versionId,
+			created_jobs: {
+				url_jobs: idsOf(JOB_TYPES.url_normalize),
+				file_jobs: idsOf(JOB_TYPES.file_download),
+				qa_jobs: idsOf(JOB_TYPES.qa_answer),
+			},
+		});
 	}
 	if (parsed.members.length > 0) {
-		const recorded = await one(client, SQL.RECORD_MEMBERS, [tenantId, chat.id, req.raw_update_id ?? null, JSON.stringify(parsed.members), updateId, sourceBot]);
+		const recorded = await one(client, SQL.RECORD_MEMBERS, [
+			tenantId,
+			chat.id,
+			req.raw_update_id ?? null,
+			JSON.stringify(parsed.members),
+			updateId,
+			sourceBot,
+		]);
 		data.member_events = recorded!.events;
 	}
 	return data;
@@ -139,7 +215,8 @@ export const processOperation: KnowledgeOperation = {
 	value: 'process',
 	name: 'Process',
 	action: 'Process a Telegram update',
-	description: 'Store the users, chat, message version, attachments and member changes of a raw update; enqueue URL and file jobs (WF20)',
+	description:
+		'Store the users, chat, message version, attachments and member changes of a raw update; enqueue URL and file jobs (WF20)',
 	workflow: 'WF20',
 	async execute({ pool, state, correlationId }, raw) {
 		const req = parseRequest(ProcessUpdateRequest, raw, TABLES);
@@ -149,7 +226,12 @@ export const processOperation: KnowledgeOperation = {
 		let sourceBot: string | null = null;
 		if (req.bot_id) {
 			try {
-				const bot = (await pool.query('SELECT username FROM core.bots WHERE bot_id = $1 AND tenant_id = $2', [req.bot_id, req.tenant_id])).rows[0];
+				const bot = (
+					await pool.query('SELECT username FROM core.bots WHERE bot_id = $1 AND tenant_id = $2', [
+						req.bot_id,
+						req.tenant_id,
+					])
+				).rows[0];
 				botUsername = bot?.username ?? null;
 				sourceBot = bot ? req.bot_id : null;
 			} catch (error) {
@@ -164,14 +246,29 @@ export const processOperation: KnowledgeOperation = {
 			if (!(error instanceof ZodError)) throw error;
 			const issue = error.issues[0];
 			const field = ['req', 'update', Object.keys(update).find((k) => k !== 'update_id'), ...issue.path].join('.');
-			throw ContractError.validation(`invalid update: ${field} ${issue.message}`, { code: 'VALIDATION', field }, { operation: 'validate', ...TABLES });
+			throw ContractError.validation(
+				`invalid update: ${field} ${issue.message}`,
+				{ code: 'VALIDATION', field },
+				{ operation: 'validate', ...TABLES },
+			);
 		}
-		if (parsed.chat) Object.assign(state.ctx!, { chat_id: parsed.chat.id, message_id: parsed.message?.message_id ?? null });
+		if (parsed.chat)
+			Object.assign(state.ctx!, { chat_id: parsed.chat.id, message_id: parsed.message?.message_id ?? null });
 		if (!parsed.chat) {
-			return { update_type: parsed.update_type, chat_id: null, message_id: null, message_fk: null, message_version_id: null, created_jobs: { url_jobs: [], file_jobs: [], qa_jobs: [] }, member_events: 0 };
+			return {
+				update_type: parsed.update_type,
+				chat_id: null,
+				message_id: null,
+				message_fk: null,
+				message_version_id: null,
+				created_jobs: { url_jobs: [], file_jobs: [], qa_jobs: [] },
+				member_events: 0,
+			};
 		}
 		try {
-			const data = await inTransaction(pool, (client) => store(client, req.tenant_id, parsed, req, update.update_id, correlationId, sourceBot));
+			const data = await inTransaction(pool, (client) =>
+				store(client, req.tenant_id, parsed, req, update.update_id, correlationId, sourceBot),
+			);
 			return { update_type: parsed.update_type, ...data };
 		} catch (error) {
 			throw fromPgError(error, { operation: 'upsert', ...TABLES });

@@ -22,7 +22,9 @@ export function storableUpdate<T>(update: T): { update: T; replaced: boolean } {
 	};
 	if (!mayHoldUnstorable(update)) return { update, replaced: false };
 	const root: { value: unknown } = { value: undefined };
-	const stack: { source: unknown; assign: (v: unknown) => void }[] = [{ source: update, assign: (v) => (root.value = v) }];
+	const stack: { source: unknown; assign: (v: unknown) => void }[] = [
+		{ source: update, assign: (v) => (root.value = v) },
+	];
 	while (stack.length > 0) {
 		const { source, assign } = stack.pop()!;
 		if (typeof source === 'string') {
@@ -36,7 +38,11 @@ export function storableUpdate<T>(update: T): { update: T; replaced: boolean } {
 			assign(copy);
 			for (const [key, item] of Object.entries(source)) {
 				const name = clean(key);
-				stack.push({ source: item, assign: (v) => Object.defineProperty(copy, name, { value: v, enumerable: true, writable: true, configurable: true }) });
+				stack.push({
+					source: item,
+					assign: (v) =>
+						Object.defineProperty(copy, name, { value: v, enumerable: true, writable: true, configurable: true }),
+				});
 			}
 		} else {
 			assign(source);

@@ -27,7 +27,12 @@ export const FetchUrlRequest = z.object({
 	url_id: DbId,
 	ctx: SourceCtx,
 	timeout_ms: z.number().int().min(100).max(120_000).default(15_000),
-	max_bytes: z.number().int().min(1).max(50 * 1024 * 1024).default(10 * 1024 * 1024),
+	max_bytes: z
+		.number()
+		.int()
+		.min(1)
+		.max(50 * 1024 * 1024)
+		.default(10 * 1024 * 1024),
 	trace_id: z.string().nullish(),
 });
 
@@ -39,9 +44,19 @@ const RECORD_FAILURE = `INSERT INTO content.url_fetches (url_id, status, http_st
 /** $1 url_id, $2 http_status, $3 content_type, $4 final_url, $5 blob_object_id: in storeBody's transaction. */
 const RECORD_DONE = `INSERT INTO content.url_fetches (url_id, status, http_status, content_type, final_url, blob_object_id) VALUES ($1, 'done', $2, $3, $4, $5) RETURNING id`;
 
-async function recordFailure(pool: Pool, urlId: number, values: { http_status?: number; content_type?: string; final_url?: string; error: string }): Promise<number> {
+async function recordFailure(
+	pool: Pool,
+	urlId: number,
+	values: { http_status?: number; content_type?: string; final_url?: string; error: string },
+): Promise<number> {
 	try {
-		const { rows } = await pool.query(RECORD_FAILURE, [urlId, values.http_status ?? null, values.content_type ?? null, values.final_url ?? null, values.error]);
+		const { rows } = await pool.query(RECORD_FAILURE, [
+			urlId,
+			values.http_status ?? null,
+			values.content_type ?? null,
+			values.final_url ?? null,
+			values.error,
+		]);
 		return Number(rows[0].id);
 	} catch (error) {
 		throw fromPgError(error, { operation: 'insert', ...WHERE });
@@ -59,11 +74,21 @@ export const fetchOperation: KnowledgeOperation = {
 		Object.assign(state.ctx!, { tenant_id: req.tenant_id, chat_id: req.ctx.chat_id, trace_id: req.trace_id ?? null });
 		let rows: { normalized_url: string }[];
 		try {
-			rows = (await pool.query('SELECT normalized_url FROM content.urls WHERE tenant_id = $1 AND id = $2', [req.tenant_id, req.url_id])).rows;
+			rows = (
+				await pool.query('SELECT normalized_url FROM content.urls WHERE tenant_id = $1 AND id = $2', [
+					req.tenant_id,
+					req.url_id,
+				])
+			).rows;
 		} catch (error) {
 			throw fromPgError(error, { operation: 'select', table: 'content.urls' });
 		}
-		if (rows.length === 0) throw ContractError.notFound(`url ${req.url_id} not found`, { code: 'URL_NOT_FOUND', url_id: req.url_id }, { operation: 'select', table: 'content.urls' });
+		if (rows.length === 0)
+			throw ContractError.notFound(
+				`url ${req.url_id} not found`,
+				{ code: 'URL_NOT_FOUND', url_id: req.url_id },
+				{ operation: 'select', table: 'content.urls' },
+			);
 		const url = rows[0].normalized_url;
 		let res;
 		try {
@@ -71,26 +96,67 @@ export const fetchOperation: KnowledgeOperation = {
 		} catch (error) {
 			if (error instanceof TooLargeError) {
 				await recordFailure(pool, req.url_id, { error: error.message });
-				throw ContractError.upstream(`${url}: ${error.message}`, 413, false, { code: 'TOO_LARGE', limit_bytes: error.limit }, { operation: 'fetch', table: 'content.urls' });
+				throw ContractError.upstream(
+					`${url}: ${error.message}`,
+					413,
+					false,
+					{ code: 'TOO_LARGE', limit_bytes: error.limit },
+					{ operation: 'fetch', table: 'content.urls' },
+				);
 			}
 			const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 			await recordFailure(pool, req.url_id, { error: message });
-			throw ContractError.upstream(`${url}: ${message}`, 502, true, { code: 'FETCH_FAILED', url }, { operation: 'fetch', table: 'content.urls' });
+			throw ContractError.upstream(
+				`${url}: ${message}`,
+				502,
+				true,
+				{ code: 'FETCH_FAILED', url },
+				{ operation: 'fetch', table: 'content.urls' },
+			);
 		}
 		const contentType = res.headers['content-type'] ?? null;
 		if (res.status >= 400) {
-			const urlFetchId = await recordFailure(pool, req.url_id, { http_status: res.status, content_type: contentType ?? undefined, final_url: res.url, error: `HTTP ${res.status}` });
+			const urlFetchId = await recordFailure(pool, req.url_id, {
+				http_status: res.status,
+				content_type: contentType ?? undefined,
+				final_url: res.url,
+				error: `HTTP ${res.status}`,
+			});
 			if (res.status >= 500 || res.status === 429) {
-				throw ContractError.upstream(`${url}: HTTP ${res.status}`, 502, true, { code: 'FETCH_FAILED', http_status: res.status, url_fetch_id: urlFetchId }, { operation: 'fetch', table: 'content.urls' }, { rateLimited: res.status === 429 });
+				throw ContractError.upstream(
+					`${url}: HTTP ${res.status}`,
+					502,
+					true,
+					{ code: 'FETCH_FAILED', http_status: res.status, url_fetch_id: urlFetchId },
+					{ operation: 'fetch', table: 'content.urls' },
+					{ rateLimited: res.status === 429 },
+				);
 			}
-			return { url_fetch_id: urlFetchId, document_id: null, status: 'error', http_status: res.status, extract_job_id: null };
+			return {
+				url_fetch_id: urlFetchId,
+				document_id: null,
+				status: 'error',
+				http_status: res.status,
+				extract_job_id: null,
+			};
 		}
 		const mime = contentType ? contentType.split(';')[0].trim().toLowerCase() : null;
 		let stored: StoredBody;
 		let urlFetchId: number;
 		try {
 			[stored, urlFetchId] = await inTransaction(pool, async (client) => {
-				const body = await storeBody(client, { tenant_id: req.tenant_id, doc_type: 'url', source_key: `url:${req.url_id}`, url_id: req.url_id, ctx: req.ctx }, res.body, mime);
+				const body = await storeBody(
+					client,
+					{
+						tenant_id: req.tenant_id,
+						doc_type: 'url',
+						source_key: `url:${req.url_id}`,
+						url_id: req.url_id,
+						ctx: req.ctx,
+					},
+					res.body,
+					mime,
+				);
 				const attempt = await client.query(RECORD_DONE, [req.url_id, res.status, mime, res.url, body.blob_object_id]);
 				return [body, Number(attempt.rows[0].id)] as const;
 			});
@@ -108,6 +174,12 @@ export const fetchOperation: KnowledgeOperation = {
 				correlation_id: correlationId,
 			});
 		}
-		return { url_fetch_id: urlFetchId, document_id: documentId, status: stored.status, http_status: res.status, extract_job_id: extractJobId };
+		return {
+			url_fetch_id: urlFetchId,
+			document_id: documentId,
+			status: stored.status,
+			http_status: res.status,
+			extract_job_id: extractJobId,
+		};
 	},
 };

@@ -16,7 +16,10 @@ import { InvalidUrlError, normalizeUrl } from './normalizeUrl';
 
 export const NormalizeUrlRequest = z.object({
 	tenant_id: TenantId,
-	url: z.string({ required_error: 'is required' }).min(1, 'must not be empty').max(8192, 'is longer than 8192 characters'),
+	url: z
+		.string({ required_error: 'is required' })
+		.min(1, 'must not be empty')
+		.max(8192, 'is longer than 8192 characters'),
 	ctx: SourceCtx,
 	trace_id: z.string().nullish(),
 });
@@ -44,12 +47,26 @@ export const normalizeOperation: KnowledgeOperation = {
 			canonical = normalizeUrl(req.url);
 		} catch (error) {
 			if (!(error instanceof InvalidUrlError)) throw error;
-			throw ContractError.validation(error.message, { code: error.code, field: 'req.url', url: req.url }, { operation: 'validate', ...WHERE });
+			throw ContractError.validation(
+				error.message,
+				{ code: error.code, field: 'req.url', url: req.url },
+				{ operation: 'validate', ...WHERE },
+			);
 		}
 		let urlId: number;
 		try {
 			const { rows } = await pool.query(UPSERT_URL, [req.tenant_id, canonical.normalized_url, req.url, canonical.host]);
-			urlId = Number((rows[0] ?? (await pool.query('SELECT id FROM content.urls WHERE tenant_id = $1 AND normalized_url = $2', [req.tenant_id, canonical.normalized_url])).rows[0]).id);
+			urlId = Number(
+				(
+					rows[0] ??
+					(
+						await pool.query('SELECT id FROM content.urls WHERE tenant_id = $1 AND normalized_url = $2', [
+							req.tenant_id,
+							canonical.normalized_url,
+						])
+					).rows[0]
+				).id,
+			);
 		} catch (error) {
 			throw fromPgError(error, { operation: 'upsert', ...WHERE });
 		}

@@ -10,12 +10,34 @@
 
 /** Query parameters that only track the click, never select content. */
 export const TRACKING_PARAMS = new Set([
-	'fbclid', 'gclid', 'dclid', 'gbraid', 'wbraid', 'msclkid', 'yclid', 'twclid', 'ttclid', 'li_fat_id',
-	'igshid', 'mc_cid', 'mc_eid', '_hsenc', '_hsmi', 'mkt_tok', 'ref_src', 'spm', 'vero_id', 'oly_enc_id', 'oly_anon_id',
+	'fbclid',
+	'gclid',
+	'dclid',
+	'gbraid',
+	'wbraid',
+	'msclkid',
+	'yclid',
+	'twclid',
+	'ttclid',
+	'li_fat_id',
+	'igshid',
+	'mc_cid',
+	'mc_eid',
+	'_hsenc',
+	'_hsmi',
+	'mkt_tok',
+	'ref_src',
+	'spm',
+	'vero_id',
+	'oly_enc_id',
+	'oly_anon_id',
 ]);
 
 export class InvalidUrlError extends Error {
-	constructor(message: string, readonly code: 'INVALID_URL' | 'UNSUPPORTED_SCHEME') {
+	constructor(
+		message: string,
+		readonly code: 'INVALID_URL' | 'UNSUPPORTED_SCHEME',
+	) {
 		super(message);
 	}
 }
@@ -26,7 +48,8 @@ export class InvalidUrlError extends Error {
  */
 export function normalizeUrl(input: string): { normalized_url: string; host: string } {
 	const trimmed = input.trim();
-	const withScheme = /^[a-z][a-z0-9+.-]*:/i.test(trimmed) && !/^[^:/]+:\d+(\/|$)/.test(trimmed) ? trimmed : `http://${trimmed}`;
+	const withScheme =
+		/^[a-z][a-z0-9+.-]*:/i.test(trimmed) && !/^[^:/]+:\d+(\/|$)/.test(trimmed) ? trimmed : `http://${trimmed}`;
 	let url: URL;
 	try {
 		url = new URL(withScheme);
@@ -41,7 +64,9 @@ export function normalizeUrl(input: string): { normalized_url: string; host: str
 	url.username = '';
 	url.password = '';
 	if (url.hostname.endsWith('.')) url.hostname = url.hostname.slice(0, -1);
-	const kept = [...url.searchParams.entries()].filter(([name]) => !TRACKING_PARAMS.has(name.toLowerCase()) && !name.toLowerCase().startsWith('utm_'));
+	const kept = [...url.searchParams.entries()].filter(
+		([name]) => !TRACKING_PARAMS.has(name.toLowerCase()) && !name.toLowerCase().startsWith('utm_'),
+	);
 	kept.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 	url.search = kept.length ? new URLSearchParams(kept).toString() : '';
 	return { normalized_url: url.toString(), host: url.hostname };

@@ -15,11 +15,28 @@ export const claimJobsOperation: PipelineOperation = {
 	action: 'Claim due jobs',
 	description: 'Take a batch of due jobs of one type for this worker (SKIP LOCKED)',
 	fields: fieldsOf({ resource: 'job', operation: 'claimJobs' }, [
-		{ displayName: 'Job Type', name: 'jobType', required: true, default: JOB_TYPES.telegram_update, description: 'The ops.jobs.job_type to take, or several separated by commas (e.g. telegram_update, url_normalize)' },
-		{ displayName: 'Batch Size', name: 'batchSize', type: 'number', default: 10, description: 'Most jobs taken at once (1–1000)' },
+		{
+			displayName: 'Job Type',
+			name: 'jobType',
+			required: true,
+			default: JOB_TYPES.telegram_update,
+			description:
+				'The ops.jobs.job_type to take, or several separated by commas (e.g. telegram_update, url_normalize)',
+		},
+		{
+			displayName: 'Batch Size',
+			name: 'batchSize',
+			type: 'number',
+			default: 10,
+			description: 'Most jobs taken at once (1–1000)',
+		},
 	]),
 	async execute(ctx, input) {
-		const jobs = await claimJobs(ctx.pool, { job_type: input.job_type, batch_size: input.batch_size, worker: ctx.worker });
+		const jobs = await claimJobs(ctx.pool, {
+			job_type: input.job_type,
+			batch_size: input.batch_size,
+			worker: ctx.worker,
+		});
 		return { many: jobs, output: 0 };
 	},
 };

@@ -34,13 +34,54 @@ export const finishJobOperation: PipelineOperation = {
 	action: 'Finish a job',
 	description: 'Mark a claimed job done, or failed with retry, dead letter or final failure',
 	fields: fieldsOf({ resource: 'job', operation: 'finishJob' }, [
-		{ displayName: 'Job ID', name: 'jobId', required: true, default: '={{ $json.id || $json.job_id }}', description: 'The claimed job (ops.jobs.id)' },
-		{ displayName: 'Worker', name: 'worker', default: '={{ $json.locked_by }}', description: 'The worker that claimed the job (its locked_by); empty: this execution' },
-		{ displayName: 'Claim Token', name: 'claimToken', default: '={{ $json.claim_token }}', description: 'The claim_token Claim Jobs returned for this attempt: a job released and claimed again is not finished by a late caller. Empty: not checked.' },
-		{ displayName: 'Success', name: 'success', type: 'boolean', default: true, description: 'Whether the job\'s work succeeded' },
-		{ displayName: 'Retryable', name: 'retryable', type: 'boolean', default: true, description: 'Whether a failure may succeed on a later attempt' },
-		{ displayName: 'Error', name: 'error', default: '={{ $json.error }}', description: 'The failure (object with message, or text); ignored on success' },
-		{ displayName: 'Accept Already Finished', name: 'acceptFinished', type: 'boolean', default: false, description: 'Whether a job that is no longer running under this worker (the Error Pipe already retried or failed it) is returned as it is (already_finished: true) instead of a 409' },
+		{
+			displayName: 'Job ID',
+			name: 'jobId',
+			required: true,
+			default: '={{ $json.id || $json.job_id }}',
+			description: 'The claimed job (ops.jobs.id)',
+		},
+		{
+			displayName: 'Worker',
+			name: 'worker',
+			default: '={{ $json.locked_by }}',
+			description: 'The worker that claimed the job (its locked_by); empty: this execution',
+		},
+		{
+			displayName: 'Claim Token',
+			name: 'claimToken',
+			default: '={{ $json.claim_token }}',
+			description:
+				'The claim_token Claim Jobs returned for this attempt: a job released and claimed again is not finished by a late caller. Empty: not checked.',
+		},
+		{
+			displayName: 'Success',
+			name: 'success',
+			type: 'boolean',
+			default: true,
+			description: "Whether the job's work succeeded",
+		},
+		{
+			displayName: 'Retryable',
+			name: 'retryable',
+			type: 'boolean',
+			default: true,
+			description: 'Whether a failure may succeed on a later attempt',
+		},
+		{
+			displayName: 'Error',
+			name: 'error',
+			default: '={{ $json.error }}',
+			description: 'The failure (object with message, or text); ignored on success',
+		},
+		{
+			displayName: 'Accept Already Finished',
+			name: 'acceptFinished',
+			type: 'boolean',
+			default: false,
+			description:
+				'Whether a job that is no longer running under this worker (the Error Pipe already retried or failed it) is returned as it is (already_finished: true) instead of a 409',
+		},
 	]),
 	async execute(ctx, input) {
 		const [job] = await finishJobs(ctx.pool, [finishInput(ctx, input)]);
@@ -49,7 +90,12 @@ export const finishJobOperation: PipelineOperation = {
 	},
 	async executeBatch(entries) {
 		if (entries.length === 0) return [];
-		const jobs = await finishJobs(entries[0].ctx.pool, entries.map((e) => finishInput(e.ctx, e.input)));
-		return jobs.map((job): PipelineResult | ContractError => (job instanceof ContractError ? job : { data: job, output: 0 }));
+		const jobs = await finishJobs(
+			entries[0].ctx.pool,
+			entries.map((e) => finishInput(e.ctx, e.input)),
+		);
+		return jobs.map((job): PipelineResult | ContractError =>
+			job instanceof ContractError ? job : { data: job, output: 0 },
+		);
 	},
 };

@@ -25,11 +25,25 @@ export const getStatsOperation: PipelineOperation = {
 	action: 'Get queue stats',
 	description: 'Counts per job type and status, oldest queued age, runs and failures in a window, p50/p95 run time',
 	fields: fieldsOf({ resource: 'job', operation: 'getStats' }, [
-		{ displayName: 'Window (Seconds)', name: 'windowSeconds', type: 'number', default: STATS_WINDOW_SECONDS, description: 'Runs finished this long ago or later are counted (1–2592000)' },
-		{ displayName: 'Job Type', name: 'jobType', default: '', description: 'Only these job types (comma-separated); empty: every registered type and every type in ops.jobs' },
+		{
+			displayName: 'Window (Seconds)',
+			name: 'windowSeconds',
+			type: 'number',
+			default: STATS_WINDOW_SECONDS,
+			description: 'Runs finished this long ago or later are counted (1–2592000)',
+		},
+		{
+			displayName: 'Job Type',
+			name: 'jobType',
+			default: '',
+			description: 'Only these job types (comma-separated); empty: every registered type and every type in ops.jobs',
+		},
 	]),
 	async execute(ctx, input) {
-		const stats = await jobStats(ctx.pool, { window_seconds: input.window_seconds, job_types: jobTypeList(input.job_type) });
+		const stats = await jobStats(ctx.pool, {
+			window_seconds: input.window_seconds,
+			job_types: jobTypeList(input.job_type),
+		});
 		return { many: stats as unknown as Record<string, unknown>[], output: 0 };
 	},
 };

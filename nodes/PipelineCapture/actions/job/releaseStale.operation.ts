@@ -13,10 +13,26 @@ export const releaseStaleOperation: PipelineOperation = {
 	action: 'Release stale job locks',
 	description: 'Put jobs whose worker died back in the queue',
 	fields: fieldsOf({ resource: 'job', operation: 'releaseStale' }, [
-		{ displayName: 'Older Than (Seconds)', name: 'olderThanSeconds', type: 'number', default: 900, description: 'A running job locked this long is released' },
-		{ displayName: 'Limit', name: 'limit', type: 'number', typeOptions: { minValue: 1 }, default: 50, description: 'Max number of results to return' },
+		{
+			displayName: 'Older Than (Seconds)',
+			name: 'olderThanSeconds',
+			type: 'number',
+			default: 900,
+			description: 'A running job locked this long is released',
+		},
+		{
+			displayName: 'Limit',
+			name: 'limit',
+			type: 'number',
+			typeOptions: { minValue: 1 },
+			default: 50,
+			description: 'Max number of results to return',
+		},
 	]),
 	async execute(ctx, input) {
-		return { many: await releaseStale(ctx.pool, { older_than_seconds: input.older_than_seconds, limit: input.limit }), output: 0 };
+		return {
+			many: await releaseStale(ctx.pool, { older_than_seconds: input.older_than_seconds, limit: input.limit }),
+			output: 0,
+		};
 	},
 };

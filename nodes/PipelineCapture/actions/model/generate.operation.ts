@@ -16,20 +16,76 @@ export const generateOperation: PipelineOperation = {
 	action: 'Generate a model answer',
 	description: 'Call the model with retries (timeouts, rate limits) and optional JSON parsing',
 	fields: fieldsOf({ resource: 'model', operation: 'generate' }, [
-		{ displayName: 'System Prompt', name: 'system', typeOptions: { rows: 3 }, default: '={{ $json.data.prompt || "" }}', description: 'The role\'s instructions (system message)' },
-		{ displayName: 'Input', name: 'input', required: true, typeOptions: { rows: 3 }, default: '={{ $json.data.user_query }}', description: 'The content to answer (user message)' },
-		{ displayName: 'Model', name: 'model', default: '', description: 'Model name; empty: the credential\'s default' },
-		{ displayName: 'Expect JSON', name: 'expectJson', type: 'boolean', default: false, description: 'Whether to ask for a JSON answer and parse it (prose answers fail with INVALID_JSON)' },
-		{ displayName: 'Temperature', name: 'temperature', type: 'number', default: 0.7, description: 'Sampling temperature' },
-		{ displayName: 'Max Tokens', name: 'maxTokens', type: 'number', default: 2000, description: 'Most tokens the model may answer' },
-		{ displayName: 'Timeout (Ms)', name: 'timeoutMs', type: 'number', default: 30000, description: 'Per-attempt timeout in milliseconds' },
-		{ displayName: 'Max Retries', name: 'maxRetries', type: 'number', default: 3, description: 'Retries after a timeout, a 502/503/504 or a 429' },
-		{ displayName: 'Backoff Base (Ms)', name: 'backoffBaseMs', type: 'number', default: 1000, description: 'First retry delay; doubles each retry' },
-		{ displayName: 'Rate Limit Wait (Ms)', name: 'rateLimitWaitMs', type: 'number', default: 60000, description: 'Wait after a 429 without Retry-After' },
+		{
+			displayName: 'System Prompt',
+			name: 'system',
+			typeOptions: { rows: 3 },
+			default: '={{ $json.data.prompt || "" }}',
+			description: "The role's instructions (system message)",
+		},
+		{
+			displayName: 'Input',
+			name: 'input',
+			required: true,
+			typeOptions: { rows: 3 },
+			default: '={{ $json.data.user_query }}',
+			description: 'The content to answer (user message)',
+		},
+		{ displayName: 'Model', name: 'model', default: '', description: "Model name; empty: the credential's default" },
+		{
+			displayName: 'Expect JSON',
+			name: 'expectJson',
+			type: 'boolean',
+			default: false,
+			description: 'Whether to ask for a JSON answer and parse it (prose answers fail with INVALID_JSON)',
+		},
+		{
+			displayName: 'Temperature',
+			name: 'temperature',
+			type: 'number',
+			default: 0.7,
+			description: 'Sampling temperature',
+		},
+		{
+			displayName: 'Max Tokens',
+			name: 'maxTokens',
+			type: 'number',
+			default: 2000,
+			description: 'Most tokens the model may answer',
+		},
+		{
+			displayName: 'Timeout (Ms)',
+			name: 'timeoutMs',
+			type: 'number',
+			default: 30000,
+			description: 'Per-attempt timeout in milliseconds',
+		},
+		{
+			displayName: 'Max Retries',
+			name: 'maxRetries',
+			type: 'number',
+			default: 3,
+			description: 'Retries after a timeout, a 502/503/504 or a 429',
+		},
+		{
+			displayName: 'Backoff Base (Ms)',
+			name: 'backoffBaseMs',
+			type: 'number',
+			default: 1000,
+			description: 'First retry delay; doubles each retry',
+		},
+		{
+			displayName: 'Rate Limit Wait (Ms)',
+			name: 'rateLimitWaitMs',
+			type: 'number',
+			default: 60000,
+			description: 'Wait after a 429 without Retry-After',
+		},
 	]),
 	async execute(ctx, input) {
 		const { credential, send } = await ctx.llm();
-		const num = (value: unknown, fallback: number) => (typeof value === 'number' && Number.isFinite(value) ? value : fallback);
+		const num = (value: unknown, fallback: number) =>
+			typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 		const result = await generate(
 			credential,
 			{
@@ -48,6 +104,14 @@ export const generateOperation: PipelineOperation = {
 			},
 			send,
 		);
-		return { data: { text: result.text, json: result.json as Record<string, unknown> | null, model: result.model, attempts: result.attempts }, output: 0 };
+		return {
+			data: {
+				text: result.text,
+				json: result.json as Record<string, unknown> | null,
+				model: result.model,
+				attempts: result.attempts,
+			},
+			output: 0,
+		};
 	},
 };

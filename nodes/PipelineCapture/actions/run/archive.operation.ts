@@ -12,13 +12,23 @@ export const archiveOperation: PipelineOperation = {
 	value: 'archive',
 	name: 'Archive',
 	action: 'Archive a completed pipeline run',
-	description: 'Store the run\'s summary in the long-term memory (LSM) and release the user\'s next run',
+	description: "Store the run's summary in the long-term memory (LSM) and release the user's next run",
 	fields: fieldsOf({ resource: 'run', operation: 'archive' }, [
 		{ displayName: 'Run ID', name: 'runId', required: true, description: 'The completed run' },
-		{ displayName: 'Summary', name: 'summary', required: true, typeOptions: { rows: 3 }, description: 'The Archivist\'s summary of the exchange' },
+		{
+			displayName: 'Summary',
+			name: 'summary',
+			required: true,
+			typeOptions: { rows: 3 },
+			description: "The Archivist's summary of the exchange",
+		},
 		{ displayName: 'Tags', name: 'tags', description: 'Comma-separated tags of the summary' },
 	]),
 	async execute(ctx, input) {
-		return { data: await archiveRun(ctx.pool, { run_id: input.run_id, summary: input.summary, tags: input.tags }), output: 0, statusCode: 201 };
+		return {
+			data: await archiveRun(ctx.pool, { run_id: input.run_id, summary: input.summary, tags: input.tags }),
+			output: 0,
+			statusCode: 201,
+		};
 	},
 };

@@ -25,7 +25,13 @@ export const captureOperation: PipelineOperation = {
 	action: 'Capture a pipeline run',
 	description: 'Take a waiting run for this worker (exactly one worker wins)',
 	fields: fieldsOf({ resource: 'run', operation: 'capture' }, [
-		{ displayName: 'Run ID', name: 'runId', required: true, default: '={{ $json.id || $json.run_id || $json.request_id }}', description: 'The pipeline run (request_id)' },
+		{
+			displayName: 'Run ID',
+			name: 'runId',
+			required: true,
+			default: '={{ $json.id || $json.run_id || $json.request_id }}',
+			description: 'The pipeline run (request_id)',
+		},
 		{
 			displayName: 'Transition',
 			name: 'transition',
@@ -41,12 +47,27 @@ export const captureOperation: PipelineOperation = {
 		MAX_PROCESSOR_FAILURES_FIELD,
 	]),
 	async execute(ctx, input) {
-		const result = await capture(ctx.pool, await ctx.definition(), { run_id: input.run_id, transition: String(input.transition), worker: ctx.worker }, {
-			runProcessor: ctx.runProcessor,
-			maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
-			origin: ctx.origin,
-		});
-		const base = { captured: result.captured, run_id: result.run.id, status: result.run.status, transition: result.transition.name };
-		return result.captured ? { data: { ...base, capture_token: result.run.capture_token, run: result.run, warnings: result.warnings }, output: 0 } : { data: { ...base, reason: result.reason }, output: 1 };
+		const result = await capture(
+			ctx.pool,
+			await ctx.definition(),
+			{ run_id: input.run_id, transition: String(input.transition), worker: ctx.worker },
+			{
+				runProcessor: ctx.runProcessor,
+				maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
+				origin: ctx.origin,
+			},
+		);
+		const base = {
+			captured: result.captured,
+			run_id: result.run.id,
+			status: result.run.status,
+			transition: result.transition.name,
+		};
+		return result.captured
+			? {
+					data: { ...base, capture_token: result.run.capture_token, run: result.run, warnings: result.warnings },
+					output: 0,
+				}
+			: { data: { ...base, reason: result.reason }, output: 1 };
 	},
 };

@@ -21,7 +21,7 @@ export const completeStepOperation: PipelineOperation = {
 	value: 'completeStep',
 	name: 'Complete Step',
 	action: 'Complete a pipeline step',
-	description: 'Store the step\'s result and move the run on (holder of the capture only)',
+	description: "Store the step's result and move the run on (holder of the capture only)",
 	fields: fieldsOf({ resource: 'run', operation: 'completeStep' }, [
 		{ displayName: 'Run ID', name: 'runId', required: true, description: 'The captured run' },
 		{
@@ -36,19 +36,42 @@ export const completeStepOperation: PipelineOperation = {
 			default: 'ANALYSIS_DONE',
 			description: 'The completion transition of the step',
 		},
-		{ displayName: 'Capture Token', name: 'captureToken', required: true, description: 'The capture_token Capture returned' },
-		{ displayName: 'Result', name: 'result', required: true, description: 'The step\'s result: an object for the analysis, text for the others' },
-		{ displayName: 'Draft Context', name: 'draftContext', description: 'The assembler\'s draft (ASSEMBLY_DONE only; kept when empty)' },
+		{
+			displayName: 'Capture Token',
+			name: 'captureToken',
+			required: true,
+			description: 'The capture_token Capture returned',
+		},
+		{
+			displayName: 'Result',
+			name: 'result',
+			required: true,
+			description: "The step's result: an object for the analysis, text for the others",
+		},
+		{
+			displayName: 'Draft Context',
+			name: 'draftContext',
+			description: "The assembler's draft (ASSEMBLY_DONE only; kept when empty)",
+		},
 		MAX_PROCESSOR_FAILURES_FIELD,
 	]),
 	async execute(ctx, input) {
-		const run = await completeStep(ctx.pool, await ctx.definition(), {
-			run_id: input.run_id,
-			transition: String(input.transition),
-			capture_token: input.capture_token,
-			result: input.result,
-			draft_context: input.draft_context,
-		}, { runProcessor: ctx.runProcessor, maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES), origin: ctx.origin });
+		const run = await completeStep(
+			ctx.pool,
+			await ctx.definition(),
+			{
+				run_id: input.run_id,
+				transition: String(input.transition),
+				capture_token: input.capture_token,
+				result: input.result,
+				draft_context: input.draft_context,
+			},
+			{
+				runProcessor: ctx.runProcessor,
+				maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
+				origin: ctx.origin,
+			},
+		);
 		return { data: { run_id: run.id, status: run.status, warnings: run.warnings }, output: 0 };
 	},
 };

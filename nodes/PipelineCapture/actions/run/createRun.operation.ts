@@ -17,10 +17,20 @@ export const createRunOperation: PipelineOperation = {
 	action: 'Create a pipeline run',
 	description: 'Start a run for a user query (status NEW) and log the query',
 	fields: fieldsOf({ resource: 'run', operation: 'createRun' }, [
-		...identityFields('Who asks (the run\'s owner: only they can poll its status)'),
-		{ displayName: 'Query', name: 'query', required: true, typeOptions: { rows: 3 }, description: 'The user\'s question' },
+		...identityFields("Who asks (the run's owner: only they can poll its status)"),
+		{
+			displayName: 'Query',
+			name: 'query',
+			required: true,
+			typeOptions: { rows: 3 },
+			description: "The user's question",
+		},
 	]),
 	async execute(ctx, input) {
-		return { data: await createRun(ctx.pool, { user_id: input.user_id, query: input.query }), output: 0, statusCode: 201 };
+		return {
+			data: await createRun(ctx.pool, { user_id: input.user_id, query: input.query }),
+			output: 0,
+			statusCode: 201,
+		};
 	},
 };

@@ -14,7 +14,12 @@ export const failOperation: PipelineOperation = {
 	description: 'Mark a run FAILED with its error',
 	fields: fieldsOf({ resource: 'run', operation: 'fail' }, [
 		{ displayName: 'Run ID', name: 'runId', required: true, description: 'The run that failed' },
-		{ displayName: 'Error', name: 'error', default: '={{ $json.error || { message: "failed" } }}', description: 'What went wrong (an object with message, or text)' },
+		{
+			displayName: 'Error',
+			name: 'error',
+			default: '={{ $json.error || { message: "failed" } }}',
+			description: 'What went wrong (an object with message, or text)',
+		},
 	]),
 	async execute(ctx, input) {
 		const run = await failRun(ctx.pool, await ctx.definition(), { run_id: input.run_id, error: input.error });

@@ -15,13 +15,23 @@ export const getStatusOperation: PipelineOperation = {
 	value: 'getStatus',
 	name: 'Get Status',
 	action: 'Get the status of a pipeline run',
-	description: 'The polling answer for the run\'s owner: processing, completed with the answer, or failed with the error',
+	description:
+		"The polling answer for the run's owner: processing, completed with the answer, or failed with the error",
 	fields: fieldsOf({ resource: 'run', operation: 'getStatus' }, [
-		{ displayName: 'Run ID', name: 'runId', required: true, default: '={{ ($json.params || {}).id || ($json.query || {}).id || $json.request_id }}', description: 'The request_id Create Run returned' },
+		{
+			displayName: 'Run ID',
+			name: 'runId',
+			required: true,
+			default: '={{ ($json.params || {}).id || ($json.query || {}).id || $json.request_id }}',
+			description: 'The request_id Create Run returned',
+		},
 		...identityFields('Who polls: only the user who created the run gets its status, anyone else 404'),
 	]),
 	async execute(ctx, input) {
 		// user_id is never null here: undefined (an empty User ID field) is refused 422, never "any owner".
-		return { data: await getStatus(ctx.pool, { run_id: input.run_id, user_id: input.user_id ?? undefined }), output: 0 };
+		return {
+			data: await getStatus(ctx.pool, { run_id: input.run_id, user_id: input.user_id ?? undefined }),
+			output: 0,
+		};
 	},
 };

@@ -13,9 +13,15 @@ export const loadStepContextOperation: PipelineOperation = {
 	value: 'loadStepContext',
 	name: 'Load Step Context',
 	action: 'Load the context of a pipeline step',
-	description: 'Read the prompt, history and memory a step\'s model call needs',
+	description: "Read the prompt, history and memory a step's model call needs",
 	fields: fieldsOf({ resource: 'run', operation: 'loadStepContext' }, [
-		{ displayName: 'Run ID', name: 'runId', required: true, default: '={{ $json.data ? $json.data.run_id : $json.id }}', description: 'The pipeline run' },
+		{
+			displayName: 'Run ID',
+			name: 'runId',
+			required: true,
+			default: '={{ $json.data ? $json.data.run_id : $json.id }}',
+			description: 'The pipeline run',
+		},
 		{
 			displayName: 'Step',
 			name: 'step',

@@ -43,7 +43,13 @@ export function warningRows(warnings: string[], run: { id: string; transition: s
 	return JSON.stringify(
 		warnings.map((message) => ({
 			message,
-			details: { code: 'PROCESSOR_WARNING', severity: 'warning', execution_mode: 'ASYNC_NEW_TX', run_id: run.id, transition: run.transition },
+			details: {
+				code: 'PROCESSOR_WARNING',
+				severity: 'warning',
+				execution_mode: 'ASYNC_NEW_TX',
+				run_id: run.id,
+				transition: run.transition,
+			},
 			workflow: storable(options.origin?.workflow),
 			node: storable(options.origin?.node),
 		})),
@@ -60,7 +66,12 @@ function storable(text: string | null | undefined): string | null {
  * `warnings_recorded: false`.
  * @returns whether they were recorded
  */
-export async function recordWarnings(pool: Pick<Pool, 'query'>, warnings: string[], run: { id: string; transition: string }, options: StepOptions): Promise<boolean> {
+export async function recordWarnings(
+	pool: Pick<Pool, 'query'>,
+	warnings: string[],
+	run: { id: string; transition: string },
+	options: StepOptions,
+): Promise<boolean> {
 	if (warnings.length === 0) return true;
 	try {
 		await pool.query(RECORD_WARNINGS, [run.id, warningRows(warnings, run, options)]);
@@ -73,12 +84,20 @@ export async function recordWarnings(pool: Pick<Pool, 'query'>, warnings: string
 /** The limit of `options` as an integer in 0 … MAX_PROCESSOR_FAILURES_LIMIT. */
 export function maxFailuresOf(options: StepOptions): number {
 	const n = options.maxProcessorFailures;
-	return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.min(Math.floor(n), MAX_PROCESSOR_FAILURES_LIMIT) : DEFAULT_MAX_PROCESSOR_FAILURES;
+	return typeof n === 'number' && Number.isFinite(n) && n >= 0
+		? Math.min(Math.floor(n), MAX_PROCESSOR_FAILURES_LIMIT)
+		: DEFAULT_MAX_PROCESSOR_FAILURES;
 }
 
 /** The run's `error` when its processors failed `limit` times (the limit in force when it ended). */
 export function failuresError(result: EngineResult, limit: number): string {
-	return JSON.stringify({ message: `processor failures reached the limit (${limit}): ${result.reason}`, code: 'PROCESSOR_FAILURES', cause: result.code, limit, stopped_at: result.stoppedAt });
+	return JSON.stringify({
+		message: `processor failures reached the limit (${limit}): ${result.reason}`,
+		code: 'PROCESSOR_FAILURES',
+		cause: result.code,
+		limit,
+		stopped_at: result.stoppedAt,
+	});
 }
 
 /**
@@ -92,13 +111,27 @@ export function failuresError(result: EngineResult, limit: number): string {
 export async function countFailure(
 	pool: Pick<Pool, 'query'>,
 	sql: string,
-	params: { id: string; transition: string; holding: string; token: string; backTo: string | null; restoreToken?: string; result: EngineResult; options: StepOptions },
+	params: {
+		id: string;
+		transition: string;
+		holding: string;
+		token: string;
+		backTo: string | null;
+		restoreToken?: string;
+		result: EngineResult;
+		options: StepOptions;
+	},
 	error: ContractError,
 	onCountFailed: () => Promise<unknown>,
 ): Promise<ContractError> {
 	if (params.result.warnings.length > 0) {
 		Object.assign(error.details, { warnings: params.result.warnings });
-		await recordWarnings(pool, params.result.warnings, { id: params.id, transition: params.transition }, params.options);
+		await recordWarnings(
+			pool,
+			params.result.warnings,
+			{ id: params.id, transition: params.transition },
+			params.options,
+		);
 	}
 	const max = maxFailuresOf(params.options);
 	try {

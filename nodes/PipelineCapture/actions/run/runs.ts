@@ -38,12 +38,21 @@ export type RunRow = Record<string, unknown> & { id: string; status: string };
 
 function runId(value: unknown): string {
 	if (typeof value !== 'string' || !isUuid(value)) {
-		throw ContractError.validation('invalid input: run_id must be a UUID', { code: 'VALIDATION', field: 'run_id' }, { operation: 'validate', ...RUNS });
+		throw ContractError.validation(
+			'invalid input: run_id must be a UUID',
+			{ code: 'VALIDATION', field: 'run_id' },
+			{ operation: 'validate', ...RUNS },
+		);
 	}
 	return value;
 }
 
-async function query<T extends Record<string, unknown>>(pool: Pick<Pool, 'query'>, sql: string, params: unknown[], operation: string): Promise<T[]> {
+async function query<T extends Record<string, unknown>>(
+	pool: Pick<Pool, 'query'>,
+	sql: string,
+	params: unknown[],
+	operation: string,
+): Promise<T[]> {
 	try {
 		return (await pool.query<T>(sql, params)).rows;
 	} catch (error) {
@@ -52,22 +61,44 @@ async function query<T extends Record<string, unknown>>(pool: Pick<Pool, 'query'
 }
 
 function notFound(id: string): ContractError {
-	return ContractError.notFound(`pipeline run ${id} does not exist`, { code: 'NOT_FOUND', run_id: id }, { operation: 'update', ...RUNS });
+	return ContractError.notFound(
+		`pipeline run ${id} does not exist`,
+		{ code: 'NOT_FOUND', run_id: id },
+		{ operation: 'update', ...RUNS },
+	);
 }
 
 /** A user id (string or number, trimmed). @throws ContractError 422 when missing or empty */
 function userIdOf(value: unknown): string {
 	const userId = typeof value === 'string' || typeof value === 'number' ? String(value).trim() : '';
-	if (!userId) throw ContractError.validation('invalid input: user_id is required', { code: 'VALIDATION', field: 'user_id' }, { operation: 'validate', ...RUNS });
+	if (!userId)
+		throw ContractError.validation(
+			'invalid input: user_id is required',
+			{ code: 'VALIDATION', field: 'user_id' },
+			{ operation: 'validate', ...RUNS },
+		);
 	return userId;
 }
 
 /** Create Run (step 0): `{ request_id, status: "processing", raw_log_id }`. */
-export async function createRun(pool: Pool, input: { user_id: unknown; query: unknown; correlation_id?: string | null }) {
+export async function createRun(
+	pool: Pool,
+	input: { user_id: unknown; query: unknown; correlation_id?: string | null },
+) {
 	const userId = userIdOf(input.user_id);
 	const text = typeof input.query === 'string' ? input.query.trim() : '';
-	if (!text) throw ContractError.validation('invalid input: query is required', { code: 'VALIDATION', field: 'query' }, { operation: 'validate', ...RUNS });
-	const [row] = await query<{ id: string; raw_log_id: string }>(pool, CREATE_RUN, [userId, text, input.correlation_id ?? null], 'insert');
+	if (!text)
+		throw ContractError.validation(
+			'invalid input: query is required',
+			{ code: 'VALIDATION', field: 'query' },
+			{ operation: 'validate', ...RUNS },
+		);
+	const [row] = await query<{ id: string; raw_log_id: string }>(
+		pool,
+		CREATE_RUN,
+		[userId, text, input.correlation_id ?? null],
+		'insert',
+	);
 	return { request_id: row.id, status: 'processing', raw_log_id: Number(row.raw_log_id) };
 }
 
@@ -111,13 +142,28 @@ export async function capture(
 	if (declared.criterion) {
 		const [current] = await query<RunRow>(pool, 'SELECT * FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
 		if (!current) throw notFound(id);
-		if (current.status === edge.from && !evaluate(declared.criterion, current, { state: current.status, previousTransition: (current.previous_transition as string) ?? null })) {
-			throw ContractError.conflict(`transition ${edge.name} is not allowed for run ${id}: its criterion does not match`, { code: 'CRITERION_NOT_MET', run_id: id, transition: edge.name }, { operation: 'update', ...RUNS });
+		if (
+			current.status === edge.from &&
+			!evaluate(declared.criterion, current, {
+				state: current.status,
+				previousTransition: (current.previous_transition as string) ?? null,
+			})
+		) {
+			throw ContractError.conflict(
+				`transition ${edge.name} is not allowed for run ${id}: its criterion does not match`,
+				{ code: 'CRITERION_NOT_MET', run_id: id, transition: edge.name },
+				{ operation: 'update', ...RUNS },
+			);
 		}
 	}
 	// The first step of a run waits for the user's previous run to be archived (seed 001 blocking rule).
 	const blocking = edge.from === definition.initialState;
-	const rows = await query<RunRow & { captured: boolean }>(pool, CAPTURE, [id, edge.from, edge.to, edge.name, input.worker, blocking], 'update');
+	const rows = await query<RunRow & { captured: boolean }>(
+		pool,
+		CAPTURE,
+		[id, edge.from, edge.to, edge.name, input.worker, blocking],
+		'update',
+	);
 	if (rows.length === 0) throw notFound(id);
 	const { captured, ...first } = rows[0];
 	// a loser whose snapshot still shows the source state reads the run again: this statement starts after
@@ -177,23 +223,47 @@ export async function completeStep(
 	const edge = edgeNamed(definition, input.transition);
 	const column = RESULT_COLUMNS[edge.to as keyof typeof RESULT_COLUMNS];
 	if (!column) {
-		throw ContractError.conflict(`transition ${edge.name} is not a step completion (${edge.to} has no result column)`, {
-			code: 'ILLEGAL_TRANSITION',
-			transition: edge.name,
-			legal: edgesOf(definition).filter((e) => e.to in RESULT_COLUMNS).map((e) => e.name),
-		}, { operation: 'update', ...RUNS });
+		throw ContractError.conflict(
+			`transition ${edge.name} is not a step completion (${edge.to} has no result column)`,
+			{
+				code: 'ILLEGAL_TRANSITION',
+				transition: edge.name,
+				legal: edgesOf(definition)
+					.filter((e) => e.to in RESULT_COLUMNS)
+					.map((e) => e.name),
+			},
+			{ operation: 'update', ...RUNS },
+		);
 	}
 	if (typeof input.capture_token !== 'string' || !isUuid(input.capture_token)) {
-		throw ContractError.validation('invalid input: capture_token must be the UUID Capture returned', { code: 'VALIDATION', field: 'capture_token' }, { operation: 'validate', ...RUNS });
+		throw ContractError.validation(
+			'invalid input: capture_token must be the UUID Capture returned',
+			{ code: 'VALIDATION', field: 'capture_token' },
+			{ operation: 'validate', ...RUNS },
+		);
 	}
 	const token = input.capture_token;
-	const value = column === 'analysis_result' ? JSON.stringify(input.result ?? null) : input.result === null || input.result === undefined ? null : typeof input.result === 'string' ? input.result : JSON.stringify(input.result);
+	const value =
+		column === 'analysis_result'
+			? JSON.stringify(input.result ?? null)
+			: input.result === null || input.result === undefined
+				? null
+				: typeof input.result === 'string'
+					? input.result
+					: JSON.stringify(input.result);
 	const draft = input.draft_context === undefined || input.draft_context === null ? null : String(input.draft_context);
 	// refused before the run is held: a value PostgreSQL refuses would fail the final write after the processors
-	for (const [field, v] of [['result', input.result], ['draft_context', draft]] as const) {
+	for (const [field, v] of [
+		['result', input.result],
+		['draft_context', draft],
+	] as const) {
 		const path = unstorablePath(v);
 		if (path !== null) {
-			throw ContractError.validation(`invalid input: ${field}${path} contains NUL or a lone surrogate, which PostgreSQL cannot store`, { code: 'VALIDATION', field: `${field}${path}` }, { operation: 'validate', ...RUNS });
+			throw ContractError.validation(
+				`invalid input: ${field}${path} contains NUL or a lone surrogate, which PostgreSQL cannot store`,
+				{ code: 'VALIDATION', field: `${field}${path}` },
+				{ operation: 'validate', ...RUNS },
+			);
 		}
 	}
 	const heldRows = await query<RunRow & { held: boolean }>(pool, HOLD_FOR_STEP, [id, edge.from, token], 'update');
@@ -224,7 +294,14 @@ export async function completeStep(
 	};
 	let result: EngineResult;
 	try {
-		result = await fireManual(definition, edge.from, edge.name, entity, { previousTransition: previousOf(current) }, options);
+		result = await fireManual(
+			definition,
+			edge.from,
+			edge.name,
+			entity,
+			{ previousTransition: previousOf(current) },
+			options,
+		);
 	} catch (error) {
 		// refused before anything ran (CRITERION_NOT_MET…): the worker keeps its capture as it was
 		await restore().catch(() => undefined);
@@ -234,8 +311,15 @@ export async function completeStep(
 	if (!result.ok) {
 		if (result.code === 'CASCADE_LIMIT') {
 			// the pipeline cannot retry a deterministic loop: FAILED from the state before the step
-			const failure = JSON.stringify({ message: result.reason, code: 'CASCADE_LIMIT', stopped_at: result.stoppedAt, attempted: result.attempted });
-			const [failed] = await restoring(() => query<RunRow>(pool, FAIL_AFTER_ABORT, [id, edge.from, working, failure], 'update'));
+			const failure = JSON.stringify({
+				message: result.reason,
+				code: 'CASCADE_LIMIT',
+				stopped_at: result.stoppedAt,
+				attempted: result.attempted,
+			});
+			const [failed] = await restoring(() =>
+				query<RunRow>(pool, FAIL_AFTER_ABORT, [id, edge.from, working, failure], 'update'),
+			);
 			if (failed) {
 				await recordWarnings(pool, result.warnings, step, options);
 				return { ...failed, warnings: result.warnings };
@@ -245,7 +329,14 @@ export async function completeStep(
 		throw await countFailure(pool, PROCESSOR_FAILED, where, abortError(result, { run_id: id }), restore);
 	}
 	const last = result.fired[result.fired.length - 1];
-	const rows = await restoring(() => query<RunRow & { moved: boolean }>(pool, completeStepSql(column), [id, edge.from, result.state, last, working, value, draft, warningRows(result.warnings, step, options)], 'update'));
+	const rows = await restoring(() =>
+		query<RunRow & { moved: boolean }>(
+			pool,
+			completeStepSql(column),
+			[id, edge.from, result.state, last, working, value, draft, warningRows(result.warnings, step, options)],
+			'update',
+		),
+	);
 	if (rows.length === 0) throw notFound(id);
 	const { moved, ...run } = rows[0];
 	if (!moved) throw lostCapture(definition, id, run as RunRow, edge);
@@ -254,7 +345,9 @@ export async function completeStep(
 
 /** 409 ILLEGAL_TRANSITION: the run is not (or no longer) in `edge.from` under this worker's capture. */
 function lostCapture(definition: WorkflowDefinition, id: string, run: RunRow, edge: Edge): ContractError {
-	const legal = edgesOf(definition).filter((e) => e.from === run.status).map((e) => e.name);
+	const legal = edgesOf(definition)
+		.filter((e) => e.from === run.status)
+		.map((e) => e.name);
 	const why =
 		run.status === edge.from && run.capture_token
 			? `run ${id} is ${edge.from} under another capture token (a Complete Step with this token is running, or the run was released and captured again)`
@@ -274,14 +367,30 @@ function previousOf(run: Record<string, unknown>): string | null {
  * Fail: FAILED with `error` (an object) from any non-terminal state.
  * @throws 404; 409 ALREADY_TERMINAL when the run is COMPLETED or FAILED already
  */
-export async function failRun(pool: Pool, definition: WorkflowDefinition, input: { run_id: unknown; error: unknown }): Promise<RunRow> {
+export async function failRun(
+	pool: Pool,
+	definition: WorkflowDefinition,
+	input: { run_id: unknown; error: unknown },
+): Promise<RunRow> {
 	const id = runId(input.run_id);
-	const error = input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error) ? input.error : { message: String(input.error ?? 'failed') };
-	const rows = await query<RunRow & { moved: boolean }>(pool, FAIL_RUN, [id, JSON.stringify(error), nonTerminalStates(definition)], 'update');
+	const error =
+		input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error)
+			? input.error
+			: { message: String(input.error ?? 'failed') };
+	const rows = await query<RunRow & { moved: boolean }>(
+		pool,
+		FAIL_RUN,
+		[id, JSON.stringify(error), nonTerminalStates(definition)],
+		'update',
+	);
 	if (rows.length === 0) throw notFound(id);
 	const { moved, ...run } = rows[0];
 	if (!moved) {
-		throw ContractError.conflict(`run ${id} is already ${String(run.status)}`, { code: 'ALREADY_TERMINAL', run_id: id, status: run.status }, { operation: 'update', ...RUNS });
+		throw ContractError.conflict(
+			`run ${id} is already ${String(run.status)}`,
+			{ code: 'ALREADY_TERMINAL', run_id: id, status: run.status },
+			{ operation: 'update', ...RUNS },
+		);
 	}
 	return run as RunRow;
 }
@@ -297,10 +406,25 @@ export async function failRun(pool: Pool, definition: WorkflowDefinition, input:
 export async function getStatus(pool: Pool, input: { run_id: unknown; user_id: unknown }) {
 	const id = runId(input.run_id);
 	const owner = input.user_id === null ? null : userIdOf(input.user_id);
-	const [row] = await query<{ status: string; final_answer: string | null; error: Record<string, unknown> | null }>(pool, GET_RUN, [id, owner], 'select');
-	if (!row) throw ContractError.notFound(`pipeline run ${id} does not exist`, { code: 'NOT_FOUND', run_id: id }, { operation: 'select', ...RUNS });
+	const [row] = await query<{ status: string; final_answer: string | null; error: Record<string, unknown> | null }>(
+		pool,
+		GET_RUN,
+		[id, owner],
+		'select',
+	);
+	if (!row)
+		throw ContractError.notFound(
+			`pipeline run ${id} does not exist`,
+			{ code: 'NOT_FOUND', run_id: id },
+			{ operation: 'select', ...RUNS },
+		);
 	if (row.status === 'COMPLETED') return { request_id: id, status: 'completed', answer: row.final_answer };
-	if (row.status === 'FAILED') return { request_id: id, status: 'failed', error: typeof row.error?.message === 'string' ? row.error.message : row.error };
+	if (row.status === 'FAILED')
+		return {
+			request_id: id,
+			status: 'failed',
+			error: typeof row.error?.message === 'string' ? row.error.message : row.error,
+		};
 	return { request_id: id, status: 'processing' };
 }
 
@@ -310,10 +434,24 @@ export async function getStatus(pool: Pool, input: { run_id: unknown; user_id: u
  * runs waiting longer than `lost_after_seconds` (their notification may have been lost).
  * @returns `{ released: [{ id, status }], waiting: [{ id, status }] }`, each at most `limit` rows
  */
-export async function sweep(pool: Pool, definition: WorkflowDefinition, input: { stuck_after_seconds: number; lost_after_seconds: number; limit: number }) {
+export async function sweep(
+	pool: Pool,
+	definition: WorkflowDefinition,
+	input: { stuck_after_seconds: number; lost_after_seconds: number; limit: number },
+) {
 	const captures = edgesOf(definition).filter((e) => e.name.startsWith('CAPTURE_'));
-	const released = await query<{ id: string; status: string }>(pool, RELEASE_STUCK, [captures.map((c) => c.to), captures.map((c) => c.from), input.stuck_after_seconds, input.limit], 'update');
-	const waiting = await query<{ id: string; status: string }>(pool, LOST_WAITING, [captures.map((c) => c.from), input.lost_after_seconds, input.limit], 'select');
+	const released = await query<{ id: string; status: string }>(
+		pool,
+		RELEASE_STUCK,
+		[captures.map((c) => c.to), captures.map((c) => c.from), input.stuck_after_seconds, input.limit],
+		'update',
+	);
+	const waiting = await query<{ id: string; status: string }>(
+		pool,
+		LOST_WAITING,
+		[captures.map((c) => c.from), input.lost_after_seconds, input.limit],
+		'select',
+	);
 	return { released, waiting };
 }
 
@@ -326,7 +464,10 @@ const CHARS_PER_TOKEN = 4;
  * analysis, the LSM summaries), element 3 the Mentor prompt, element 4 the Assembler prompt, concatenated.
  * Over `tokenLimit`, element 2 is cut from its oldest end first, then the whole draft.
  */
-export function buildDraft(parts: { query: string; history: string; mentor: string; assembler: string }, tokenLimit = TOKEN_LIMIT) {
+export function buildDraft(
+	parts: { query: string; history: string; mentor: string; assembler: string },
+	tokenLimit = TOKEN_LIMIT,
+) {
 	const frame = (history: string) =>
 		`## Element 1: query\n${parts.query}\n\n## Element 2: history\n${history}\n\n## Element 3: role\n${parts.mentor}\n\n## Element 4: assembler\n${parts.assembler}`;
 	const maxChars = tokenLimit * CHARS_PER_TOKEN;
@@ -350,20 +491,52 @@ export type Step = 'analysis' | 'assembly' | 'response' | 'archive';
  * prompt }`; archive → `{ user_query, final_answer, prompt }`. Missing prompts are null.
  * @throws 404 unknown run; 422
  */
-export async function loadStepContext(pool: Pool, input: { run_id: unknown; step: Step }): Promise<Record<string, unknown>> {
+export async function loadStepContext(
+	pool: Pool,
+	input: { run_id: unknown; step: Step },
+): Promise<Record<string, unknown>> {
 	const id = runId(input.run_id);
-	const sql = { analysis: CONTEXT_ANALYSIS, assembly: CONTEXT_ASSEMBLY, response: CONTEXT_RESPONSE, archive: CONTEXT_ARCHIVE }[input.step];
-	if (!sql) throw ContractError.validation(`invalid input: step must be analysis, assembly, response or archive`, { code: 'VALIDATION', field: 'step' }, { operation: 'validate', ...RUNS });
+	const sql = {
+		analysis: CONTEXT_ANALYSIS,
+		assembly: CONTEXT_ASSEMBLY,
+		response: CONTEXT_RESPONSE,
+		archive: CONTEXT_ARCHIVE,
+	}[input.step];
+	if (!sql)
+		throw ContractError.validation(
+			`invalid input: step must be analysis, assembly, response or archive`,
+			{ code: 'VALIDATION', field: 'step' },
+			{ operation: 'validate', ...RUNS },
+		);
 	const [row] = await query<Record<string, unknown>>(pool, sql, [id], 'select');
-	if (!row) throw ContractError.notFound(`pipeline run ${id} does not exist`, { code: 'NOT_FOUND', run_id: id }, { operation: 'select', ...RUNS });
+	if (!row)
+		throw ContractError.notFound(
+			`pipeline run ${id} does not exist`,
+			{ code: 'NOT_FOUND', run_id: id },
+			{ operation: 'select', ...RUNS },
+		);
 	if (input.step !== 'assembly') return { run_id: id, step: input.step, ...row };
 	const history = [
-		...(row.history as { message_type: string; content: string }[]).reverse().map((h) => `[${h.message_type}] ${h.content}`),
+		...(row.history as { message_type: string; content: string }[])
+			.reverse()
+			.map((h) => `[${h.message_type}] ${h.content}`),
 		...(row.analysis_result ? [`[analysis] ${JSON.stringify(row.analysis_result)}`] : []),
 		...(row.lsm as { summary: string; tags: string[] }[]).map((l) => `[memory ${l.tags.join(',')}] ${l.summary}`),
 	].join('\n');
-	const draft = buildDraft({ query: String(row.user_query), history, mentor: String(row.mentor_prompt ?? ''), assembler: String(row.assembler_prompt ?? '') });
-	return { run_id: id, step: input.step, user_id: row.user_id, user_query: row.user_query, assembler_prompt: row.assembler_prompt ?? null, ...draft };
+	const draft = buildDraft({
+		query: String(row.user_query),
+		history,
+		mentor: String(row.mentor_prompt ?? ''),
+		assembler: String(row.assembler_prompt ?? ''),
+	});
+	return {
+		run_id: id,
+		step: input.step,
+		user_id: row.user_id,
+		user_query: row.user_query,
+		assembler_prompt: row.assembler_prompt ?? null,
+		...draft,
+	};
 }
 
 /**
@@ -374,13 +547,36 @@ export async function loadStepContext(pool: Pool, input: { run_id: unknown; step
 export async function archiveRun(pool: Pool, input: { run_id: unknown; summary: unknown; tags?: unknown }) {
 	const id = runId(input.run_id);
 	const summary = typeof input.summary === 'string' ? input.summary.trim() : '';
-	if (!summary) throw ContractError.validation('invalid input: summary is required', { code: 'VALIDATION', field: 'summary' }, { operation: 'validate', ...RUNS });
-	const tags = Array.isArray(input.tags) ? input.tags.map(String) : typeof input.tags === 'string' && input.tags ? input.tags.split(',').map((t) => t.trim()) : [];
-	const [row] = await query<{ lsm_id: string; id: string; next_run_id: string | null }>(pool, ARCHIVE_RUN, [id, summary, tags], 'insert');
+	if (!summary)
+		throw ContractError.validation(
+			'invalid input: summary is required',
+			{ code: 'VALIDATION', field: 'summary' },
+			{ operation: 'validate', ...RUNS },
+		);
+	const tags = Array.isArray(input.tags)
+		? input.tags.map(String)
+		: typeof input.tags === 'string' && input.tags
+			? input.tags.split(',').map((t) => t.trim())
+			: [];
+	const [row] = await query<{ lsm_id: string; id: string; next_run_id: string | null }>(
+		pool,
+		ARCHIVE_RUN,
+		[id, summary, tags],
+		'insert',
+	);
 	if (!row) {
-		const [current] = await query<{ status: string; archived_at: string | null }>(pool, 'SELECT status, archived_at FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
+		const [current] = await query<{ status: string; archived_at: string | null }>(
+			pool,
+			'SELECT status, archived_at FROM maas.pipeline_runs WHERE id = $1',
+			[id],
+			'select',
+		);
 		if (!current) throw notFound(id);
-		throw ContractError.conflict(`run ${id} cannot be archived (${current.status}${current.archived_at ? ', already archived' : ''})`, { code: 'NOT_ARCHIVABLE', run_id: id, status: current.status }, { operation: 'insert', table: 'maas.lsm_storage' });
+		throw ContractError.conflict(
+			`run ${id} cannot be archived (${current.status}${current.archived_at ? ', already archived' : ''})`,
+			{ code: 'NOT_ARCHIVABLE', run_id: id, status: current.status },
+			{ operation: 'insert', table: 'maas.lsm_storage' },
+		);
 	}
 	return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id };
 }

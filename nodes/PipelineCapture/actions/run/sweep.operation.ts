@@ -23,19 +23,44 @@ export const sweepOperation: PipelineOperation = {
 	action: 'Sweep stuck and forgotten runs',
 	description: 'Release runs stuck in progress and re-emit runs whose notification was lost',
 	fields: fieldsOf({ resource: 'run', operation: 'sweep' }, [
-		{ displayName: 'Stuck After (Seconds)', name: 'stuckAfterSeconds', type: 'number', default: 300, description: 'A run in ANALYZING / ASSEMBLING / RESPONDING unchanged this long is released' },
-		{ displayName: 'Lost After (Seconds)', name: 'lostAfterSeconds', type: 'number', default: 60, description: 'A run in NEW / ANALYZED / READY unchanged this long is re-emitted' },
-		{ displayName: 'Limit', name: 'limit', type: 'number', typeOptions: { minValue: 1 }, default: 50, description: 'Max number of results to return' },
+		{
+			displayName: 'Stuck After (Seconds)',
+			name: 'stuckAfterSeconds',
+			type: 'number',
+			default: 300,
+			description: 'A run in ANALYZING / ASSEMBLING / RESPONDING unchanged this long is released',
+		},
+		{
+			displayName: 'Lost After (Seconds)',
+			name: 'lostAfterSeconds',
+			type: 'number',
+			default: 60,
+			description: 'A run in NEW / ANALYZED / READY unchanged this long is re-emitted',
+		},
+		{
+			displayName: 'Limit',
+			name: 'limit',
+			type: 'number',
+			typeOptions: { minValue: 1 },
+			default: 50,
+			description: 'Max number of results to return',
+		},
 	]),
 	async execute(ctx, input): Promise<PipelineResult> {
 		const parsed = Input.safeParse(input);
 		if (!parsed.success) {
 			const field = parsed.error.issues[0].path.join('.');
-			throw ContractError.validation(`invalid input: ${field} ${parsed.error.issues[0].message}`, { code: 'VALIDATION', field });
+			throw ContractError.validation(`invalid input: ${field} ${parsed.error.issues[0].message}`, {
+				code: 'VALIDATION',
+				field,
+			});
 		}
 		const result = await sweep(ctx.pool, await ctx.definition(), parsed.data);
 		return {
-			many: [...result.released.map((r) => ({ ...r, swept: 'released' })), ...result.waiting.map((r) => ({ ...r, swept: 'waiting' }))],
+			many: [
+				...result.released.map((r) => ({ ...r, swept: 'released' })),
+				...result.waiting.map((r) => ({ ...r, swept: 'waiting' })),
+			],
 			output: 0,
 		};
 	},

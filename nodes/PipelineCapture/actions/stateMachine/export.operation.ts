@@ -14,11 +14,25 @@ export const exportOperation: PipelineOperation = {
 	action: 'Export state machine definitions',
 	description: 'Read the stored WorkflowDefinitions of a model (seed 004 export format)',
 	fields: fieldsOf({ resource: 'stateMachine', operation: 'export' }, [
-		{ displayName: 'Model', name: 'model', default: 'pipeline_runs', description: 'Entity model the definitions belong to' },
-		{ displayName: 'Model Version', name: 'modelVersion', type: 'number', default: 1, description: 'Version of the model' },
+		{
+			displayName: 'Model',
+			name: 'model',
+			default: 'pipeline_runs',
+			description: 'Entity model the definitions belong to',
+		},
+		{
+			displayName: 'Model Version',
+			name: 'modelVersion',
+			type: 'number',
+			default: 1,
+			description: 'Version of the model',
+		},
 	]),
 	async execute(ctx, input) {
-		const ref = { model: String(input.model || PIPELINE_MODEL.model), modelVersion: Number(input.model_version) || PIPELINE_MODEL.modelVersion };
+		const ref = {
+			model: String(input.model || PIPELINE_MODEL.model),
+			modelVersion: Number(input.model_version) || PIPELINE_MODEL.modelVersion,
+		};
 		return { data: await exportWorkflows(ctx.pool, ref), output: 0 };
 	},
 };

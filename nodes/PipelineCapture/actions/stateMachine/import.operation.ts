@@ -18,14 +18,42 @@ export const importOperation: PipelineOperation = {
 	action: 'Import state machine definitions',
 	description: 'Store WorkflowDefinitions (seed 004 format) with MERGE, REPLACE or ACTIVATE',
 	fields: fieldsOf({ resource: 'stateMachine', operation: 'import' }, [
-		{ displayName: 'Import Body', name: 'body', type: 'json', required: true, default: '={{ $json.body || $json }}', description: 'The import request: { "importMode": "MERGE", "workflows": [ … ] }' },
-		{ displayName: 'Model', name: 'model', default: 'pipeline_runs', description: 'Entity model the definitions belong to' },
-		{ displayName: 'Model Version', name: 'modelVersion', type: 'number', default: 1, description: 'Version of the model' },
+		{
+			displayName: 'Import Body',
+			name: 'body',
+			type: 'json',
+			required: true,
+			default: '={{ $json.body || $json }}',
+			description: 'The import request: { "importMode": "MERGE", "workflows": [ … ] }',
+		},
+		{
+			displayName: 'Model',
+			name: 'model',
+			default: 'pipeline_runs',
+			description: 'Entity model the definitions belong to',
+		},
+		{
+			displayName: 'Model Version',
+			name: 'modelVersion',
+			type: 'number',
+			default: 1,
+			description: 'Version of the model',
+		},
 	]),
 	async execute(ctx, input) {
 		const body = typeof input.body === 'string' ? JSON.parse(input.body) : input.body;
-		const ref = { model: String(input.model || PIPELINE_MODEL.model), modelVersion: Number(input.model_version) || PIPELINE_MODEL.modelVersion };
-		const names = await importWorkflows(ctx.pool, ref, body, ref.model === PIPELINE_MODEL.model && ref.modelVersion === PIPELINE_MODEL.modelVersion ? assertPipelineTransitions : undefined);
+		const ref = {
+			model: String(input.model || PIPELINE_MODEL.model),
+			modelVersion: Number(input.model_version) || PIPELINE_MODEL.modelVersion,
+		};
+		const names = await importWorkflows(
+			ctx.pool,
+			ref,
+			body,
+			ref.model === PIPELINE_MODEL.model && ref.modelVersion === PIPELINE_MODEL.modelVersion
+				? assertPipelineTransitions
+				: undefined,
+		);
 		forgetDefinition(ctx.pool);
 		return { data: { success: true, model: ref.model, model_version: ref.modelVersion, workflows: names }, output: 0 };
 	},
