@@ -30,7 +30,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
-import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
+import { ERRORPIPE_CONTRACT_VERSION, newCtx } from '../../shared/contracts/ctx';
 import type { SuccessEnvelope } from '../../shared/contracts/envelope';
 import { isUuid } from '../../shared/contracts/ids';
 import { newCorrelationId, success } from '../../shared/envelope';
@@ -149,15 +149,15 @@ function meta(run: Run, ids: { chat_id?: unknown; message_id?: unknown; job_id?:
 
 /** Runs the ingest for one item. `state.ctx` is set first, so a failure still carries it. */
 export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemState): Promise<SuccessEnvelope> {
-	const ctx: Record<string, unknown> = {
+	// Record, not Ctx: update_id / chat_id / message_id are set below as int8 ids (a number when exact, else its text)
+	const ctx: Record<string, unknown> = newCtx({
 		correlation_id: isUuid(input.correlationId) ? input.correlationId : newCorrelationId(),
 		trace_id: typeof input.traceId === 'string' && input.traceId !== '' ? input.traceId : null,
 		workflow: input.workflow,
 		node: input.nodeName,
 		tenant_id: null,
 		job_id: null,
-		contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
-	};
+	});
 	state.ctx = ctx;
 
 	// The job must be one a worker takes with this payload (built in SQL: test/integration/telegramIngest.property.test.ts

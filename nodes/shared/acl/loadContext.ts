@@ -22,8 +22,8 @@
  */
 import type { Pool } from 'pg';
 import { z } from 'zod';
-import { AclCtx, ERRORPIPE_CONTRACT_VERSION } from '../contracts/ctx';
-import { Int8Id, sameId, sqlId } from '../contracts/ids';
+import { AclCtx, ERRORPIPE_CONTRACT_VERSION, newCtx } from '../contracts/ctx';
+import { Int8Id, isUuid, sameId, sqlId } from '../contracts/ids';
 import { parseRequest, safeJson, TenantId } from '../contracts/request';
 import { newCorrelationId } from '../envelope';
 import { ContractError, fromPgError } from '../errors';
@@ -57,23 +57,15 @@ const WHERE = (table: string) => ({ operation: 'select', table });
 export async function loadContext(pool: Pool, input: unknown, state: ItemState): Promise<Record<string, unknown>> {
 	const raw = typeof input === 'string' ? safeJson(input) : input;
 	const incoming = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
-	const knownCorrelation =
-		typeof incoming.correlation_id === 'string' && z.string().uuid().safeParse(incoming.correlation_id).success
-			? incoming.correlation_id
-			: null;
-	const correlationId = knownCorrelation ?? newCorrelationId();
+	const correlationId = isUuid(incoming.correlation_id) ? incoming.correlation_id : newCorrelationId();
 	// keep what the caller's ctx carries (job_id, workflow…): a failure here must still name its job
-	state.ctx = {
+	state.ctx = newCtx({
 		...state.ctx,
 		correlation_id: correlationId,
 		trace_id: typeof incoming.trace_id === 'string' ? incoming.trace_id : null,
-		tenant_id:
-			typeof incoming.tenant_id === 'string' && z.string().uuid().safeParse(incoming.tenant_id).success
-				? incoming.tenant_id
-				: null,
-		workflow: state.ctx?.workflow ?? 'WF00c',
-		contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
-	};
+		tenant_id: isUuid(incoming.tenant_id) ? incoming.tenant_id : null,
+		workflow: (state.ctx?.workflow as string | undefined) ?? 'WF00c',
+	});
 	const req = parseRequest(ContextRequest, raw, { table: 'core.tenant_users' });
 	if (req.channel === 'dm' && req.chat_id !== null && !sameId(req.chat_id, req.tg_user_id)) {
 		// a dm is the user's own private chat (chat.id == from.id): another user's dm or a group is not theirs

@@ -30,6 +30,31 @@ export const Ctx = z
 	.passthrough();
 export type Ctx = z.infer<typeof Ctx>;
 
+/**
+ * What a node builds an item's ctx from: any Ctx fields (a travelling ctx spread first keeps its keys
+ * and their order), the correlation id required.
+ */
+export type CtxInit = Ctx & { correlation_id: string };
+
+/** The ctx `newCtx` returns: a Ctx whose correlation id and contract versions are always set. */
+export type NewCtx = Ctx & { correlation_id: string; contracts: ContractVersions };
+export type ContractVersions = z.infer<typeof ContractVersions>;
+
+/**
+ * The one builder of the seed's travelling ctx (seed 003 §0.4): `init`'s fields in `init`'s order,
+ * then `contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION }` (a `contracts` the init carried is
+ * replaced in its place). A new object; `init` is not changed.
+ *
+ * No zod parse here: Telegram Ingest builds one per update on its benchmarked path. The `Ctx` schema
+ * holds for every output by its type, and test/unit/ctx.test.ts parses the output of every field
+ * combination the callers use (router, Telegram Ingest, Context Loader).
+ * @param init the item's fields, e.g. `{ ...incoming, correlation_id, workflow, node }`
+ * @returns the item's ctx, ready for `state.ctx` (never throws)
+ */
+export function newCtx(init: CtxInit): NewCtx {
+	return { ...init, contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION } };
+}
+
 /** The full ACL ctx of seed 003 §0.4, as WF00c returns it. */
 export const AclCtx = z
 	.object({

@@ -13,7 +13,7 @@
  * come from) is the node's `Route`.
  */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { ERRORPIPE_CONTRACT_VERSION } from '../contracts/ctx';
+import { newCtx } from '../contracts/ctx';
 import { isUuid } from '../contracts/ids';
 import { correlationOf, newCorrelationId, success } from '../envelope';
 import { ContractError } from '../errors';
@@ -173,14 +173,13 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 		const workflow = (typeof options.workflow === 'string' && options.workflow) || route.workflow(found);
 		const incoming = route.incoming(fn, item, itemIndex);
 		const correlationId = (incoming.correlationIds.find(isUuid) as string | undefined) ?? newCorrelationId();
-		state.ctx = {
+		state.ctx = newCtx({
 			...incoming.ctx,
 			correlation_id: correlationId,
 			workflow,
 			node,
 			...(route.ctxOperation ? { operation: `${resource}.${operationValue}` } : {}),
-			contracts: { errorpipe: ERRORPIPE_CONTRACT_VERSION },
-		};
+		});
 		const operation = found ?? findOperation(route.resources, resource, operationValue, route.label);
 		const input =
 			'input' in incoming ? incoming.input : readOperationInput(fn, itemIndex, operation.fields ?? [], item.json);
