@@ -76,7 +76,7 @@ const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string
 		return (
 			executeBatch &&
 			(async (entries) =>
-				await executeBatch(entries.map((e) => ({ ctx: e.context, input: e.input as Record<string, unknown> }))))
+				await executeBatch(entries.map((e) => ({ deps: e.context, input: e.input as Record<string, unknown> }))))
 		);
 	},
 };

@@ -7,6 +7,10 @@ import type { HttpGet, HttpPostJson } from '../transport/http';
 import type { LlmCredential, Sender } from '../../shared/llm/generate';
 import type { TelegramCredential } from '../transport/botApi';
 
+/**
+ * What one item's operation receives (`deps`): its dependencies and the item's state. Not the seed's
+ * travelling ctx itself (that is `state.ctx`, built by nodes/shared/contracts/ctx.ts newCtx).
+ */
 export interface KnowledgeContext {
 	pool: Pool;
 	/** The item's ctx so far; an operation adds what it learns (tenant_id, chat_id…) before DB work. */
@@ -37,7 +41,7 @@ export interface KnowledgeOperation
 		 * @returns `data` of the SuccessEnvelope
 		 * @throws ContractError (422 validation naming `req.<field>`, 404/409 as documented, 503/500 db)
 		 */
-		(ctx: KnowledgeContext, req: unknown) => Promise<Record<string, unknown>>
+		(deps: KnowledgeContext, req: unknown) => Promise<Record<string, unknown>>
 	> {
 	/** The seed-003 workflow this operation is the core of (meta.source, ctx.workflow). */
 	workflow: string;

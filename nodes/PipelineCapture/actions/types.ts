@@ -6,6 +6,10 @@ import type { Pool } from 'pg';
 import type { EngineOptions, WorkflowDefinition } from '../../shared/stateMachine';
 import type { LlmCredential, Sender } from '../../shared/llm/generate';
 
+/**
+ * What one item's operation receives (`deps`): its dependencies, built per item by the node's Route. Not the
+ * seed's travelling ctx (that is `state.ctx`, nodes/shared/contracts/ctx.ts newCtx).
+ */
 export interface PipelineContext {
 	pool: Pool;
 	/** Loads the pipeline_runs state machine (cached). */
@@ -35,7 +39,7 @@ export interface PipelineResult {
 
 /** A PipelineCapture operation: the router's Operation (../../shared/node/router.ts), optionally batched. */
 export interface PipelineOperation
-	extends RouterOperation<(ctx: PipelineContext, input: Record<string, unknown>) => Promise<PipelineResult>> {
+	extends RouterOperation<(deps: PipelineContext, input: Record<string, unknown>) => Promise<PipelineResult>> {
 	fields: INodeProperties[];
 	/**
 	 * All items of one execution at once (Finish Job: one statement for the batch), used instead of
@@ -43,6 +47,6 @@ export interface PipelineOperation
 	 * @throws ContractError when the whole batch failed (every item gets it)
 	 */
 	executeBatch?(
-		entries: Array<{ ctx: PipelineContext; input: Record<string, unknown> }>,
+		entries: Array<{ deps: PipelineContext; input: Record<string, unknown> }>,
 	): Promise<Array<PipelineResult | ContractError>>;
 }

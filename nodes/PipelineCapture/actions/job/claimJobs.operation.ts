@@ -31,11 +31,11 @@ export const claimJobsOperation: PipelineOperation = {
 			description: 'Most jobs taken at once (1–1000)',
 		},
 	]),
-	async execute(ctx, input) {
-		const jobs = await claimJobs(ctx.pool, {
+	async execute(deps, input) {
+		const jobs = await claimJobs(deps.pool, {
 			job_type: input.job_type,
 			batch_size: input.batch_size,
-			worker: ctx.worker,
+			worker: deps.worker,
 		});
 		return { many: jobs, output: 0 };
 	},

@@ -16,10 +16,10 @@ import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineContext, PipelineOperation, PipelineResult } from '../types';
 
 /** The item's fields as finishJobs reads them (worker: the field, else this execution's worker). */
-function finishInput(ctx: PipelineContext, input: Record<string, unknown>): FinishInput {
+function finishInput(deps: PipelineContext, input: Record<string, unknown>): FinishInput {
 	return {
 		job_id: input.job_id,
-		worker: typeof input.worker === 'string' && input.worker ? input.worker : ctx.worker,
+		worker: typeof input.worker === 'string' && input.worker ? input.worker : deps.worker,
 		success: input.success !== false,
 		retryable: input.retryable !== false,
 		error: input.error,
@@ -83,16 +83,16 @@ export const finishJobOperation: PipelineOperation = {
 				'Whether a job that is no longer running under this worker (the Error Pipe already retried or failed it) is returned as it is (already_finished: true) instead of a 409',
 		},
 	]),
-	async execute(ctx, input) {
-		const [job] = await finishJobs(ctx.pool, [finishInput(ctx, input)]);
+	async execute(deps, input) {
+		const [job] = await finishJobs(deps.pool, [finishInput(deps, input)]);
 		if (job instanceof ContractError) throw job;
 		return { data: job, output: 0 };
 	},
 	async executeBatch(entries) {
 		if (entries.length === 0) return [];
 		const jobs = await finishJobs(
-			entries[0].ctx.pool,
-			entries.map((e) => finishInput(e.ctx, e.input)),
+			entries[0].deps.pool,
+			entries.map((e) => finishInput(e.deps, e.input)),
 		);
 		return jobs.map((job): PipelineResult | ContractError =>
 			job instanceof ContractError ? job : { data: job, output: 0 },

@@ -39,8 +39,8 @@ export const getStatsOperation: PipelineOperation = {
 			description: 'Only these job types (comma-separated); empty: every registered type and every type in ops.jobs',
 		},
 	]),
-	async execute(ctx, input) {
-		const stats = await jobStats(ctx.pool, {
+	async execute(deps, input) {
+		const stats = await jobStats(deps.pool, {
 			window_seconds: input.window_seconds,
 			job_types: jobTypeList(input.job_type),
 		});

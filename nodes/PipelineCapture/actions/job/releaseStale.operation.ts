@@ -29,9 +29,9 @@ export const releaseStaleOperation: PipelineOperation = {
 			description: 'Max number of results to return',
 		},
 	]),
-	async execute(ctx, input) {
+	async execute(deps, input) {
 		return {
-			many: await releaseStale(ctx.pool, { older_than_seconds: input.older_than_seconds, limit: input.limit }),
+			many: await releaseStale(deps.pool, { older_than_seconds: input.older_than_seconds, limit: input.limit }),
 			output: 0,
 		};
 	},

@@ -82,8 +82,8 @@ export const generateOperation: PipelineOperation = {
 			description: 'Wait after a 429 without Retry-After',
 		},
 	]),
-	async execute(ctx, input) {
-		const { credential, send } = await ctx.llm();
+	async execute(deps, input) {
+		const { credential, send } = await deps.llm();
 		const num = (value: unknown, fallback: number) =>
 			typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 		const result = await generate(

@@ -24,9 +24,9 @@ export const archiveOperation: PipelineOperation = {
 		},
 		{ displayName: 'Tags', name: 'tags', description: 'Comma-separated tags of the summary' },
 	]),
-	async execute(ctx, input) {
+	async execute(deps, input) {
 		return {
-			data: await archiveRun(ctx.pool, { run_id: input.run_id, summary: input.summary, tags: input.tags }),
+			data: await archiveRun(deps.pool, { run_id: input.run_id, summary: input.summary, tags: input.tags }),
 			output: 0,
 			statusCode: 201,
 		};

@@ -46,15 +46,15 @@ export const captureOperation: PipelineOperation = {
 		},
 		MAX_PROCESSOR_FAILURES_FIELD,
 	]),
-	async execute(ctx, input) {
+	async execute(deps, input) {
 		const result = await capture(
-			ctx.pool,
-			await ctx.definition(),
-			{ run_id: input.run_id, transition: String(input.transition), worker: ctx.worker },
+			deps.pool,
+			await deps.definition(),
+			{ run_id: input.run_id, transition: String(input.transition), worker: deps.worker },
 			{
-				runProcessor: ctx.runProcessor,
+				runProcessor: deps.runProcessor,
 				maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
-				origin: ctx.origin,
+				origin: deps.origin,
 			},
 		);
 		const base = {

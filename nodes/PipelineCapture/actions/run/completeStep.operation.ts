@@ -55,10 +55,10 @@ export const completeStepOperation: PipelineOperation = {
 		},
 		MAX_PROCESSOR_FAILURES_FIELD,
 	]),
-	async execute(ctx, input) {
+	async execute(deps, input) {
 		const run = await completeStep(
-			ctx.pool,
-			await ctx.definition(),
+			deps.pool,
+			await deps.definition(),
 			{
 				run_id: input.run_id,
 				transition: String(input.transition),
@@ -67,9 +67,9 @@ export const completeStepOperation: PipelineOperation = {
 				draft_context: input.draft_context,
 			},
 			{
-				runProcessor: ctx.runProcessor,
+				runProcessor: deps.runProcessor,
 				maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
-				origin: ctx.origin,
+				origin: deps.origin,
 			},
 		);
 		return { data: { run_id: run.id, status: run.status, warnings: run.warnings }, output: 0 };

@@ -26,9 +26,9 @@ export const createRunOperation: PipelineOperation = {
 			description: "The user's question",
 		},
 	]),
-	async execute(ctx, input) {
+	async execute(deps, input) {
 		return {
-			data: await createRun(ctx.pool, { user_id: input.user_id, query: input.query }),
+			data: await createRun(deps.pool, { user_id: input.user_id, query: input.query }),
 			output: 0,
 			statusCode: 201,
 		};

@@ -21,8 +21,8 @@ export const failOperation: PipelineOperation = {
 			description: 'What went wrong (an object with message, or text)',
 		},
 	]),
-	async execute(ctx, input) {
-		const run = await failRun(ctx.pool, await ctx.definition(), { run_id: input.run_id, error: input.error });
+	async execute(deps, input) {
+		const run = await failRun(deps.pool, await deps.definition(), { run_id: input.run_id, error: input.error });
 		return { data: { run_id: run.id, status: run.status }, output: 0 };
 	},
 };

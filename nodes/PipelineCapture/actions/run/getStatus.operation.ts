@@ -27,10 +27,10 @@ export const getStatusOperation: PipelineOperation = {
 		},
 		...identityFields('Who polls: only the user who created the run gets its status, anyone else 404'),
 	]),
-	async execute(ctx, input) {
+	async execute(deps, input) {
 		// user_id is never null here: undefined (an empty User ID field) is refused 422, never "any owner".
 		return {
-			data: await getStatus(ctx.pool, { run_id: input.run_id, user_id: input.user_id ?? undefined }),
+			data: await getStatus(deps.pool, { run_id: input.run_id, user_id: input.user_id ?? undefined }),
 			output: 0,
 		};
 	},

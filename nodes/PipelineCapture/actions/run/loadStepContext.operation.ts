@@ -36,7 +36,7 @@ export const loadStepContextOperation: PipelineOperation = {
 			description: 'Which step the context is for',
 		},
 	]),
-	async execute(ctx, input) {
-		return { data: await loadStepContext(ctx.pool, { run_id: input.run_id, step: input.step as Step }), output: 0 };
+	async execute(deps, input) {
+		return { data: await loadStepContext(deps.pool, { run_id: input.run_id, step: input.step as Step }), output: 0 };
 	},
 };

@@ -46,7 +46,7 @@ export const sweepOperation: PipelineOperation = {
 			description: 'Max number of results to return',
 		},
 	]),
-	async execute(ctx, input): Promise<PipelineResult> {
+	async execute(deps, input): Promise<PipelineResult> {
 		const parsed = Input.safeParse(input);
 		if (!parsed.success) {
 			const field = parsed.error.issues[0].path.join('.');
@@ -55,7 +55,7 @@ export const sweepOperation: PipelineOperation = {
 				field,
 			});
 		}
-		const result = await sweep(ctx.pool, await ctx.definition(), parsed.data);
+		const result = await sweep(deps.pool, await deps.definition(), parsed.data);
 		return {
 			many: [
 				...result.released.map((r) => ({ ...r, swept: 'released' })),

@@ -28,11 +28,11 @@ export const exportOperation: PipelineOperation = {
 			description: 'Version of the model',
 		},
 	]),
-	async execute(ctx, input) {
+	async execute(deps, input) {
 		const ref = {
 			model: String(input.model || PIPELINE_MODEL.model),
 			modelVersion: Number(input.model_version) || PIPELINE_MODEL.modelVersion,
 		};
-		return { data: await exportWorkflows(ctx.pool, ref), output: 0 };
+		return { data: await exportWorkflows(deps.pool, ref), output: 0 };
 	},
 };

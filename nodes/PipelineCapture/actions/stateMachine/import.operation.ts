@@ -40,21 +40,21 @@ export const importOperation: PipelineOperation = {
 			description: 'Version of the model',
 		},
 	]),
-	async execute(ctx, input) {
+	async execute(deps, input) {
 		const body = typeof input.body === 'string' ? JSON.parse(input.body) : input.body;
 		const ref = {
 			model: String(input.model || PIPELINE_MODEL.model),
 			modelVersion: Number(input.model_version) || PIPELINE_MODEL.modelVersion,
 		};
 		const names = await importWorkflows(
-			ctx.pool,
+			deps.pool,
 			ref,
 			body,
 			ref.model === PIPELINE_MODEL.model && ref.modelVersion === PIPELINE_MODEL.modelVersion
 				? assertPipelineTransitions
 				: undefined,
 		);
-		forgetDefinition(ctx.pool);
+		forgetDefinition(deps.pool);
 		return { data: { success: true, model: ref.model, model_version: ref.modelVersion, workflows: names }, output: 0 };
 	},
 };
