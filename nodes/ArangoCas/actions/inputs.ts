@@ -13,15 +13,15 @@ export function keyIn(collection: string) {
 	return z
 		.string({ required_error: 'is required', invalid_type_error: 'must be a string' })
 		.trim()
-		.transform((value, ctx) => {
+		.transform((value, refinement) => {
 			const slash = value.indexOf('/');
 			if (slash >= 0 && value.slice(0, slash) !== collection) {
-				ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be a key or a ${collection}/<key> id` });
+				refinement.addIssue({ code: z.ZodIssueCode.custom, message: `must be a key or a ${collection}/<key> id` });
 				return z.NEVER;
 			}
 			const key = slash >= 0 ? value.slice(slash + 1) : value;
 			if (!KEY.test(key)) {
-				ctx.addIssue({ code: z.ZodIssueCode.custom, message: `is not a valid ${collection} key` });
+				refinement.addIssue({ code: z.ZodIssueCode.custom, message: `is not a valid ${collection} key` });
 				return z.NEVER;
 			}
 			return key;

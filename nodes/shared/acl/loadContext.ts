@@ -46,9 +46,9 @@ export const ContextRequest = z
 			.nullish()
 			.transform((v) => v ?? null),
 	})
-	.superRefine((req, ctx) => {
+	.superRefine((req, refinement) => {
 		if (req.channel === 'group' && req.chat_id === null)
-			ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['chat_id'], message: 'is required for a group' });
+			refinement.addIssue({ code: z.ZodIssueCode.custom, path: ['chat_id'], message: 'is required for a group' });
 	});
 
 const WHERE = (table: string) => ({ operation: 'select', table });

@@ -63,10 +63,10 @@ export function parseExactId(value: unknown, positive = false): IdParse {
 }
 
 function idSchema(positive: boolean) {
-	return z.any().transform((value: unknown, ctx): ExactId => {
+	return z.any().transform((value: unknown, refinement): ExactId => {
 		const parsed = parseExactId(value, positive);
 		if (parsed.ok) return parsed.value;
-		ctx.addIssue({ code: z.ZodIssueCode.custom, message: parsed.message });
+		refinement.addIssue({ code: z.ZodIssueCode.custom, message: parsed.message });
 		return z.NEVER;
 	});
 }
@@ -82,10 +82,13 @@ export const PositiveInt8Id = idSchema(true);
  * sequence never reaches 2^53 in practice, so the number is exact; anything beyond is refused (422), never
  * rounded. For the whole int8 range use `PositiveInt8Id`.
  */
-export const SafeDbId = z.any().transform((value: unknown, ctx): number => {
+export const SafeDbId = z.any().transform((value: unknown, refinement): number => {
 	const parsed = parseExactId(value, true);
 	if (parsed.ok && typeof parsed.value === 'number') return parsed.value;
-	ctx.addIssue({ code: z.ZodIssueCode.custom, message: parsed.ok ? 'must be at most 2^53 - 1' : parsed.message });
+	refinement.addIssue({
+		code: z.ZodIssueCode.custom,
+		message: parsed.ok ? 'must be at most 2^53 - 1' : parsed.message,
+	});
 	return z.NEVER;
 });
 

@@ -14,9 +14,9 @@ export const SourceCtx = z
 		message_version_id: DbId.nullish().transform((v) => v ?? null),
 	})
 	.passthrough()
-	.superRefine((ctx, issue) => {
-		if ((ctx.visibility === 'dm') !== (ctx.dm_owner_user_id !== null)) {
-			issue.addIssue({
+	.superRefine((source, refinement) => {
+		if ((source.visibility === 'dm') !== (source.dm_owner_user_id !== null)) {
+			refinement.addIssue({
 				code: z.ZodIssueCode.custom,
 				path: ['dm_owner_user_id'],
 				message: 'is required for dm and must be null for group',

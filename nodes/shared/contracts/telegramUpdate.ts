@@ -50,16 +50,16 @@ export function updateFields(update: Record<string, unknown>): string[] {
  * field besides it, an object; message-like fields are checked with `TelegramMessage`. Validated on the
  * input itself (passthrough: the update is stored as received, `__proto__` included).
  */
-export const TelegramUpdate = z.unknown().superRefine((input, ctx) => {
+export const TelegramUpdate = z.unknown().superRefine((input, refinement) => {
 	const base = UpdateId.safeParse(input);
 	if (!base.success) {
-		for (const issue of base.error.issues) ctx.addIssue(issue);
+		for (const issue of base.error.issues) refinement.addIssue(issue);
 		return;
 	}
 	const update = input as Record<string, unknown>;
 	const fields = updateFields(update);
 	if (fields.length !== 1) {
-		ctx.addIssue({
+		refinement.addIssue({
 			code: z.ZodIssueCode.custom,
 			path: [],
 			message: `an Update has exactly one update field besides update_id; found ${fields.length}${
@@ -71,14 +71,14 @@ export const TelegramUpdate = z.unknown().superRefine((input, ctx) => {
 	const [name] = fields;
 	const value = update[name];
 	if (!isRecord(value)) {
-		ctx.addIssue({ code: z.ZodIssueCode.custom, path: [name], message: 'must be an object' });
+		refinement.addIssue({ code: z.ZodIssueCode.custom, path: [name], message: 'must be an object' });
 		return;
 	}
 	if ((MESSAGE_LIKE_UPDATES as readonly string[]).includes(name)) {
 		const parsed = TelegramMessage.safeParse(value);
 		if (!parsed.success) {
 			for (const issue of parsed.error.issues) {
-				ctx.addIssue({ ...issue, path: [name, ...issue.path] });
+				refinement.addIssue({ ...issue, path: [name, ...issue.path] });
 			}
 		}
 	}

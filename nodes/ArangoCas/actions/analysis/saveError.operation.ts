@@ -97,11 +97,11 @@ export const SaveErrorInput = z.object({
 	status_code: z
 		.union([z.number(), z.string()])
 		.nullish()
-		.transform((v, ctx) => {
+		.transform((v, refinement) => {
 			if (v === null || v === undefined || v === '') return null;
 			const n = Number(v);
 			if (!Number.isInteger(n) || n < 100 || n > 599) {
-				ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be an HTTP status (100–599) or empty' });
+				refinement.addIssue({ code: z.ZodIssueCode.custom, message: 'must be an HTTP status (100–599) or empty' });
 				return z.NEVER;
 			}
 			return n;
