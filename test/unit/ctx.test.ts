@@ -129,3 +129,14 @@ test('newCtx: any schema-valid init gives a schema-valid ctx; the init is not ch
 		}),
 	);
 });
+
+test('newCtx: an own "__proto__" key of a travelling ctx stays an own key, never the prototype', () => {
+	const incoming = JSON.parse('{"job_id": 4, "__proto__": {"polluted": true}}') as Record<string, unknown>;
+	const correlation_id = randomUUID();
+	const ctx = newCtx({ ...incoming, correlation_id });
+	assert.equal(Object.getPrototypeOf(ctx), Object.prototype);
+	assert.equal((ctx as Record<string, unknown>).polluted, undefined);
+	assert.deepEqual(Object.keys(ctx), ['job_id', '__proto__', 'correlation_id', 'contracts']);
+	assert.deepEqual(Object.getOwnPropertyDescriptor(ctx, '__proto__')?.value, { polluted: true });
+	assert.deepEqual(ctx.contracts, CONTRACTS);
+});
