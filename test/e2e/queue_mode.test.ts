@@ -16,7 +16,7 @@ import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { mapLimit, WORKFLOWS } from '../helpers/n8n';
 import { redisUnavailable, startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
 import { countBy, executionsOf, rolesOf, waitFor as waitUntil } from '../helpers/queueRecords';
-import { realisticUpdates } from '../helpers/updates';
+import { assertStoredOnce, deliveriesWithDuplicates } from '../helpers/wf10Deliveries';
 import { wf10Saving } from '../helpers/wf10Saving';
 import { wf90Copy } from '../helpers/wf90Runner';
 
@@ -104,32 +104,14 @@ test(
 	{ timeout: 600_000 },
 	async (t) => {
 		if (skipped(t)) return;
-		const distinct = Array.from({ length: 350 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
-		const deliveries = [...distinct, ...Array.from({ length: 150 }, (_, i) => distinct[(i * 7) % distinct.length])];
-		deliveries.sort(() => Math.random() - 0.5);
+		const { distinct, deliveries } = deliveriesWithDuplicates(350, 150);
 		const started = Date.now();
 		const answers = await mapLimit(deliveries, 16, (update) => postUpdate(update));
 		t.diagnostic(`500 deliveries in ${Date.now() - started} ms`);
 		const failed = answers.filter((a) => a.status !== 200);
 		assert.equal(failed.length, 0, `${failed.length} failed, e.g. ${JSON.stringify(failed[0])}\n${n8n.logs()}`);
 		assert.equal(answers.filter((a) => a.body.duplicate === false).length, 350, 'one first delivery per update');
-		const jobOf = new Map<number, Set<number>>();
-		deliveries.forEach((u, i) =>
-			jobOf.set(u.update_id, (jobOf.get(u.update_id) ?? new Set()).add(answers[i].body.job_id)),
-		);
-		assert.ok(
-			[...jobOf.values()].every((jobs) => jobs.size === 1),
-			'every delivery of an update names the same job',
-		);
-		const ids = distinct.map((u) => u.update_id);
-		const { rows } = await db.pool.query(
-			`SELECT (SELECT count(*) FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = ANY($2))::int AS raw,
-		        (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = ANY($2))::int AS keys,
-		        (SELECT count(*) FROM ops.jobs WHERE dedup_key = ANY($3))::int AS jobs,
-		        (SELECT count(*) FROM ops.jobs)::int AS all_jobs`,
-			[bot.botId, ids, ids.map((id) => `tg:${bot.botId}:${id}`)],
-		);
-		assert.deepEqual(rows[0], { raw: 350, keys: 350, jobs: 350, all_jobs: 350 });
+		await assertStoredOnce(db.pool, bot, distinct, deliveries, answers);
 		// n8n's records: one WF10 execution per delivery, each started by exactly one worker, both workers busy
 		const executions = await executionIds('WF10TgIngest');
 		assert.equal(executions.length, 500, 'one n8n execution per delivery');

@@ -31,6 +31,7 @@ import { jwtCredential, mapLimit, WORKFLOWS } from '../helpers/n8n';
 import { redisUnavailable, startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
 import { countBy, executionsOf, rolesOf, waitFor as waitUntil } from '../helpers/queueRecords';
 import { realisticUpdates } from '../helpers/updates';
+import { assertStoredOnce, deliveriesWithDuplicates } from '../helpers/wf10Deliveries';
 import { wf10Saving } from '../helpers/wf10Saving';
 import { wf90Copy } from '../helpers/wf90Runner';
 
@@ -204,9 +205,7 @@ test(
 	async (t) => {
 		if (skipped(t)) return;
 		assert.notEqual(n8n.webhookUrl, n8n.url, 'webhooks are served by the webhook process');
-		const distinct = Array.from({ length: 140 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
-		const deliveries = [...distinct, ...Array.from({ length: 60 }, (_, i) => distinct[(i * 7) % distinct.length])];
-		deliveries.sort(() => Math.random() - 0.5);
+		const { distinct, deliveries } = deliveriesWithDuplicates(140, 60);
 		const headers = { 'X-Telegram-Bot-Api-Secret-Token': bot.secret };
 		const started = Date.now();
 		const answers = await mapLimit(deliveries, 12, (update) =>
@@ -216,23 +215,7 @@ test(
 		const failed = answers.filter((a) => a.status !== 200);
 		assert.equal(failed.length, 0, `${failed.length} failed, e.g. ${JSON.stringify(failed[0])}\n${n8n.logs()}`);
 		assert.equal(answers.filter((a) => a.body.duplicate === false).length, 140, 'one first delivery per update');
-		const jobOf = new Map<number, Set<number>>();
-		deliveries.forEach((u, i) =>
-			jobOf.set(u.update_id, (jobOf.get(u.update_id) ?? new Set()).add(answers[i].body.job_id)),
-		);
-		assert.ok(
-			[...jobOf.values()].every((jobs) => jobs.size === 1),
-			'every delivery of an update names the same job',
-		);
-		const ids = distinct.map((u) => u.update_id);
-		const { rows } = await db.pool.query(
-			`SELECT (SELECT count(*) FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = ANY($2))::int AS raw,
-		        (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = ANY($2))::int AS keys,
-		        (SELECT count(*) FROM ops.jobs WHERE dedup_key = ANY($3))::int AS jobs,
-		        (SELECT count(*) FROM ops.jobs)::int AS all_jobs`,
-			[bot.botId, ids, ids.map((id) => `tg:${bot.botId}:${id}`)],
-		);
-		assert.deepEqual(rows[0], { raw: 140, keys: 140, jobs: 140, all_jobs: 140 });
+		await assertStoredOnce(db.pool, bot, distinct, deliveries, answers);
 		const executions = (await executionsOf(n8n, 'WF10TgIngest')).map((e) => e.id);
 		assert.equal(executions.length, 200, 'one n8n execution per delivery');
 		const perWorker = countBy([...rolesOf(n8n, executions).values()]);
