@@ -12,8 +12,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Pool } from 'pg';
+import { queueChunkJobs } from '../test/helpers/chunkJobs';
 import { mapLimit, WORKFLOWS } from '../test/helpers/n8n';
 import { realisticUpdates } from '../test/helpers/updates';
+import { wf90Copy } from '../test/helpers/wf90Runner';
 import { refuseUnless, secondsSince } from './report';
 
 /** Workflow id and webhook path of the WF90 bench copy. */
@@ -23,12 +25,6 @@ export const RUNNER_HOOK = 'bench/wf90-run';
 export const WF10_ID = 'WF10TgIngest';
 export const WF10_HOOK = 'telegram';
 
-interface WorkflowNode {
-	name: string;
-	position: number[];
-	parameters: { assignments?: { assignments: Array<{ name: string; value?: unknown }> } } & Record<string, unknown>;
-}
-
 /**
  * WF90 as shipped, started by POST bench/wf90-run instead of its schedules (the bench decides when and
  * how many runs overlap): Runner Settings (document_chunk jobs only, `batch` per claim) → Claim Jobs →
@@ -36,42 +32,13 @@ interface WorkflowNode {
  * was claimed). The Release Stale branch and both schedules are left out.
  */
 export function runnerCopy(batch: number) {
-	const wf90 = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF90_job_runner.json'), 'utf8'));
-	const dropped = new Set(['Every 10 Seconds', 'Every 5 Minutes', 'Release Stale', 'ERR — Source Release Stale']);
-	const nodes = (wf90.nodes as WorkflowNode[])
-		.filter((n) => !dropped.has(n.name))
-		.map((n) => {
-			if (n.name === 'Run Now') {
-				return {
-					id: '9e900000-0000-4000-8000-0000000000b1',
-					name: 'Run Now',
-					type: 'n8n-nodes-base.webhook',
-					typeVersion: 2.1,
-					position: n.position,
-					webhookId: '9e900000-0000-4000-8000-0000000000c1',
-					parameters: {
-						httpMethod: 'POST',
-						path: RUNNER_HOOK,
-						responseMode: 'lastNode',
-						responseData: 'allEntries',
-						options: {},
-					},
-				};
-			}
-			if (n.name === 'Runner Settings') {
-				const assignments = (n.parameters.assignments?.assignments ?? []).map((a) => {
-					if (a.name === 'req.job_types') return { ...a, value: 'document_chunk' };
-					if (a.name === 'req.limit') return { ...a, value: batch };
-					return a;
-				});
-				return { ...n, parameters: { ...n.parameters, assignments: { assignments } } };
-			}
-			return n;
-		});
-	const connections = Object.fromEntries(
-		Object.entries(wf90.connections as Record<string, unknown>).filter(([from]) => !dropped.has(from)),
-	);
-	return { ...wf90, id: RUNNER_ID, name: 'WF90 — Job Runner (queue bench copy)', nodes, connections };
+	return wf90Copy({
+		id: RUNNER_ID,
+		name: 'WF90 — Job Runner (queue bench copy)',
+		jobTypes: 'document_chunk',
+		limit: batch,
+		webhooks: { run: RUNNER_HOOK },
+	});
 }
 
 /**
@@ -148,24 +115,6 @@ async function ingestCounts(pool: Pool): Promise<{ raw: number; keys: number; jo
 	return rows[0];
 }
 
-/** `count` extracted documents of `chars` characters and one queued document_chunk job each; returns the job ids. */
-async function chunkJobs(pool: Pool, tenantId: string, count: number, chars: number, tag: string): Promise<number[]> {
-	const text = Array.from({ length: Math.ceil(chars / 30) }, (_, i) => `sentence ${i} about queues. `)
-		.join('')
-		.slice(0, chars)
-		.trimEnd();
-	const { rows } = await pool.query(
-		`WITH d AS (
-		   INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status)
-		   SELECT $1, 'url', $2 || g, -100, 'group', $3, 'done' FROM generate_series(1, $4::int) g RETURNING id, source_key)
-		 INSERT INTO ops.jobs (tenant_id, job_type, payload, dedup_key)
-		 SELECT $1, 'document_chunk', jsonb_build_object('tenant_id', $1::text, 'document_id', d.id), 'chunk:' || d.source_key FROM d
-		 RETURNING id`,
-		[tenantId, `url:${tag}-`, text, count],
-	);
-	return rows.map((r) => Number(r.id));
-}
-
 export interface Wf90Result {
 	/** jobs/s: jobs / wall clock from the first runner POST to the last runner's empty claim */
 	rate: number;
@@ -186,7 +135,7 @@ export async function measureWf90(
 	tenantId: string,
 	{ jobs, runners, chars, tag }: { jobs: number; runners: number; chars: number; tag: string },
 ): Promise<Wf90Result> {
-	const jobIds = await chunkJobs(pool, tenantId, jobs, chars, tag);
+	const jobIds = await queueChunkJobs(pool, tenantId, jobs, chars, tag);
 	const start = performance.now();
 	await Promise.all(
 		Array.from({ length: runners }, async () => {

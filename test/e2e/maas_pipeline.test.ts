@@ -18,6 +18,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
+import { failingModel, llmCredential, normalModel } from '../helpers/maasModel';
 import { ModelStandIn } from '../helpers/modelStandIn';
 import { assertNoTokenLeaked, bearer, mint, testSecret, unsigned, type MintOptions } from '../helpers/jwt';
 import { jwtCredential, startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
@@ -38,26 +39,6 @@ const MAAS = path.join(WORKFLOWS, 'maas');
 /** The status-polling webhook whose path carries the id (n8n serves it under its webhookId). */
 const PATH_ID_HOOK = '5e0c1a9e-7d1f-4c1a-9f00-00000000a01d';
 
-/** The stand-in model: JSON for the Analyzer, a summary for the Archivist, text for the others. */
-function normalModel(body: Record<string, unknown>) {
-	const messages = body.messages as { role: string; content: string }[];
-	const system = messages[0].content;
-	const user = messages[1].content;
-	if (body.response_format)
-		return {
-			text: JSON.stringify({
-				needs_context: false,
-				context_type: 'none',
-				time_scope: 'now',
-				search_keywords: [],
-				context_found: {},
-			}),
-		};
-	if (/Summarise this exchange/.test(system)) return { text: `Summary: ${user.slice(0, 60)}` };
-	if (/Optimise the draft/.test(system)) return { text: `<context>${user.slice(0, 200)}</context>` };
-	return { text: `Answer to: ${user.slice(0, 120)}` };
-}
-
 before(
 	async () => {
 		db = await setupDatabase();
@@ -70,15 +51,7 @@ before(
 			db.url,
 			[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas],
 			['api/query'],
-			[
-				{
-					id: 'llmContracts01',
-					name: 'Contracts LLM',
-					type: 'contractsLlmApi',
-					data: { api: 'openai', baseUrl: model.url, apiKey: 'sk-stand-in', model: 'stand-in' },
-				},
-				jwtCredential(SECRET),
-			],
+			[llmCredential(model.url), jwtCredential(SECRET)],
 		);
 	},
 	{ timeout: 30 * 60_000 },
@@ -215,7 +188,7 @@ test(
 	'a model that always fails: the run ends FAILED after the retries, ops.errors records it, nothing stuck',
 	{ timeout: 120_000 },
 	async () => {
-		model.respond = () => ({ status: 503 });
+		model.respond = failingModel;
 		try {
 			const id = (await ask('user-4', { user_id: 'user-4', query: 'doomed' })).json.request_id as string;
 			const done = await until('the failure', finished(id), 90_000);

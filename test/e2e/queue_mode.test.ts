@@ -11,11 +11,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
-import { Client } from 'pg';
+import { queueChunkJobs } from '../helpers/chunkJobs';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { mapLimit, WORKFLOWS } from '../helpers/n8n';
 import { redisUnavailable, startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
-import { realisticUpdates } from '../helpers/updates';
+import { countBy, executionsOf, rolesOf, waitFor as waitUntil } from '../helpers/queueRecords';
+import { assertStoredOnce, deliveriesWithDuplicates } from '../helpers/wf10Deliveries';
+import { wf10Saving } from '../helpers/wf10Saving';
+import { wf90Copy } from '../helpers/wf90Runner';
 
 let skipReason: string | null = null;
 let db: TestDatabase;
@@ -25,59 +28,18 @@ let runnerFile: string;
 let wf10File: string;
 
 /**
- * The shipped WF10 with successful executions saved: it ships with saveDataSuccessExecution "none" (the raw
- * row is the record), and this test reads n8n's execution records to see which worker ran each delivery.
- */
-function wf10Saving() {
-	const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF10_telegram_ingest.json'), 'utf8')) as {
-		id: string;
-		settings?: Record<string, unknown>;
-	};
-	workflow.settings = { ...workflow.settings, saveDataSuccessExecution: 'all' };
-	return workflow;
-}
-
-/**
  * WF90 as shipped, but started by webhooks instead of its schedules (so the test decides when and how many
  * runs overlap): POST test/wf90-run runs Runner Settings → Claim Jobs → Run Worker → Finish Job, answering
  * every Run Summary item ([] when nothing was claimed); POST test/wf90-release runs Release Stale with `older_than_seconds` from the body.
  * Claims only document_chunk jobs (WF40).
  */
 function runnerCopy() {
-	const wf90 = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF90_job_runner.json'), 'utf8'));
-	const webhook = (name: string, webhookPath: string, position: number[]) => ({
-		id: `9e900000-0000-4000-8000-00000000000${name === 'Run Now' ? 1 : 2}`,
-		name,
-		type: 'n8n-nodes-base.webhook',
-		typeVersion: 2.1,
-		position,
-		webhookId: `9e900000-0000-4000-8000-0000000000a${name === 'Run Now' ? 1 : 2}`,
-		parameters: {
-			httpMethod: 'POST',
-			path: webhookPath,
-			responseMode: 'lastNode',
-			responseData: 'allEntries',
-			options: {},
-		},
+	return wf90Copy({
+		id: 'WF90QueueTest',
+		name: 'WF90 — Job Runner (queue-mode test copy)',
+		jobTypes: 'document_chunk',
+		webhooks: { run: 'test/wf90-run', release: 'test/wf90-release' },
 	});
-	const nodes = wf90.nodes
-		.filter((n: { name: string }) => n.name !== 'Every 10 Seconds')
-		.map((n: { name: string; position: number[]; parameters: Record<string, any> }) => {
-			if (n.name === 'Run Now') return webhook('Run Now', 'test/wf90-run', n.position);
-			if (n.name === 'Every 5 Minutes') return webhook('Every 5 Minutes', 'test/wf90-release', n.position);
-			if (n.name === 'Release Stale')
-				return { ...n, parameters: { ...n.parameters, olderThanSeconds: '={{ $json.body.older_than_seconds }}' } };
-			if (n.name === 'Runner Settings') {
-				const assignments = n.parameters.assignments.assignments.map((a: { name: string }) =>
-					a.name === 'req.job_types' ? { ...a, value: 'document_chunk' } : a,
-				);
-				return { ...n, parameters: { ...n.parameters, assignments: { assignments } } };
-			}
-			return n;
-		});
-	const connections = { ...wf90.connections };
-	delete connections['Every 10 Seconds'];
-	return { ...wf90, id: 'WF90QueueTest', name: 'WF90 — Job Runner (queue-mode test copy)', nodes, connections };
 }
 
 before(
@@ -128,49 +90,13 @@ async function post(pathname: string, body: unknown, headers: Record<string, str
 	}
 }
 
-/** n8n's own records: execution id → workflow id, for the executions of `workflowId`. */
-async function executionsOf(workflowId: string): Promise<string[]> {
-	const client = new Client({ connectionString: n8n.n8nDatabaseUrl });
-	await client.connect();
-	try {
-		const { rows } = await client.query('SELECT id::text FROM execution_entity WHERE "workflowId" = $1', [workflowId]);
-		return rows.map((r) => r.id);
-	} finally {
-		await client.end();
-	}
+/** n8n's own records: the execution ids of `workflowId`. */
+async function executionIds(workflowId: string): Promise<string[]> {
+	return (await executionsOf(n8n, workflowId)).map((e) => e.id);
 }
 
-/** Worker role of each execution id; fails when one was started by no worker or by two. */
-function rolesOf(executionIds: string[]): Map<string, string> {
-	const started = n8n.workerOfExecutions();
-	const roles = new Map<string, string>();
-	for (const id of executionIds) {
-		const by = started.get(id) ?? [];
-		assert.equal(by.length, 1, `execution ${id} started by ${JSON.stringify(by)}`);
-		roles.set(id, by[0]);
-	}
-	return roles;
-}
-
-function countBy<T>(values: T[]): Record<string, number> {
-	const out: Record<string, number> = {};
-	for (const v of values) out[String(v)] = (out[String(v)] ?? 0) + 1;
-	return out;
-}
-
-async function waitFor<T>(
-	what: string,
-	probe: () => Promise<T | undefined>,
-	timeoutMs = 120_000,
-	everyMs = 500,
-): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	while (Date.now() < deadline) {
-		const value = await probe();
-		if (value !== undefined) return value;
-		await new Promise((r) => setTimeout(r, everyMs));
-	}
-	assert.fail(`${what}: not reached in ${timeoutMs} ms\n${n8n.logs()}`);
+function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000, everyMs = 500): Promise<T> {
+	return waitUntil(what, probe, timeoutMs, everyMs, async () => n8n.logs());
 }
 
 test(
@@ -178,36 +104,18 @@ test(
 	{ timeout: 600_000 },
 	async (t) => {
 		if (skipped(t)) return;
-		const distinct = Array.from({ length: 350 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
-		const deliveries = [...distinct, ...Array.from({ length: 150 }, (_, i) => distinct[(i * 7) % distinct.length])];
-		deliveries.sort(() => Math.random() - 0.5);
+		const { distinct, deliveries } = deliveriesWithDuplicates(350, 150);
 		const started = Date.now();
 		const answers = await mapLimit(deliveries, 16, (update) => postUpdate(update));
 		t.diagnostic(`500 deliveries in ${Date.now() - started} ms`);
 		const failed = answers.filter((a) => a.status !== 200);
 		assert.equal(failed.length, 0, `${failed.length} failed, e.g. ${JSON.stringify(failed[0])}\n${n8n.logs()}`);
 		assert.equal(answers.filter((a) => a.body.duplicate === false).length, 350, 'one first delivery per update');
-		const jobOf = new Map<number, Set<number>>();
-		deliveries.forEach((u, i) =>
-			jobOf.set(u.update_id, (jobOf.get(u.update_id) ?? new Set()).add(answers[i].body.job_id)),
-		);
-		assert.ok(
-			[...jobOf.values()].every((jobs) => jobs.size === 1),
-			'every delivery of an update names the same job',
-		);
-		const ids = distinct.map((u) => u.update_id);
-		const { rows } = await db.pool.query(
-			`SELECT (SELECT count(*) FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = ANY($2))::int AS raw,
-		        (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = ANY($2))::int AS keys,
-		        (SELECT count(*) FROM ops.jobs WHERE dedup_key = ANY($3))::int AS jobs,
-		        (SELECT count(*) FROM ops.jobs)::int AS all_jobs`,
-			[bot.botId, ids, ids.map((id) => `tg:${bot.botId}:${id}`)],
-		);
-		assert.deepEqual(rows[0], { raw: 350, keys: 350, jobs: 350, all_jobs: 350 });
+		await assertStoredOnce(db.pool, bot, distinct, deliveries, answers);
 		// n8n's records: one WF10 execution per delivery, each started by exactly one worker, both workers busy
-		const executions = await executionsOf('WF10TgIngest');
+		const executions = await executionIds('WF10TgIngest');
 		assert.equal(executions.length, 500, 'one n8n execution per delivery');
-		const perWorker = countBy([...rolesOf(executions).values()]);
+		const perWorker = countBy([...rolesOf(n8n, executions).values()]);
 		t.diagnostic(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
 		assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
 		assert.equal(n8n.main.transcript().match(/Worker started execution/g), null, 'main ran no execution itself');
@@ -219,21 +127,8 @@ function postUpdate(update: unknown) {
 }
 
 /** `count` extracted documents (`chars` characters each) and one document_chunk job per document; returns the job ids. */
-async function chunkJobs(count: number, chars: number, tag: string): Promise<number[]> {
-	const text = Array.from({ length: Math.ceil(chars / 30) }, (_, i) => `sentence ${i} about queues. `)
-		.join('')
-		.slice(0, chars)
-		.trimEnd();
-	const { rows } = await db.pool.query(
-		`WITH d AS (
-		   INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status)
-		   SELECT $1, 'url', $2 || g, -100, 'group', $3, 'done' FROM generate_series(1, $4::int) g RETURNING id, source_key)
-		 INSERT INTO ops.jobs (tenant_id, job_type, payload, dedup_key)
-		 SELECT $1, 'document_chunk', jsonb_build_object('tenant_id', $1::text, 'document_id', d.id), 'chunk:' || d.source_key FROM d
-		 RETURNING id`,
-		[bot.tenantId, `url:${tag}-`, text, count],
-	);
-	return rows.map((r) => Number(r.id));
+function chunkJobs(count: number, chars: number, tag: string): Promise<number[]> {
+	return queueChunkJobs(db.pool, bot.tenantId, count, chars, tag);
 }
 
 interface RunRow {
@@ -287,7 +182,7 @@ async function assertExactlyOnce(jobIds: number[], extraRuns: number) {
 /** Worker role of the n8n execution behind each job run (ops.job_runs.worker is WF90's "wf90-<execution id>"). */
 function runWorkers(runs: RunRow[]): Map<string, string> {
 	const executions = [...new Set(runs.map((r) => r.worker.replace(/^wf90-/, '')))];
-	return rolesOf(executions);
+	return rolesOf(n8n, executions);
 }
 
 test(

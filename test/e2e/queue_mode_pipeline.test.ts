@@ -17,12 +17,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
-import { Client } from 'pg';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { bearer, mint, testSecret } from '../helpers/jwt';
+import { failingModel, llmCredential, normalModel, stepOf } from '../helpers/maasModel';
 import { ModelStandIn } from '../helpers/modelStandIn';
 import { jwtCredential, mapLimit, WORKFLOWS } from '../helpers/n8n';
 import { redisUnavailable, startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
+import { countBy, executionsOf, rolesOf, waitFor as waitUntil } from '../helpers/queueRecords';
+import { wf90Copy } from '../helpers/wf90Runner';
 
 let skipReason: string | null = null;
 let db: TestDatabase;
@@ -33,70 +35,15 @@ const model = new ModelStandIn();
 const SECRET = testSecret();
 const MAAS = path.join(WORKFLOWS, 'maas');
 
-/** The stand-in model (as in maas_pipeline.test.ts): JSON for the Analyzer, a summary for the Archivist, text for the others. */
-function normalModel(body: Record<string, unknown>) {
-	const messages = body.messages as { role: string; content: string }[];
-	const system = messages[0].content;
-	const user = messages[1].content;
-	if (body.response_format)
-		return {
-			text: JSON.stringify({
-				needs_context: false,
-				context_type: 'none',
-				time_scope: 'now',
-				search_keywords: [],
-				context_found: {},
-			}),
-		};
-	if (/Summarise this exchange/.test(system)) return { text: `Summary: ${user.slice(0, 60)}` };
-	if (/Optimise the draft/.test(system)) return { text: `<context>${user.slice(0, 200)}</context>` };
-	return { text: `Answer to: ${user.slice(0, 120)}` };
-}
-
-/** Which step a model request is for (the same tests as normalModel). */
-function stepOf(body: Record<string, unknown>): string {
-	const system = (body.messages as { content: string }[])[0].content;
-	if (body.response_format) return 'analyzer';
-	if (/Summarise this exchange/.test(system)) return 'archivist';
-	if (/Optimise the draft/.test(system)) return 'assembler';
-	return 'responder';
-}
-
 /** WF90 as shipped, started by POST test/wf90-run instead of its schedules, claiming at most 2 document_chunk jobs (WF40) per run. */
 function runnerCopy() {
-	const wf90 = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF90_job_runner.json'), 'utf8'));
-	const dropped = new Set(['Every 10 Seconds', 'Every 5 Minutes', 'Release Stale', 'ERR — Source Release Stale']);
-	const nodes = wf90.nodes
-		.filter((n: { name: string }) => !dropped.has(n.name))
-		.map((n: { name: string; position: number[]; parameters: Record<string, any> }) => {
-			if (n.name === 'Run Now') {
-				return {
-					id: '9e900000-0000-4000-8000-0000000000b1',
-					name: 'Run Now',
-					type: 'n8n-nodes-base.webhook',
-					typeVersion: 2.1,
-					position: n.position,
-					webhookId: '9e900000-0000-4000-8000-0000000000c1',
-					parameters: {
-						httpMethod: 'POST',
-						path: 'test/wf90-run',
-						responseMode: 'lastNode',
-						responseData: 'allEntries',
-						options: {},
-					},
-				};
-			}
-			if (n.name === 'Runner Settings') {
-				const assignments = n.parameters.assignments.assignments.map((a: { name: string }) => {
-					if (a.name === 'req.job_types') return { ...a, value: 'document_chunk' };
-					return a.name === 'req.limit' ? { ...a, value: 2 } : a;
-				});
-				return { ...n, parameters: { ...n.parameters, assignments: { assignments } } };
-			}
-			return n;
-		});
-	const connections = Object.fromEntries(Object.entries(wf90.connections).filter(([from]) => !dropped.has(from)));
-	return { ...wf90, id: 'WF90QueuePipe', name: 'WF90 — Job Runner (queue-mode ErrorPipe copy)', nodes, connections };
+	return wf90Copy({
+		id: 'WF90QueuePipe',
+		name: 'WF90 — Job Runner (queue-mode ErrorPipe copy)',
+		jobTypes: 'document_chunk',
+		limit: 2,
+		webhooks: { run: 'test/wf90-run' },
+	});
 }
 
 before(
@@ -123,15 +70,7 @@ before(
 			{
 				workers: 2,
 				concurrency: 10,
-				extraCredentials: [
-					{
-						id: 'llmContracts01',
-						name: 'Contracts LLM',
-						type: 'contractsLlmApi',
-						data: { api: 'openai', baseUrl: model.url, apiKey: 'sk-stand-in', model: 'stand-in' },
-					},
-					jwtCredential(SECRET),
-				],
+				extraCredentials: [llmCredential(model.url), jwtCredential(SECRET)],
 			},
 		);
 	},
@@ -151,49 +90,15 @@ function skipped(t: TestContext): boolean {
 }
 
 /** n8n's own records: the execution ids of `workflowId`. */
-async function executionsOf(workflowId: string): Promise<string[]> {
-	const client = new Client({ connectionString: n8n.n8nDatabaseUrl });
-	await client.connect();
-	try {
-		const { rows } = await client.query('SELECT id::text FROM execution_entity WHERE "workflowId" = $1', [workflowId]);
-		return rows.map((r) => r.id);
-	} finally {
-		await client.end();
-	}
+async function executionIds(workflowId: string): Promise<string[]> {
+	return (await executionsOf(n8n, workflowId)).map((e) => e.id);
 }
 
-/** Worker role of each execution id; fails when one was started by no worker or by two. */
-function rolesOf(executionIds: string[]): Map<string, string> {
-	const started = n8n.workerOfExecutions();
-	const roles = new Map<string, string>();
-	for (const id of executionIds) {
-		const by = started.get(id) ?? [];
-		assert.equal(by.length, 1, `execution ${id} started by ${JSON.stringify(by)}`);
-		roles.set(id, by[0]);
-	}
-	return roles;
-}
-
-function countBy<T>(values: T[]): Record<string, number> {
-	const out: Record<string, number> = {};
-	for (const v of values) out[String(v)] = (out[String(v)] ?? 0) + 1;
-	return out;
-}
-
-async function waitFor<T>(
-	what: string,
-	probe: () => Promise<T | undefined>,
-	timeoutMs = 120_000,
-	everyMs = 500,
-): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	while (Date.now() < deadline) {
-		const value = await probe();
-		if (value !== undefined) return value;
-		await new Promise((r) => setTimeout(r, everyMs));
-	}
-	const runs = (await db.pool.query('SELECT status, count(*)::int AS n FROM maas.pipeline_runs GROUP BY 1')).rows;
-	assert.fail(`${what}: not reached in ${timeoutMs} ms\nruns: ${JSON.stringify(runs)}\n${n8n.logs()}`);
+function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000, everyMs = 500): Promise<T> {
+	return waitUntil(what, probe, timeoutMs, everyMs, async () => {
+		const runs = (await db.pool.query('SELECT status, count(*)::int AS n FROM maas.pipeline_runs GROUP BY 1')).rows;
+		return `runs: ${JSON.stringify(runs)}\n${n8n.logs()}`;
+	});
 }
 
 test(
@@ -268,8 +173,8 @@ test(
 		const errors = await db.pool.query('SELECT count(*)::int AS n FROM ops.errors');
 		assert.equal(errors.rows[0].n, 0, 'no step failed');
 		// where it ran: M00 and M10 executions each started by exactly one worker, both workers busy, main none
-		const m10 = rolesOf(await executionsOf('M10Orchestrator'));
-		const m00 = rolesOf(await executionsOf('M00RequestHndlr'));
+		const m10 = rolesOf(n8n, await executionIds('M10Orchestrator'));
+		const m00 = rolesOf(n8n, await executionIds('M00RequestHndlr'));
 		assert.equal(m00.size, 30, 'one M00 execution per request');
 		assert.ok(m10.size >= 90, `at least 3 M10 executions (one per step notification) per run: ${m10.size}`);
 		const perWorker = countBy([...m10.values()]);
@@ -392,7 +297,7 @@ test(
 		// each WF90 execution that claimed them ran on one worker (its sub-workflows and WF99 with it)
 		const executions = [...new Set(runs.map((r) => String(r.worker).replace(/^wf90-/, '')))];
 		assert.equal(executions.length, 6, 'every run claimed its 2 jobs');
-		const roles = rolesOf(executions);
+		const roles = rolesOf(n8n, executions);
 		t.diagnostic(`WF90 executions per worker: ${JSON.stringify(countBy([...roles.values()]))}`);
 		assert.equal(n8n.main.transcript().match(/Worker started execution/g), null, 'main ran no execution itself');
 	},
@@ -403,7 +308,7 @@ test(
 	{ timeout: 150_000 },
 	async (t) => {
 		if (skipped(t)) return;
-		model.respond = () => ({ status: 503 });
+		model.respond = failingModel;
 		try {
 			const res = await fetch(`${n8n.url}/webhook/api/query`, {
 				method: 'POST',

@@ -25,10 +25,15 @@ import { after, before, test, type TestContext } from 'node:test';
 import { Client } from 'pg';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { bearer, mint, testSecret } from '../helpers/jwt';
+import { llmCredential, normalModel, stepOf } from '../helpers/maasModel';
 import { ModelStandIn } from '../helpers/modelStandIn';
 import { jwtCredential, mapLimit, WORKFLOWS } from '../helpers/n8n';
 import { redisUnavailable, startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
+import { countBy, executionsOf, rolesOf, waitFor as waitUntil } from '../helpers/queueRecords';
 import { realisticUpdates } from '../helpers/updates';
+import { assertStoredOnce, deliveriesWithDuplicates } from '../helpers/wf10Deliveries';
+import { wf10Saving } from '../helpers/wf10Saving';
+import { wf90Copy } from '../helpers/wf90Runner';
 
 /** The stand-in model with an adjustable delay before each answer (so a SIGKILL lands mid-step); `pending` counts requests not yet answered. */
 class SlowModel extends ModelStandIn {
@@ -57,45 +62,6 @@ const model = new SlowModel();
 const SECRET = testSecret();
 const MAAS = path.join(WORKFLOWS, 'maas');
 const SCHEDULED_WF90 = 'WF90QueueSched';
-
-/** The stand-in model's answers (as in maas_pipeline.test.ts): JSON for the Analyzer, a summary for the Archivist, text for the others. */
-function normalModel(body: Record<string, unknown>) {
-	const messages = body.messages as { role: string; content: string }[];
-	const system = messages[0].content;
-	const user = messages[1].content;
-	if (body.response_format)
-		return {
-			text: JSON.stringify({
-				needs_context: false,
-				context_type: 'none',
-				time_scope: 'now',
-				search_keywords: [],
-				context_found: {},
-			}),
-		};
-	if (/Summarise this exchange/.test(system)) return { text: `Summary: ${user.slice(0, 60)}` };
-	if (/Optimise the draft/.test(system)) return { text: `<context>${user.slice(0, 200)}</context>` };
-	return { text: `Answer to: ${user.slice(0, 120)}` };
-}
-
-/** Which step a model request is for (the same tests as normalModel). */
-function stepOf(body: Record<string, unknown>): string {
-	const system = (body.messages as { content: string }[])[0].content;
-	if (body.response_format) return 'analyzer';
-	if (/Summarise this exchange/.test(system)) return 'archivist';
-	if (/Optimise the draft/.test(system)) return 'assembler';
-	return 'responder';
-}
-
-/** The shipped WF10 with successful executions saved (it ships with "none"): the test reads n8n's execution records. */
-function wf10Saving() {
-	const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF10_telegram_ingest.json'), 'utf8')) as {
-		id: string;
-		settings?: Record<string, unknown>;
-	};
-	workflow.settings = { ...workflow.settings, saveDataSuccessExecution: 'all' };
-	return workflow;
-}
 
 /** The shipped M15 Sweep started by POST test/m15-sweep instead of every minute, with stuck/lost after (seconds) from the body. */
 function sweepCopy() {
@@ -135,15 +101,11 @@ function sweepCopy() {
 
 /** The shipped WF90, schedules and all, claiming only document_chunk jobs (WF10's telegram_update jobs have no WF20 here). */
 function scheduledRunner() {
-	const wf90 = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, 'WF90_job_runner.json'), 'utf8'));
-	const nodes = wf90.nodes.map((n: { name: string; parameters: Record<string, any> }) => {
-		if (n.name !== 'Runner Settings') return n;
-		const assignments = n.parameters.assignments.assignments.map((a: { name: string }) =>
-			a.name === 'req.job_types' ? { ...a, value: 'document_chunk' } : a,
-		);
-		return { ...n, parameters: { ...n.parameters, assignments: { assignments } } };
+	return wf90Copy({
+		id: SCHEDULED_WF90,
+		name: 'WF90 — Job Runner (queue-mode schedule copy)',
+		jobTypes: 'document_chunk',
 	});
-	return { ...wf90, id: SCHEDULED_WF90, name: 'WF90 — Job Runner (queue-mode schedule copy)', nodes };
 }
 
 before(
@@ -167,15 +129,7 @@ before(
 				workers: 2,
 				webhooks: 1,
 				concurrency: 10,
-				extraCredentials: [
-					{
-						id: 'llmContracts01',
-						name: 'Contracts LLM',
-						type: 'contractsLlmApi',
-						data: { api: 'openai', baseUrl: model.url, apiKey: 'sk-stand-in', model: 'stand-in' },
-					},
-					jwtCredential(SECRET),
-				],
+				extraCredentials: [llmCredential(model.url), jwtCredential(SECRET)],
 			},
 		);
 	},
@@ -208,21 +162,6 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 	}
 }
 
-/** n8n's own records of `workflowId`: execution id and creation time, oldest first. */
-async function executionsOf(workflowId: string): Promise<{ id: string; createdAt: Date }[]> {
-	const client = new Client({ connectionString: n8n.n8nDatabaseUrl });
-	await client.connect();
-	try {
-		const { rows } = await client.query(
-			'SELECT id::text, "createdAt" FROM execution_entity WHERE "workflowId" = $1 ORDER BY id',
-			[workflowId],
-		);
-		return rows;
-	} finally {
-		await client.end();
-	}
-}
-
 /** Of `ids`, the executions whose run data has the "Every 5 Minutes" trigger (n8n's execution_data keeps the run data as text). */
 async function fiveMinuteExecutions(ids: string[]): Promise<Set<string>> {
 	const client = new Client({ connectionString: n8n.n8nDatabaseUrl });
@@ -238,24 +177,6 @@ async function fiveMinuteExecutions(ids: string[]): Promise<Set<string>> {
 	}
 }
 
-/** Worker role of each execution id; fails when one was started by no worker or by two. */
-function rolesOf(executionIds: string[]): Map<string, string> {
-	const started = n8n.workerOfExecutions();
-	const roles = new Map<string, string>();
-	for (const id of executionIds) {
-		const by = started.get(id) ?? [];
-		assert.equal(by.length, 1, `execution ${id} started by ${JSON.stringify(by)}`);
-		roles.set(id, by[0]);
-	}
-	return roles;
-}
-
-function countBy<T>(values: T[]): Record<string, number> {
-	const out: Record<string, number> = {};
-	for (const v of values) out[String(v)] = (out[String(v)] ?? 0) + 1;
-	return out;
-}
-
 /** The execution ids `p` logged as put on the queue ("Enqueued execution <id> (job <n>)"). */
 function enqueuedBy(p: { transcript(): string }): Set<string> {
 	return new Set([...p.transcript().matchAll(/Enqueued execution (\d+) \(job/g)].map((m) => m[1]));
@@ -267,24 +188,15 @@ function assertOnlyWorkersExecuted() {
 		assert.equal(p.transcript().match(/Worker started execution/g), null, `${p.role} ran no execution itself`);
 }
 
-async function waitFor<T>(
-	what: string,
-	probe: () => Promise<T | undefined>,
-	timeoutMs = 120_000,
-	everyMs = 500,
-): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	while (Date.now() < deadline) {
-		const value = await probe();
-		if (value !== undefined) return value;
-		await new Promise((r) => setTimeout(r, everyMs));
-	}
-	const runs = (
-		await db.pool.query(
-			'SELECT status, archived_at IS NOT NULL AS archived, count(*)::int AS n FROM maas.pipeline_runs GROUP BY 1, 2',
-		)
-	).rows;
-	assert.fail(`${what}: not reached in ${timeoutMs} ms\nruns: ${JSON.stringify(runs)}\n${n8n.logs()}`);
+function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000, everyMs = 500): Promise<T> {
+	return waitUntil(what, probe, timeoutMs, everyMs, async () => {
+		const runs = (
+			await db.pool.query(
+				'SELECT status, archived_at IS NOT NULL AS archived, count(*)::int AS n FROM maas.pipeline_runs GROUP BY 1, 2',
+			)
+		).rows;
+		return `runs: ${JSON.stringify(runs)}\n${n8n.logs()}`;
+	});
 }
 
 test(
@@ -293,9 +205,7 @@ test(
 	async (t) => {
 		if (skipped(t)) return;
 		assert.notEqual(n8n.webhookUrl, n8n.url, 'webhooks are served by the webhook process');
-		const distinct = Array.from({ length: 140 }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
-		const deliveries = [...distinct, ...Array.from({ length: 60 }, (_, i) => distinct[(i * 7) % distinct.length])];
-		deliveries.sort(() => Math.random() - 0.5);
+		const { distinct, deliveries } = deliveriesWithDuplicates(140, 60);
 		const headers = { 'X-Telegram-Bot-Api-Secret-Token': bot.secret };
 		const started = Date.now();
 		const answers = await mapLimit(deliveries, 12, (update) =>
@@ -305,26 +215,10 @@ test(
 		const failed = answers.filter((a) => a.status !== 200);
 		assert.equal(failed.length, 0, `${failed.length} failed, e.g. ${JSON.stringify(failed[0])}\n${n8n.logs()}`);
 		assert.equal(answers.filter((a) => a.body.duplicate === false).length, 140, 'one first delivery per update');
-		const jobOf = new Map<number, Set<number>>();
-		deliveries.forEach((u, i) =>
-			jobOf.set(u.update_id, (jobOf.get(u.update_id) ?? new Set()).add(answers[i].body.job_id)),
-		);
-		assert.ok(
-			[...jobOf.values()].every((jobs) => jobs.size === 1),
-			'every delivery of an update names the same job',
-		);
-		const ids = distinct.map((u) => u.update_id);
-		const { rows } = await db.pool.query(
-			`SELECT (SELECT count(*) FROM raw.telegram_updates WHERE bot_id = $1 AND update_id = ANY($2))::int AS raw,
-		        (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = ANY($2))::int AS keys,
-		        (SELECT count(*) FROM ops.jobs WHERE dedup_key = ANY($3))::int AS jobs,
-		        (SELECT count(*) FROM ops.jobs)::int AS all_jobs`,
-			[bot.botId, ids, ids.map((id) => `tg:${bot.botId}:${id}`)],
-		);
-		assert.deepEqual(rows[0], { raw: 140, keys: 140, jobs: 140, all_jobs: 140 });
-		const executions = (await executionsOf('WF10TgIngest')).map((e) => e.id);
+		await assertStoredOnce(db.pool, bot, distinct, deliveries, answers);
+		const executions = (await executionsOf(n8n, 'WF10TgIngest')).map((e) => e.id);
 		assert.equal(executions.length, 200, 'one n8n execution per delivery');
-		const perWorker = countBy([...rolesOf(executions).values()]);
+		const perWorker = countBy([...rolesOf(n8n, executions).values()]);
 		t.diagnostic(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
 		assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
 		assertOnlyWorkersExecuted();
@@ -600,7 +494,7 @@ test(
 		).rows;
 		assert.deepEqual(countBy(runs.map((r) => r.status)), { succeeded: 20 }, 'one run per job');
 		const claimedBy = [...new Set(runs.map((r) => String(r.worker).replace(/^wf90-/, '')))];
-		const all = await executionsOf(SCHEDULED_WF90);
+		const all = await executionsOf(n8n, SCHEDULED_WF90);
 		const ids = all.map((e) => e.id);
 		// the shipped WF90 also has "Every 5 Minutes" (Release Stale): its executions share a tick with the 10 s schedule at :00/:05
 		const fiveMinute = await fiveMinuteExecutions(ids);
@@ -628,7 +522,7 @@ test(
 			[],
 			'main enqueued every scheduled execution',
 		);
-		const roles = rolesOf(claimedBy);
+		const roles = rolesOf(n8n, claimedBy);
 		t.diagnostic(`job-claiming WF90 executions per worker: ${JSON.stringify(countBy([...roles.values()]))}`);
 		assertOnlyWorkersExecuted();
 	},
