@@ -67,27 +67,39 @@ export async function backendPids(pool: Pool, name: string): Promise<number[]> {
 	return rows.map((r) => r.pid);
 }
 
-/** A reading of CPU ms per named group of processes; `null` values where /proc is absent. */
+/** CPU ms per request (or any other unit) of each named group; `null` where /proc is absent. */
 export type CpuReading = Record<string, number | null>;
 
-/** Sums the CPU ms of each group's pids now. */
-export function readCpu(groups: Record<string, number[]>): CpuReading {
+/** CPU ms so far of each living pid of each group (`null` where /proc is absent). */
+export type CpuSnapshot = Record<string, Map<number, number> | null>;
+
+/** The CPU ms of each group's living pids now (a pid that is gone is left out). */
+export function readCpu(groups: Record<string, number[]>): CpuSnapshot {
 	const linux = fs.existsSync('/proc/self/stat');
 	return Object.fromEntries(
-		Object.entries(groups).map(([name, pids]) => [
-			name,
-			linux ? pids.reduce((sum, pid) => sum + processMs(pid), 0) : null,
-		]),
+		Object.entries(groups).map(([name, pids]) => {
+			if (!linux) return [name, null];
+			const byPid = new Map<number, number>();
+			for (const pid of pids) if (statFields(pid)) byPid.set(pid, processMs(pid));
+			return [name, byPid];
+		}),
 	);
 }
 
-/** CPU ms per request of each group between two readings. */
-export function perRequest(before: CpuReading, after: CpuReading, requests: number): CpuReading {
+/**
+ * CPU ms per request of each group between two snapshots: the sum over the pids alive in both (a pooled
+ * PostgreSQL connection closed in between would otherwise count as negative time).
+ */
+export function perRequest(before: CpuSnapshot, after: CpuSnapshot, requests: number): CpuReading {
 	return Object.fromEntries(
-		Object.keys(after).map((k) => [
-			k,
-			after[k] === null || before[k] === null || before[k] === undefined ? null : (after[k]! - before[k]!) / requests,
-		]),
+		Object.keys(after).map((k) => {
+			const a = after[k];
+			const b = before[k];
+			if (!a || !b) return [k, null];
+			let sum = 0;
+			for (const [pid, ms] of a) if (b.has(pid)) sum += Math.max(0, ms - b.get(pid)!);
+			return [k, sum / requests];
+		}),
 	);
 }
 
