@@ -4,7 +4,7 @@
  * change, an unreachable API recorded as down.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { checkOperation, healthOf } from '../../nodes/KnowledgeBot/actions/transport/check.operation';
 import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
@@ -19,7 +19,7 @@ const { run, failure } = knowledgeRunner(() => db.pool, '5a6b7c8d-9e0f-4a1b-8c2d
 });
 const URL_OK = 'https://n8n.example.com/webhook/telegram?bot=kb';
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	botApi = await startBotApi();
 	botId = (await seedBot(db.pool, 'kb')).botId;
@@ -29,7 +29,7 @@ before(async () => {
 		[botId, URL_OK],
 	);
 });
-after(async () => {
+afterAll(async () => {
 	await botApi.close();
 	await db.drop();
 });
