@@ -26,6 +26,15 @@ after(async () => {
 	await db?.drop();
 });
 
+/** Telegram Ingest's parameters as the shipped WF10 sets them (the bot and the body come per call). */
+const WF10 = {
+	update: undefined,
+	jobType: 'telegram_update',
+	maxAttempts: 5,
+	workflow: 'WF10',
+	nodeName: 'Telegram Ingest',
+};
+
 /** int8 message ids near ±2^31, ±2^53 and the int8 limits, or anywhere in int8. */
 function messageId(): fc.Arbitrary<bigint> {
 	const edge = fc.constantFrom(0n, 2n ** 31n, -(2n ** 31n), 2n ** 53n, -(2n ** 53n), INT8_MAX, INT8_MIN);
@@ -46,16 +55,7 @@ test(
 			fc.asyncProperty(messageId(), async (n) => {
 				const updateId = newUpdateId();
 				const text = `{"update_id":${updateId},"message":{"message_id":${n},"chat":{"id":-1001234567890,"type":"supergroup"},"date":1700000000,"text":"hi"}}`;
-				const call: IngestInput = {
-					botKey: bot.botKey,
-					secretToken: bot.secret,
-					rawBody: Buffer.from(text),
-					update: undefined,
-					jobType: 'telegram_update',
-					maxAttempts: 5,
-					workflow: 'WF10',
-					nodeName: 'Telegram Ingest',
-				};
+				const call: IngestInput = { ...WF10, botKey: bot.botKey, secretToken: bot.secret, rawBody: Buffer.from(text) };
 				const state: { ctx?: Record<string, unknown> } = {};
 				const envelope = await ingestUpdate(db.pool, call, state);
 				const data = envelope.data as { quarantined: boolean; duplicate: boolean; ctx: Record<string, unknown> };
