@@ -13,7 +13,7 @@
 import type { INodeProperties } from 'n8n-workflow';
 
 /** What a node's Options → Workflow Label sets, when the description does not say more. */
-export const WORKFLOW_LABEL_DESCRIPTION = 'Value of meta.source and ctx.workflow';
+const WORKFLOW_LABEL_DESCRIPTION = 'Value of meta.source and ctx.workflow';
 
 /**
  * The Options collection (`options`, "Add option", default `{}`) holding `options` in the order given.
