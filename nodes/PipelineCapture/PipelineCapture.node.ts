@@ -8,6 +8,7 @@ import {
 } from 'n8n-workflow';
 import type { Pool } from 'pg';
 import { isRecord } from '../shared/json';
+import { optionsCollection, workflowLabelOption } from '../shared/node/properties';
 import { resourceProperties } from '../shared/node/resources';
 import { routeItems, type Route } from '../shared/node/router';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
@@ -120,29 +121,16 @@ export class PipelineCapture implements INodeType {
 		properties: [
 			...resourceProperties(PIPELINE_RESOURCES),
 			CALCULATION_NODES_PROPERTY,
-			{
-				displayName: 'Options',
-				name: 'options',
-				type: 'collection',
-				placeholder: 'Add option',
-				default: {},
-				options: [
-					{
-						displayName: 'Worker Name',
-						name: 'worker',
-						type: 'string',
-						default: '',
-						description: 'Name recorded in locked_by / captured_by (default: n8n-&lt;execution ID&gt;)',
-					},
-					{
-						displayName: 'Workflow Label',
-						name: 'workflow',
-						type: 'string',
-						default: 'MaaS',
-						description: 'Value of meta.source and ctx.workflow',
-					},
-				],
-			},
+			optionsCollection(
+				{
+					displayName: 'Worker Name',
+					name: 'worker',
+					type: 'string',
+					default: '',
+					description: 'Name recorded in locked_by / captured_by (default: n8n-&lt;execution ID&gt;)',
+				},
+				workflowLabelOption('MaaS'),
+			),
 		],
 	};
 
