@@ -296,7 +296,7 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 	const claim = wf.add({
 		name: 'Claim Jobs',
 		type: 'n8n-nodes-contracts.pipelineCapture',
-		typeVersion: 1,
+		typeVersion: 2,
 		position: [480, 100],
 		parameters: {
 			resource: 'job',
@@ -358,7 +358,7 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 	const finish = wf.add({
 		name: 'Finish Job',
 		type: 'n8n-nodes-contracts.pipelineCapture',
-		typeVersion: 1,
+		typeVersion: 2,
 		position: [1200, 0],
 		parameters: {
 			resource: 'job',
@@ -404,9 +404,9 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 	wf.connect(request, run);
 	wf.connect(run, finish);
 	wf.connect(finish, summary);
-	// Pipeline Capture's error output is its third (after Done and Not Captured)
-	wf.errorBranch(claim, 720, 'ops.jobs', 2);
-	wf.errorBranch(finish, 1440, 'ops.jobs', 2);
+	// Pipeline Capture v2: Claim Jobs, Finish Job and Release Stale have one output (Done); the error output is the second
+	wf.errorBranch(claim, 720, 'ops.jobs', 1);
+	wf.errorBranch(finish, 1440, 'ops.jobs', 1);
 	// A job whose runner died (n8n restarted or crashed mid-job) stays `running`: Release Stale gives it back.
 	const staleSchedule = wf.add({
 		name: 'Every 5 Minutes',
@@ -418,7 +418,7 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 	const release = wf.add({
 		name: 'Release Stale',
 		type: 'n8n-nodes-contracts.pipelineCapture',
-		typeVersion: 1,
+		typeVersion: 2,
 		position: [240, 440],
 		parameters: {
 			resource: 'job',
@@ -433,6 +433,6 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 			'Jobs running for more than 15 min (their runner died) go back to the queue, or dead when no attempt is left; the claim token is cleared, so a late error or Finish Job of the dead runner changes nothing.',
 	});
 	wf.connect(staleSchedule, release);
-	wf.errorBranch(release, 480, 'ops.jobs', 2, 440); // joins Claim Jobs' Prepare DB Error → Call WF99
+	wf.errorBranch(release, 480, 'ops.jobs', 1, 440); // joins Claim Jobs' Prepare DB Error → Call WF99
 	wf.write('WF90_job_runner.json');
 })();

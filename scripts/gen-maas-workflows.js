@@ -24,9 +24,13 @@ const {
 
 const OUT = outputDir(process.argv, 'maas');
 const PIPELINE_CAPTURE = 'n8n-nodes-contracts.pipelineCapture';
-const PIPELINE_CAPTURE_VERSION = 1;
-/** Pipeline Capture v1's outputs: Done, Not Captured, then n8n's error output. */
-const ERROR_OUTPUT = 2;
+const PIPELINE_CAPTURE_VERSION = 2;
+/**
+ * Pipeline Capture v2's error output (n8n appends it after the operation's outputs): Capture has Done and
+ * Not Captured, every other operation Done only (PipelineOperation.outputs; test/unit/pipelineCaptureOutputs.test.ts
+ * checks every shipped workflow against the node).
+ */
+const errorOutput = (operation) => (operation === 'capture' ? 2 : 1);
 const RUNS_TABLE = 'maas.pipeline_runs';
 
 /**
@@ -169,10 +173,10 @@ function stepWorkflow(s) {
 	// A failed Load Step Context or Generate then fails the run; a failed Complete Step does not (the run moved
 	// on or another worker holds it: nothing of this attempt is left to fail).
 	[
-		[load, 260, true],
-		[generate, 520, true],
-		[complete, 780, false],
-	].forEach(([source, y, failRun]) => {
+		[load, 'loadStepContext', 260, true],
+		[generate, 'generate', 520, true],
+		[complete, 'completeStep', 780, false],
+	].forEach(([source, operation, y, failRun]) => {
 		const err = wf.set(
 			`ERR — Source ${source}`,
 			[480, y],
@@ -193,7 +197,7 @@ function stepWorkflow(s) {
 			parameters: CALL_WF99_PARAMETERS,
 			notes: 'ErrorEnvelope + ops.errors row.',
 		});
-		wf.connect(source, err, ERROR_OUTPUT);
+		wf.connect(source, err, errorOutput(operation));
 		wf.connect(err, prepare);
 		wf.connect(prepare, call);
 		if (!failRun) return;
@@ -252,7 +256,7 @@ function stepWorkflow(s) {
 		parameters: CALL_WF99_PARAMETERS,
 		notes: 'WF99: ErrorEnvelope + ops.errors row.',
 	});
-	wf.connect(capture, err, ERROR_OUTPUT);
+	wf.connect(capture, err, errorOutput('capture'));
 	wf.connect(err, prepare);
 	wf.connect(prepare, call);
 	wf.write(OUT, s.file);
