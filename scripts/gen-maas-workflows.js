@@ -170,8 +170,8 @@ function stepWorkflow(s) {
 	wf.connect(generate, complete);
 
 	// After the capture each error branch has its own Prepare DB Error / Call WF99; the ctx carries the run_id.
-	// A failed Load Step Context or Generate then fails the run; a failed Complete Step does not (the run moved
-	// on or another worker holds it: nothing of this attempt is left to fail).
+	// A failed Load Step Context or Generate then fails the run; a failed Complete Step does not (another worker
+	// may hold the run after a release): the Sweep releases it instead.
 	[
 		[load, 'loadStepContext', 260, true],
 		[generate, 'generate', 520, true],
