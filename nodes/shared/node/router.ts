@@ -98,7 +98,11 @@ export interface OutputSpec {
 }
 
 /** The main output names of `operation` (undefined: unknown) on a node of version `typeVersion`. */
-export function outputNamesOf(spec: OutputSpec, operation: { outputs?: string[] } | undefined, typeVersion: number) {
+export function outputNamesOf(
+	spec: OutputSpec,
+	operation: { outputs?: string[] } | undefined,
+	typeVersion: number,
+): string[] {
 	if (spec.fixedBefore && typeVersion < spec.fixedBefore.version) return spec.fixedBefore.names;
 	return operation?.outputs ?? spec.names;
 }
