@@ -10,14 +10,14 @@ import type { Pool } from 'pg';
 import { isRecord } from '../shared/json';
 import { optionsCollection, workflowLabelOption } from '../shared/node/properties';
 import { resourceProperties } from '../shared/node/resources';
-import { routeItems, type Route } from '../shared/node/router';
+import { outputsExpression, routeItems, type Route } from '../shared/node/router';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
 import { contractsLlmApiTest } from '../shared/llm/credentialTest';
 import type { LlmCredential, Sender } from '../shared/llm/generate';
 import { externalProcessorRunner } from '../shared/stateMachine';
 import { PIPELINE_RESOURCES } from './actions';
-import type { PipelineContext, PipelineOperation } from './actions/types';
+import { PIPELINE_OUTPUTS, type PipelineContext, type PipelineOperation } from './actions/types';
 import { pipelineDefinition } from './transport/definition';
 import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './transport/calculationNodes';
 
@@ -46,7 +46,7 @@ function n8nSender(fn: IExecuteFunctions): Sender {
 const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string }, PipelineContext> = {
 	label: 'PipelineCapture',
 	resources: PIPELINE_RESOURCES,
-	outputs: 2,
+	outputs: PIPELINE_OUTPUTS,
 	ctxOperation: true,
 	connect: async (fn) => ({
 		pool: await executionPool(fn, { reuse: false }),
@@ -100,15 +100,15 @@ export class PipelineCapture implements INodeType {
 		name: 'pipelineCapture',
 		icon: 'file:pipelineCapture.svg',
 		group: ['transform'],
-		version: 1,
+		version: [1, 2],
+		defaultVersion: 2,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
 		description:
 			'Exactly-once pipeline runs (seed 001 state machine), model calls with retries, and the job queue in PostgreSQL',
 		defaults: { name: 'Pipeline Capture' },
 		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main, NodeConnectionTypes.Main],
-		outputNames: ['Done', 'Not Captured'],
+		outputs: outputsExpression(PIPELINE_RESOURCES, PIPELINE_OUTPUTS),
 		credentials: [
 			{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' },
 			{
