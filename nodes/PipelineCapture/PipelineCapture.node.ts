@@ -87,7 +87,7 @@ const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string
  * seed 001 (declared in the seed-004 WorkflowDefinition format, db/workflows/pipeline_runs.workflow.json)
  * and the ops.jobs queue.
  *
- * Output 0 "Done": a SuccessEnvelope per result. Output 1 "Not Captured": a Capture that another worker
+ * Output 0 "Done": a SuccessEnvelope per result. Capture's output 1 "Not Captured": a Capture that another worker
  * won (not an error). Failures (404, 409 ILLEGAL_TRANSITION with the legal transitions, 422, 503) go to
  * the error output as `{ error: { message, kind, status_code, retryable, details, ctx, error_context } }`
  * for the Error Pipe (WF99). Create Run and Get Status act as the user of the item's verified JWT by
