@@ -8,7 +8,6 @@ import {
 	type ITriggerResponse,
 } from 'n8n-workflow';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
-import { PipelineListener } from '../shared/postgres/listener';
 import {
 	getPool,
 	poolConfig,
@@ -19,7 +18,7 @@ import {
 import { contractsPushApiTest } from './transport/credentialTest';
 import { DEFAULT_LIMITS } from './transport/protocol';
 import { pgRunStore } from './transport/runs';
-import { PushServer } from './transport/server';
+import { startPushService, type PushService } from './transport/service';
 import { MIN_PUSH_SECRET_LENGTH } from './transport/token';
 
 /**
@@ -172,76 +171,43 @@ export class PipelinePush implements INodeType {
 		void _idle;
 		const logger = this.logger;
 		const maxSubscriptions = options.maxSubscriptions ?? DEFAULT_LIMITS.maxIdsPerMessage;
-		const server = new PushServer({
-			port,
-			host: options.host || '127.0.0.1',
-			secret,
-			maxMessageBytes: options.maxMessageBytes ?? DEFAULT_LIMITS.maxMessageBytes,
-			maxIdsPerMessage: maxSubscriptions,
-			maxSubscriptions,
-			maxConnections: options.maxConnections ?? 10_000,
-			authTimeoutMs: (options.authTimeoutSeconds ?? 30) * 1000,
-			heartbeatMs: 30_000,
-			store: pgRunStore(() => getPool(credential)),
-			logger: {
-				info: (m) => logger.info(redactPostgresText(redact, m)),
-				warn: (m) => logger.warn(redactPostgresText(redact, m)),
-			},
-			onDelivered: emit
-				? (answer, userId) =>
-						this.emit([
-							this.helpers.returnJsonArray([{ request_id: answer.request_id, user_id: userId, status: answer.status }]),
-						])
-				: undefined,
-		});
-		const recheck = (why: string) =>
-			server
-				.recheckAll()
-				.catch((error: Error) =>
-					logger.warn(`Pipeline Push: re-check (${why}) failed: ${redactPostgresText(redact, error.message)}`),
-				);
-		const listener = new PipelineListener(
-			{ ...config, application_name: 'n8n-nodes-contracts pipeline push' },
-			{
-				channel: options.channel || 'pipeline_events',
-				statuses: ['COMPLETED', 'FAILED'],
-				// nothing "waits" here: the catch-up only covers runs finished while the connection was down
-				waitingStatuses: [],
-				onEvents: (events) =>
-					void server
-						.check(events.map((e) => e.id))
-						.catch((error: Error) =>
-							logger.warn(`Pipeline Push: ${redactPostgresText(redact, error.message)} (re-checked later)`),
-						),
-				onConnect: (reconnected) => {
-					if (reconnected) void recheck('reconnected');
-				},
-				onError: (error) =>
-					logger.warn(`Pipeline Push: ${redactPostgresText(redact, error.message)} (reconnecting)`),
-			},
-		);
+		const host = options.host || '127.0.0.1';
+		const text = (m: string) => redactPostgresText(redact, m);
+		let service: PushService;
 		try {
-			await listener.start();
+			service = await startPushService({
+				port,
+				host,
+				secret,
+				maxMessageBytes: options.maxMessageBytes ?? DEFAULT_LIMITS.maxMessageBytes,
+				maxIdsPerMessage: maxSubscriptions,
+				maxSubscriptions,
+				maxConnections: options.maxConnections ?? 10_000,
+				authTimeoutMs: (options.authTimeoutSeconds ?? 30) * 1000,
+				heartbeatMs: 30_000,
+				recheckMs: (options.recheckSeconds ?? 30) * 1000,
+				channel: options.channel,
+				listen: { ...config, application_name: 'n8n-nodes-contracts pipeline push' },
+				store: pgRunStore(() => getPool(credential)),
+				redact: text,
+				logger: { info: (m) => logger.info(text(m)), warn: (m) => logger.warn(text(m)) },
+				onDelivered: emit
+					? (answer, userId) =>
+							this.emit([
+								this.helpers.returnJsonArray([
+									{ request_id: answer.request_id, user_id: userId, status: answer.status },
+								]),
+							])
+					: undefined,
+			});
 		} catch (error) {
+			// pg's message may name the host or the password: a redacted copy, never the original.
 			const copy = redact.error(error);
-			copy.message = redactPostgresText(redact, copy.message);
-			copy.stack = redactPostgresText(redact, copy.stack ?? '');
-			throw copy;
+			throw new NodeOperationError(this.getNode(), text(copy.message));
 		}
-		try {
-			await server.start();
-		} catch (error) {
-			await listener.stop();
-			throw new NodeOperationError(this.getNode(), (error as Error).message);
-		}
-		const timer = setInterval(() => void recheck('periodic'), (options.recheckSeconds ?? 30) * 1000);
-		timer.unref?.();
-		logger.info(`Pipeline Push: serving ws://${options.host || '127.0.0.1'}:${server.port}/api/ws`);
+		logger.info(`Pipeline Push: serving ws://${host}:${service.server.port}/api/ws`);
 		return {
-			closeFunction: async () => {
-				clearInterval(timer);
-				await Promise.all([server.stop(), listener.stop()]);
-			},
+			closeFunction: async () => service.stop(),
 		};
 	}
 }
