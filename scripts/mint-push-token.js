@@ -58,7 +58,11 @@ function main() {
 	} else secret = process.env.PUSH_SECRET;
 	if (!secret) usage('no secret: pass --secret-file or set PUSH_SECRET');
 	if (secret.length < MIN_SECRET) usage(`the secret must be at least ${MIN_SECRET} characters`);
-	process.stdout.write(`${createHmac('sha256', secret).update(PREFIX + user, 'utf8').digest('base64url')}\n`);
+	process.stdout.write(
+		`${createHmac('sha256', secret)
+			.update(PREFIX + user, 'utf8')
+			.digest('base64url')}\n`,
+	);
 }
 
 main();

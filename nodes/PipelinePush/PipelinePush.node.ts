@@ -85,8 +85,7 @@ export class PipelinePush implements INodeType {
 						name: 'host',
 						type: 'string',
 						default: '127.0.0.1',
-						description:
-							'Interface to listen on; 0.0.0.0 for every interface (put a TLS proxy in front for wss://)',
+						description: 'Interface to listen on; 0.0.0.0 for every interface (put a TLS proxy in front for wss://)',
 					},
 					{
 						displayName: 'Channel',

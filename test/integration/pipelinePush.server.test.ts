@@ -114,7 +114,7 @@ test('a run finished before the subscription is pushed at subscription (catch-up
 	await complete(done, 'early');
 	const failed = await newRun('bob');
 	await db.pool.query(
-		"UPDATE maas.pipeline_runs SET status = 'FAILED', error = '{\"message\":\"model failed after 4 attempts\",\"kind\":\"upstream\"}' WHERE id = $1",
+		'UPDATE maas.pipeline_runs SET status = \'FAILED\', error = \'{"message":"model failed after 4 attempts","kind":"upstream"}\' WHERE id = $1',
 		[failed],
 	);
 	const c = await client(`?user_id=bob&token=${mintPushToken('bob', SECRET)}&request_id=${done},${failed}`);
@@ -171,7 +171,10 @@ test('hostile frames get refusals and the connection stays usable; over 1 MiB th
 	for (const f of frames) c.ws.send(f);
 	await c.next(() => c.messages.filter((m) => m.type === 'error').length >= frames.length, 5000, 'all refusals');
 	const codes = c.messages.filter((m) => m.type === 'error').map((m) => m.code);
-	assert.deepEqual(codes.sort(), [...Array(7).fill('INVALID_MESSAGE'), 'MESSAGE_TOO_LARGE', 'TOO_MANY_SUBSCRIPTIONS'].sort());
+	assert.deepEqual(
+		codes.sort(),
+		[...Array(7).fill('INVALID_MESSAGE'), 'MESSAGE_TOO_LARGE', 'TOO_MANY_SUBSCRIPTIONS'].sort(),
+	);
 	const id = await newRun('erin');
 	c.subscribe(id);
 	await complete(id, 'still here');

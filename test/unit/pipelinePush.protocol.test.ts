@@ -66,7 +66,10 @@ test('refusals name the field: non-JSON, array, numeric id, non-UUID, unknown ty
 	assert.equal(refusal(parseClientMessage('x'.repeat(20_000))).code, 'MESSAGE_TOO_LARGE');
 	// 1 MiB of nesting under a 1 MiB limit: refused by the depth scan before JSON.parse
 	const deep = '['.repeat(500_000) + ']'.repeat(500_000);
-	assert.match(refusal(parseClientMessage(deep, false, { ...DEFAULT_LIMITS, maxMessageBytes: 1 << 20 })).message, /deeper/);
+	assert.match(
+		refusal(parseClientMessage(deep, false, { ...DEFAULT_LIMITS, maxMessageBytes: 1 << 20 })).message,
+		/deeper/,
+	);
 	assert.match(refusal(parseClientMessage(Buffer.from('{}'), true)).message, /not binary/);
 	const many = Array.from({ length: DEFAULT_LIMITS.maxIdsPerMessage + 1 }, () => randomUUID());
 	assert.equal(refusal(parse({ type: 'subscribe', request_ids: many })).code, 'TOO_MANY_SUBSCRIPTIONS');
@@ -133,7 +136,11 @@ test('property: any frame gives an acceptance or a refusal, never a throw; accep
 				assert.equal(new Set(m.request_ids).size, m.request_ids.length);
 			}
 			if (m.user_id !== undefined) {
-				assert.ok(Buffer.from(m.user_id, 'utf8').toString('utf8') === m.user_id && !m.user_id.includes('\u0000') && typeof m.token === 'string');
+				assert.ok(
+					Buffer.from(m.user_id, 'utf8').toString('utf8') === m.user_id &&
+						!m.user_id.includes('\u0000') &&
+						typeof m.token === 'string',
+				);
 			}
 		}),
 		propertyParams('push message parser'),
@@ -141,7 +148,9 @@ test('property: any frame gives an acceptance or a refusal, never a throw; accep
 });
 
 test('property: every well-formed message round-trips through JSON unchanged (ids lower-cased)', () => {
-	const user = fc.string({ minLength: 1, maxLength: 40 }).filter((s) => s === s.trim() && !/[\u0000-\u001f\u007f]/.test(s));
+	const user = fc
+		.string({ minLength: 1, maxLength: 40 })
+		.filter((s) => s === s.trim() && !/[\u0000-\u001f\u007f]/.test(s));
 	fc.assert(
 		fc.property(
 			fc.uniqueArray(fc.uuid(), { minLength: 1, maxLength: 100 }),
@@ -151,7 +160,12 @@ test('property: every well-formed message round-trips through JSON unchanged (id
 				const parsed = parse({ type: 'subscribe', request_ids: ids, user_id: u, token: t });
 				assert.deepEqual(parsed, {
 					ok: true,
-					message: { type: 'subscribe', request_ids: [...new Set(ids.map((i) => i.toLowerCase()))], user_id: u, token: t },
+					message: {
+						type: 'subscribe',
+						request_ids: [...new Set(ids.map((i) => i.toLowerCase()))],
+						user_id: u,
+						token: t,
+					},
 				});
 			},
 		),

@@ -23,13 +23,19 @@ test('a minted token verifies for its user only, and not under another secret', 
 	assert.equal(verifyPushToken('alice', token, randomBytes(32).toString('base64url')), false);
 	assert.equal(verifyPushToken('alice', token.slice(0, -1), SECRET), false);
 	assert.equal(verifyPushToken('alice', `${token}A`, SECRET), false);
-	assert.equal(verifyPushToken('alice', token.toLowerCase() === token ? token.toUpperCase() : token.toLowerCase(), SECRET), false);
+	assert.equal(
+		verifyPushToken('alice', token.toLowerCase() === token ? token.toUpperCase() : token.toLowerCase(), SECRET),
+		false,
+	);
 });
 
 test('mintPushToken refuses a short secret and a bad user_id, naming the problem, never the secret', () => {
 	assert.throws(() => mintPushToken('alice', 'short-secret'), /at least 32 characters/);
 	for (const bad of ['', ' alice', 'a\u0000b', 'x\ud800', 'y'.repeat(257)])
-		assert.throws(() => mintPushToken(bad, SECRET), (e: Error) => /^user_id/.test(e.message) && !e.message.includes(SECRET));
+		assert.throws(
+			() => mintPushToken(bad, SECRET),
+			(e: Error) => /^user_id/.test(e.message) && !e.message.includes(SECRET),
+		);
 });
 
 test('scripts/mint-push-token.js prints the same token as mintPushToken; usage errors exit 2 without the secret', () => {
@@ -62,13 +68,18 @@ test('the credential test: a secret of 32+ characters is OK, shorter is an Error
 
 test('property: verify(user, token) is true exactly when token = mint(user); hostile inputs never throw', () => {
 	fc.assert(
-		fc.property(hostileString(300), fc.oneof(hostileString(60), fc.anything()), fc.boolean(), (user, other, useMint) => {
-			const valid = userIdProblem(user) === null;
-			const token = useMint && valid ? mintPushToken(user, SECRET) : other;
-			const expected = valid && typeof token === 'string' && token === mintPushToken(user, SECRET);
-			assert.equal(verifyPushToken(user, token, SECRET), expected);
-			if (valid) assert.equal(verifyPushToken(user, mintPushToken(user, SECRET), SECRET), true);
-		}),
+		fc.property(
+			hostileString(300),
+			fc.oneof(hostileString(60), fc.anything()),
+			fc.boolean(),
+			(user, other, useMint) => {
+				const valid = userIdProblem(user) === null;
+				const token = useMint && valid ? mintPushToken(user, SECRET) : other;
+				const expected = valid && typeof token === 'string' && token === mintPushToken(user, SECRET);
+				assert.equal(verifyPushToken(user, token, SECRET), expected);
+				if (valid) assert.equal(verifyPushToken(user, mintPushToken(user, SECRET), SECRET), true);
+			},
+		),
 		propertyParams('push token verify'),
 	);
 });

@@ -94,7 +94,8 @@ export function jsonDepth(text: string): number {
 	for (let i = 0; i < text.length; i++) {
 		const c = text.charCodeAt(i);
 		if (inString) {
-			if (c === 92) i++; // backslash: skip the escaped character
+			if (c === 92)
+				i++; // backslash: skip the escaped character
 			else if (c === 34) inString = false;
 		} else if (c === 34) inString = true;
 		else if (c === 91 || c === 123) max = Math.max(max, ++depth);
@@ -187,7 +188,12 @@ export function parseQueryString(search: string, limits: ProtocolLimits = DEFAUL
 	if (!ids.length)
 		return validateMessage({ type: 'auth', user_id: user ?? undefined, token: tok ?? undefined }, limits);
 	return validateMessage(
-		{ type: 'subscribe', request_ids: ids, ...(user !== null ? { user_id: user } : {}), ...(tok !== null ? { token: tok } : {}) },
+		{
+			type: 'subscribe',
+			request_ids: ids,
+			...(user !== null ? { user_id: user } : {}),
+			...(tok !== null ? { token: tok } : {}),
+		},
 		limits,
 	);
 }

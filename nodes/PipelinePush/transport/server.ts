@@ -12,7 +12,14 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
-import { parseClientMessage, parseQueryString, refuse, type ClientMessage, type ProtocolLimits, type Refusal } from './protocol';
+import {
+	parseClientMessage,
+	parseQueryString,
+	refuse,
+	type ClientMessage,
+	type ProtocolLimits,
+	type Refusal,
+} from './protocol';
 import { answerOf, type PushedAnswer, type RunRow, type RunStore } from './runs';
 import { verifyPushToken } from './token';
 
@@ -185,8 +192,7 @@ export class PushServer {
 
 	private async handle(session: Session, message: ClientMessage): Promise<void> {
 		try {
-			if (message.user_id !== undefined && !this.authenticate(session, message.user_id, message.token ?? ''))
-				return;
+			if (message.user_id !== undefined && !this.authenticate(session, message.user_id, message.token ?? '')) return;
 			if (message.type === 'auth') return;
 			if (session.userId === null)
 				return this.refuseMessage(

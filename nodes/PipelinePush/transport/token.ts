@@ -43,7 +43,9 @@ export function mintPushToken(userId: string, secret: string): string {
 		throw new Error(`the push secret must be at least ${MIN_PUSH_SECRET_LENGTH} characters`);
 	const problem = userIdProblem(userId);
 	if (problem) throw new Error(problem);
-	return createHmac('sha256', secret).update(PUSH_TOKEN_PREFIX + userId, 'utf8').digest('base64url');
+	return createHmac('sha256', secret)
+		.update(PUSH_TOKEN_PREFIX + userId, 'utf8')
+		.digest('base64url');
 }
 
 /**
