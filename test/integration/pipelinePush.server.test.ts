@@ -10,7 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { Pool } from 'pg';
-import { CLOSE_UNAUTHORIZED, PushServer } from '../../nodes/PipelinePush/transport/server';
+import { CLOSE_UNAUTHORIZED, MAX_LOGGED_REFUSALS, PushServer } from '../../nodes/PipelinePush/transport/server';
 import { pgRunStore } from '../../nodes/PipelinePush/transport/runs';
 import { startPushService, type PushService } from '../../nodes/PipelinePush/transport/service';
 import { mintPushToken } from '../../nodes/PipelinePush/transport/token';
@@ -150,7 +150,11 @@ test("wrong token → UNAUTHORIZED and closed 4401; another user's run and an un
 	await complete(notMine, "dave's secret answer");
 	await new Promise((r) => setTimeout(r, 300));
 	assert.ok(!JSON.stringify(carol.messages).includes("dave's secret"), 'nothing of dave reaches carol');
-	assert.ok(warnings.some((w) => /UNAUTHORIZED/.test(w)) && warnings.some((w) => /SUBSCRIPTION_REFUSED/.test(w)));
+	assert.ok(
+		warnings.some((w) => /claiming user_id "carol"\): UNAUTHORIZED/.test(w)),
+		warnings.join('\n'),
+	);
+	assert.ok(warnings.some((w) => /user_id "carol"\): SUBSCRIPTION_REFUSED/.test(w)));
 	assert.ok(!warnings.join('\n').includes(bad) && !warnings.join('\n').includes(mintPushToken('carol', SECRET)));
 	assert.ok(!warnings.join('\n').includes(SECRET));
 });
@@ -183,6 +187,16 @@ test('hostile frames get refusals and the connection stays usable; over 1 MiB th
 	assert.equal((await c.waitClosed()).code, 1009);
 	const again = await authed('erin');
 	assert.ok(again, 'the server keeps serving');
+});
+
+test('a flood of bad frames: every one refused, at most MAX_LOGGED_REFUSALS logged per connection', async () => {
+	const c = await authed('flood-user');
+	const before = warnings.length;
+	for (let i = 0; i < 50; i++) c.send('garbage');
+	await c.next(() => c.messages.filter((m) => m.code === 'INVALID_MESSAGE').length === 50, 5000, '50 refusals');
+	const logged = warnings.slice(before).filter((w) => w.includes('"flood-user"'));
+	assert.equal(logged.length, MAX_LOGGED_REFUSALS);
+	assert.match(logged.at(-1)!, /further refusals on this connection are not logged/);
 });
 
 test('at most maxSubscriptions pending per connection', async () => {

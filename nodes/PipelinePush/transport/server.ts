@@ -63,7 +63,12 @@ interface Session {
 	alive: boolean;
 	authTimer?: NodeJS.Timeout;
 	remote: string;
+	/** Refusals logged for this connection (at most MAX_LOGGED_REFUSALS, so a hostile client cannot flood the log). */
+	logged: number;
 }
+
+/** Refusals logged per connection; later ones are still answered, and counted in one last log line. */
+export const MAX_LOGGED_REFUSALS = 20;
 
 /** Log-safe rendering of a client-chosen string (quoted, cut, escapes visible). */
 function shown(value: string): string {
@@ -161,7 +166,7 @@ export class PushServer {
 			ws.close(1013, 'too many connections');
 			return;
 		}
-		const session: Session = { ws, userId: null, pending: new Set(), alive: true, remote };
+		const session: Session = { ws, userId: null, pending: new Set(), alive: true, remote, logged: 0 };
 		this.sessions.add(session);
 		session.authTimer = setTimeout(() => {
 			if (session.userId !== null) return;
@@ -183,11 +188,14 @@ export class PushServer {
 		else if (query) void this.handle(session, query.message);
 	}
 
-	private refuseMessage(session: Session, refusal: Refusal): void {
-		this.options.logger.warn(
-			`Pipeline Push: refused a message from ${session.remote}${session.userId !== null ? ` (user_id ${shown(session.userId)})` : ''}: ${refusal.code} ${refusal.message}`,
-		);
+	/** Answers `refusal` and logs it (warn) with the connection's user_id, or the one it claimed; never a token. */
+	private refuseMessage(session: Session, refusal: Refusal, claimed?: string): void {
 		this.send(session.ws, refusal);
+		if (++session.logged > MAX_LOGGED_REFUSALS) return;
+		const more = session.logged === MAX_LOGGED_REFUSALS ? ' (further refusals on this connection are not logged)' : '';
+		this.options.logger.warn(
+			`Pipeline Push: refused a message from ${session.remote}${session.userId !== null ? ` (user_id ${shown(session.userId)})` : claimed !== undefined ? ` (claiming user_id ${shown(claimed)})` : ''}: ${refusal.code} ${refusal.message}${more}`,
+		);
 	}
 
 	private async handle(session: Session, message: ClientMessage): Promise<void> {
@@ -214,7 +222,7 @@ export class PushServer {
 		}
 		if (!verifyPushToken(userId, token, this.options.secret)) {
 			// the token is never logged, nor echoed
-			this.refuseMessage(session, refuse('UNAUTHORIZED', 'token: not valid for this user_id'));
+			this.refuseMessage(session, refuse('UNAUTHORIZED', 'token: not valid for this user_id'), userId);
 			session.ws.close(CLOSE_UNAUTHORIZED, 'unauthorized');
 			return false;
 		}
