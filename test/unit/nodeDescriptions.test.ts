@@ -21,6 +21,7 @@ const NODES = [
 	'KnowledgeBot',
 	'PipelineCapture',
 	'PipelineTrigger',
+	'PipelinePush',
 	'TelegramIngest',
 ] as const;
 
