@@ -18,8 +18,8 @@ import type { LlmCredential, Sender } from '../shared/llm/generate';
 import { externalProcessorRunner } from '../shared/stateMachine';
 import { PIPELINE_RESOURCES } from './actions';
 import type { PipelineContext, PipelineOperation } from './actions/types';
-import { pipelineDefinition } from './transport/definition';
-import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './transport/calculationNodes';
+import { pipelineDefinition } from './engine/definition';
+import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './engine/calculationNodes';
 
 /** An HTTP sender through n8n's request helper (the Model resource's LLM calls). */
 function n8nSender(fn: IExecuteFunctions): Sender {
