@@ -228,7 +228,7 @@ scheduled({
 	name: 'WF11 — Bot Transport Watchdog',
 	rule: { interval: [{ field: 'minutes', minutesInterval: 5 }] },
 	ruleNote: 'Every 5 minutes.',
-	resource: 'transport',
+	resource: 'botTransport',
 	operation: 'check',
 	nodeName: 'Check Webhook',
 	table: 'ops.webhook_health_snapshots',

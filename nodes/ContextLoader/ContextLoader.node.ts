@@ -5,7 +5,7 @@ import {
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
-import { correlationOf, success } from '../shared/envelope';
+import { correlationOf, success } from '../shared/envelopeBuilders';
 import { optionsCollection, requestProperty, workflowLabelOption } from '../shared/node/properties';
 import { runItems } from '../shared/node/runItems';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';

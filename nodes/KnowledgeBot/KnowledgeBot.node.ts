@@ -8,7 +8,7 @@ import {
 import type { Pool } from 'pg';
 import { isRecord } from '../shared/json';
 import { contextProperty, optionsCollection, requestProperty, workflowLabelOption } from '../shared/node/properties';
-import { resourceProperties } from '../shared/node/resources';
+import { resourceProperties, withFormerValues } from '../shared/node/resources';
 import { routeItems, type Route } from '../shared/node/router';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
@@ -33,7 +33,7 @@ function parsed(value: unknown): unknown {
  */
 const KNOWLEDGE_ROUTE: Route<KnowledgeOperation, Pool, KnowledgeContext> = {
 	label: 'KnowledgeBot',
-	resources: KNOWLEDGE_RESOURCES,
+	resources: withFormerValues(KNOWLEDGE_RESOURCES),
 	ctxInOutput: true,
 	connect: async (fn) => await executionPool(fn, { reuse: false }),
 	workflow: (operation) => operation?.workflow ?? '',

@@ -18,8 +18,8 @@ import type { LlmCredential, Sender } from '../shared/llm/generate';
 import { externalProcessorRunner } from '../shared/stateMachine';
 import { PIPELINE_RESOURCES } from './actions';
 import { PIPELINE_OUTPUTS, type PipelineContext, type PipelineOperation } from './actions/types';
-import { pipelineDefinition } from './transport/definition';
-import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './transport/calculationNodes';
+import { pipelineDefinition } from './engine/definition';
+import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './engine/calculationNodes';
 
 /** An HTTP sender through n8n's request helper (the Model resource's LLM calls). */
 function n8nSender(fn: IExecuteFunctions): Sender {
@@ -84,7 +84,7 @@ const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string
 
 /**
  * Pipeline Capture — exactly-once capture of work in PostgreSQL: the pipeline_runs state machine of
- * seed 001 (declared in the seed-004 WorkflowDefinition format, db/workflows/pipeline_runs.workflow.json)
+ * seed 001 (declared in the seed-004 WorkflowDefinition format, db/state-machines/pipeline_runs.json)
  * and the ops.jobs queue.
  *
  * Output 0 "Done": a SuccessEnvelope per result. Capture's output 1 "Not Captured": a Capture that another worker

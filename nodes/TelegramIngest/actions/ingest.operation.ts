@@ -33,7 +33,7 @@ import type { Pool, PoolClient } from 'pg';
 import { ctxIdOf, ERRORPIPE_CONTRACT_VERSION, newCtx } from '../../shared/contracts/ctx';
 import type { SuccessEnvelope } from '../../shared/contracts/envelope';
 import { isUuid } from '../../shared/contracts/ids';
-import { newCorrelationId, success } from '../../shared/envelope';
+import { newCorrelationId, success } from '../../shared/envelopeBuilders';
 import { ContractError, fromPgError } from '../../shared/errors';
 import { isJobType, JOB_REGISTRY, JOB_TYPE_LIST } from '../../shared/jobs/registry';
 import { TelegramUpdatePayload } from '../../shared/jobs/payloads';

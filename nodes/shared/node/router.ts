@@ -23,7 +23,7 @@ import {
 } from 'n8n-workflow';
 import { newCtx } from '../contracts/ctx';
 import { isUuid } from '../contracts/ids';
-import { correlationOf, newCorrelationId, success } from '../envelope';
+import { correlationOf, newCorrelationId, success } from '../envelopeBuilders';
 import { ContractError } from '../errors';
 import { readOperationInput } from './identity';
 import { runBatch } from './runBatch';
