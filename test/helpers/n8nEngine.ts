@@ -206,7 +206,8 @@ export function stopEngine(): void {
 export interface EngineNode {
 	name: string;
 	type: string;
-	parameters?: INode['parameters'];
+	/** As stored in the workflow (strings starting with `=` are expressions). */
+	parameters?: Record<string, unknown>;
 	onError?: INode['onError'];
 	/** Credential type → the credential's name (its data comes from `RunOptions.credentials`). */
 	credentials?: Record<string, string>;
@@ -273,7 +274,7 @@ export async function runWorkflow(options: RunOptions): Promise<EngineRun> {
 			type,
 			typeVersion: 1,
 			position: [200 * (k + 1), 0],
-			parameters: n.parameters ?? {},
+			parameters: (n.parameters ?? {}) as INode['parameters'],
 			...(n.onError ? { onError: n.onError } : {}),
 			...(n.credentials
 				? {
