@@ -3,18 +3,23 @@
  * n8n 2.4.8 ships): a real n8n-workflow `Workflow`, `WorkflowExecute`, our node types from the TS
  * sources, so n8n itself resolves parameters and expressions, applies onError (continueRegularOutput /
  * continueErrorOutput: the engine moves `{ json: { error } }` items to the error output and merges the
- * paired input item into them), checks the node's credential declarations and fills pairedItem.
+ * paired input item into them), checks the node's credential declarations (declared, set on the node,
+ * shown for its parameters) and follows pairedItem (`$('Input').item`; n8n fills a missing pairedItem
+ * only for one input item or one output of as many items, so for our multi-output nodes it must be ours).
  *
  * What is not n8n's own here, and why:
  *  - `Input`: a pass-through start node holding the test's items (in n8n's place of a Webhook or Manual
  *    Trigger; the items enter as the trigger's output, as n8n's NodeTestHarness starts an execution), and
- *    `Sink`: a pass-through node per output, so what the engine routed where is visible in the run data;
+ *    a sink (`sinkOf(node, output)`, the same pass-through) after every main output not wired in
+ *    `connections`, so what the engine routed where is visible in the run data;
  *  - `EngineCredentials`: the ICredentialsHelper n8n's CLI implements with its database; here a map
  *    type → decrypted data, with the CLI's expression resolution of credential fields (`={{ … }}`);
  *  - `additionalData`: only what WorkflowExecute and the node contexts read (hooks, credentials helper,
  *    execution id, base URLs); executeWorkflow / task runners throw (sub-workflows are not supported).
  * n8n-core's @n8n/di Container provides InstanceSettings, GlobalConfig and Logger themselves; they read
- * N8N_USER_FOLDER, set to a temporary folder (removed by `stopEngine`) before the first run.
+ * N8N_USER_FOLDER, set to a temporary folder (removed by `stopEngine`) before the first run. Call
+ * `stopEngine()` in `after`: without it the test process never exits (n8n-core's SSH cleanup interval).
+ * Loaded from the TS sources, the nodes share module state (pools, executionPool's cache) with the test.
  */
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
