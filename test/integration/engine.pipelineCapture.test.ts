@@ -12,7 +12,7 @@ import type { INodeExecutionData } from 'n8n-workflow';
 import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
-import { runWorkflow, sinkOf, stopEngine, type EngineNode, type RunOptions } from '../helpers/n8nEngine';
+import { PASS_THROUGH, runWorkflow, sinkOf, stopEngine, type EngineNode, type RunOptions } from '../helpers/n8nEngine';
 
 let db: TestDatabase;
 before(async () => {
@@ -218,7 +218,7 @@ test('pairedItem on every item of every output: Done and Not Captured of one rac
 	const claimed = await run({
 		nodes: [
 			capture('Claim Jobs', { resource: 'job', operation: 'claimJobs', jobType: '={{ $json.type }}', batchSize: 10 }),
-			{ name: 'After', type: 'n8n-nodes-contracts-test.passThrough' },
+			{ name: 'After', type: PASS_THROUGH },
 		],
 		connections: { 'Claim Jobs': [['After'], []] },
 		items: [{ json: { type: 'engine-fan', tag: 'origin' } }],
