@@ -18,7 +18,7 @@
  */
 import { Pool } from 'pg';
 import { capture } from '../nodes/PipelineCapture/actions/run/runs';
-import { shippedDefinition } from '../nodes/PipelineCapture/transport/definition';
+import { shippedDefinition } from '../nodes/PipelineCapture/engine/definition';
 import { setupDatabase } from '../test/helpers/db';
 import {
 	alternatingMedians,

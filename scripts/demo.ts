@@ -15,7 +15,11 @@
  * retrieves the chunks the readers of the reply may see (exact route without pgvector, HNSW with it), a
  * local model stand-in answers from source [1] (extractiveAnswer.ts), the reply goes out via the Bot API
  * stand-in, and the demo prints the question, the reply as sent, its citations and the audit.qa_* rows.
- * Every secret (bot token, API keys, JWT secret) is random per run and never printed: the demo checks its
+ * Then seed 001 step 4, variant B: it prints the push endpoint of M17 (Pipeline Push, ws://127.0.0.1:5681/api/ws,
+ * another free port when 5681 is taken) and the metrics scrape URL (GET /webhook/metrics, M18, imported when
+ * the checkout has it), and a WebSocket client receives the demo query's answer (the demo completes that run in
+ * SQL, since it does not run M10+).
+ * Every secret (bot token, API keys, JWT secret, push secret) is random per run and never printed: the demo checks its
  * own output and n8n's log for them before it ends. n8n keeps running unless `--once`.
  *
  * For a newcomer: after n8n starts, the demo sets up n8n's owner account (POST /rest/owner/setup; email
@@ -50,6 +54,9 @@ import { pdfWithText } from '../test/helpers/documents';
 import { startEmbeddings } from '../test/helpers/embeddingStandIn';
 import { extractiveAnswer } from '../test/helpers/extractiveAnswer';
 import { ModelStandIn } from '../test/helpers/modelStandIn';
+import { freePort, m17Copy, pushCredential } from '../test/helpers/push';
+import { PushClient } from '../test/helpers/pushClient';
+import { mintPushToken } from '../nodes/PipelinePush/transport/token';
 import { bearer, mint } from '../test/helpers/jwt';
 import { messageWithLinks, startPageServer } from '../test/helpers/pageServer';
 import {
@@ -120,7 +127,11 @@ const JWT_SECRET = randomBytes(32).toString('base64url');
 const BOT_TOKEN = `${1_000_000 + randomBytes(3).readUIntBE(0, 3)}:${randomBytes(24).toString('base64url')}`;
 const EMBEDDINGS_KEY = `demo-emb-${randomBytes(16).toString('hex')}`;
 const LLM_KEY = `sk-demo-${randomBytes(16).toString('hex')}`;
-const SECRETS = [SECRET, JWT_SECRET, BOT_TOKEN, EMBEDDINGS_KEY, LLM_KEY];
+/** The Contracts Push API secret of M17 (Pipeline Push tokens) for this demo run (never printed). */
+const PUSH_SECRET = randomBytes(32).toString('base64url');
+const SECRETS = [SECRET, JWT_SECRET, BOT_TOKEN, EMBEDDINGS_KEY, LLM_KEY, PUSH_SECRET];
+/** M18 (Prometheus scrape, GET /webhook/metrics), imported when this checkout ships it. */
+const METRICS_WORKFLOW = 'maas/M18_metrics.json';
 /** Everything the demo prints, to check it for secrets at the end. */
 const printed: string[] = [];
 const print = console.log.bind(console);
@@ -244,6 +255,7 @@ async function main() {
 		harness.postgresCredential(url),
 		harness.telegramCredential(botApi.baseUrl, botApi.token),
 		harness.jwtCredential(JWT_SECRET),
+		pushCredential(PUSH_SECRET),
 		// the shipped WF41/WF51 reference these ids; point baseUrl/apiKey (and model) at a real endpoint instead (README)
 		{
 			id: 'embContracts01',
@@ -258,7 +270,14 @@ async function main() {
 			data: { api: 'openai', baseUrl: model.url, apiKey: LLM_KEY, model: 'demo-extractive' },
 		},
 	]);
-	const files = WORKFLOWS.map((f) => path.join(ROOT, 'workflows-json', f));
+	// M17 (Pipeline Push) on 5681 as shipped, or on a free port when 5681 is taken
+	const pushPort = (await portFree(5681)) ? 5681 : await freePort();
+	const pushFile = m17Copy(pushPort);
+	cleanup.add('remove the M17 copy', () => fs.rmSync(path.dirname(pushFile), { recursive: true, force: true }));
+	const metrics = fs.existsSync(path.join(ROOT, 'workflows-json', METRICS_WORKFLOW));
+	const files = [...WORKFLOWS, ...(metrics ? [METRICS_WORKFLOW] : [])]
+		.map((f) => path.join(ROOT, 'workflows-json', f))
+		.concat(pushFile);
 	const savingCopy = cluster ? wf10SavingCopy() : null;
 	await instance.importAndPublish(
 		savingCopy ? files.map((f) => (path.basename(f) === 'WF10_telegram_ingest.json' ? savingCopy : f)) : files,
@@ -359,6 +378,8 @@ async function main() {
 		other.ok ? otherText : `${(JSON.parse(otherText) as { error?: { message?: string } }).error?.message ?? otherText}`,
 	);
 
+	await showPush(db, n8nUrl, pushPort, requestId, metrics);
+
 	const stages = await db.query(`SELECT job_type, count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
 		count(*) FILTER (WHERE status IN ('failed', 'dead'))::int AS failed, count(*) FILTER (WHERE status IN ('queued', 'running'))::int AS waiting
 		FROM ops.jobs GROUP BY 1 ORDER BY min(id)`);
@@ -404,7 +425,7 @@ async function main() {
 	);
 	if (leaks.length > 0) throw new Error(`a secret of this run appeared in ${leaks.join(' and ')}`);
 	console.log(
-		"\nsecrets (webhook secret, bot token, API keys, JWT secret): in none of the lines above, nor in n8n's log",
+		"\nsecrets (webhook secret, bot token, API keys, JWT secret, push secret): in none of the lines above, nor in n8n's log",
 	);
 
 	if (once) {
@@ -485,6 +506,62 @@ function question(where: 'dm' | 'group', messageId: number, text: string) {
 }
 
 /** Where a secret of this run appears: the demo's own output, n8n's log (names only, never the secret). */
+/** True when nothing listens on 127.0.0.1:`port`. */
+async function portFree(port: number): Promise<boolean> {
+	const net = await import('node:net');
+	return new Promise((resolve) => {
+		const probe = net.createServer();
+		probe.once('error', () => resolve(false));
+		probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+	});
+}
+
+/**
+ * Seed 001 step 4, variant B: the push endpoint (M17) and the metrics scrape URL (M18), then one pushed
+ * answer: a WebSocket client authenticates as demo-user (a push token minted with the demo's secret) and
+ * subscribes to the demo query's run; the demo does not run M10+, so it completes that run itself in SQL,
+ * as the Final Responder would, and the client receives the answer.
+ */
+async function showPush(db: Client, n8nUrl: string, port: number, requestId: string, metrics: boolean) {
+	const endpoint = `ws://127.0.0.1:${port}/api/ws`;
+	console.log(`\nPush (M17 Pipeline Push, seed 001 step 4 variant B): ${endpoint}`);
+	console.log(
+		`Metrics (M18, Prometheus text format): ${n8nUrl.replace('127.0.0.1', 'localhost')}/webhook/metrics${metrics ? '' : ' (M18_metrics.json is not in this checkout)'}`,
+	);
+	let client: PushClient | undefined;
+	try {
+		client = await connectWhenUp(endpoint);
+		client.auth('demo-user', mintPushToken('demo-user', PUSH_SECRET));
+		client.subscribe(requestId);
+		const subscribed = await client.next((m) => m.type === 'subscribed' || m.type === 'error', 10_000);
+		console.log(`  ws client as demo-user, subscribe ${requestId} → ${JSON.stringify(subscribed)}`);
+		const done = await db.query(
+			`UPDATE maas.pipeline_runs SET status = 'COMPLETED', final_answer = $2, updated_at = now()
+			 WHERE id = $1 AND status NOT IN ('COMPLETED', 'FAILED') RETURNING id`,
+			[requestId, 'Compare-and-swap writes a value only if it still equals the value you read.'],
+		);
+		console.log(`  the demo completes the run in SQL (it does not run M10+): ${done.rowCount} row`);
+		console.log(`  pushed → ${JSON.stringify(await client.answerFor(requestId, 30_000))}`);
+	} catch (error) {
+		console.log(`  push: ${(error as Error).message}`);
+	} finally {
+		client?.close();
+	}
+}
+
+/** A PushClient on `url`, retrying while the trigger is still being activated (up to 30 s). */
+async function connectWhenUp(url: string): Promise<PushClient> {
+	const end = Date.now() + 30_000;
+	for (;;) {
+		try {
+			return await PushClient.connect(url);
+		} catch (error) {
+			if (Date.now() > end) throw error;
+			await new Promise((r) => setTimeout(r, 500));
+		}
+	}
+}
+
 function leakedSecrets(n8nLog: string): string[] {
 	const where: string[] = [];
 	const out = printed.join('\n');

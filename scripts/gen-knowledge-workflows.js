@@ -3,130 +3,29 @@
 /**
  * Writes the knowledge-bot workflows of seed 003 into workflows-json/: WF11 and WF60 on a Schedule;
  * the worker sub-workflows WF20, WF30, WF31, WF32, WF33, WF40, WF41, WF50, WF51; the WF90 job runner.
- * Node ids are derived from the workflow and node names, so re-running gives the same files. Edit here, run `node scripts/gen-knowledge-workflows.js`, commit both.
+ * Node ids are derived from the workflow and node names (scripts/lib/workflowBuilder.js), so re-running gives the same files. Edit here, run `node scripts/gen-knowledge-workflows.js`, commit both.
  * WF90's job types and its job_type → worker map come from the job-type registry (nodes/shared/jobs/registry.json);
  * the script fails when a registered type's worker is not one of the workflows it writes under that file name.
  * `node scripts/gen-knowledge-workflows.js <dir>` writes into <dir> instead (test/unit/jobRegistry.test.ts compares).
  * (The workflows stay editable on the canvas; this script only keeps the shipped copies consistent.)
  */
-const crypto = require('node:crypto');
-const fs = require('node:fs');
-const path = require('node:path');
+const { EMBEDDINGS, LLM, PG, TELEGRAM, outputDir, workflowBuilder: builder } = require('./lib/workflowBuilder');
 
-const OUT = process.argv[2] ? path.resolve(process.argv[2]) : path.join(__dirname, '..', 'workflows-json');
+const OUT = outputDir(process.argv);
 const REGISTRY = require('../nodes/shared/jobs/registry.json');
 /** workflow id → file name of every workflow written. */
 const WRITTEN = {};
-const PG = { postgresContractsApi: { id: 'pgContracts01', name: 'Contracts PostgreSQL' } };
-const TELEGRAM = { contractsTelegramApi: { id: 'tgContracts01', name: 'Contracts Telegram Bot' } };
-const EMBEDDINGS = { contractsEmbeddingsApi: { id: 'embContracts01', name: 'Contracts Embeddings' } };
-const WF99 = { id: 'WF99ErrorPipe', name: 'WF99 — Global ERR Handler' };
 
-function uuidOf(...parts) {
-	const h = crypto.createHash('sha1').update(parts.join('/')).digest('hex');
-	return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
-
+/** scripts/lib/workflowBuilder.js's builder, writing into OUT and recording the file in WRITTEN. */
 function workflowBuilder(id, name) {
-	const nodes = [];
-	const connections = {};
-	const add = (node) => {
-		nodes.push({ id: uuidOf(id, node.name), ...node });
-		return node.name;
+	const wf = builder(id, name);
+	return {
+		...wf,
+		write: (file) => {
+			wf.write(OUT, file);
+			WRITTEN[id] = file;
+		},
 	};
-	const connect = (from, to, output = 0) => {
-		const main = (connections[from] ??= { main: [] }).main;
-		while (main.length <= output) main.push([]);
-		main[output].push({ node: to, type: 'main', index: 0 });
-	};
-	const set = (name, position, assignments, { include = true, notes, executeOnce } = {}) =>
-		add({
-			name,
-			type: 'n8n-nodes-base.set',
-			typeVersion: 3.4,
-			position,
-			parameters: {
-				mode: 'manual',
-				includeOtherFields: include,
-				assignments: {
-					assignments: assignments.map(([field, type, value]) => ({
-						id: uuidOf(id, name, field),
-						name: field,
-						type,
-						value,
-					})),
-				},
-				options: { dotNotation: true },
-			},
-			...(executeOnce ? { executeOnce: true } : {}),
-			...(notes ? { notes } : {}),
-		});
-	/**
-	 * Seed 002 §2.3: "ERR — Source <node>" → "Prepare DB Error" → WF99 for the error output (index
-	 * `errorOutput`) of `source`; several sources share one Prepare DB Error / Call WF99.
-	 */
-	const errorBranch = (source, x, defaultTable, errorOutput = 1, y = 200) => {
-		const err = set(
-			`ERR — Source ${source}`,
-			[x, y],
-			[
-				['_err.node', 'string', source],
-				['_err.operation', 'string', '={{ $json.error.error_context.operation }}'],
-				['_err.table', 'string', `={{ $json.error.error_context.table || "${defaultTable}" }}`],
-				['_ctx', 'object', '={{ $json.error.ctx }}'],
-			],
-			{ notes: 'Seed 002 §2.3: stamps the error source and glues _ctx.' },
-		);
-		connect(source, err, errorOutput);
-		if (nodes.some((n) => n.name === 'Prepare DB Error')) {
-			connect(err, 'Prepare DB Error');
-			return;
-		}
-		const prepare = set(
-			'Prepare DB Error',
-			[x + 240, 200],
-			[
-				['error_context.node', 'string', '={{ $json._err.node }}'],
-				['error_context.operation', 'string', '={{ $json._err.operation }}'],
-				['error_context.table', 'string', '={{ $json._err.table }}'],
-				['error_context.correlation_id', 'string', '={{ $json._ctx.correlation_id }}'],
-				['error_context.error_message', 'string', '={{ $json.error.message }}'],
-				['error_context.status_code', 'number', '={{ $json.error.status_code }}'],
-				['ctx', 'object', '={{ $json._ctx }}'],
-			],
-			{ notes: 'Seed 002 §2.3: error_context.* and ctx (with job_id: WF99 retries or fails the job).' },
-		);
-		const call = add({
-			name: 'Call WF99',
-			type: 'n8n-nodes-base.executeWorkflow',
-			typeVersion: 1.2,
-			position: [x + 480, 200],
-			parameters: {
-				source: 'database',
-				workflowId: { __rl: true, mode: 'id', value: WF99.id, cachedResultName: WF99.name },
-				mode: 'each',
-				options: { waitForSubWorkflow: true },
-			},
-			notes: "WF99: ErrorEnvelope + ops.errors row (+ job retry); the envelope is this workflow's answer.",
-		});
-		connect(err, prepare);
-		connect(prepare, call);
-	};
-	const write = (file) => {
-		const json = {
-			id,
-			name,
-			nodes,
-			connections,
-			settings: { executionOrder: 'v1' },
-			pinData: {},
-			active: false,
-			tags: [],
-		};
-		fs.writeFileSync(path.join(OUT, file), `${JSON.stringify(json, null, 2)}\n`);
-		WRITTEN[id] = file;
-	};
-	return { add, connect, set, errorBranch, write };
 }
 
 /** A worker sub-workflow: Execute Workflow Trigger (passthrough `{ req, ctx }`) → Knowledge Bot → envelope, errors → WF99. */
@@ -230,7 +129,6 @@ worker({
 	credentials: { ...PG, ...EMBEDDINGS },
 });
 
-const LLM = { contractsLlmApi: { id: 'llmContracts01', name: 'Contracts LLM' } };
 worker({
 	id: 'WF50QaSession',
 	file: 'WF50_qa_session_upserter.json',
@@ -330,7 +228,7 @@ scheduled({
 	name: 'WF11 — Bot Transport Watchdog',
 	rule: { interval: [{ field: 'minutes', minutesInterval: 5 }] },
 	ruleNote: 'Every 5 minutes.',
-	resource: 'transport',
+	resource: 'botTransport',
 	operation: 'check',
 	nodeName: 'Check Webhook',
 	table: 'ops.webhook_health_snapshots',
@@ -398,7 +296,7 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 	const claim = wf.add({
 		name: 'Claim Jobs',
 		type: 'n8n-nodes-contracts.pipelineCapture',
-		typeVersion: 1,
+		typeVersion: 2,
 		position: [480, 100],
 		parameters: {
 			resource: 'job',
@@ -460,7 +358,7 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 	const finish = wf.add({
 		name: 'Finish Job',
 		type: 'n8n-nodes-contracts.pipelineCapture',
-		typeVersion: 1,
+		typeVersion: 2,
 		position: [1200, 0],
 		parameters: {
 			resource: 'job',
@@ -506,9 +404,9 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 	wf.connect(request, run);
 	wf.connect(run, finish);
 	wf.connect(finish, summary);
-	// Pipeline Capture's error output is its third (after Done and Not Captured)
-	wf.errorBranch(claim, 720, 'ops.jobs', 2);
-	wf.errorBranch(finish, 1440, 'ops.jobs', 2);
+	// Pipeline Capture v2: Claim Jobs, Finish Job and Release Stale have one output (Done); the error output is the second
+	wf.errorBranch(claim, 720, 'ops.jobs', 1);
+	wf.errorBranch(finish, 1440, 'ops.jobs', 1);
 	// A job whose runner died (n8n restarted or crashed mid-job) stays `running`: Release Stale gives it back.
 	const staleSchedule = wf.add({
 		name: 'Every 5 Minutes',
@@ -520,7 +418,7 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 	const release = wf.add({
 		name: 'Release Stale',
 		type: 'n8n-nodes-contracts.pipelineCapture',
-		typeVersion: 1,
+		typeVersion: 2,
 		position: [240, 440],
 		parameters: {
 			resource: 'job',
@@ -535,6 +433,6 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 			'Jobs running for more than 15 min (their runner died) go back to the queue, or dead when no attempt is left; the claim token is cleared, so a late error or Finish Job of the dead runner changes nothing.',
 	});
 	wf.connect(staleSchedule, release);
-	wf.errorBranch(release, 480, 'ops.jobs', 2, 440); // joins Claim Jobs' Prepare DB Error → Call WF99
+	wf.errorBranch(release, 480, 'ops.jobs', 1, 440); // joins Claim Jobs' Prepare DB Error → Call WF99
 	wf.write('WF90_job_runner.json');
 })();

@@ -7,6 +7,7 @@ import {
 } from 'n8n-workflow';
 import type { Database } from 'arangojs';
 import { isRecord } from '../shared/json';
+import { optionsCollection, workflowLabelOption } from '../shared/node/properties';
 import { resourceProperties } from '../shared/node/resources';
 import { routeItems, type Route } from '../shared/node/router';
 import { RESOURCES } from './actions';
@@ -68,22 +69,7 @@ export class ArangoCas implements INodeType {
 		credentials: [{ name: 'arangoDbApi', required: true, testedBy: 'arangoDbApiTest' }],
 		properties: [
 			...resourceProperties(RESOURCES),
-			{
-				displayName: 'Options',
-				name: 'options',
-				type: 'collection',
-				placeholder: 'Add option',
-				default: {},
-				options: [
-					{
-						displayName: 'Workflow Label',
-						name: 'workflow',
-						type: 'string',
-						default: 'ArangoCAS',
-						description: 'Value of meta.source and ctx.workflow (e.g. WF-A3.2)',
-					},
-				],
-			},
+			optionsCollection(workflowLabelOption('ArangoCAS', 'Value of meta.source and ctx.workflow (e.g. WF-A3.2)')),
 		],
 	};
 

@@ -5,7 +5,8 @@ import {
 	type INodeType,
 	type INodeTypeDescription,
 } from 'n8n-workflow';
-import { correlationOf, success } from '../shared/envelope';
+import { correlationOf, success } from '../shared/envelopeBuilders';
+import { optionsCollection, requestProperty, workflowLabelOption } from '../shared/node/properties';
 import { runItems } from '../shared/node/runItems';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { getPool, type PostgresCredential } from '../shared/postgres/pool';
@@ -30,30 +31,10 @@ export class ContextLoader implements INodeType {
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' }],
 		properties: [
-			{
-				displayName: 'Request',
-				name: 'req',
-				type: 'json',
-				default: '={{ $json.req }}',
-				required: true,
-				description: 'The req of seed 003 WF00c: { tenant_id, tg_user_id, chat_id, channel, trace_id, correlation_id }',
-			},
-			{
-				displayName: 'Options',
-				name: 'options',
-				type: 'collection',
-				placeholder: 'Add option',
-				default: {},
-				options: [
-					{
-						displayName: 'Workflow Label',
-						name: 'workflow',
-						type: 'string',
-						default: 'WF00c',
-						description: 'Value of meta.source',
-					},
-				],
-			},
+			requestProperty(
+				'The req of seed 003 WF00c: { tenant_id, tg_user_id, chat_id, channel, trace_id, correlation_id }',
+			),
+			optionsCollection(workflowLabelOption('WF00c', 'Value of meta.source')),
 		],
 	};
 

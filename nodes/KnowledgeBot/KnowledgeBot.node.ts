@@ -7,7 +7,8 @@ import {
 } from 'n8n-workflow';
 import type { Pool } from 'pg';
 import { isRecord } from '../shared/json';
-import { resourceProperties } from '../shared/node/resources';
+import { contextProperty, optionsCollection, requestProperty, workflowLabelOption } from '../shared/node/properties';
+import { resourceProperties, withFormerValues } from '../shared/node/resources';
 import { routeItems, type Route } from '../shared/node/router';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
@@ -32,7 +33,7 @@ function parsed(value: unknown): unknown {
  */
 const KNOWLEDGE_ROUTE: Route<KnowledgeOperation, Pool, KnowledgeContext> = {
 	label: 'KnowledgeBot',
-	resources: KNOWLEDGE_RESOURCES,
+	resources: withFormerValues(KNOWLEDGE_RESOURCES),
 	ctxInOutput: true,
 	connect: async (fn) => await executionPool(fn, { reuse: false }),
 	workflow: (operation) => operation?.workflow ?? '',
@@ -114,39 +115,14 @@ export class KnowledgeBot implements INodeType {
 		],
 		properties: [
 			...resourceProperties(KNOWLEDGE_RESOURCES),
-			{
-				displayName: 'Request',
-				name: 'req',
-				type: 'json',
-				default: '={{ $json.req }}',
-				required: true,
-				description: 'The req of the seed-003 workflow this operation implements (see the README for each shape)',
-			},
-			{
-				displayName: 'Context',
-				name: 'ctx',
-				type: 'json',
-				default: '={{ $json.ctx || {} }}',
-				description:
-					'The ctx travelling with the request (correlation_id, job_id, trace_id); kept in errors so WF99 can retry the job',
-			},
-			{
-				displayName: 'Options',
-				name: 'options',
-				type: 'collection',
-				placeholder: 'Add option',
-				default: {},
-				options: [
-					{
-						displayName: 'Workflow Label',
-						name: 'workflow',
-						type: 'string',
-						default: '',
-						description:
-							'Value of meta.source and ctx.workflow (default: the seed workflow of the operation, e.g. WF20)',
-					},
-				],
-			},
+			requestProperty('The req of the seed-003 workflow this operation implements (see the README for each shape)'),
+			contextProperty(),
+			optionsCollection(
+				workflowLabelOption(
+					'',
+					'Value of meta.source and ctx.workflow (default: the seed workflow of the operation, e.g. WF20)',
+				),
+			),
 		],
 	};
 

@@ -8,17 +8,18 @@ import {
 } from 'n8n-workflow';
 import type { Pool } from 'pg';
 import { isRecord } from '../shared/json';
+import { optionsCollection, workflowLabelOption } from '../shared/node/properties';
 import { resourceProperties } from '../shared/node/resources';
-import { routeItems, type Route } from '../shared/node/router';
+import { outputsExpression, routeItems, type Route } from '../shared/node/router';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
 import { contractsLlmApiTest } from '../shared/llm/credentialTest';
 import type { LlmCredential, Sender } from '../shared/llm/generate';
 import { externalProcessorRunner } from '../shared/stateMachine';
 import { PIPELINE_RESOURCES } from './actions';
-import type { PipelineContext, PipelineOperation } from './actions/types';
-import { pipelineDefinition } from './transport/definition';
-import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './transport/calculationNodes';
+import { PIPELINE_OUTPUTS, type PipelineContext, type PipelineOperation } from './actions/types';
+import { pipelineDefinition } from './engine/definition';
+import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './engine/calculationNodes';
 
 /** An HTTP sender through n8n's request helper (the Model resource's LLM calls). */
 function n8nSender(fn: IExecuteFunctions): Sender {
@@ -45,7 +46,7 @@ function n8nSender(fn: IExecuteFunctions): Sender {
 const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string }, PipelineContext> = {
 	label: 'PipelineCapture',
 	resources: PIPELINE_RESOURCES,
-	outputs: 2,
+	outputs: PIPELINE_OUTPUTS,
 	ctxOperation: true,
 	connect: async (fn) => ({
 		pool: await executionPool(fn, { reuse: false }),
@@ -83,10 +84,10 @@ const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string
 
 /**
  * Pipeline Capture — exactly-once capture of work in PostgreSQL: the pipeline_runs state machine of
- * seed 001 (declared in the seed-004 WorkflowDefinition format, db/workflows/pipeline_runs.workflow.json)
+ * seed 001 (declared in the seed-004 WorkflowDefinition format, db/state-machines/pipeline_runs.json)
  * and the ops.jobs queue.
  *
- * Output 0 "Done": a SuccessEnvelope per result. Output 1 "Not Captured": a Capture that another worker
+ * Output 0 "Done": a SuccessEnvelope per result. Capture's output 1 "Not Captured": a Capture that another worker
  * won (not an error). Failures (404, 409 ILLEGAL_TRANSITION with the legal transitions, 422, 503) go to
  * the error output as `{ error: { message, kind, status_code, retryable, details, ctx, error_context } }`
  * for the Error Pipe (WF99). Create Run and Get Status act as the user of the item's verified JWT by
@@ -99,15 +100,15 @@ export class PipelineCapture implements INodeType {
 		name: 'pipelineCapture',
 		icon: 'file:pipelineCapture.svg',
 		group: ['transform'],
-		version: 1,
+		version: [1, 2],
+		defaultVersion: 2,
 		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
 		description:
 			'Exactly-once pipeline runs (seed 001 state machine), model calls with retries, and the job queue in PostgreSQL',
 		defaults: { name: 'Pipeline Capture' },
 		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main, NodeConnectionTypes.Main],
-		outputNames: ['Done', 'Not Captured'],
+		outputs: outputsExpression(PIPELINE_RESOURCES, PIPELINE_OUTPUTS),
 		credentials: [
 			{ name: 'postgresContractsApi', required: true, testedBy: 'postgresContractsApiTest' },
 			{
@@ -120,29 +121,16 @@ export class PipelineCapture implements INodeType {
 		properties: [
 			...resourceProperties(PIPELINE_RESOURCES),
 			CALCULATION_NODES_PROPERTY,
-			{
-				displayName: 'Options',
-				name: 'options',
-				type: 'collection',
-				placeholder: 'Add option',
-				default: {},
-				options: [
-					{
-						displayName: 'Worker Name',
-						name: 'worker',
-						type: 'string',
-						default: '',
-						description: 'Name recorded in locked_by / captured_by (default: n8n-&lt;execution ID&gt;)',
-					},
-					{
-						displayName: 'Workflow Label',
-						name: 'workflow',
-						type: 'string',
-						default: 'MaaS',
-						description: 'Value of meta.source and ctx.workflow',
-					},
-				],
-			},
+			optionsCollection(
+				{
+					displayName: 'Worker Name',
+					name: 'worker',
+					type: 'string',
+					default: '',
+					description: 'Name recorded in locked_by / captured_by (default: n8n-&lt;execution ID&gt;)',
+				},
+				workflowLabelOption('MaaS'),
+			),
 		],
 	};
 

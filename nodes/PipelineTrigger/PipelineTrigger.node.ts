@@ -8,6 +8,7 @@ import {
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { poolConfig, postgresRedactor, redactPostgresText, type PostgresCredential } from '../shared/postgres/pool';
 import { PipelineListener } from '../shared/postgres/listener';
+import { optionsCollection } from '../shared/node/properties';
 
 /**
  * Pipeline Trigger — starts the Orchestrator (seed 001) on every pipeline_runs status change.
@@ -46,38 +47,31 @@ export class PipelineTrigger implements INodeType {
 				default: ['NEW', 'ANALYZED', 'READY', 'COMPLETED'],
 				description: 'Emit only runs entering these statuses (empty: all)',
 			},
-			{
-				displayName: 'Options',
-				name: 'options',
-				type: 'collection',
-				placeholder: 'Add option',
-				default: {},
-				options: [
-					{
-						displayName: 'Channel',
-						name: 'channel',
-						type: 'string',
-						default: 'pipeline_events',
-						description: 'The NOTIFY channel of the notify_pipeline_change trigger',
-					},
-					{
-						displayName: 'Catch-Up Limit',
-						name: 'catchUpLimit',
-						type: 'number',
-						typeOptions: { minValue: 1 },
-						default: 1000,
-						description: 'Most runs one catch-up emits',
-					},
-					{
-						displayName: 'Max Reconnect Delay (Ms)',
-						name: 'maxBackoffMs',
-						type: 'number',
-						typeOptions: { minValue: 100 },
-						default: 30000,
-						description: 'Cap of the reconnect backoff (starts at 500 ms, doubles, with jitter)',
-					},
-				],
-			},
+			optionsCollection(
+				{
+					displayName: 'Channel',
+					name: 'channel',
+					type: 'string',
+					default: 'pipeline_events',
+					description: 'The NOTIFY channel of the notify_pipeline_change trigger',
+				},
+				{
+					displayName: 'Catch-Up Limit',
+					name: 'catchUpLimit',
+					type: 'number',
+					typeOptions: { minValue: 1 },
+					default: 1000,
+					description: 'Most runs one catch-up emits',
+				},
+				{
+					displayName: 'Max Reconnect Delay (Ms)',
+					name: 'maxBackoffMs',
+					type: 'number',
+					typeOptions: { minValue: 100 },
+					default: 30000,
+					description: 'Cap of the reconnect backoff (starts at 500 ms, doubles, with jitter)',
+				},
+			),
 		],
 	};
 

@@ -13,6 +13,7 @@ import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
 import { maxAttemptsOf } from './actions/options';
 import { defaultExpressionParameter, plainParameter } from '../shared/node/parameters';
+import { optionsCollection, workflowLabelOption } from '../shared/node/properties';
 import { runItems } from '../shared/node/runItems';
 import { headerOf, ingestUpdate } from './actions/ingest.operation';
 
@@ -122,46 +123,33 @@ export class TelegramIngest implements INodeType {
 				required: true,
 				description: `The ops.jobs.job_type of the job created for each new update (processed by ${JOB_REGISTRY.telegram_update.workflow_id.slice(0, 4)} through WF90). Must be a registered job type whose worker takes a Telegram update; any other value fails every update with a 500 and writes nothing.`,
 			},
-			{
-				displayName: 'Options',
-				name: 'options',
-				type: 'collection',
-				placeholder: 'Add option',
-				default: {},
-				options: [
-					{
-						displayName: 'Max Attempts',
-						name: 'maxAttempts',
-						type: 'number',
-						typeOptions: { minValue: 1 },
-						default: 5,
-						description: 'The ops.jobs.max_attempts of the created job',
-					},
-					{
-						displayName: 'Reuse Credential for 5 Seconds',
-						name: 'reuseCredential',
-						type: 'boolean',
-						default: false,
-						description:
-							"Whether to read the PostgreSQL credential through n8n at most once per 5 seconds per workflow in each n8n process instead of on every execution (faster on a busy webhook; the shipped WF10 turns it on). An edited credential then applies within 5 s. Only for a static credential: one whose fields use expressions or are resolved per caller must leave this off, or executions would share the first one's resolved values.",
-					},
-					{
-						displayName: 'Respond to Webhook',
-						name: 'respond',
-						type: 'boolean',
-						default: false,
-						description:
-							'Whether this node answers the webhook call itself, as a Respond to Webhook node would, with 200 and {"ok": true, "job_id", "duplicate", "quarantined"} (no "method" key, so Telegram executes nothing) for a stored, duplicate or quarantined update — one node fewer per update. The Webhook\'s Respond must be "Using \'Respond to Webhook\' Node". Failures are not answered here: the error output\'s Respond to Webhook answers with the status code (WF10\'s error branch, seed 002 §2.3).',
-					},
-					{
-						displayName: 'Workflow Label',
-						name: 'workflow',
-						type: 'string',
-						default: 'WF10',
-						description: 'Value of meta.source and ctx.workflow',
-					},
-				],
-			},
+			optionsCollection(
+				{
+					displayName: 'Max Attempts',
+					name: 'maxAttempts',
+					type: 'number',
+					typeOptions: { minValue: 1 },
+					default: 5,
+					description: 'The ops.jobs.max_attempts of the created job',
+				},
+				{
+					displayName: 'Reuse Credential for 5 Seconds',
+					name: 'reuseCredential',
+					type: 'boolean',
+					default: false,
+					description:
+						"Whether to read the PostgreSQL credential through n8n at most once per 5 seconds per workflow in each n8n process instead of on every execution (faster on a busy webhook; the shipped WF10 turns it on). An edited credential then applies within 5 s. Only for a static credential: one whose fields use expressions or are resolved per caller must leave this off, or executions would share the first one's resolved values.",
+				},
+				{
+					displayName: 'Respond to Webhook',
+					name: 'respond',
+					type: 'boolean',
+					default: false,
+					description:
+						'Whether this node answers the webhook call itself, as a Respond to Webhook node would, with 200 and {"ok": true, "job_id", "duplicate", "quarantined"} (no "method" key, so Telegram executes nothing) for a stored, duplicate or quarantined update — one node fewer per update. The Webhook\'s Respond must be "Using \'Respond to Webhook\' Node". Failures are not answered here: the error output\'s Respond to Webhook answers with the status code (WF10\'s error branch, seed 002 §2.3).',
+				},
+				workflowLabelOption('WF10'),
+			),
 		],
 	};
 

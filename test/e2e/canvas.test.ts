@@ -58,6 +58,12 @@ const CREDENTIALS: Record<string, unknown> = {
 		type: 'contractsEmbeddingsApi',
 		data: { api: 'gemini', baseUrl: 'http://127.0.0.1:9', apiKey: 'k' },
 	},
+	contractsPushApi: {
+		id: 'pushContracts01',
+		name: 'Contracts Push',
+		type: 'contractsPushApi',
+		data: { secret: randomBytes(32).toString('hex') },
+	},
 	contractsLlmApi: {
 		id: 'llmContracts01',
 		name: 'Contracts LLM',

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { capture, createRun } from '../../nodes/PipelineCapture/actions/run/runs';
-import { PIPELINE_MODEL, shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
+import { PIPELINE_MODEL, shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { importWorkflows, WorkflowDefinition } from '../../nodes/shared/stateMachine';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { startN8n, type RunningN8n } from '../helpers/n8n';
@@ -22,7 +22,7 @@ let definition: WorkflowDefinition;
 beforeAll(async () => {
 	db = await setupDatabase();
 	const shipped = JSON.parse(
-		readFileSync(path.join(__dirname, '..', '..', 'db', 'workflows', 'pipeline_runs.workflow.json'), 'utf8'),
+		readFileSync(path.join(__dirname, '..', '..', 'db', 'state-machines', 'pipeline_runs.json'), 'utf8'),
 	);
 	const done = shipped.workflows[0].states.ANALYZING.transitions.find(
 		(t: { name: string }) => t.name === 'ANALYSIS_DONE',

@@ -119,7 +119,7 @@ beforeAll(async () => {
 	files.push(writeWorkflow(wf10Saving()), writeWorkflow(sweepCopy()), writeWorkflow(scheduledRunner()));
 	const maas = fs
 		.readdirSync(MAAS)
-		.filter((f) => f.endsWith('.json') && !['M15_sweep.json', 'M01_query_status.json'].includes(f))
+		.filter((f) => f.endsWith('.json') && !['M15_sweep.json', 'M01_query_status.json', 'M17_push.json'].includes(f))
 		.map((f) => path.join(MAAS, f));
 	n8n = await startQueueN8n(
 		db.url,

@@ -174,7 +174,7 @@ test('State Machine: an import with an unguarded cycle is refused (400, named); 
 	// The shipped machine with CAPTURE_ANALYSIS disabled: Capture must now refuse it as illegal.
 	// eslint-disable-next-line @typescript-eslint/no-require-imports
 	const { shippedDefinition } =
-		require('../../dist/nodes/PipelineCapture/transport/definition.js') as typeof import('../../nodes/PipelineCapture/transport/definition');
+		require('../../dist/nodes/PipelineCapture/engine/definition.js') as typeof import('../../nodes/PipelineCapture/engine/definition');
 	const edited = structuredClone(shippedDefinition()) as unknown as {
 		states: Record<string, { transitions: { name: string; disabled?: boolean }[] }>;
 	};

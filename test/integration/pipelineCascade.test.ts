@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { capture, completeStep, createRun } from '../../nodes/PipelineCapture/actions/run/runs';
-import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
+import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { WorkflowDefinition, type EngineOptions } from '../../nodes/shared/stateMachine';
 import { setupDatabase, type TestDatabase } from '../helpers/db';

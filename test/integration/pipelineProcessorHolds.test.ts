@@ -13,7 +13,7 @@ import { afterAll, beforeAll, test } from '@jest/globals';
 import { Client } from 'pg';
 import { importOperation } from '../../nodes/PipelineCapture/actions/stateMachine/import.operation';
 import { capture, completeStep, createRun, failRun } from '../../nodes/PipelineCapture/actions/run/runs';
-import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
+import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { WorkflowDefinition } from '../../nodes/shared/stateMachine';
 import { setupDatabase, type TestDatabase } from '../helpers/db';

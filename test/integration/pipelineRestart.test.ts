@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
 import { capture } from '../../nodes/PipelineCapture/actions/run/runs';
-import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
+import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { PipelineListener, type PipelineEvent } from '../../nodes/shared/postgres/listener';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { startEmbedded, createDatabase } = require('../../scripts/lib/postgres');

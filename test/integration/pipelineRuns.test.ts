@@ -11,7 +11,7 @@ import {
 	getStatus,
 	sweep,
 } from '../../nodes/PipelineCapture/actions/run/runs';
-import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
+import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 

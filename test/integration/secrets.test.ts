@@ -20,7 +20,7 @@ import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { recordError } from '../../nodes/ErrorPipe/actions/record';
 import { embeddingsFailure } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
 import { downloadOperation } from '../../nodes/KnowledgeBot/actions/file/download.operation';
-import { checkOperation } from '../../nodes/KnowledgeBot/actions/transport/check.operation';
+import { checkOperation } from '../../nodes/KnowledgeBot/actions/botTransport/check.operation';
 import { sendMessage } from '../../nodes/KnowledgeBot/transport/botApi';
 import { embedTexts } from '../../nodes/KnowledgeBot/transport/embeddings';
 import { fetchSender, httpPostJson } from '../../nodes/KnowledgeBot/transport/http';

@@ -1,14 +1,23 @@
 /**
  * Bot Transport → Check (WF11) on real PostgreSQL against a Bot API stand-in: the bot found by getMe,
  * health from getWebhookInfo and the config, a snapshot per check, the state kept, an event only on a
- * change, an unreachable API recorded as down.
+ * change, an unreachable API recorded as down; and the Knowledge Bot node run as n8n 2.4.8 resolves a saved
+ * workflow's parameters, under the resource's value ('botTransport') and its former one ('transport').
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import { checkOperation, healthOf } from '../../nodes/KnowledgeBot/actions/transport/check.operation';
+import { Workflow, type IExecuteFunctions, type INode, type INodeTypes } from 'n8n-workflow';
+import { checkOperation, healthOf } from '../../nodes/KnowledgeBot/actions/botTransport/check.operation';
+import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { knowledgeRunner } from '../helpers/knowledgeOps';
+
+// the .ts path: "KnowledgeBot.node" alone would resolve to the codex .json beside it
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { KnowledgeBot } =
+	require('../../nodes/KnowledgeBot/KnowledgeBot.node.ts') as typeof import('../../nodes/KnowledgeBot/KnowledgeBot.node');
 
 let db: TestDatabase;
 let botApi: BotApiStandIn;
@@ -30,6 +39,7 @@ beforeAll(async () => {
 	);
 });
 afterAll(async () => {
+	await closeAllPools();
 	await botApi.close();
 	await db.drop();
 });
@@ -123,4 +133,71 @@ test('empty fields from the canvas mean "not given": the bot of the credential',
 	botApi.webhookInfo = { url: URL_OK, pending_update_count: 0 };
 	const { data } = await run(checkOperation, { tenant_id: '', bot_id: '' });
 	assert.deepEqual([data.bot_id, data.health], [botId, 'ok']);
+});
+
+/**
+ * The parameters of a saved Knowledge Bot node as n8n's Workflow resolves them (defaults added, parameters
+ * whose displayOptions hide them dropped), then the node's execute on them with the real credentials.
+ */
+async function runSavedNode(parameters: Record<string, unknown>) {
+	const node: INode = {
+		id: '1',
+		name: 'Check Webhook',
+		type: 'n8n-nodes-contracts.knowledgeBot',
+		typeVersion: 1,
+		position: [0, 0],
+		parameters: parameters as INode['parameters'],
+	};
+	const nodeType = new KnowledgeBot();
+	const nodeTypes = {
+		getByName: () => nodeType,
+		getByNameAndVersion: () => nodeType,
+		getKnownTypes: () => ({}),
+	} as unknown as INodeTypes;
+	const workflow = new Workflow({ nodes: [node], connections: {}, active: false, nodeTypes });
+	const resolved = workflow.getNode('Check Webhook')!.parameters as Record<string, unknown>;
+	const credentials: Record<string, unknown> = {
+		postgresContractsApi: db.credential,
+		contractsTelegramApi: { accessToken: botApi.token, baseUrl: botApi.baseUrl },
+	};
+	const fn = {
+		getInputData: () => [{ json: {} }],
+		getNode: () => ({ ...node, parameters: resolved }),
+		getCredentials: async (name: string) => credentials[name],
+		getNodeParameter: (name: string, _i: number, fallback?: unknown) => {
+			if (name in resolved) return resolved[name];
+			if (fallback === undefined) throw new Error(`Could not get parameter ${name}`);
+			return fallback;
+		},
+		continueOnFail: () => true,
+	} as unknown as IExecuteFunctions;
+	const [[item]] = await nodeType.execute.call(fn);
+	return { resolved, item: item.json };
+}
+
+test("a workflow saved with the former resource value 'transport' still runs Bot Transport → Check (WF11)", async () => {
+	botApi.me = { ...botApi.me, id: 5550001 };
+	botApi.webhookInfo = { url: URL_OK, pending_update_count: 0 };
+	const snapshots = async () =>
+		Number(
+			(await db.pool.query('SELECT count(*) AS n FROM ops.webhook_health_snapshots WHERE bot_id = $1', [botId])).rows[0]
+				.n,
+		);
+	for (const resource of ['botTransport', 'transport']) {
+		const before = await snapshots();
+		const { resolved, item } = await runSavedNode({ resource, operation: 'check', req: '{}', ctx: '{}' });
+		assert.equal(resolved.operation, 'check', `n8n keeps the operation of resource '${resource}'`);
+		assert.equal(item.ok, true, JSON.stringify(item.error));
+		const { ctx, ...json } = item; // Knowledge Bot puts the final ctx beside the envelope
+		assert.equal((ctx as { workflow?: string }).workflow, 'WF11');
+		const envelope = SuccessEnvelope.parse(json);
+		assert.equal(envelope.meta.source, 'WF11', resource);
+		assert.deepEqual([envelope.data.bot_id, envelope.data.health], [botId, 'ok'], resource);
+		assert.equal(await snapshots(), before + 1, `one snapshot per check under '${resource}'`);
+	}
+	// what 'transport' would get without formerValues: n8n drops the hidden operation, the node cannot run
+	await assert.rejects(
+		runSavedNode({ resource: 'nonsense', operation: 'check', req: '{}', ctx: '{}' }),
+		/Could not get parameter operation/,
+	);
 });

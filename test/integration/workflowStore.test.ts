@@ -70,7 +70,7 @@ test('export: 404 WORKFLOW_NOT_FOUND for an unknown model; the shipped pipeline 
 		(e: ContractError) => e.statusCode === 404 && e.details.code === 'WORKFLOW_NOT_FOUND',
 	);
 	const body = JSON.parse(
-		readFileSync(path.join(__dirname, '..', '..', 'db', 'workflows', 'pipeline_runs.workflow.json'), 'utf8'),
+		readFileSync(path.join(__dirname, '..', '..', 'db', 'state-machines', 'pipeline_runs.json'), 'utf8'),
 	);
 	const ref = { model: 'pipeline_runs', modelVersion: 1 };
 	await importWorkflows(db.pool, ref, body);

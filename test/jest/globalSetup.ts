@@ -25,5 +25,9 @@ export default async function globalSetup(): Promise<void> {
 	const redis = await redisUnavailable();
 	if (redis) process.env.CONTRACTS_TEST_REDIS_SKIP = redis;
 	else delete process.env.CONTRACTS_TEST_REDIS_SKIP;
-	process.env.CONTRACTS_TEST_PGVECTOR = (await pgvectorAvailable(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres')) ? '1' : '0';
+	process.env.CONTRACTS_TEST_PGVECTOR = (await pgvectorAvailable(
+		process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+	))
+		? '1'
+		: '0';
 }

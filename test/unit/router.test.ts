@@ -12,8 +12,12 @@ import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { ContractError } from '../../nodes/shared/errors';
 import {
 	findOperation,
+	mainOutputs,
+	outputNamesOf,
+	outputsExpression,
 	routeItems,
 	type Answer,
+	type OutputSpec,
 	type Operation,
 	type Resource,
 	type Route,
@@ -68,13 +72,14 @@ function context(
 	items: INodeExecutionData[],
 	params: Record<string, unknown>[],
 	continueOnFail = true,
+	typeVersion = 1,
 ): IExecuteFunctions {
 	const parameter = (name: string, i: number, fallback?: unknown) => {
 		if (name in params[i]) return params[i][name];
 		if (fallback === undefined) throw new Error(`Could not get parameter ${name}`);
 		return fallback;
 	};
-	const node = { name: 'Toy Node', type: 'test.toy', typeVersion: 1, position: [0, 0], parameters: {}, id: '1' };
+	const node = { name: 'Toy Node', type: 'test.toy', typeVersion, position: [0, 0], parameters: {}, id: '1' };
 	return {
 		getInputData: () => items,
 		getNode: () => node,
@@ -237,6 +242,91 @@ test('routeItems: an operation with a batch gets every prepared item in one call
 		[done[0], done[2]].map((i) => SuccessEnvelope.parse(i.json).data),
 		[{ at: 'conn:0' }, { at: 'conn:2' }],
 	);
+});
+
+/** Outputs that follow the operation: Split declares two, Echo none (one "Done"); before version 2, always two. */
+const FOLLOW: OutputSpec = { names: ['Done'], fixedBefore: { version: 2, names: ['Done', 'Other'] } };
+const SPLIT_OUTPUTS = ['Done', 'Words'];
+const FOLLOWING: Resource<ToyOperation>[] = [
+	{ value: 'toy', name: 'Toy', operations: [echo, { ...split, outputs: SPLIT_OUTPUTS }] },
+];
+
+test("outputNamesOf / outputsExpression: the operation's outputs (else the spec's names); the fixed ones before fixedBefore.version", () => {
+	const [plain, splitting] = FOLLOWING[0].operations;
+	assert.deepEqual(outputNamesOf(FOLLOW, plain, 2), ['Done']);
+	assert.deepEqual(outputNamesOf(FOLLOW, splitting, 2), SPLIT_OUTPUTS);
+	assert.deepEqual(outputNamesOf(FOLLOW, undefined, 2), ['Done']);
+	assert.deepEqual(outputNamesOf(FOLLOW, plain, 1), ['Done', 'Other']);
+	assert.deepEqual(outputNamesOf({ names: ['Done'] }, splitting, 1), SPLIT_OUTPUTS);
+	// the expression n8n evaluates, with $parameter and $nodeVersion bound as n8n binds them
+	const evaluate = (expression: string, parameter: Record<string, unknown>, nodeVersion: number) =>
+		// eslint-disable-next-line @typescript-eslint/no-implied-eval
+		new Function('$parameter', '$nodeVersion', `return (${/^=\{\{([\s\S]*)\}\}$/.exec(expression)![1]});`)(
+			parameter,
+			nodeVersion,
+		) as unknown;
+	const expression = outputsExpression(FOLLOWING, FOLLOW);
+	for (const [operation, version] of [
+		[plain, 1],
+		[plain, 2],
+		[splitting, 1],
+		[splitting, 2],
+	] as const)
+		assert.deepEqual(
+			evaluate(expression, { resource: 'toy', operation: operation.value }, version),
+			mainOutputs(outputNamesOf(FOLLOW, operation, version)),
+			`${operation.value} v${version}`,
+		);
+	assert.deepEqual(evaluate(outputsExpression(FOLLOWING, { names: ['A'] }), { resource: 'x', operation: 'y' }, 1), [
+		{ type: 'main', displayName: 'A' },
+	]);
+});
+
+test("routeItems with an OutputSpec: one output array per output of the operation at the node's version", async () => {
+	const route = toyRoute({ resources: FOLLOWING, outputs: FOLLOW });
+	const echoParams = [{ resource: 'toy', operation: 'echo', text: 'a' }];
+	const splitParams = [{ resource: 'toy', operation: 'split', text: 'x y' }];
+	const v2 = await routeItems(context([{ json: {} }], echoParams, true, 2), route);
+	assert.equal(v2.length, 1, 'Echo v2: Done only (n8n appends the error output as main[1])');
+	assert.equal(v2[0].length, 1);
+	const v1 = await routeItems(context([{ json: {} }], echoParams, true, 1), route);
+	assert.deepEqual(
+		v1.map((o) => o.length),
+		[1, 0],
+		'Echo v1: Done and Other, as before',
+	);
+	const words = await routeItems(context([{ json: {} }], splitParams, true, 2), route);
+	assert.deepEqual(
+		words.map((o) => o.length),
+		[0, 2],
+	);
+	// an error item stays on output 0, where n8n's engine moves it to the error output
+	const failing = toyRoute({
+		resources: FOLLOWING,
+		outputs: FOLLOW,
+		execute: async () => {
+			throw ContractError.conflict('taken');
+		},
+	});
+	const [errors, ...rest] = await routeItems(context([{ json: {} }], echoParams, true, 2), failing);
+	assert.equal(rest.length, 0);
+	assert.equal((errors[0].json.error as Record<string, unknown>).status_code, 409);
+});
+
+test('routeItems: an answer on an output the node does not have is an error item (500) naming it, not a crash', async () => {
+	// Split answers on output 1; declared with one output it does not have one
+	const route = toyRoute({
+		resources: [{ value: 'toy', name: 'Toy', operations: [{ ...split, outputs: ['Done'] }] }],
+		outputs: FOLLOW,
+	});
+	const [[item], ...rest] = await routeItems(
+		context([{ json: {} }], [{ resource: 'toy', operation: 'split', text: 'x' }], true, 2),
+		route,
+	);
+	assert.equal(rest.length, 0);
+	const error = item.json.error as Record<string, unknown>;
+	assert.equal(error.status_code, 500);
+	assert.match(String(error.message), /Toy toy\/split answered on output 1; the node has 1/);
 });
 
 test('Knowledge Bot through the router: a 422 keeps the travelling ctx (its correlation id, no operation key), the seed workflow as label', async () => {

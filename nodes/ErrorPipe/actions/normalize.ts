@@ -16,7 +16,7 @@
 import { ErrorKind, type ErrorEnvelope } from '../../shared/contracts/envelope';
 import { ERRORPIPE_CONTRACT_VERSION } from '../../shared/contracts/ctx';
 import { isUuid } from '../../shared/contracts/ids';
-import { failure, newCorrelationId } from '../../shared/envelope';
+import { failure, newCorrelationId } from '../../shared/envelopeBuilders';
 import { field, isRecord, mergeOwn, recordAt, setOwn, UNREADABLE } from '../../shared/json';
 import { MAX_DETAILS_BYTES, MAX_ID_TEXT_LENGTH, MAX_STRING_LENGTH, Sanitizer } from '../../shared/sanitize';
 import { rememberedSecrets } from '../../shared/redact';

@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import type { PoolClient } from 'pg';
-import type { SourceCtx } from './shared';
+import type { SourceCtx } from '../../shared/contracts/sourceCtx';
 
 /**
  * $1 tenant_id, $2 doc_type, $3 source_key, $4 url_id, $5 file_unique_id, $6 sha256, $7 bytes, $8 mime,

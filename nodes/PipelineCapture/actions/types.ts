@@ -1,6 +1,6 @@
 /** The shape every PipelineCapture operation module exports (one file per operation). */
 import type { INodeProperties } from 'n8n-workflow';
-import type { Operation as RouterOperation } from '../../shared/node/router';
+import type { Operation as RouterOperation, OutputSpec } from '../../shared/node/router';
 import type { ContractError } from '../../shared/errors';
 import type { Pool } from 'pg';
 import type { EngineOptions, WorkflowDefinition } from '../../shared/stateMachine';
@@ -27,6 +27,17 @@ export interface PipelineContext {
 	origin?: { workflow: string; node: string };
 }
 
+/**
+ * Pipeline Capture's main outputs (version 2): those of the selected operation (PipelineOperation.outputs),
+ * by default one, "Done"; Capture has "Done" and "Not Captured". Version 1 always has "Done" and "Not
+ * Captured" (existing workflows keep their meaning). n8n appends the error output after them when On Error
+ * is "Continue (using error output)": main[1] for a one-output operation (v2), main[2] for Capture and v1.
+ */
+export const PIPELINE_OUTPUTS: OutputSpec = {
+	names: ['Done'],
+	fixedBefore: { version: 2, names: ['Done', 'Not Captured'] },
+};
+
 /** `data` of the SuccessEnvelope, and the output: 0 "Done", 1 "Not Captured" (a lost race, nothing claimed). */
 export interface PipelineResult {
 	/** `data` of the one SuccessEnvelope emitted for the input item… */
@@ -41,6 +52,11 @@ export interface PipelineResult {
 export interface PipelineOperation
 	extends RouterOperation<(deps: PipelineContext, input: Record<string, unknown>) => Promise<PipelineResult>> {
 	fields: INodeProperties[];
+	/**
+	 * The operation's main output names in index order (default ["Done"], PIPELINE_OUTPUTS): an operation
+	 * answering `output: 1` declares a second one (Capture: ["Done", "Not Captured"]).
+	 */
+	outputs?: string[];
 	/**
 	 * All items of one execution at once (Finish Job: one statement for the batch), used instead of
 	 * `execute` when present: one result or that item's own ContractError per entry, in order.

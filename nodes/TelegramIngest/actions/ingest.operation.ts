@@ -30,10 +30,10 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
-import { ERRORPIPE_CONTRACT_VERSION, newCtx } from '../../shared/contracts/ctx';
+import { ctxIdOf, ERRORPIPE_CONTRACT_VERSION, newCtx } from '../../shared/contracts/ctx';
 import type { SuccessEnvelope } from '../../shared/contracts/envelope';
 import { isUuid } from '../../shared/contracts/ids';
-import { newCorrelationId, success } from '../../shared/envelope';
+import { newCorrelationId, success } from '../../shared/envelopeBuilders';
 import { ContractError, fromPgError } from '../../shared/errors';
 import { isJobType, JOB_REGISTRY, JOB_TYPE_LIST } from '../../shared/jobs/registry';
 import { TelegramUpdatePayload } from '../../shared/jobs/payloads';
@@ -95,13 +95,6 @@ export function secretsMatch(given: string, expected: string): boolean {
 	return timingSafeEqual(a, b);
 }
 
-/** An int8 decimal text as a JSON-safe id: a number when exact in JavaScript, else the text. */
-function idValue(text: string | null): number | string | null {
-	if (text === null) return null;
-	const value = Number(text);
-	return Number.isSafeInteger(value) ? value : text;
-}
-
 interface Run {
 	pool: Pool;
 	input: IngestInput;
@@ -149,8 +142,8 @@ function meta(run: Run, ids: { chat_id?: unknown; message_id?: unknown; job_id?:
 
 /** Runs the ingest for one item. `state.ctx` is set first, so a failure still carries it. */
 export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemState): Promise<SuccessEnvelope> {
-	// Record, not Ctx: update_id / chat_id / message_id are set below as int8 ids (a number when exact, else its text)
-	const ctx: Record<string, unknown> = newCtx({
+	// update_id / chat_id / message_id are set below as the Ctx schema's CtxId: a number when exact, else the text
+	const ctx = newCtx({
 		correlation_id: isUuid(input.correlationId) ? input.correlationId : newCorrelationId(),
 		trace_id: typeof input.traceId === 'string' && input.traceId !== '' ? input.traceId : null,
 		workflow: input.workflow,
@@ -214,9 +207,9 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	if (classified.kind === 'quarantine') return quarantine(run, classified);
 
 	const { keys } = classified;
-	ctx.update_id = idValue(keys.update_id);
-	ctx.chat_id = idValue(keys.chat_id);
-	ctx.message_id = idValue(keys.message_id);
+	ctx.update_id = ctxIdOf(keys.update_id);
+	ctx.chat_id = ctxIdOf(keys.chat_id);
+	ctx.message_id = ctxIdOf(keys.message_id);
 
 	let row:
 		| { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean }
@@ -275,7 +268,7 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 			quarantined,
 			quarantine_id: quarantined ? Number(row.quarantine_id) : null,
 			raw_update_id: row.raw_update_id === null ? null : Number(row.raw_update_id),
-			update_id: idValue(keys.update_id),
+			update_id: ctxIdOf(keys.update_id),
 			update_type: keys.update_type,
 			bot_id: bot.bot_id,
 			tenant_id: bot.tenant_id,
@@ -314,7 +307,7 @@ async function quarantine(run: Run, item: Quarantined, sqlstate?: string): Promi
 	const { input, ctx, bot } = run;
 	const { body } = item;
 	const rejected = item.status === 400;
-	ctx.update_id = idValue(item.update_id);
+	ctx.update_id = ctxIdOf(item.update_id);
 	// The update_id identifies the body only when it is a parsed update (answered 200); a body that is not
 	// an update, or was not parsed (too_large: update_id null), is a duplicate only by its bytes.
 	const dedupId = rejected ? null : item.update_id;
@@ -392,7 +385,7 @@ async function quarantine(run: Run, item: Quarantined, sqlstate?: string): Promi
 			quarantine_id: quarantineId,
 			reason: quarantineId !== null ? reason : null,
 			raw_update_id: row.raw_update_id === null ? null : Number(row.raw_update_id),
-			update_id: idValue(item.update_id),
+			update_id: ctxIdOf(item.update_id),
 			bot_id: bot.bot_id,
 			tenant_id: bot.tenant_id,
 			error_id: row.error_id === null ? null : Number(row.error_id),

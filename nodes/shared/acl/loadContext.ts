@@ -25,7 +25,7 @@ import { z } from 'zod';
 import { AclCtx, ERRORPIPE_CONTRACT_VERSION, newCtx } from '../contracts/ctx';
 import { Int8Id, isUuid, sameId, sqlId } from '../contracts/ids';
 import { parseRequest, safeJson, TenantId } from '../contracts/request';
-import { newCorrelationId } from '../envelope';
+import { newCorrelationId } from '../envelopeBuilders';
 import { ContractError, fromPgError } from '../errors';
 import type { ItemState } from '../node/runItems';
 import { DEFAULT_CHAT_POLICY, LOAD_CONTEXT } from './sql';

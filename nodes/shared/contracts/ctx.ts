@@ -6,11 +6,41 @@
  * complete, normalised ctx that ContextLoader (WF00c) produces.
  */
 import { z } from 'zod';
+import { parseExactId, type ExactId } from './ids';
 
 /** Contract versions carried in ctx (seed 002 §1.6): `ctx.contracts.errorpipe = 1`. */
 export const ContractVersions = z.object({ errorpipe: z.number().int().positive() }).passthrough();
 
 export const ERRORPIPE_CONTRACT_VERSION = 1;
+
+/**
+ * A Telegram id as the ctx carries it (seed 003 §0.1: an int8): a JS number when it is a safe integer
+ * (|n| ≤ 2^53 − 1, every id the Bot API sends: message_id fits in a signed 32-bit integer), else the
+ * canonical decimal string (no sign but "-", no leading zeros) of an int8 beyond it, as Telegram Ingest
+ * keeps such ids exactly (migration 015). One value, one form: 42 is never "42", and 2^53 is never a
+ * number (it was rounded). It is what `ctxIdOf` returns, and `parseExactId` (./ids) with its value unchanged.
+ */
+export const CtxId = z.union([z.number(), z.string()]).refine(
+	(value) => {
+		const parsed = parseExactId(value);
+		return parsed.ok && Object.is(parsed.value, value); // Object.is: -0 is not 0's form
+	},
+	{ message: 'must be a safe integer, or beyond 2^53 - 1 an int8 as its canonical decimal string' },
+);
+export type CtxId = z.infer<typeof CtxId>;
+
+/**
+ * The ctx form (`CtxId`) of an int8 in decimal text, e.g. the update keys Telegram Ingest reads from the
+ * raw body: the number when it is a safe integer, else the text itself. Cheap (no parse beyond `Number`):
+ * it runs once per id on Telegram Ingest's benchmarked path.
+ * @param text an int8 as canonical decimal text (BigInt's `toString`, as body.ts's `ExactKeys` holds it), or null
+ * @returns null for null, else a `CtxId`; never throws
+ */
+export function ctxIdOf(text: string | null): ExactId | null {
+	if (text === null) return null;
+	const value = Number(text);
+	return Number.isSafeInteger(value) ? value : text;
+}
 
 /** ctx as it travels: partial, passthrough. `job_id` is `ops.jobs.id`, never the correlation id. */
 export const Ctx = z
@@ -24,7 +54,8 @@ export const Ctx = z
 		workflow: z.string().nullable().optional(),
 		node: z.string().nullable().optional(),
 		chat_id: z.union([z.number(), z.string()]).nullable().optional(),
-		message_id: z.number().nullable().optional(),
+		/** The update's message (Telegram Ingest, Knowledge Bot Process): a `CtxId`. */
+		message_id: CtxId.nullable().optional(),
 		contracts: ContractVersions.optional(),
 	})
 	.passthrough();

@@ -2,7 +2,7 @@
  * Canonical envelopes every node and workflow returns (seed 003 §0.3, ErrorEnvelope v1 of seed 002 §1.4).
  *
  * These zod schemas are the single source of truth: the TypeScript types are `z.infer` of them, the
- * builders in `../envelope.ts` validate against them, and the tests assert outputs with them.
+ * builders in `../envelopeBuilders.ts` validate against them, and the tests assert outputs with them.
  */
 import { z } from 'zod';
 

@@ -12,10 +12,18 @@
  * What differs between nodes (which credential, what an operation receives, where a correlation id may
  * come from) is the node's `Route`.
  */
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import {
+	NodeConnectionTypes,
+	type ExpressionString,
+	type IDataObject,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+	type INodeOutputConfiguration,
+	type INodeProperties,
+} from 'n8n-workflow';
 import { newCtx } from '../contracts/ctx';
 import { isUuid } from '../contracts/ids';
-import { correlationOf, newCorrelationId, success } from '../envelope';
+import { correlationOf, newCorrelationId, success } from '../envelopeBuilders';
 import { ContractError } from '../errors';
 import { readOperationInput } from './identity';
 import { runBatch } from './runBatch';
@@ -37,6 +45,11 @@ export interface Operation<
 	description: string;
 	/** The operation's own input fields, each shown only for its resource and operation (none: the node's shared fields). */
 	fields?: INodeProperties[];
+	/**
+	 * Names of the main outputs the operation sends items to, in index order, when the node's outputs follow
+	 * the operation (Route.outputs an OutputSpec); none: the OutputSpec's `names`.
+	 */
+	outputs?: string[];
 	/** Runs the operation. @throws ContractError */
 	execute: Execute;
 }
@@ -70,6 +83,50 @@ function lookup<Op extends { value: string }>(
 	operation: string,
 ): Op | undefined {
 	return resources.find((r) => r.value === resource)?.operations.find((o) => o.value === operation);
+}
+
+/**
+ * A node whose main outputs follow its Resource and Operation parameters: an operation has its own
+ * `outputs`, else `names`; a node of a version below `fixedBefore.version` always has `fixedBefore.names`
+ * (the outputs it had before, so existing workflows keep their connections). n8n appends the error output
+ * after these when the node's On Error is "Continue (using error output)": its index is their count.
+ */
+export interface OutputSpec {
+	/** Output names of an operation that declares none. */
+	names: string[];
+	fixedBefore?: { version: number; names: string[] };
+}
+
+/** The main output names of `operation` (undefined: unknown) on a node of version `typeVersion`. */
+export function outputNamesOf(
+	spec: OutputSpec,
+	operation: { outputs?: string[] } | undefined,
+	typeVersion: number,
+): string[] {
+	if (spec.fixedBefore && typeVersion < spec.fixedBefore.version) return spec.fixedBefore.names;
+	return operation?.outputs ?? spec.names;
+}
+
+/** n8n output configurations (main, with a label each) for output names. */
+export function mainOutputs(names: string[]): INodeOutputConfiguration[] {
+	return names.map((displayName) => ({ type: NodeConnectionTypes.Main, displayName }));
+}
+
+/**
+ * The node description's `outputs` as an n8n expression of the node's parameters and version (evaluated by
+ * the editor for the canvas and by the engine for the error output, as n8n's Switch v3 does): the outputs
+ * of outputNamesOf for the selected Resource / Operation. Only operations whose outputs differ from the
+ * spec's `names` are listed in it.
+ */
+export function outputsExpression<Op extends Operation>(resources: Resource<Op>[], spec: OutputSpec): ExpressionString {
+	const byOperation: Record<string, INodeOutputConfiguration[]> = {};
+	for (const resource of resources)
+		for (const op of resource.operations)
+			if (op.outputs) byOperation[`${resource.value}.${op.value}`] = mainOutputs(op.outputs);
+	const operationOutputs = `(${JSON.stringify(byOperation)}[$parameter.resource + "." + $parameter.operation] || ${JSON.stringify(mainOutputs(spec.names))})`;
+	return spec.fixedBefore
+		? `={{ $nodeVersion < ${spec.fixedBefore.version} ? ${JSON.stringify(mainOutputs(spec.fixedBefore.names))} : ${operationOutputs} }}`
+		: `={{ ${operationOutputs} }}`;
 }
 
 /** What an operation answered, as the router turns it into output items. */
@@ -119,8 +176,11 @@ export interface Route<Op extends Operation, Conn, Context> {
 	/** The node, in the unknown-operation error. */
 	label: string;
 	resources: Resource<Op>[];
-	/** Main outputs (default 1). */
-	outputs?: number;
+	/**
+	 * Main outputs: a count (default 1), or outputs that follow the operation (OutputSpec: the node returns
+	 * as many output arrays as the operation of its parameters has at the node's version).
+	 */
+	outputs?: number | OutputSpec;
 	/** Whether ctx names the item's `resource.operation` (ctx.operation). */
 	ctxOperation?: boolean;
 	/** Whether each output item also carries the item's final ctx beside the envelope (`json.ctx`). */
@@ -155,9 +215,24 @@ function pair(fn: IExecuteFunctions, itemIndex: number): [string, string] {
 	return [fn.getNodeParameter('resource', itemIndex) as string, fn.getNodeParameter('operation', itemIndex) as string];
 }
 
+/** How many main output arrays the node returns (n8n moves error items to the one after them). */
+function outputCount<Op extends Operation>(
+	fn: IExecuteFunctions,
+	resources: Resource<Op>[],
+	outputs: number | OutputSpec | undefined,
+): number {
+	if (typeof outputs !== 'object') return outputs ?? 1;
+	const { parameters, typeVersion } = fn.getNode();
+	// Resource and Operation take no expressions (noDataExpression): the first item's are the node's
+	const [resource, operation] =
+		fn.getInputData().length > 0 ? pair(fn, 0) : [String(parameters.resource), String(parameters.operation)];
+	return outputNamesOf(outputs, lookup(resources, resource, operation), typeVersion).length;
+}
+
 /**
  * Runs every input item through its operation (see the file comment).
- * @returns one array per main output (Route.outputs), items paired to their inputs
+ * @returns one array per main output (Route.outputs: a count, or the outputs of the node's operation and
+ *   version), items paired to their inputs
  * @throws NodeOperationError in n8n's stop mode (runItems / runBatch), Error when the connection cannot be opened
  */
 export async function routeItems<Op extends Operation, Conn, Context>(
@@ -166,6 +241,7 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 ): Promise<INodeExecutionData[][]> {
 	const conn = await route.connect(fn);
 	const node = fn.getNode().name;
+	const outputs = outputCount(fn, route.resources, route.outputs);
 	const prepare = (item: INodeExecutionData, itemIndex: number, state: ItemState): Prepared<Op, Context> => {
 		const [resource, operationValue] = pair(fn, itemIndex);
 		const found = lookup(route.resources, resource, operationValue);
@@ -199,6 +275,10 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 	};
 	const respond = ({ routed }: Prepared<Op, Context>, answer: Answer): ItemResult => {
 		const { workflow, state } = routed;
+		if ((answer.output ?? 0) >= outputs)
+			throw ContractError.internal(
+				`${route.label} ${routed.resource}/${routed.operationValue} answered on output ${answer.output}; the node has ${outputs}`,
+			);
 		const envelope = (data: Record<string, unknown>): IDataObject => {
 			const json = success(data, {
 				source: workflow,
@@ -214,7 +294,6 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 	const items = fn.getInputData();
 	const first = items.length > 0 ? lookup(route.resources, ...pair(fn, 0)) : undefined;
 	const batch = first && route.batch?.(first);
-	const outputs = route.outputs ?? 1;
 	if (batch) {
 		return runBatch(
 			fn,

@@ -30,6 +30,11 @@ export interface ListenerOptions {
 	onEvents(events: PipelineEvent[]): void;
 	/** Connection problems (reported, then retried). */
 	onError?(error: Error): void;
+	/**
+	 * After every successful connect (LISTEN done, catch-up emitted); `reconnected` is false for the first
+	 * one. Pipeline Push re-checks its pending subscriptions here. Optional: without it nothing changes.
+	 */
+	onConnect?(reconnected: boolean): void;
 }
 
 const CATCH_UP = `
@@ -120,6 +125,7 @@ export class PipelineListener {
 			this.attempt = 0;
 			this.lostAt = null;
 			if (rows.length) this.options.onEvents(rows);
+			this.options.onConnect?.(this.connections > 1);
 		} catch (error) {
 			drop(error as Error);
 			if (first) throw error;

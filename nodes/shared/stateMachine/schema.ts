@@ -1,6 +1,6 @@
 /**
  * The WorkflowDefinition format of seed 004 (cyoda-go v0.6.1 "workflows"), as zod schemas: the single
- * source of the state machines this package ships (e.g. db/workflows/pipeline_runs.workflow.json),
+ * source of the state machines this package ships (e.g. db/state-machines/pipeline_runs.json),
  * validated at import, typed for the engine. Defaults: `manual`/`disabled` false, `criterion` null,
  * `processors` and `transitions` empty, `active` true.
  */

@@ -33,7 +33,7 @@ export function parseImport(body: unknown): ImportRequest {
 /**
  * Validates and stores the workflows of an import body for `ref`.
  * @returns the names stored, in order
- * `check`: the model's own rules (e.g. the pipeline's, PipelineCapture/transport/definition.ts), run on
+ * `check`: the model's own rules (e.g. the pipeline's, PipelineCapture/engine/definition.ts), run on
  * every workflow after the seed's validation and before anything is written.
  * @throws ContractError 400 VALIDATION_FAILED (schema, missing states, unguarded automated cycle, `check`)
  */

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from '@jest/globals';
 import type { IExecuteFunctions } from 'n8n-workflow';
-import { calculationNodesOf, subWorkflowCaller } from '../../../nodes/PipelineCapture/transport/calculationNodes';
+import { calculationNodesOf, subWorkflowCaller } from '../../../nodes/PipelineCapture/engine/calculationNodes';
 
 test('calculationNodesOf: trimmed ids, comma-separated tags; blank ids dropped; other operations get none', () => {
 	const fns = {

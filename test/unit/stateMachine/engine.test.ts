@@ -277,7 +277,7 @@ test('export omits disabled=false, empty processors, null criteria, empty desc; 
 });
 
 test('the shipped pipeline_runs definition: valid, NEW → … → COMPLETED by its manual transitions, FAIL from every non-terminal state', async () => {
-	const file = path.join(__dirname, '..', '..', '..', 'db', 'workflows', 'pipeline_runs.workflow.json');
+	const file = path.join(__dirname, '..', '..', '..', 'db', 'state-machines', 'pipeline_runs.json');
 	const [wf] = parseImport(JSON.parse(readFileSync(file, 'utf8'))).workflows;
 	validateDefinition(wf);
 	let state = wf.initialState;

@@ -13,7 +13,8 @@ import crypto from 'node:crypto';
 import { z } from 'zod';
 import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
-import { enqueueOnce, JOB_TYPES } from '../shared';
+import { enqueueOnce } from '../../../shared/jobs/enqueue';
+import { JOB_TYPES } from '../../../shared/jobs/registry';
 import type { KnowledgeOperation } from '../types';
 import { chunkText } from './chunkText';
 

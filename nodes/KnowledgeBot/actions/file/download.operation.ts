@@ -20,7 +20,9 @@ import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
 import { TooLargeError } from '../../transport/http';
 import { BOT_API_MAX_FILE_BYTES, BotApiError, downloadFile, getFile } from '../../transport/botApi';
-import { enqueueOnce, JOB_TYPES, SourceCtx } from '../shared';
+import { SourceCtx } from '../../../shared/contracts/sourceCtx';
+import { enqueueOnce } from '../../../shared/jobs/enqueue';
+import { JOB_TYPES } from '../../../shared/jobs/registry';
 import { storeBody, type StoredBody } from '../storeBody';
 import type { KnowledgeOperation } from '../types';
 

@@ -31,7 +31,8 @@ import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request'
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
 import { replaceUnstorable } from '../../../shared/sanitize';
-import { enqueueJobs, JOB_TYPES } from '../shared';
+import { enqueueJobs } from '../../../shared/jobs/enqueue';
+import { JOB_TYPES } from '../../../shared/jobs/registry';
 import type { KnowledgeOperation } from '../types';
 import { parseUpdate, type ParsedUpdate } from './parseUpdate';
 import * as SQL from './sql';

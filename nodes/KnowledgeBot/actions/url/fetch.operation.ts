@@ -18,7 +18,9 @@ import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request'
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
 import { TooLargeError } from '../../transport/http';
-import { enqueueOnce, JOB_TYPES, SourceCtx } from '../shared';
+import { SourceCtx } from '../../../shared/contracts/sourceCtx';
+import { enqueueOnce } from '../../../shared/jobs/enqueue';
+import { JOB_TYPES } from '../../../shared/jobs/registry';
 import { storeBody, type StoredBody } from '../storeBody';
 import type { KnowledgeOperation } from '../types';
 

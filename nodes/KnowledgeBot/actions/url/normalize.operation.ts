@@ -10,7 +10,9 @@
 import { z } from 'zod';
 import { parseRequest, TenantId } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
-import { enqueueOnce, JOB_TYPES, SourceCtx } from '../shared';
+import { SourceCtx } from '../../../shared/contracts/sourceCtx';
+import { enqueueOnce } from '../../../shared/jobs/enqueue';
+import { JOB_TYPES } from '../../../shared/jobs/registry';
 import type { KnowledgeOperation } from '../types';
 import { InvalidUrlError, normalizeUrl } from './normalizeUrl';
 

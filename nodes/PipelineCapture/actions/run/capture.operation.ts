@@ -24,6 +24,7 @@ export const captureOperation: PipelineOperation = {
 	name: 'Capture',
 	action: 'Capture a pipeline run',
 	description: 'Take a waiting run for this worker (exactly one worker wins)',
+	outputs: ['Done', 'Not Captured'],
 	fields: fieldsOf({ resource: 'run', operation: 'capture' }, [
 		{
 			displayName: 'Run ID',

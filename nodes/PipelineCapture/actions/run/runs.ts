@@ -9,7 +9,7 @@ import { ContractError, fromPgError } from '../../../shared/errors';
 import { unstorablePath } from '../../../shared/sanitize';
 import type { EngineResult, WorkflowDefinition } from '../../../shared/stateMachine';
 import { abortError, evaluate, fireManual, runTransitionProcessors } from '../../../shared/stateMachine';
-import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../transport/definition';
+import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../engine/definition';
 import {
 	ARCHIVE_RUN,
 	CAPTURE,

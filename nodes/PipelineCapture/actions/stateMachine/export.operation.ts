@@ -5,7 +5,7 @@
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import { exportWorkflows } from '../../../shared/stateMachine';
-import { PIPELINE_MODEL } from '../../transport/definition';
+import { PIPELINE_MODEL } from '../../engine/definition';
 import type { PipelineOperation } from '../types';
 
 export const exportOperation: PipelineOperation = {

@@ -9,7 +9,7 @@
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import { importWorkflows } from '../../../shared/stateMachine';
-import { assertPipelineTransitions, forgetDefinition, PIPELINE_MODEL } from '../../transport/definition';
+import { assertPipelineTransitions, forgetDefinition, PIPELINE_MODEL } from '../../engine/definition';
 import type { PipelineOperation } from '../types';
 
 export const importOperation: PipelineOperation = {

@@ -1,7 +1,7 @@
 /**
  * The pipeline_runs state machine (seed 001 statuses, seed 004 format): the definition imported into
  * ops.workflow_definitions for model `pipeline_runs` v1 when there is one (so users can edit it), else
- * the one shipped in db/workflows/pipeline_runs.workflow.json. Cached per pool for 30 s.
+ * the one shipped in db/state-machines/pipeline_runs.json. Cached per pool for 30 s.
  *
  * Conventions the operations rely on:
  *  - `CAPTURE_*` transitions take a waiting run into an in-progress state (one worker wins);
@@ -17,14 +17,14 @@ import { ContractError } from '../../shared/errors';
 import { loadWorkflows, parseImport, validateDefinition, type WorkflowDefinition } from '../../shared/stateMachine';
 
 export const PIPELINE_MODEL = { model: 'pipeline_runs', modelVersion: 1 };
-const FILE = 'pipeline_runs.workflow.json';
+const FILE = 'pipeline_runs.json';
 const CACHE_MS = 30_000;
 
 /** The definition shipped with the package (works from the sources and from dist/). */
 export function shippedDefinition(): WorkflowDefinition {
 	const candidates = [
-		path.join(__dirname, '..', '..', '..', 'db', 'workflows', FILE),
-		path.join(__dirname, '..', '..', '..', '..', 'db', 'workflows', FILE),
+		path.join(__dirname, '..', '..', '..', 'db', 'state-machines', FILE),
+		path.join(__dirname, '..', '..', '..', '..', 'db', 'state-machines', FILE),
 	];
 	const file = candidates.find((f) => existsSync(f));
 	if (!file) throw new Error(`shipped state machine ${FILE} not found (looked in ${candidates.join(', ')})`);

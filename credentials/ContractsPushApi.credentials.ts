@@ -1,0 +1,30 @@
+import type { ICredentialType, INodeProperties } from 'n8n-workflow';
+
+/**
+ * The secret of Pipeline Push (seed 001 §3 step 4, variant B): a client's token is
+ * `base64url(HMAC-SHA256(secret, "contracts-push:v1:" + user_id))` (nodes/PipelinePush/transport/token.ts,
+ * `node scripts/mint-push-token.js --user alice`). At least 32 characters; rotating it revokes every token.
+ * Tested by the node's `contractsPushApiTest` (length only: nothing to connect to). Never logged.
+ */
+export class ContractsPushApi implements ICredentialType {
+	name = 'contractsPushApi';
+
+	displayName = 'Contracts Push API';
+
+	icon = 'file:contractsPush.svg' as const;
+
+	documentationUrl = 'https://github.com/n8n-nodes-contracts/n8n-nodes-contracts#pipeline-push';
+
+	properties: INodeProperties[] = [
+		{
+			displayName: 'Token Secret',
+			name: 'secret',
+			type: 'string',
+			typeOptions: { password: true },
+			required: true,
+			default: '',
+			description:
+				'At least 32 characters (e.g. `openssl rand -base64 32`). Push tokens are HMAC-SHA256 of the user ID with it.',
+		},
+	];
+}

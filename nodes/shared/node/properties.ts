@@ -1,0 +1,78 @@
+/**
+ * The node parameters several nodes share (issue 16: no repeated node skeleton): the Options collection
+ * and its Workflow Label, and the Request / Context json parameters of seed 003 §1. Each builder returns a
+ * fresh object, so no two nodes (or node instances) share one.
+ *
+ * The node-class header (displayName, name, icon, group, version, usableAsTool, subtitle, defaults,
+ * inputs, outputs) and `credentials` stay literals in each `*.node.ts`: n8n's lint rules read them there
+ * (node-usable-as-tool fails without a literal `usableAsTool`; node-class-description-credentials-name-
+ * unsuffixed crashes on a credential that is not an object literal). Rules that read parameters cannot see
+ * inside these builders; test/unit/nodeDescriptions.test.ts pins every node's description against a
+ * snapshot taken before the builders existed.
+ */
+import type { INodeProperties } from 'n8n-workflow';
+
+/** What a node's Options → Workflow Label sets, when the description does not say more. */
+const WORKFLOW_LABEL_DESCRIPTION = 'Value of meta.source and ctx.workflow';
+
+/**
+ * The Options collection (`options`, "Add option", default `{}`) holding `options` in the order given.
+ * n8n's lint (node-param-collection-type-unsorted-items) wants five or more options sorted by displayName
+ * and cannot see them here: pass them in that order.
+ */
+export function optionsCollection(...options: INodeProperties[]): INodeProperties {
+	return {
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add option',
+		default: {},
+		options,
+	};
+}
+
+/**
+ * Options → Workflow Label (`workflow`, a string): the envelope's `meta.source` (seed 003 §0.3) and, where
+ * the node builds the ctx, `ctx.workflow`. An empty value reads as `defaultLabel` (or, for
+ * Knowledge Bot, the operation's seed workflow).
+ * @param defaultLabel the default, e.g. `WF10`; `''` where the operation decides
+ * @param description the field's help text (default: "Value of meta.source and ctx.workflow")
+ */
+export function workflowLabelOption(
+	defaultLabel: string,
+	description: string = WORKFLOW_LABEL_DESCRIPTION,
+): INodeProperties {
+	return { displayName: 'Workflow Label', name: 'workflow', type: 'string', default: defaultLabel, description };
+}
+
+/**
+ * The Request parameter (`req`, json, required, default `={{ $json.req }}`): the input `{ req: {…} }` of a
+ * seed-003 workflow (seed 003 §1). A JSON string is parsed by the node (bad JSON: a 422 naming the field).
+ * @param description which req it is, e.g. "The req of seed 003 WF00c: { tenant_id, … }"
+ */
+export function requestProperty(description: string): INodeProperties {
+	return {
+		displayName: 'Request',
+		name: 'req',
+		type: 'json',
+		default: '={{ $json.req }}',
+		required: true,
+		description,
+	};
+}
+
+/**
+ * The Context parameter (`ctx`, json, default `={{ $json.ctx || {} }}`): the ctx travelling with the request
+ * (seed 003 §0.4; correlation_id, job_id, trace_id), kept in error items so WF99 can retry the job
+ * (seed 002 §3.2).
+ */
+export function contextProperty(): INodeProperties {
+	return {
+		displayName: 'Context',
+		name: 'ctx',
+		type: 'json',
+		default: '={{ $json.ctx || {} }}',
+		description:
+			'The ctx travelling with the request (correlation_id, job_id, trace_id); kept in errors so WF99 can retry the job',
+	};
+}
