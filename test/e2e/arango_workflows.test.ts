@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { ErrorEnvelope, SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { ArangoStandIn } from '../helpers/arangoStandIn';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
@@ -107,31 +107,28 @@ function token(sub: string, options: Partial<MintOptions> = {}): string {
 	return t;
 }
 
-before(
-	async () => {
-		db = await setupDatabase();
-		await arango.up();
-		await ollama.up();
-		// The shipped 3.1 workflow calls http://127.0.0.1:11434 (Ollama's default): point it at the stand-in.
-		const dir = mkdtempSync(path.join(tmpdir(), 'arango-wf-'));
-		const files = readdirSync(ARANGO_WORKFLOWS)
-			.filter((f) => f.endsWith('.json'))
-			.map((f) => {
-				const text = readFileSync(path.join(ARANGO_WORKFLOWS, f), 'utf8').replace('http://127.0.0.1:11434', ollama.url);
-				writeFileSync(path.join(dir, f), text);
-				return path.join(dir, f);
-			});
-		n8n = await startN8n(
-			db.url,
-			[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files],
-			CALLS.map((c) => c.path),
-			[arangoCredential(arango.url), jwtCredential(SECRET)],
-		);
-	},
-	{ timeout: 30 * 60_000 },
-);
+beforeAll(async () => {
+	db = await setupDatabase();
+	await arango.up();
+	await ollama.up();
+	// The shipped 3.1 workflow calls http://127.0.0.1:11434 (Ollama's default): point it at the stand-in.
+	const dir = mkdtempSync(path.join(tmpdir(), 'arango-wf-'));
+	const files = readdirSync(ARANGO_WORKFLOWS)
+		.filter((f) => f.endsWith('.json'))
+		.map((f) => {
+			const text = readFileSync(path.join(ARANGO_WORKFLOWS, f), 'utf8').replace('http://127.0.0.1:11434', ollama.url);
+			writeFileSync(path.join(dir, f), text);
+			return path.join(dir, f);
+		});
+	n8n = await startN8n(
+		db.url,
+		[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files],
+		CALLS.map((c) => c.path),
+		[arangoCredential(arango.url), jwtCredential(SECRET)],
+	);
+}, 30 * 60_000);
 
-after(async () => {
+afterAll(async () => {
 	await n8n?.stop();
 	await arango.down();
 	await ollama.down();
@@ -417,7 +414,7 @@ test("no token used in this file appears in any ops.errors row or in n8n's log",
 	await assertNoTokenLeaked(db.pool, n8n.transcript(), minted);
 });
 
-test('A3.8: the published cron workflow runs the expired-lock sweep within a minute', { timeout: 90_000 }, async () => {
+test('A3.8: the published cron workflow runs the expired-lock sweep within a minute', async () => {
 	arango.requests.length = 0;
 	const deadline = Date.now() + 75_000;
 	while (Date.now() < deadline && !arango.queries().some((q) => /ignoreErrors: true/.test(q.query))) {
@@ -426,4 +423,4 @@ test('A3.8: the published cron workflow runs the expired-lock sweep within a min
 	const sweep = arango.queries().find((q) => /ignoreErrors: true/.test(q.query));
 	assert.ok(sweep, 'no Unlock Expired query within 75 s');
 	assert.deepEqual(sweep.bindVars, { batch_size: 500 });
-});
+}, 90_000);

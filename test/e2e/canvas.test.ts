@@ -16,7 +16,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
+import { testSkipIf } from '../helpers/skip';
 import type { Browser, Page } from 'playwright-core';
 import {
 	canvasSkipReason,
@@ -161,34 +162,31 @@ let browser: Browser;
 let page: Page;
 const pageErrors: string[] = [];
 
-before(
-	async () => {
-		if (skip) return;
-		const bin = harness.ensureN8n({ log: console.log });
-		instance = harness.createInstance({ tarball: harness.packPackage(), bin });
-		await instance.importCredentials(Object.values(CREDENTIALS));
-		const dir = fs.mkdtempSync(path.join(instance.folder, 'import-'));
-		for (const file of shippedFiles()) fs.copyFileSync(path.join(WORKFLOWS, file), path.join(dir, path.basename(file)));
-		fs.writeFileSync(path.join(dir, 'canary.json'), JSON.stringify(CANARY));
-		await instance.cli(['import:workflow', '--separate', `--input=${dir}`]);
-		await instance.start();
-		await setupOwner(instance.url, owner);
-		browser = await launchChromium();
-		page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
-		page.on('pageerror', (error) => pageErrors.push(error.message));
-		await signIn(page, instance.url, owner);
-		fs.mkdirSync(OUT, { recursive: true });
-	},
-	{ timeout: 30 * 60_000 },
-);
+beforeAll(async () => {
+	if (skip) return;
+	const bin = harness.ensureN8n({ log: console.log });
+	instance = harness.createInstance({ tarball: harness.packPackage(), bin });
+	await instance.importCredentials(Object.values(CREDENTIALS));
+	const dir = fs.mkdtempSync(path.join(instance.folder, 'import-'));
+	for (const file of shippedFiles()) fs.copyFileSync(path.join(WORKFLOWS, file), path.join(dir, path.basename(file)));
+	fs.writeFileSync(path.join(dir, 'canary.json'), JSON.stringify(CANARY));
+	await instance.cli(['import:workflow', '--separate', `--input=${dir}`]);
+	await instance.start();
+	await setupOwner(instance.url, owner);
+	browser = await launchChromium();
+	page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+	page.on('pageerror', (error) => pageErrors.push(error.message));
+	await signIn(page, instance.url, owner);
+	fs.mkdirSync(OUT, { recursive: true });
+}, 30 * 60_000);
 
-after(async () => {
+afterAll(async () => {
 	await browser?.close();
 	await instance?.stop();
 	instance?.remove();
 });
 
-function describe(report: CanvasReport): string {
+function describeReport(report: CanvasReport): string {
 	return report.issues.map((i) => `${i.node} (${i.type}): ${i.marker} ${i.text}`).join('\n');
 }
 
@@ -205,20 +203,19 @@ test('the shipped workflows reference only credentials this test imports', () =>
 	}
 });
 
-test(
+testSkipIf(skip)(
 	'the canary: the check sees unknown types, an empty required parameter, a missing and an unset credential',
-	{ skip },
 	async () => {
 		const report = await inspectCanvas(page, instance.url, CANARY.id, CANARY.nodes.length, {
 			screenshot: path.join(OUT, '_canary.png'),
 		});
-		console.log(`canary issues:\n${describe(report)}`);
+		console.log(`canary issues:\n${describeReport(report)}`);
 		const flagged = [...new Set(report.issues.map((i) => i.node))].sort();
 		const broken = CANARY.nodes
 			.map((n) => n.name)
 			.filter((n) => n.startsWith('Broken:'))
 			.sort();
-		assert.deepEqual(flagged, broken, describe(report));
+		assert.deepEqual(flagged, broken, describeReport(report));
 		const text = (node: string) =>
 			report.issues
 				.filter((i) => i.node === node)
@@ -242,28 +239,32 @@ test(
 	},
 );
 
-test('every shipped workflow opens in the editor without a node issue', { skip, timeout: 10 * 60_000 }, async () => {
-	const failures: string[] = [];
-	for (const file of shippedFiles()) {
-		const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, file), 'utf8')) as Workflow;
-		const shot = path.join(OUT, `${path.basename(file, '.json')}.png`);
-		const started = Date.now();
-		const before = pageErrors.length;
-		let report: CanvasReport;
-		try {
-			report = await inspectCanvas(page, instance.url, workflow.id, workflow.nodes.length, { screenshot: shot });
-		} catch (error) {
-			failures.push(`${file}: ${error.message}`);
-			continue;
+testSkipIf(skip)(
+	'every shipped workflow opens in the editor without a node issue',
+	async () => {
+		const failures: string[] = [];
+		for (const file of shippedFiles()) {
+			const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, file), 'utf8')) as Workflow;
+			const shot = path.join(OUT, `${path.basename(file, '.json')}.png`);
+			const started = Date.now();
+			const before = pageErrors.length;
+			let report: CanvasReport;
+			try {
+				report = await inspectCanvas(page, instance.url, workflow.id, workflow.nodes.length, { screenshot: shot });
+			} catch (error) {
+				failures.push(`${file}: ${error.message}`);
+				continue;
+			}
+			const missing = workflow.nodes.map((n) => n.name).filter((n) => !report.nodes.includes(n));
+			if (missing.length) failures.push(`${file}: not on the canvas: ${missing.join(', ')}`);
+			if (report.issues.length) failures.push(`${file}:\n${describeReport(report)}`);
+			if (report.toasts.length) failures.push(`${file}: error toasts: ${report.toasts.join(' | ')}`);
+			const errors = pageErrors.slice(before);
+			console.log(
+				`${file}: ${report.nodes.length} nodes, ${report.issues.length} issues, ${Date.now() - started} ms${errors.length ? `, page errors: ${errors.join(' | ')}` : ''}`,
+			);
 		}
-		const missing = workflow.nodes.map((n) => n.name).filter((n) => !report.nodes.includes(n));
-		if (missing.length) failures.push(`${file}: not on the canvas: ${missing.join(', ')}`);
-		if (report.issues.length) failures.push(`${file}:\n${describe(report)}`);
-		if (report.toasts.length) failures.push(`${file}: error toasts: ${report.toasts.join(' | ')}`);
-		const errors = pageErrors.slice(before);
-		console.log(
-			`${file}: ${report.nodes.length} nodes, ${report.issues.length} issues, ${Date.now() - started} ms${errors.length ? `, page errors: ${errors.join(' | ')}` : ''}`,
-		);
-	}
-	assert.deepEqual(failures, [], failures.join('\n'));
-});
+		assert.deepEqual(failures, [], failures.join('\n'));
+	},
+	10 * 60_000,
+);

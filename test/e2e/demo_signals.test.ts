@@ -17,7 +17,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+
+import { testSkipIf } from '../helpers/skip';
 import { Client } from 'pg';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -123,11 +124,9 @@ function assertCleanedUp(
 const installed = fs.existsSync(path.join(CACHE, 'n8n-2.4.8', '.installed'));
 const notInstalled = `n8n 2.4.8 is not installed in ${CACHE} yet (the first install takes minutes; run any e2e test or npm run demo once)`;
 
-test(
+testSkipIf(!installed && notInstalled)(
 	"Ctrl-C during the demo's imports: nothing more starts, the user folder is removed, the log kept",
-	{ timeout: 150_000 },
-	async (t) => {
-		if (!installed) return t.skip(notInstalled);
+	async () => {
 		const demo = startDemo();
 		try {
 			const readyAfter = await demo.until(
@@ -142,24 +141,23 @@ test(
 			assertCleanedUp(demo, end, folder);
 			assert.doesNotMatch(demo.out, /n8n 2\.4\.8 running at/, 'n8n was not started after the signal');
 			assert.doesNotMatch(demo.out, /Error|at async/, 'the interrupted step prints no error');
-			t.diagnostic(
+			console.log(
 				`SIGINT ${(readyAfter / 1000).toFixed(0)} s after the start, during the publishes; exited ${(end.ms / 1000).toFixed(1)} s later`,
 			);
 		} finally {
 			await demo.stop();
 		}
 	},
+	150_000,
 );
 
-test(
+testSkipIf(
+	(!installed && notInstalled) ||
+		(process.env.DEMO_SIGNALS_E2E !== '1' &&
+			'the demo needs about 3 minutes to start n8n on a 2-core machine: set DEMO_SIGNALS_E2E=1 to run this'),
+)(
 	'Ctrl-C while n8n runs: n8n stopped, owner was set up, user folder removed, log kept (DEMO_SIGNALS_E2E=1)',
-	{ timeout: 300_000 },
-	async (t) => {
-		if (!installed) return t.skip(notInstalled);
-		if (process.env.DEMO_SIGNALS_E2E !== '1')
-			return t.skip(
-				'the demo needs about 3 minutes to start n8n on a 2-core machine: set DEMO_SIGNALS_E2E=1 to run this',
-			);
+	async () => {
 		const demo = startDemo();
 		try {
 			const ready = /n8n 2\.4\.8 running at (\S+) \(user folder (\S+)\)/;
@@ -181,11 +179,12 @@ test(
 			assert.match(log, /Editor is now accessible via/, "n8n's log file has n8n's own lines");
 			assert.match(log, /Owner was set up successfully/, "n8n's log records the owner setup");
 			assert.match(log, /--- harness: n8n import:workflow/, "the CLI imports' output is in the log too");
-			t.diagnostic(
+			console.log(
 				`n8n running ${(readyAfter / 1000).toFixed(0)} s after the start; exited ${(end.ms / 1000).toFixed(1)} s after SIGINT; log ${log.length} characters`,
 			);
 		} finally {
 			await demo.stop();
 		}
 	},
+	300_000,
 );

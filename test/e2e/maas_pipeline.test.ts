@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { failingModel, llmCredential, normalModel } from '../helpers/maasModel';
@@ -39,26 +39,23 @@ const MAAS = path.join(WORKFLOWS, 'maas');
 /** The status-polling webhook whose path carries the id (n8n serves it under its webhookId). */
 const PATH_ID_HOOK = '5e0c1a9e-7d1f-4c1a-9f00-00000000a01d';
 
-before(
-	async () => {
-		db = await setupDatabase();
-		await model.up();
-		model.respond = normalModel;
-		const maas = readdirSync(MAAS)
-			// M17 (Pipeline Push: its own port and credential) has its own test, test/e2e/pipeline_push.test.ts
-			.filter((f) => f.endsWith('.json') && f !== 'M17_push.json')
-			.map((f) => path.join(MAAS, f));
-		n8n = await startN8n(
-			db.url,
-			[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas],
-			['api/query'],
-			[llmCredential(model.url), jwtCredential(SECRET)],
-		);
-	},
-	{ timeout: 30 * 60_000 },
-);
+beforeAll(async () => {
+	db = await setupDatabase();
+	await model.up();
+	model.respond = normalModel;
+	const maas = readdirSync(MAAS)
+		// M17 (Pipeline Push: its own port and credential) has its own test, test/e2e/pipeline_push.test.ts
+		.filter((f) => f.endsWith('.json') && f !== 'M17_push.json')
+		.map((f) => path.join(MAAS, f));
+	n8n = await startN8n(
+		db.url,
+		[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas],
+		['api/query'],
+		[llmCredential(model.url), jwtCredential(SECRET)],
+	);
+}, 30 * 60_000);
 
-after(async () => {
+afterAll(async () => {
 	await n8n?.stop();
 	await model.down();
 	await db?.drop();
@@ -185,38 +182,34 @@ test("after the trigger's backend is terminated, the next query still completes 
 	assert.equal((await until('completion after reconnect', finished(id))).status, 'completed');
 });
 
-test(
-	'a model that always fails: the run ends FAILED after the retries, ops.errors records it, nothing stuck',
-	{ timeout: 120_000 },
-	async () => {
-		model.respond = failingModel;
-		try {
-			const id = (await ask('user-4', { user_id: 'user-4', query: 'doomed' })).json.request_id as string;
-			const done = await until('the failure', finished(id), 90_000);
-			assert.equal(done.status, 'failed');
-			assert.match(String(done.error), /failed after 4 attempts/);
-			// The error rows of this run (the Archivist of an earlier run may fail on the same model too).
-			const { rows } = await db.pool.query(
-				"SELECT node, kind, retryable FROM ops.errors WHERE details->'ctx'->>'run_id' = $1",
-				[id],
-			);
-			assert.deepEqual(rows, [{ node: 'Generate', kind: 'upstream', retryable: true }]);
-			// the run's error is built from WF99's envelope field by field (Fail Error, no object literal: seed 002 §3.1)
-			const stored = (await db.pool.query('SELECT error FROM maas.pipeline_runs WHERE id = $1', [id])).rows[0].error;
-			assert.match(String(stored.message), /failed after 4 attempts/);
-			assert.equal(stored.kind, 'upstream');
-			assert.equal(typeof stored.status_code, 'number');
-			assert.ok(stored.status_code >= 500, `status_code ${stored.status_code}`);
-			assert.match(String(stored.correlation_id), /^[0-9a-f-]{36}$/);
-			const stuck = await db.pool.query(
-				"SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE status IN ('ANALYZING', 'ASSEMBLING', 'RESPONDING')",
-			);
-			assert.equal(stuck.rows[0].n, 0);
-		} finally {
-			model.respond = normalModel;
-		}
-	},
-);
+test('a model that always fails: the run ends FAILED after the retries, ops.errors records it, nothing stuck', async () => {
+	model.respond = failingModel;
+	try {
+		const id = (await ask('user-4', { user_id: 'user-4', query: 'doomed' })).json.request_id as string;
+		const done = await until('the failure', finished(id), 90_000);
+		assert.equal(done.status, 'failed');
+		assert.match(String(done.error), /failed after 4 attempts/);
+		// The error rows of this run (the Archivist of an earlier run may fail on the same model too).
+		const { rows } = await db.pool.query(
+			"SELECT node, kind, retryable FROM ops.errors WHERE details->'ctx'->>'run_id' = $1",
+			[id],
+		);
+		assert.deepEqual(rows, [{ node: 'Generate', kind: 'upstream', retryable: true }]);
+		// the run's error is built from WF99's envelope field by field (Fail Error, no object literal: seed 002 §3.1)
+		const stored = (await db.pool.query('SELECT error FROM maas.pipeline_runs WHERE id = $1', [id])).rows[0].error;
+		assert.match(String(stored.message), /failed after 4 attempts/);
+		assert.equal(stored.kind, 'upstream');
+		assert.equal(typeof stored.status_code, 'number');
+		assert.ok(stored.status_code >= 500, `status_code ${stored.status_code}`);
+		assert.match(String(stored.correlation_id), /^[0-9a-f-]{36}$/);
+		const stuck = await db.pool.query(
+			"SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE status IN ('ANALYZING', 'ASSEMBLING', 'RESPONDING')",
+		);
+		assert.equal(stuck.rows[0].n, 0);
+	} finally {
+		model.respond = normalModel;
+	}
+}, 120_000);
 
 test('bad input: no query → 422 ErrorEnvelope naming the field (one ops.errors row); unknown id → 404', async () => {
 	const res = await ask('user-5', { user_id: 'user-5' });

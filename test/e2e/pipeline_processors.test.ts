@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { capture, createRun } from '../../nodes/PipelineCapture/actions/run/runs';
 import { PIPELINE_MODEL, shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { importWorkflows, WorkflowDefinition } from '../../nodes/shared/stateMachine';
@@ -19,39 +19,36 @@ let db: TestDatabase;
 let n8n: RunningN8n;
 let definition: WorkflowDefinition;
 
-before(
-	async () => {
-		db = await setupDatabase();
-		const shipped = JSON.parse(
-			readFileSync(path.join(__dirname, '..', '..', 'db', 'state-machines', 'pipeline_runs.json'), 'utf8'),
-		);
-		const done = shipped.workflows[0].states.ANALYZING.transitions.find(
-			(t: { name: string }) => t.name === 'ANALYSIS_DONE',
-		);
-		done.processors = [
-			{
-				type: 'EXTERNAL',
-				name: 'approve',
-				executionMode: 'SYNC',
-				config: { attachEntity: true, calculationNodesTags: 'approval', responseTimeoutMs: 60000 },
-			},
-		];
-		await importWorkflows(db.pool, PIPELINE_MODEL, { importMode: 'replace', workflows: shipped.workflows });
-		definition = WorkflowDefinition.parse(shipped.workflows[0]);
-		assert.notDeepEqual(definition, shippedDefinition());
-		n8n = await startN8n(
-			db.url,
-			[
-				path.join(__dirname, 'workflows', 'test_calc_node.json'),
-				path.join(__dirname, 'workflows', 'test_processor_caller.json'),
-			],
-			['test/processor'],
-		);
-	},
-	{ timeout: 30 * 60_000 },
-);
+beforeAll(async () => {
+	db = await setupDatabase();
+	const shipped = JSON.parse(
+		readFileSync(path.join(__dirname, '..', '..', 'db', 'state-machines', 'pipeline_runs.json'), 'utf8'),
+	);
+	const done = shipped.workflows[0].states.ANALYZING.transitions.find(
+		(t: { name: string }) => t.name === 'ANALYSIS_DONE',
+	);
+	done.processors = [
+		{
+			type: 'EXTERNAL',
+			name: 'approve',
+			executionMode: 'SYNC',
+			config: { attachEntity: true, calculationNodesTags: 'approval', responseTimeoutMs: 60000 },
+		},
+	];
+	await importWorkflows(db.pool, PIPELINE_MODEL, { importMode: 'replace', workflows: shipped.workflows });
+	definition = WorkflowDefinition.parse(shipped.workflows[0]);
+	assert.notDeepEqual(definition, shippedDefinition());
+	n8n = await startN8n(
+		db.url,
+		[
+			path.join(__dirname, 'workflows', 'test_calc_node.json'),
+			path.join(__dirname, 'workflows', 'test_processor_caller.json'),
+		],
+		['test/processor'],
+	);
+}, 30 * 60_000);
 
-after(async () => {
+afterAll(async () => {
 	await n8n?.stop();
 	await db?.drop();
 });
@@ -77,7 +74,7 @@ async function row(id: string) {
 	).rows[0];
 }
 
-test('an approving calculation node: the step completes', { timeout: 120_000 }, async () => {
+test('an approving calculation node: the step completes', async () => {
 	const run = await capturedRun();
 	const res = await complete({ ...run, result: { approve: true } });
 	assert.equal(res.body.data?.status, 'ANALYZED', `${JSON.stringify(res.body)}\n${n8n.logs()}`);
@@ -86,9 +83,9 @@ test('an approving calculation node: the step completes', { timeout: 120_000 }, 
 		analysis_result: { approve: true },
 		capture_token: null,
 	});
-});
+}, 120_000);
 
-test('a refusing calculation node: 400 WORKFLOW_FAILED naming it, nothing applied', { timeout: 120_000 }, async () => {
+test('a refusing calculation node: 400 WORKFLOW_FAILED naming it, nothing applied', async () => {
 	const run = await capturedRun();
 	const res = await complete({ ...run, result: { approve: false } });
 	assert.equal(res.body.error?.details?.code, 'WORKFLOW_FAILED', `${JSON.stringify(res.body)}\n${n8n.logs()}`);
@@ -99,4 +96,4 @@ test('a refusing calculation node: 400 WORKFLOW_FAILED naming it, nothing applie
 		analysis_result: null,
 		capture_token: run.capture_token,
 	});
-});
+}, 120_000);

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { mintPushToken } from '../../nodes/PipelinePush/transport/token';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { bearer, mint, testSecret } from '../helpers/jwt';
@@ -36,49 +36,46 @@ const PUSH_SECRET = randomBytes(32).toString('base64url');
 const clients: PushClient[] = [];
 const MAAS = path.join(WORKFLOWS, 'maas');
 
-before(
-	async () => {
-		db = await setupDatabase();
-		await model.up();
-		model.respond = normalModel;
-		proxy = new TcpProxy(db.credential.host, db.credential.port);
-		await proxy.up();
-		const port = await freePort();
-		m17File = m17Copy(port, 'pgPushProxy');
-		pushUrl = `ws://127.0.0.1:${port}/api/ws`;
-		const pipeline = fs
-			.readdirSync(MAAS)
-			.filter((f) => /^M(00|1[0-6])_.*\.json$/.test(f))
-			.map((f) => path.join(MAAS, f));
-		const proxied = new URL(db.url);
-		proxied.host = `127.0.0.1:${proxy.port}`;
-		n8n = await startN8n(
-			db.url,
-			[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...pipeline, m17File],
-			['api/query'],
-			[
-				llmCredential(model.url),
-				jwtCredential(JWT_SECRET),
-				pushCredential(PUSH_SECRET),
-				harness.postgresCredential(proxied.toString(), { id: 'pgPushProxy', name: 'Contracts PostgreSQL pgPushProxy' }),
-			],
-		);
-		// the trigger is activated with the workflow; wait until its port answers
-		const end = Date.now() + 60_000;
-		for (;;) {
-			try {
-				(await PushClient.connect(pushUrl)).close();
-				break;
-			} catch (error) {
-				if (Date.now() > end) throw new Error(`push port not open: ${error}\n${n8n.logs()}`);
-				await new Promise((r) => setTimeout(r, 500));
-			}
+beforeAll(async () => {
+	db = await setupDatabase();
+	await model.up();
+	model.respond = normalModel;
+	proxy = new TcpProxy(db.credential.host, db.credential.port);
+	await proxy.up();
+	const port = await freePort();
+	m17File = m17Copy(port, 'pgPushProxy');
+	pushUrl = `ws://127.0.0.1:${port}/api/ws`;
+	const pipeline = fs
+		.readdirSync(MAAS)
+		.filter((f) => /^M(00|1[0-6])_.*\.json$/.test(f))
+		.map((f) => path.join(MAAS, f));
+	const proxied = new URL(db.url);
+	proxied.host = `127.0.0.1:${proxy.port}`;
+	n8n = await startN8n(
+		db.url,
+		[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...pipeline, m17File],
+		['api/query'],
+		[
+			llmCredential(model.url),
+			jwtCredential(JWT_SECRET),
+			pushCredential(PUSH_SECRET),
+			harness.postgresCredential(proxied.toString(), { id: 'pgPushProxy', name: 'Contracts PostgreSQL pgPushProxy' }),
+		],
+	);
+	// the trigger is activated with the workflow; wait until its port answers
+	const end = Date.now() + 60_000;
+	for (;;) {
+		try {
+			(await PushClient.connect(pushUrl)).close();
+			break;
+		} catch (error) {
+			if (Date.now() > end) throw new Error(`push port not open: ${error}\n${n8n.logs()}`);
+			await new Promise((r) => setTimeout(r, 500));
 		}
-	},
-	{ timeout: 30 * 60_000 },
-);
+	}
+}, 30 * 60_000);
 
-after(async () => {
+afterAll(async () => {
 	for (const c of clients) c.close();
 	await n8n?.stop();
 	await proxy?.down();
@@ -129,36 +126,28 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 
 	}
 }
 
-test(
-	'subscribe → POST /api/query → the answer is pushed, exactly as the seed shows',
-	{ timeout: 120_000 },
-	async () => {
-		const c = await authed('push-user-1');
-		const id = await ask('push-user-1', 'What does push mean?');
-		c.subscribe(id);
-		await c.next((m) => m.type === 'subscribed', 10_000, 'subscribed');
-		assert.notEqual((await row(id)).status, 'COMPLETED', 'subscribed while the run was still in progress');
-		const pushed = await c.answerFor(id, 90_000);
-		const done = await row(id);
-		assert.equal(done.status, 'COMPLETED');
-		assert.deepEqual(pushed, { request_id: id, status: 'completed', answer: done.final_answer });
-		assert.match(String(pushed.answer), /^Answer to: /);
-	},
-);
+test('subscribe → POST /api/query → the answer is pushed, exactly as the seed shows', async () => {
+	const c = await authed('push-user-1');
+	const id = await ask('push-user-1', 'What does push mean?');
+	c.subscribe(id);
+	await c.next((m) => m.type === 'subscribed', 10_000, 'subscribed');
+	assert.notEqual((await row(id)).status, 'COMPLETED', 'subscribed while the run was still in progress');
+	const pushed = await c.answerFor(id, 90_000);
+	const done = await row(id);
+	assert.equal(done.status, 'COMPLETED');
+	assert.deepEqual(pushed, { request_id: id, status: 'completed', answer: done.final_answer });
+	assert.match(String(pushed.answer), /^Answer to: /);
+}, 120_000);
 
-test(
-	'subscribe after completion (query-string form) → the answer is pushed at subscription',
-	{ timeout: 120_000 },
-	async () => {
-		const id = await ask('push-user-2', 'Answer me later');
-		const done = await until('completion', async () => {
-			const r = await row(id);
-			return r.status === 'COMPLETED' ? r : undefined;
-		});
-		const c = await client(`?user_id=push-user-2&token=${mintPushToken('push-user-2', PUSH_SECRET)}&request_id=${id}`);
-		assert.deepEqual(await c.answerFor(id), { request_id: id, status: 'completed', answer: done.final_answer });
-	},
-);
+test('subscribe after completion (query-string form) → the answer is pushed at subscription', async () => {
+	const id = await ask('push-user-2', 'Answer me later');
+	const done = await until('completion', async () => {
+		const r = await row(id);
+		return r.status === 'COMPLETED' ? r : undefined;
+	});
+	const c = await client(`?user_id=push-user-2&token=${mintPushToken('push-user-2', PUSH_SECRET)}&request_id=${id}`);
+	assert.deepEqual(await c.answerFor(id), { request_id: id, status: 'completed', answer: done.final_answer });
+}, 120_000);
 
 test("a wrong token → UNAUTHORIZED and closed (4401); logged by n8n without the token; another user's run refused", async () => {
 	const wrong = mintPushToken('push-user-3', randomBytes(32).toString('base64url'));
@@ -186,41 +175,37 @@ test("a wrong token → UNAUTHORIZED and closed (4401); logged by n8n without th
 	assert.ok(!n8n.transcript().includes(PUSH_SECRET), 'the secret is not logged');
 });
 
-test(
-	"the push's PostgreSQL connection is cut while the run completes → the answer still arrives after it is back",
-	{ timeout: 180_000 },
-	async () => {
-		const c = await authed('push-user-5');
-		const id = await ask('push-user-5', 'Will this survive an outage?');
-		c.subscribe(id);
-		await c.next((m) => m.type === 'subscribed', 10_000, 'subscribed');
-		const backend = async () =>
-			(
-				await db.pool.query(
-					"SELECT array_agg(pid) AS pids FROM pg_stat_activity WHERE application_name = 'n8n-nodes-contracts pipeline push' AND datname = current_database()",
-				)
-			).rows[0].pids as number[] | null;
-		const before = await backend();
-		assert.equal(before?.length, 1, 'the push listens on its own connection');
-		await proxy.down();
-		try {
-			await until('completion during the outage', async () =>
-				(await row(id)).status === 'COMPLETED' ? true : undefined,
-			);
-			// long enough for reconnect attempts to fail (backoff from 0.5 s)
-			await new Promise((r) => setTimeout(r, 3000));
-			assert.equal(c.messages.filter((m) => m.request_id === id).length, 0, 'nothing pushed while cut off');
-		} finally {
-			await proxy.up();
-		}
-		const done = await row(id);
-		assert.deepEqual(await c.answerFor(id, 90_000), { request_id: id, status: 'completed', answer: done.final_answer });
-		const after = await backend();
-		assert.ok(after?.length === 1 && after[0] !== before![0], `a new LISTEN connection (${before} → ${after})`);
-	},
-);
+test("the push's PostgreSQL connection is cut while the run completes → the answer still arrives after it is back", async () => {
+	const c = await authed('push-user-5');
+	const id = await ask('push-user-5', 'Will this survive an outage?');
+	c.subscribe(id);
+	await c.next((m) => m.type === 'subscribed', 10_000, 'subscribed');
+	const backend = async () =>
+		(
+			await db.pool.query(
+				"SELECT array_agg(pid) AS pids FROM pg_stat_activity WHERE application_name = 'n8n-nodes-contracts pipeline push' AND datname = current_database()",
+			)
+		).rows[0].pids as number[] | null;
+	const before = await backend();
+	assert.equal(before?.length, 1, 'the push listens on its own connection');
+	await proxy.down();
+	try {
+		await until('completion during the outage', async () =>
+			(await row(id)).status === 'COMPLETED' ? true : undefined,
+		);
+		// long enough for reconnect attempts to fail (backoff from 0.5 s)
+		await new Promise((r) => setTimeout(r, 3000));
+		assert.equal(c.messages.filter((m) => m.request_id === id).length, 0, 'nothing pushed while cut off');
+	} finally {
+		await proxy.up();
+	}
+	const done = await row(id);
+	assert.deepEqual(await c.answerFor(id, 90_000), { request_id: id, status: 'completed', answer: done.final_answer });
+	const after = await backend();
+	assert.ok(after?.length === 1 && after[0] !== before![0], `a new LISTEN connection (${before} → ${after})`);
+}, 180_000);
 
-test('200 clients × 1 run each → 200 answers, each to its own client only', { timeout: 300_000 }, async () => {
+test('200 clients × 1 run each → 200 answers, each to its own client only', async () => {
 	const users = Array.from({ length: 200 }, (_, i) => `push-crowd-${i}`);
 	const { rows } = await db.pool.query(
 		`INSERT INTO maas.pipeline_runs (user_id, user_query, status)
@@ -256,4 +241,4 @@ test('200 clients × 1 run each → 200 answers, each to its own client only', {
 		const answers = c.messages.filter((m) => m.type === undefined);
 		assert.equal(answers.length, 1, `${users[i]} got ${JSON.stringify(answers)}`);
 	});
-});
+}, 300_000);

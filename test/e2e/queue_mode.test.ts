@@ -10,17 +10,19 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, test, type TestContext } from 'node:test';
+import { afterAll, beforeAll } from '@jest/globals';
+import { testSkipIf } from '../helpers/skip';
 import { queueChunkJobs } from '../helpers/chunkJobs';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { mapLimit, WORKFLOWS } from '../helpers/n8n';
-import { redisUnavailable, startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
+import { startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
 import { countBy, executionsOf, rolesOf, waitFor as waitUntil } from '../helpers/queueRecords';
 import { assertStoredOnce, deliveriesWithDuplicates } from '../helpers/wf10Deliveries';
 import { wf10Saving } from '../helpers/wf10Saving';
 import { wf90Copy } from '../helpers/wf90Runner';
 
-let skipReason: string | null = null;
+/** Why these tests skip: Redis does not answer PING (probed before the files load, test/jest/globalSetup.ts). */
+const skipReason = process.env.CONTRACTS_TEST_REDIS_SKIP || null;
 let db: TestDatabase;
 let n8n: RunningQueueN8n;
 let bot: Awaited<ReturnType<typeof seedBot>>;
@@ -42,38 +44,29 @@ function runnerCopy() {
 	});
 }
 
-before(
-	async () => {
-		skipReason = await redisUnavailable();
-		if (skipReason) return;
-		db = await setupDatabase();
-		bot = await seedBot(db.pool, 'queue_bot', 'queue-Secret_123');
-		runnerFile = writeWorkflow(runnerCopy());
-		wf10File = writeWorkflow(wf10Saving());
-		n8n = await startQueueN8n(
-			db.url,
-			[
-				...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)),
-				wf10File,
-				runnerFile,
-			],
-			['telegram', 'test/wf90-run', 'test/wf90-release'],
-			{ workers: 2, concurrency: 10 },
-		);
-	},
-	{ timeout: 20 * 60_000 },
-);
+beforeAll(async () => {
+	if (skipReason) return;
+	db = await setupDatabase();
+	bot = await seedBot(db.pool, 'queue_bot', 'queue-Secret_123');
+	runnerFile = writeWorkflow(runnerCopy());
+	wf10File = writeWorkflow(wf10Saving());
+	n8n = await startQueueN8n(
+		db.url,
+		[
+			...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)),
+			wf10File,
+			runnerFile,
+		],
+		['telegram', 'test/wf90-run', 'test/wf90-release'],
+		{ workers: 2, concurrency: 10 },
+	);
+}, 20 * 60_000);
 
-after(async () => {
+afterAll(async () => {
 	await n8n?.stop();
 	await db?.drop();
 	for (const file of [runnerFile, wf10File]) if (file) fs.rmSync(path.dirname(file), { recursive: true, force: true });
 });
-
-function skipped(t: TestContext): boolean {
-	if (skipReason) t.skip(skipReason);
-	return skipReason !== null;
-}
 
 async function post(pathname: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) {
 	const res = await fetch(`${n8n.url}/webhook/${pathname}`, {
@@ -99,15 +92,13 @@ function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs
 	return waitUntil(what, probe, timeoutMs, everyMs, async () => n8n.logs());
 }
 
-test(
+testSkipIf(skipReason)(
 	'500 WF10 deliveries (350 distinct, shuffled) at 16 clients → 350 raw, key and job rows; both workers ran executions',
-	{ timeout: 600_000 },
-	async (t) => {
-		if (skipped(t)) return;
+	async () => {
 		const { distinct, deliveries } = deliveriesWithDuplicates(350, 150);
 		const started = Date.now();
 		const answers = await mapLimit(deliveries, 16, (update) => postUpdate(update));
-		t.diagnostic(`500 deliveries in ${Date.now() - started} ms`);
+		console.log(`500 deliveries in ${Date.now() - started} ms`);
 		const failed = answers.filter((a) => a.status !== 200);
 		assert.equal(failed.length, 0, `${failed.length} failed, e.g. ${JSON.stringify(failed[0])}\n${n8n.logs()}`);
 		assert.equal(answers.filter((a) => a.body.duplicate === false).length, 350, 'one first delivery per update');
@@ -116,10 +107,11 @@ test(
 		const executions = await executionIds('WF10TgIngest');
 		assert.equal(executions.length, 500, 'one n8n execution per delivery');
 		const perWorker = countBy([...rolesOf(n8n, executions).values()]);
-		t.diagnostic(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
+		console.log(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
 		assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
 		assert.equal(n8n.main.transcript().match(/Worker started execution/g), null, 'main ran no execution itself');
 	},
+	600_000,
 );
 
 function postUpdate(update: unknown) {
@@ -185,11 +177,9 @@ function runWorkers(runs: RunRow[]): Map<string, string> {
 	return rolesOf(n8n, executions);
 }
 
-test(
+testSkipIf(skipReason)(
 	'6 WF90 runs at once over 300 queued jobs → on both workers, every job run exactly once, none lost',
-	{ timeout: 300_000 },
-	async (t) => {
-		if (skipped(t)) return;
+	async () => {
 		const jobIds = await chunkJobs(300, 3000, 'q2');
 		const started = Date.now();
 		let rounds = 0;
@@ -197,22 +187,21 @@ test(
 			const answers = await Promise.all(Array.from({ length: 6 }, () => post('test/wf90-run', {})));
 			for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.body));
 		}
-		t.diagnostic(`300 jobs in ${rounds} round(s) of 6 runs, ${Date.now() - started} ms`);
+		console.log(`300 jobs in ${rounds} round(s) of 6 runs, ${Date.now() - started} ms`);
 		await assertExactlyOnce(jobIds, 0);
 		const runs = await runsOf(jobIds);
 		const workers = runWorkers(runs);
 		const perWorker = countBy(runs.map((r) => workers.get(r.worker.replace(/^wf90-/, ''))));
-		t.diagnostic(`job runs per worker: ${JSON.stringify(perWorker)} over ${workers.size} WF90 executions`);
+		console.log(`job runs per worker: ${JSON.stringify(perWorker)} over ${workers.size} WF90 executions`);
 		assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
 		assert.ok(workers.size >= 6, `at least 6 WF90 executions claimed jobs (${workers.size})`);
 	},
+	300_000,
 );
 
-test(
+testSkipIf(skipReason)(
 	'a worker killed with SIGKILL mid-jobs → its jobs stay running; after Release Stale everything finishes exactly once; the restarted worker picks up again',
-	{ timeout: 420_000 },
-	async (t) => {
-		if (skipped(t)) return;
+	async () => {
 		const jobIds = await chunkJobs(300, 40_000, 'q3');
 		const victim = n8n.workers[0];
 		const inFlight = new AbortController();
@@ -251,7 +240,7 @@ test(
 			},
 			180_000,
 		);
-		t.diagnostic(
+		console.log(
 			`at the kill worker-1 held ${atKill.running} running jobs, ${atKill.worked} of them already chunked; ${stuck.length} jobs left running`,
 		);
 		assert.ok(stuck.length > 0, 'the kill left jobs running');
@@ -273,7 +262,8 @@ test(
 		}
 		await assertExactlyOnce(jobIds, stuck.length);
 		const afterRestart = victim.startedExecutions().filter((id) => !restartedBefore.has(id));
-		t.diagnostic(`restarted worker-1 ran ${afterRestart.length} WF90 execution(s) after the restart`);
+		console.log(`restarted worker-1 ran ${afterRestart.length} WF90 execution(s) after the restart`);
 		assert.ok(afterRestart.length > 0, 'the restarted worker picked up executions');
 	},
+	420_000,
 );

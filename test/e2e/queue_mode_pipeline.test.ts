@@ -16,17 +16,19 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, test, type TestContext } from 'node:test';
+import { afterAll, beforeAll } from '@jest/globals';
+import { testSkipIf } from '../helpers/skip';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { bearer, mint, testSecret } from '../helpers/jwt';
 import { failingModel, llmCredential, normalModel, stepOf } from '../helpers/maasModel';
 import { ModelStandIn } from '../helpers/modelStandIn';
 import { jwtCredential, mapLimit, WORKFLOWS } from '../helpers/n8n';
-import { redisUnavailable, startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
+import { startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
 import { countBy, executionsOf, rolesOf, waitFor as waitUntil } from '../helpers/queueRecords';
 import { wf90Copy } from '../helpers/wf90Runner';
 
-let skipReason: string | null = null;
+/** Why these tests skip: Redis does not answer PING (probed before the files load, test/jest/globalSetup.ts). */
+const skipReason = process.env.CONTRACTS_TEST_REDIS_SKIP || null;
 let db: TestDatabase;
 let n8n: RunningQueueN8n;
 let bot: Awaited<ReturnType<typeof seedBot>>;
@@ -46,49 +48,36 @@ function runnerCopy() {
 	});
 }
 
-before(
-	async () => {
-		skipReason = await redisUnavailable();
-		if (skipReason) return;
-		db = await setupDatabase();
-		bot = await seedBot(db.pool, 'queue_pipe_bot', 'queuePipe-Secret_123');
-		await model.up();
-		model.respond = normalModel;
-		runnerFile = writeWorkflow(runnerCopy());
-		const maas = fs
-			.readdirSync(MAAS)
-			// M17 (Pipeline Push: its own port and credential) has its own test, test/e2e/pipeline_push.test.ts
-			.filter((f) => f.endsWith('.json') && f !== 'M17_push.json')
-			.map((f) => path.join(MAAS, f));
-		n8n = await startQueueN8n(
-			db.url,
-			[
-				...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)),
-				...maas,
-				runnerFile,
-			],
-			['api/query', 'test/wf90-run'],
-			{
-				workers: 2,
-				concurrency: 10,
-				extraCredentials: [llmCredential(model.url), jwtCredential(SECRET)],
-			},
-		);
-	},
-	{ timeout: 20 * 60_000 },
-);
+beforeAll(async () => {
+	if (skipReason) return;
+	db = await setupDatabase();
+	bot = await seedBot(db.pool, 'queue_pipe_bot', 'queuePipe-Secret_123');
+	await model.up();
+	model.respond = normalModel;
+	runnerFile = writeWorkflow(runnerCopy());
+	const maas = fs
+		.readdirSync(MAAS)
+		// M17 (Pipeline Push: its own port and credential) has its own test, test/e2e/pipeline_push.test.ts
+		.filter((f) => f.endsWith('.json') && f !== 'M17_push.json')
+		.map((f) => path.join(MAAS, f));
+	n8n = await startQueueN8n(
+		db.url,
+		[...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)), ...maas, runnerFile],
+		['api/query', 'test/wf90-run'],
+		{
+			workers: 2,
+			concurrency: 10,
+			extraCredentials: [llmCredential(model.url), jwtCredential(SECRET)],
+		},
+	);
+}, 20 * 60_000);
 
-after(async () => {
+afterAll(async () => {
 	await n8n?.stop();
 	await model.down();
 	await db?.drop();
 	if (runnerFile) fs.rmSync(path.dirname(runnerFile), { recursive: true, force: true });
 });
-
-function skipped(t: TestContext): boolean {
-	if (skipReason) t.skip(skipReason);
-	return skipReason !== null;
-}
 
 /** n8n's own records: the execution ids of `workflowId`. */
 async function executionIds(workflowId: string): Promise<string[]> {
@@ -102,11 +91,9 @@ function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs
 	});
 }
 
-test(
+testSkipIf(skipReason)(
 	'30 MaaS runs of 6 users through M00 → each COMPLETED once, each step once, archived once; the steps ran on both workers, the trigger on main only',
-	{ timeout: 300_000 },
-	async (t) => {
-		if (skipped(t)) return;
+	async () => {
 		const users = Array.from({ length: 6 }, (_, i) => `queue-user-${i + 1}`);
 		const asks = Array.from({ length: 30 }, (_, i) => ({
 			user: users[i % users.length],
@@ -139,7 +126,7 @@ test(
 			},
 			240_000,
 		);
-		t.diagnostic(`30 runs completed and archived in ${Date.now() - started} ms`);
+		console.log(`30 runs completed and archived in ${Date.now() - started} ms`);
 		const runs = (
 			await db.pool.query(
 				'SELECT id, user_id, user_query, status, final_answer FROM maas.pipeline_runs WHERE id = ANY($1)',
@@ -168,7 +155,7 @@ test(
 		);
 		// each CAPTURE_* won once per run: the step behind it called the model once
 		const calls = countBy(model.requests.map((r) => stepOf(r.body)));
-		t.diagnostic(`model calls per step: ${JSON.stringify(calls)}`);
+		console.log(`model calls per step: ${JSON.stringify(calls)}`);
 		assert.deepEqual([calls.analyzer, calls.assembler, calls.responder], [30, 30, 30]);
 		assert.ok(calls.archivist >= 30, 'every run summarised');
 		const errors = await db.pool.query('SELECT count(*)::int AS n FROM ops.errors');
@@ -179,7 +166,7 @@ test(
 		assert.equal(m00.size, 30, 'one M00 execution per request');
 		assert.ok(m10.size >= 90, `at least 3 M10 executions (one per step notification) per run: ${m10.size}`);
 		const perWorker = countBy([...m10.values()]);
-		t.diagnostic(
+		console.log(
 			`M10 executions per worker: ${JSON.stringify(perWorker)}; M00: ${JSON.stringify(countBy([...m00.values()]))}`,
 		);
 		assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
@@ -189,13 +176,12 @@ test(
 		);
 		assert.equal(listeners.rows[0].n, 1, 'one Pipeline Trigger LISTEN connection: the trigger is active on main only');
 	},
+	300_000,
 );
 
-test(
+testSkipIf(skipReason)(
 	'WF90 on a worker, WF40 failing for some jobs → one ops.errors row each, outcomes as in single-process mode (queued with backoff / dead / failed); the healthy jobs succeed',
-	{ timeout: 180_000 },
-	async (t) => {
-		if (skipped(t)) return;
+	async () => {
 		const kinds = { ok: 4, flaky: 3, 'flaky-last': 2, broken: 3 } as const;
 		const jobs = new Map<number, keyof typeof kinds>();
 		for (const [kind, count] of Object.entries(kinds) as [keyof typeof kinds, number][]) {
@@ -299,16 +285,15 @@ test(
 		const executions = [...new Set(runs.map((r) => String(r.worker).replace(/^wf90-/, '')))];
 		assert.equal(executions.length, 6, 'every run claimed its 2 jobs');
 		const roles = rolesOf(n8n, executions);
-		t.diagnostic(`WF90 executions per worker: ${JSON.stringify(countBy([...roles.values()]))}`);
+		console.log(`WF90 executions per worker: ${JSON.stringify(countBy([...roles.values()]))}`);
 		assert.equal(n8n.main.transcript().match(/Worker started execution/g), null, 'main ran no execution itself');
 	},
+	180_000,
 );
 
-test(
+testSkipIf(skipReason)(
 	'a model that always fails, steps on workers: the run ends FAILED after the retries, one ops.errors row (Generate, upstream), nothing stuck',
-	{ timeout: 150_000 },
-	async (t) => {
-		if (skipped(t)) return;
+	async () => {
 		model.respond = failingModel;
 		try {
 			const res = await fetch(`${n8n.url}/webhook/api/query`, {
@@ -342,4 +327,5 @@ test(
 			model.respond = normalModel;
 		}
 	},
+	150_000,
 );

@@ -21,14 +21,15 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
-import { after, before, test, type TestContext } from 'node:test';
+import { afterAll, beforeAll } from '@jest/globals';
+import { testSkipIf } from '../helpers/skip';
 import { Client } from 'pg';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { bearer, mint, testSecret } from '../helpers/jwt';
 import { llmCredential, normalModel, stepOf } from '../helpers/maasModel';
 import { ModelStandIn } from '../helpers/modelStandIn';
 import { jwtCredential, mapLimit, WORKFLOWS } from '../helpers/n8n';
-import { redisUnavailable, startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
+import { startQueueN8n, writeWorkflow, type RunningQueueN8n } from '../helpers/n8nQueue';
 import { countBy, executionsOf, rolesOf, waitFor as waitUntil } from '../helpers/queueRecords';
 import { realisticUpdates } from '../helpers/updates';
 import { assertStoredOnce, deliveriesWithDuplicates } from '../helpers/wf10Deliveries';
@@ -53,7 +54,8 @@ class SlowModel extends ModelStandIn {
 	}
 }
 
-let skipReason: string | null = null;
+/** Why these tests skip: Redis does not answer PING (probed before the files load, test/jest/globalSetup.ts). */
+const skipReason = process.env.CONTRACTS_TEST_REDIS_SKIP || null;
 let db: TestDatabase;
 let n8n: RunningQueueN8n;
 let bot: Awaited<ReturnType<typeof seedBot>>;
@@ -108,45 +110,36 @@ function scheduledRunner() {
 	});
 }
 
-before(
-	async () => {
-		skipReason = await redisUnavailable();
-		if (skipReason) return;
-		db = await setupDatabase();
-		bot = await seedBot(db.pool, 'queue_rec_bot', 'queueRec-Secret_123');
-		await model.up();
-		model.respond = normalModel;
-		files.push(writeWorkflow(wf10Saving()), writeWorkflow(sweepCopy()), writeWorkflow(scheduledRunner()));
-		const maas = fs
-			.readdirSync(MAAS)
-			.filter((f) => f.endsWith('.json') && !['M15_sweep.json', 'M01_query_status.json', 'M17_push.json'].includes(f))
-			.map((f) => path.join(MAAS, f));
-		n8n = await startQueueN8n(
-			db.url,
-			[...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)), ...maas, ...files],
-			['telegram', 'api/query', 'test/m15-sweep'],
-			{
-				workers: 2,
-				webhooks: 1,
-				concurrency: 10,
-				extraCredentials: [llmCredential(model.url), jwtCredential(SECRET)],
-			},
-		);
-	},
-	{ timeout: 20 * 60_000 },
-);
+beforeAll(async () => {
+	if (skipReason) return;
+	db = await setupDatabase();
+	bot = await seedBot(db.pool, 'queue_rec_bot', 'queueRec-Secret_123');
+	await model.up();
+	model.respond = normalModel;
+	files.push(writeWorkflow(wf10Saving()), writeWorkflow(sweepCopy()), writeWorkflow(scheduledRunner()));
+	const maas = fs
+		.readdirSync(MAAS)
+		.filter((f) => f.endsWith('.json') && !['M15_sweep.json', 'M01_query_status.json', 'M17_push.json'].includes(f))
+		.map((f) => path.join(MAAS, f));
+	n8n = await startQueueN8n(
+		db.url,
+		[...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)), ...maas, ...files],
+		['telegram', 'api/query', 'test/m15-sweep'],
+		{
+			workers: 2,
+			webhooks: 1,
+			concurrency: 10,
+			extraCredentials: [llmCredential(model.url), jwtCredential(SECRET)],
+		},
+	);
+}, 20 * 60_000);
 
-after(async () => {
+afterAll(async () => {
 	await n8n?.stop();
 	await model.down();
 	await db?.drop();
 	for (const file of files) fs.rmSync(path.dirname(file), { recursive: true, force: true });
 });
-
-function skipped(t: TestContext): boolean {
-	if (skipReason) t.skip(skipReason);
-	return skipReason !== null;
-}
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
 	const res = await fetch(url, {
@@ -199,11 +192,9 @@ function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs
 	});
 }
 
-test(
+testSkipIf(skipReason)(
 	'200 WF10 deliveries (140 distinct) at 12 clients to the webhook process → 140 raw, key and job rows; every execution ran on a worker; main no longer answers the production webhook',
-	{ timeout: 300_000 },
-	async (t) => {
-		if (skipped(t)) return;
+	async () => {
 		assert.notEqual(n8n.webhookUrl, n8n.url, 'webhooks are served by the webhook process');
 		const { distinct, deliveries } = deliveriesWithDuplicates(140, 60);
 		const headers = { 'X-Telegram-Bot-Api-Secret-Token': bot.secret };
@@ -211,7 +202,7 @@ test(
 		const answers = await mapLimit(deliveries, 12, (update) =>
 			post(`${n8n.webhookUrl}/webhook/telegram?bot=${bot.botKey}`, update, headers),
 		);
-		t.diagnostic(`200 deliveries through the webhook process in ${Date.now() - started} ms`);
+		console.log(`200 deliveries through the webhook process in ${Date.now() - started} ms`);
 		const failed = answers.filter((a) => a.status !== 200);
 		assert.equal(failed.length, 0, `${failed.length} failed, e.g. ${JSON.stringify(failed[0])}\n${n8n.logs()}`);
 		assert.equal(answers.filter((a) => a.body.duplicate === false).length, 140, 'one first delivery per update');
@@ -219,7 +210,7 @@ test(
 		const executions = (await executionsOf(n8n, 'WF10TgIngest')).map((e) => e.id);
 		assert.equal(executions.length, 200, 'one n8n execution per delivery');
 		const perWorker = countBy([...rolesOf(n8n, executions).values()]);
-		t.diagnostic(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
+		console.log(`WF10 executions per worker: ${JSON.stringify(perWorker)}`);
 		assert.deepEqual(Object.keys(perWorker).sort(), ['worker-1', 'worker-2']);
 		assertOnlyWorkersExecuted();
 		const [byWebhook, byMain] = [enqueuedBy(n8n.webhooks[0]), enqueuedBy(n8n.main)];
@@ -233,6 +224,7 @@ test(
 		assert.equal(refused.status, 404, `main answered ${refused.status}: ${JSON.stringify(refused.body).slice(0, 200)}`);
 		assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM raw.telegram_updates')).rows[0].n, 140);
 	},
+	300_000,
 );
 
 /** MaaS runs for `users` (one each, so no run waits for another user's archive) through M00 on the webhook process; returns the run ids. */
@@ -263,11 +255,9 @@ async function runStates(ids: string[]): Promise<Record<string, number>> {
 
 const IN_PROGRESS = ['ANALYZING', 'ASSEMBLING', 'RESPONDING'];
 
-test(
+testSkipIf(skipReason)(
 	'a worker killed with SIGKILL mid-step (MaaS pipeline, slow model) → its runs stay in progress; after the Sweep every run COMPLETED exactly once, no result written twice; the restarted worker picks up again',
-	{ timeout: 300_000 },
-	async (t) => {
-		if (skipped(t)) return;
+	async () => {
 		// every write of a run, with which result columns it changed (the pipeline's own statements, unchanged)
 		await db.pool
 			.query(`CREATE TABLE public.e2e_run_writes (id bigserial PRIMARY KEY, run_id uuid, old_status text, new_status text, transition text,
@@ -350,7 +340,7 @@ test(
 		);
 		await restarted;
 		const notDone = await runStates(first);
-		t.diagnostic(
+		console.log(
 			`at the kill: ${JSON.stringify(atKill)}; settled ${Date.now() - killedAt} ms later: ${JSON.stringify(notDone)}; ${stuck.length} run(s) stuck in progress`,
 		);
 		assert.ok(stuck.length > 0, 'the kill left runs captured by the dead worker in progress');
@@ -383,7 +373,7 @@ test(
 			},
 			120_000,
 		);
-		t.diagnostic(`22 runs completed and archived in ${Date.now() - started} ms`);
+		console.log(`22 runs completed and archived in ${Date.now() - started} ms`);
 		const ids = [...first, ...second];
 		const writes = await db.pool.query(
 			`SELECT r.id,
@@ -436,7 +426,7 @@ test(
 		// each step called the model once per run, plus at most once more for each run killed in that step
 		const calls = countBy(model.requests.map((r) => stepOf(r.body)));
 		const killedIn = countBy(stuck.map((r) => r.status));
-		t.diagnostic(`model calls per step: ${JSON.stringify(calls)}; runs killed per step: ${JSON.stringify(killedIn)}`);
+		console.log(`model calls per step: ${JSON.stringify(calls)}; runs killed per step: ${JSON.stringify(killedIn)}`);
 		for (const [step, state] of [
 			['analyzer', 'ANALYZING'],
 			['assembler', 'ASSEMBLING'],
@@ -450,10 +440,11 @@ test(
 		const afterRestart = victim
 			.startedExecutions()
 			.filter((id) => !restartedBefore.has(id) && !executionsBeforeKill.has(id));
-		t.diagnostic(`restarted worker-1 started ${afterRestart.length} execution(s) after the Sweep`);
+		console.log(`restarted worker-1 started ${afterRestart.length} execution(s) after the Sweep`);
 		assert.ok(afterRestart.length > 0, 'the restarted worker picked up executions');
 		assertOnlyWorkersExecuted();
 	},
+	300_000,
 );
 
 /** `count` extracted documents and one document_chunk job each; returns the job ids. */
@@ -470,11 +461,9 @@ async function chunkJobs(count: number, tag: string): Promise<number[]> {
 	return rows.map((r) => Number(r.id));
 }
 
-test(
+testSkipIf(skipReason)(
 	'the shipped WF90 schedule (Every 10 Seconds) fires on main only, one execution per tick, and its executions run on workers: 20 queued jobs run once each',
-	{ timeout: 120_000 },
-	async (t) => {
-		if (skipped(t)) return;
+	async () => {
 		const jobIds = await chunkJobs(20, 'sched');
 		const started = Date.now();
 		await waitFor(
@@ -488,7 +477,7 @@ test(
 			},
 			60_000,
 		);
-		t.diagnostic(`20 jobs run by the schedule ${Date.now() - started} ms after they were queued`);
+		console.log(`20 jobs run by the schedule ${Date.now() - started} ms after they were queued`);
 		const runs = (
 			await db.pool.query('SELECT job_id, status, worker FROM ops.job_runs WHERE job_id = ANY($1)', [jobIds])
 		).rows;
@@ -507,7 +496,7 @@ test(
 		);
 		// one firing per tick over the whole file: never two executions of one tick (a second process firing too)
 		const gaps = executions.slice(1).map((e, i) => (e.createdAt.getTime() - executions[i].createdAt.getTime()) / 1000);
-		t.diagnostic(
+		console.log(
 			`${executions.length} WF90 executions of Every 10 Seconds (+${fiveMinute.size} of Every 5 Minutes); gaps (s): min ${Math.min(...gaps)}, max ${Math.max(...gaps)}`,
 		);
 		assert.ok(executions.length >= 3, `the schedule fired at least 3 times (${executions.length})`);
@@ -523,7 +512,8 @@ test(
 			'main enqueued every scheduled execution',
 		);
 		const roles = rolesOf(n8n, claimedBy);
-		t.diagnostic(`job-claiming WF90 executions per worker: ${JSON.stringify(countBy([...roles.values()]))}`);
+		console.log(`job-claiming WF90 executions per worker: ${JSON.stringify(countBy([...roles.values()]))}`);
 		assertOnlyWorkersExecuted();
 	},
+	120_000,
 );

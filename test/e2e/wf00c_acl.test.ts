@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
@@ -17,33 +17,30 @@ let tenant: string;
 const GROUP = -5101;
 const EXACT = '9007199254740993';
 
-before(
-	async () => {
-		db = await setupDatabase();
-		tenant = (await seedBot(db.pool, 'acl_bot', 'acl-Secret_123')).tenantId;
-		await db.pool.query(
-			"INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) SELECT $1, u, 'user' FROM unnest($2::bigint[]) u",
-			[tenant, ['601', '602', '603', EXACT, '9007199254740992']],
-		);
-		await db.pool.query('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2)', [tenant, GROUP]);
-		await db.pool.query(
-			"INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status, is_member) VALUES ($1, $2, 601, 'member', true), ($1, $2, 602, 'restricted', false), ($1, $2, $3::bigint, 'member', true)",
-			[tenant, GROUP, EXACT],
-		);
-		n8n = await startN8n(
-			db.url,
-			[
-				path.join(WORKFLOWS, 'WF99_global_err_handler.json'),
-				path.join(WORKFLOWS, 'WF00c_context_loader.json'),
-				path.join(__dirname, 'workflows', 'test_wf00c_caller.json'),
-			],
-			['test/wf00c'],
-		);
-	},
-	{ timeout: 30 * 60_000 },
-);
+beforeAll(async () => {
+	db = await setupDatabase();
+	tenant = (await seedBot(db.pool, 'acl_bot', 'acl-Secret_123')).tenantId;
+	await db.pool.query(
+		"INSERT INTO core.tenant_users (tenant_id, tg_user_id, role) SELECT $1, u, 'user' FROM unnest($2::bigint[]) u",
+		[tenant, ['601', '602', '603', EXACT, '9007199254740992']],
+	);
+	await db.pool.query('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2)', [tenant, GROUP]);
+	await db.pool.query(
+		"INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status, is_member) VALUES ($1, $2, 601, 'member', true), ($1, $2, 602, 'restricted', false), ($1, $2, $3::bigint, 'member', true)",
+		[tenant, GROUP, EXACT],
+	);
+	n8n = await startN8n(
+		db.url,
+		[
+			path.join(WORKFLOWS, 'WF99_global_err_handler.json'),
+			path.join(WORKFLOWS, 'WF00c_context_loader.json'),
+			path.join(__dirname, 'workflows', 'test_wf00c_caller.json'),
+		],
+		['test/wf00c'],
+	);
+}, 30 * 60_000);
 
-after(async () => {
+afterAll(async () => {
 	await n8n?.stop();
 	await db?.drop();
 });

@@ -6,12 +6,19 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { vector } from '@electric-sql/pglite-pgvector';
+import type { PGlite as PGliteType } from '@electric-sql/pglite';
+import type { vector as vectorType } from '@electric-sql/pglite-pgvector';
 import type { Pool } from 'pg';
+
+// PGlite is loaded by Node's own require, outside the test runner's module sandbox: it loads its WASM and
+// extensions with import(), which jest's sandbox refuses (unless node runs with --experimental-vm-modules).
+// `process.getBuiltinModule` (Node ≥ 20.16) hands out Node's real `module`, which jest does not wrap.
+const nodeRequire = (process.getBuiltinModule('node:module') as typeof import('node:module')).createRequire(__filename);
+const { PGlite } = nodeRequire('@electric-sql/pglite') as { PGlite: typeof PGliteType };
+const { vector } = nodeRequire('@electric-sql/pglite-pgvector') as { vector: typeof vectorType };
 // a subpath export, which this tsconfig's node10 resolution cannot type; migration 001 creates pgcrypto
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { pgcrypto } = require('@electric-sql/pglite/contrib/pgcrypto') as { pgcrypto: typeof vector };
+const { pgcrypto } = nodeRequire('@electric-sql/pglite/contrib/pgcrypto') as { pgcrypto: typeof vectorType };
+type PGlite = PGliteType;
 
 const MIGRATIONS = path.join(__dirname, '..', '..', 'db', 'migrations');
 

@@ -5,7 +5,7 @@
  * what runs whatever the machine). Vectors are stored through the node's own upsert (vectorStore.ts).
  */
 import { createHash } from 'node:crypto';
-import { after, before, describe } from 'node:test';
+import { afterAll, beforeAll, describe } from '@jest/globals';
 import type { Pool } from 'pg';
 import { forgetVectorRoute, vectorRoute } from '../../nodes/KnowledgeBot/actions/vectorRoute';
 import { upsertEmbeddings } from '../../nodes/KnowledgeBot/actions/vectorStore';
@@ -100,10 +100,10 @@ export function forEachVectorBackend(suite: (get: () => VectorBackend, name: str
 	for (const { name, open } of VECTOR_BACKENDS) {
 		describe(name, () => {
 			let current: VectorBackend | undefined;
-			before(async () => {
+			beforeAll(async () => {
 				current = await open();
 			});
-			after(async () => current?.close());
+			afterAll(async () => current?.close());
 			suite(() => current!, name);
 		});
 	}

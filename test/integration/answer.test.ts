@@ -4,7 +4,7 @@
  * only from visible sources, the turn and citations recorded, the reply sent once, retries idempotent.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
 import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
 import { answerOperation, NOTHING_FOUND } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
@@ -30,7 +30,7 @@ const OTHER_GROUP = -1002;
 const OTHER_TENANT = '00000000-0000-4000-8000-0000000000bb';
 let versionId: number;
 
-before(async () => {
+beforeAll(async () => {
 	vdb = await vectorDatabase();
 	embeddings = await startEmbeddings();
 	botApi = await startBotApi();
@@ -71,7 +71,7 @@ before(async () => {
 	);
 	versionId = Number((version.rows[0] as { id: number }).id);
 });
-after(async () => {
+afterAll(async () => {
 	await model.down();
 	await botApi.close();
 	await embeddings.close();

@@ -3,7 +3,7 @@
  * group registration and membership, dm ownership, chat policy defaults, correlation ids, bad input.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { loadContext } from '../../nodes/shared/acl/loadContext';
 import { AclCtx } from '../../nodes/shared/contracts/ctx';
 import { ContractError } from '../../nodes/shared/errors';
@@ -16,7 +16,7 @@ const GROUP = -1001;
 const OTHER_GROUP = -1002;
 const DISABLED_GROUP = -1003;
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	tenant = (await db.pool.query("INSERT INTO core.tenants (name) VALUES ('acme') RETURNING tenant_id")).rows[0]
 		.tenant_id;
@@ -40,7 +40,7 @@ before(async () => {
 		[tenant, GROUP],
 	);
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

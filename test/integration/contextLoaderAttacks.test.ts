@@ -7,7 +7,7 @@
  *  - a property over hostile ids and bodies: never a 5xx, never a rounded id accepted, a 422 names the field.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import fc from 'fast-check';
 import type { IExecuteFunctions } from 'n8n-workflow';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
@@ -27,7 +27,7 @@ const OTHER_TENANT_GROUP = -2001;
 const EXACT = '9007199254740993'; // 2^53 + 1: as a JSON number it is read as 9007199254740992
 const ROUNDED = '9007199254740992';
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	const q = (sql: string, params: unknown[] = []) => db.pool.query(sql, params);
 	tenant = (await q("INSERT INTO core.tenants (name) VALUES ('acme') RETURNING tenant_id")).rows[0].tenant_id;
@@ -59,7 +59,7 @@ before(async () => {
 		[otherTenant, SHARED_GROUP, OTHER_TENANT_GROUP],
 	);
 });
-after(async () => {
+afterAll(async () => {
 	await closeAllPools();
 	await db?.drop();
 });

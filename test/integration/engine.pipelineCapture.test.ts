@@ -7,7 +7,7 @@
  * credential as n8n hands it over (declared, set on the node, shown for the resource).
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { INodeExecutionData } from 'n8n-workflow';
 import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
@@ -15,10 +15,10 @@ import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { PASS_THROUGH, runWorkflow, sinkOf, stopEngine, type EngineNode, type RunOptions } from '../helpers/n8nEngine';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await closeAllPools();
 	await db?.drop();
 	stopEngine();

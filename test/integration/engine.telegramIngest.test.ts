@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { INodeExecutionData } from 'n8n-workflow';
 import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { clearExecutionPools } from '../../nodes/shared/postgres/executionPool';
@@ -22,11 +22,11 @@ import { newUpdateId, textWithUrls } from '../helpers/updates';
 
 let db: TestDatabase;
 let bot: Awaited<ReturnType<typeof seedBot>>;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	bot = await seedBot(db.pool, 'engine_bot', 'Engine-secret_1');
 });
-after(async () => {
+afterAll(async () => {
 	await closeAllPools();
 	await db?.drop();
 	stopEngine();

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
@@ -21,10 +21,10 @@ const { ErrorPipe } =
 	require('../../nodes/ErrorPipe/ErrorPipe.node.ts') as typeof import('../../nodes/ErrorPipe/ErrorPipe.node');
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await closeAllPools();
 	await db?.drop();
 });

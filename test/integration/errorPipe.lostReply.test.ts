@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { recordError } from '../../nodes/ErrorPipe/actions/record';
@@ -17,7 +17,7 @@ import { TcpProxy } from '../helpers/tcpProxy';
 let db: TestDatabase;
 let proxy: TcpProxy;
 let proxied: Pool;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	const target = new URL(db.url);
 	proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
@@ -32,7 +32,7 @@ before(async () => {
 	});
 	proxied.on('error', () => undefined);
 });
-after(async () => {
+afterAll(async () => {
 	await proxied?.end();
 	await proxy?.down();
 	await db?.drop();

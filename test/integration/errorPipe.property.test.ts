@@ -6,7 +6,7 @@
  * Runs: PROPERTY_RUNS (default 10,000); the seed is printed (replay with PROPERTY_SEED).
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { inspect } from 'node:util';
 import fc from 'fast-check';
 import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
@@ -17,10 +17,10 @@ import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { hostileId, hostileString, propertyParams } from '../helpers/property';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { recordError } from '../../nodes/ErrorPipe/actions/record';
@@ -7,10 +7,10 @@ import { fixtureA, fixtureB } from '../helpers/fixtures';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

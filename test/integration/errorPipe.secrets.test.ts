@@ -6,17 +6,17 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { recordError } from '../../nodes/ErrorPipe/actions/record';
 import { rememberSecrets } from '../../nodes/shared/redact';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

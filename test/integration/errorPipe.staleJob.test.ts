@@ -6,17 +6,17 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { recordError } from '../../nodes/ErrorPipe/actions/record';
 import { claimJobs, finishJob, releaseStale } from '../../nodes/shared/jobs/queue';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 
@@ -105,60 +105,56 @@ test("race 2: worker A released as stale, B claims again, A's late error arrives
 	assert.deepEqual(await claimJobs(db.pool, { job_type: 'reclaimed', batch_size: 1, worker: 'C' }), []);
 });
 
-test(
-	"race 2 under load: 200 jobs, A's late errors run concurrently with B's Finish Job — every job ran exactly twice and succeeded",
-	{ timeout: 120_000 },
-	async (t) => {
-		const ids = await enqueue('reclaimed-load', 200);
-		const fromA = await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'A' });
-		await db.pool.query("UPDATE ops.jobs SET locked_at = now() - interval '1 hour' WHERE job_type = 'reclaimed-load'");
-		assert.equal((await releaseStale(db.pool, { older_than_seconds: 600, limit: 1000 })).length, 200);
-		const fromB = await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'B' });
-		assert.equal(fromB.length, 200);
-		const tokenA = new Map(fromA.map((j) => [Number(j.id), j.claim_token]));
-		// per job, A's late error and B's Finish Job are sent together, in either order (every other job A's first)
-		const settled = await Promise.allSettled(
-			fromB.flatMap((j, i) => {
-				const error = () =>
-					record(lateError(Number(j.id), tokenA.get(Number(j.id)))).then(
-						(r) => (r.result.job as { outcome?: string }).outcome,
-					);
-				const finish = () =>
-					finishJob(db.pool, { job_id: j.id, worker: 'B', success: true, claim_token: j.claim_token }).then(
-						(f) => `finish:${String(f.status)}`,
-					);
-				return i % 2 === 0 ? [error(), finish()] : [finish(), error()];
-			}),
-		);
-		const { rows } = await db.pool.query(
-			`SELECT j.status, j.attempts, count(r.id)::int AS runs, string_agg(r.status, ',' ORDER BY r.id) AS run_statuses
+test("race 2 under load: 200 jobs, A's late errors run concurrently with B's Finish Job — every job ran exactly twice and succeeded", async () => {
+	const ids = await enqueue('reclaimed-load', 200);
+	const fromA = await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'A' });
+	await db.pool.query("UPDATE ops.jobs SET locked_at = now() - interval '1 hour' WHERE job_type = 'reclaimed-load'");
+	assert.equal((await releaseStale(db.pool, { older_than_seconds: 600, limit: 1000 })).length, 200);
+	const fromB = await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'B' });
+	assert.equal(fromB.length, 200);
+	const tokenA = new Map(fromA.map((j) => [Number(j.id), j.claim_token]));
+	// per job, A's late error and B's Finish Job are sent together, in either order (every other job A's first)
+	const settled = await Promise.allSettled(
+		fromB.flatMap((j, i) => {
+			const error = () =>
+				record(lateError(Number(j.id), tokenA.get(Number(j.id)))).then(
+					(r) => (r.result.job as { outcome?: string }).outcome,
+				);
+			const finish = () =>
+				finishJob(db.pool, { job_id: j.id, worker: 'B', success: true, claim_token: j.claim_token }).then(
+					(f) => `finish:${String(f.status)}`,
+				);
+			return i % 2 === 0 ? [error(), finish()] : [finish(), error()];
+		}),
+	);
+	const { rows } = await db.pool.query(
+		`SELECT j.status, j.attempts, count(r.id)::int AS runs, string_agg(r.status, ',' ORDER BY r.id) AS run_statuses
 		 FROM ops.jobs j JOIN ops.job_runs r ON r.job_id = j.id WHERE j.id = ANY($1::bigint[]) GROUP BY j.id`,
-			[ids],
-		);
-		assert.equal(rows.length, 200);
-		const states = new Map<string, number>();
-		for (const row of rows) states.set(JSON.stringify(row), (states.get(JSON.stringify(row)) ?? 0) + 1);
-		assert.deepEqual(
-			[...states],
-			[[JSON.stringify({ status: 'succeeded', attempts: 2, runs: 2, run_statuses: 'retry,succeeded' }), 200]],
-		);
-		const outcomes = settled.map((s) =>
-			s.status === 'fulfilled' ? s.value : `rejected: ${(s.reason as Error).message.replace(/\d+/g, 'N')}`,
-		);
-		assert.deepEqual([...new Set(outcomes)].sort(), ['finish:succeeded', 'stale']);
-		const { rows: errors } = await db.pool.query(
-			"SELECT details->>'job_outcome' AS outcome, count(*)::int AS n FROM ops.errors WHERE job_id = ANY($1::bigint[]) GROUP BY 1",
-			[ids],
-		);
-		assert.deepEqual(errors, [{ outcome: 'stale', n: 200 }]);
-		const { rows: order } = await db.pool.query(
-			'SELECT count(*) FILTER (WHERE e.created_at < j.finished_at)::int AS error_first FROM ops.errors e JOIN ops.jobs j ON j.id = e.job_id WHERE j.id = ANY($1::bigint[])',
-			[ids],
-		);
-		t.diagnostic(`A's error started before B's Finish Job for ${order[0].error_first} of 200 jobs`);
-		assert.deepEqual(await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'C' }), []);
-	},
-);
+		[ids],
+	);
+	assert.equal(rows.length, 200);
+	const states = new Map<string, number>();
+	for (const row of rows) states.set(JSON.stringify(row), (states.get(JSON.stringify(row)) ?? 0) + 1);
+	assert.deepEqual(
+		[...states],
+		[[JSON.stringify({ status: 'succeeded', attempts: 2, runs: 2, run_statuses: 'retry,succeeded' }), 200]],
+	);
+	const outcomes = settled.map((s) =>
+		s.status === 'fulfilled' ? s.value : `rejected: ${(s.reason as Error).message.replace(/\d+/g, 'N')}`,
+	);
+	assert.deepEqual([...new Set(outcomes)].sort(), ['finish:succeeded', 'stale']);
+	const { rows: errors } = await db.pool.query(
+		"SELECT details->>'job_outcome' AS outcome, count(*)::int AS n FROM ops.errors WHERE job_id = ANY($1::bigint[]) GROUP BY 1",
+		[ids],
+	);
+	assert.deepEqual(errors, [{ outcome: 'stale', n: 200 }]);
+	const { rows: order } = await db.pool.query(
+		'SELECT count(*) FILTER (WHERE e.created_at < j.finished_at)::int AS error_first FROM ops.errors e JOIN ops.jobs j ON j.id = e.job_id WHERE j.id = ANY($1::bigint[])',
+		[ids],
+	);
+	console.log(`A's error started before B's Finish Job for ${order[0].error_first} of 200 jobs`);
+	assert.deepEqual(await claimJobs(db.pool, { job_type: 'reclaimed-load', batch_size: 200, worker: 'C' }), []);
+}, 120_000);
 
 test('the open attempt: the error with its token retries the job, closes its run and clears the token; job_outcome is the new status', async () => {
 	const [id] = await enqueue('open-attempt', 1);

@@ -1,15 +1,15 @@
 /** The ops.jobs queue on real PostgreSQL: Claim Jobs / Finish Job / Release Stale (pg-boss semantics). */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { claimJobs, finishJob, releaseStale } from '../../nodes/shared/jobs/queue';
 import { ContractError } from '../../nodes/shared/errors';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 
@@ -193,7 +193,7 @@ test('claim token: a fresh one per claim, cleared when the attempt ends; Finish 
 	]);
 });
 
-test('10 workers claiming 5,000 jobs in batches of 10: no job run twice, none lost', { timeout: 300_000 }, async () => {
+test('10 workers claiming 5,000 jobs in batches of 10: no job run twice, none lost', async () => {
 	await enqueue('load', 5000);
 	const seen = new Map<number, number>();
 	const worker = async (w: number) => {
@@ -213,4 +213,4 @@ test('10 workers claiming 5,000 jobs in batches of 10: no job run twice, none lo
 		"SELECT j.status, count(*)::int AS jobs, count(r.id)::int AS runs FROM ops.jobs j LEFT JOIN ops.job_runs r ON r.job_id = j.id WHERE j.job_type = 'load' GROUP BY j.status",
 	);
 	assert.deepEqual(rows, [{ status: 'succeeded', jobs: 5000, runs: 5000 }]);
-});
+}, 300_000);

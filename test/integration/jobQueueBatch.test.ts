@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { Pool } from 'pg';
 import { findPipelineOperation } from '../../nodes/PipelineCapture/actions';
 import { ContractError } from '../../nodes/shared/errors';
@@ -20,10 +20,10 @@ import {
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

@@ -4,16 +4,16 @@
  * claims nothing twice, and a claim reads about one batch of the queue's index, not every due job.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { claimJobs } from '../../nodes/shared/jobs/queue';
 import { CLAIM_JOBS } from '../../nodes/shared/jobs/statements';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

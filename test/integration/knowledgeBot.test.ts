@@ -3,7 +3,7 @@
  * Replays are no-ops (every table compared row by row), failures roll back, errors name the field.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
 import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
 import { processOperation } from '../../nodes/KnowledgeBot/actions/update/process.operation';
@@ -26,12 +26,12 @@ let db: TestDatabase;
 let tenant: string;
 let botId: string;
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	({ tenantId: tenant, botId } = await seedBot(db.pool));
 	await db.pool.query("UPDATE core.bots SET username = 'KB_helper_bot' WHERE bot_id = $1", [botId]);
 });
-after(async () => db.drop());
+afterAll(async () => db.drop());
 
 const CORRELATION = '0b8f9d2e-6a43-4c55-9a51-3f1c2d4e5f60';
 

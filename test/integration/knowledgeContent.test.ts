@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { extractOperation } from '../../nodes/KnowledgeBot/actions/document/extract.operation';
 import { downloadOperation } from '../../nodes/KnowledgeBot/actions/file/download.operation';
 import { fetchOperation } from '../../nodes/KnowledgeBot/actions/url/fetch.operation';
@@ -43,7 +43,7 @@ const pages: Record<string, { type: string; body: () => Buffer | Promise<Buffer>
 		'/huge': { type: 'text/plain', body: () => Buffer.alloc(300_000, 'a') },
 	};
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	tenant = (await seedBot(db.pool)).tenantId;
 	botApi = await startBotApi();
@@ -60,7 +60,7 @@ before(async () => {
 	await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 	base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-after(async () => {
+afterAll(async () => {
 	await botApi.close();
 	server.closeAllConnections();
 	await new Promise((r) => server.close(r));

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { resolvePostgres, createDatabase } = require('../../scripts/lib/postgres');
@@ -25,13 +25,13 @@ let db: { url: string; drop(): Promise<void> };
 let pool: Pool;
 let dir: string;
 
-before(async () => {
+beforeAll(async () => {
 	server = await resolvePostgres();
 	db = await createDatabase(server.url);
 	pool = new Pool({ connectionString: db.url });
 	dir = fs.mkdtempSync(path.join(os.tmpdir(), 'migrations-'));
 });
-after(async () => {
+afterAll(async () => {
 	await pool?.end();
 	await db?.drop();
 	await server?.stop();

@@ -6,7 +6,7 @@
  * bot_id — the non-member state wins.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { loadContext } from '../../nodes/shared/acl/loadContext';
 import { processOperation } from '../../nodes/KnowledgeBot/actions/update/process.operation';
 import type { ContractError } from '../../nodes/shared/errors';
@@ -21,7 +21,7 @@ const CHAT = -1009876543210;
 const SECOND = 1_764_000_000;
 const { run } = knowledgeRunner(() => db.pool, '5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f');
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	({ tenantId: tenant, botId: botA } = await seedBot(db.pool));
 	botB = (
@@ -32,7 +32,7 @@ before(async () => {
 	).rows[0].bot_id;
 	await db.pool.query('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2)', [tenant, CHAT]);
 });
-after(async () => db.drop());
+afterAll(async () => db.drop());
 
 type Member = { status: string; is_member?: boolean };
 /** A chat_member update as Telegram sends it. */

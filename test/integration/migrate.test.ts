@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
+import { testSkipIf } from '../helpers/skip';
 import { Client } from 'pg';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { resolvePostgres, createDatabase } = require('../../scripts/lib/postgres');
@@ -17,10 +18,10 @@ const { migrate, describeVectorStore } = require('../../scripts/lib/migrate');
 let server: { url: string; stop(): Promise<void> };
 const dbs: { url: string; drop(): Promise<void> }[] = [];
 
-before(async () => {
+beforeAll(async () => {
 	server = await resolvePostgres();
 });
-after(async () => {
+afterAll(async () => {
 	for (const db of dbs) await db.drop();
 	await server.stop();
 });
@@ -79,33 +80,34 @@ test('every table of seed 003 exists after one run; a second run applies nothing
 	assert.deepEqual(again.applied, []);
 });
 
-test('pgvector absent: 007 is reported with the reason and left unrecorded, the rest migrates (011 too), and the vector store reported is the exact one', async (t) => {
-	const url = await fresh();
-	const [{ has }] = await query(url, "SELECT count(*)::int AS has FROM pg_available_extensions WHERE name = 'vector'");
-	if (has > 0) {
-		t.skip('this server has pgvector, so the missing-extension path cannot happen here');
-		return;
-	}
-	const result = await migrate(url);
-	assert.deepEqual(
-		result.missing.map((m: { file: string }) => m.file),
-		['007_kg_vectors.sql'],
-	);
-	assert.match(result.missing[0].reason, /extension "vector" is not available/);
-	const recorded = await query(url, 'SELECT filename FROM public.contracts_migrations ORDER BY 1');
-	assert.ok(!recorded.some((r) => r.filename === '007_kg_vectors.sql'));
-	assert.ok(recorded.some((r) => r.filename === '006_knowledge_schema.sql'));
-	assert.ok(recorded.some((r) => r.filename === '011_kg_vectors_exact.sql'));
-	assert.deepEqual(result.vector_store, {
-		route: 'exact',
-		table: 'kg.chunk_embeddings_1536_exact',
-		pgvector_version: null,
-	});
-	assert.match(
-		describeVectorStore(result.vector_store),
-		/^exact search on kg\.chunk_embeddings_1536_exact \(no pgvector here/,
-	);
-});
+testSkipIf(
+	process.env.CONTRACTS_TEST_PGVECTOR === '1' &&
+		'this server has pgvector, so the missing-extension path cannot happen here (probed by test/jest/globalSetup.ts)',
+)(
+	'pgvector absent: 007 is reported with the reason and left unrecorded, the rest migrates (011 too), and the vector store reported is the exact one',
+	async () => {
+		const url = await fresh();
+		const result = await migrate(url);
+		assert.deepEqual(
+			result.missing.map((m: { file: string }) => m.file),
+			['007_kg_vectors.sql'],
+		);
+		assert.match(result.missing[0].reason, /extension "vector" is not available/);
+		const recorded = await query(url, 'SELECT filename FROM public.contracts_migrations ORDER BY 1');
+		assert.ok(!recorded.some((r) => r.filename === '007_kg_vectors.sql'));
+		assert.ok(recorded.some((r) => r.filename === '006_knowledge_schema.sql'));
+		assert.ok(recorded.some((r) => r.filename === '011_kg_vectors_exact.sql'));
+		assert.deepEqual(result.vector_store, {
+			route: 'exact',
+			table: 'kg.chunk_embeddings_1536_exact',
+			pgvector_version: null,
+		});
+		assert.match(
+			describeVectorStore(result.vector_store),
+			/^exact search on kg\.chunk_embeddings_1536_exact \(no pgvector here/,
+		);
+	},
+);
 
 test("the vector store reported follows the tables: pgvector HNSW where 007's table exists, none without either", async () => {
 	const url = await fresh();

@@ -4,7 +4,7 @@
  * error item (409 ILLEGAL_TRANSITION with the legal transitions) in continue mode.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
@@ -18,10 +18,10 @@ const distPools =
 	require('../../dist/nodes/shared/postgres/pool.js') as typeof import('../../nodes/shared/postgres/pool');
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await distPools.closeAllPools();
 	await closeAllPools();
 	await db?.drop();

@@ -5,7 +5,7 @@
  * next index; version 1 returns Done + Not Captured for every operation, as before.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
@@ -19,10 +19,10 @@ const distPools =
 	require('../../dist/nodes/shared/postgres/pool.js') as typeof import('../../nodes/shared/postgres/pool');
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await distPools.closeAllPools();
 	await closeAllPools();
 	await db?.drop();

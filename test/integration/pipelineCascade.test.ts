@@ -5,7 +5,7 @@
  * the reason; a SYNC processor failure writes nothing and answers 400 (the run stays where it was).
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { capture, completeStep, createRun } from '../../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
@@ -13,10 +13,10 @@ import { WorkflowDefinition, type EngineOptions } from '../../nodes/shared/state
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

@@ -5,7 +5,7 @@
  * captures what it receives runs every run exactly once although events may repeat.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { capture } from '../../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { PipelineListener, type PipelineEvent } from '../../nodes/shared/postgres/listener';
@@ -36,7 +36,7 @@ async function newRuns(n: number): Promise<string[]> {
 	return rows.map((r) => r.id);
 }
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	const target = new URL(db.url);
 	proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
@@ -72,7 +72,7 @@ before(async () => {
 	await listener.start();
 });
 
-after(async () => {
+afterAll(async () => {
 	await listener?.stop();
 	await proxy?.down();
 	await db?.drop();

@@ -9,7 +9,7 @@
  * test/e2e/pipeline_processors.test.ts).
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { Client } from 'pg';
 import { importOperation } from '../../nodes/PipelineCapture/actions/stateMachine/import.operation';
 import { capture, completeStep, createRun, failRun } from '../../nodes/PipelineCapture/actions/run/runs';
@@ -19,10 +19,10 @@ import { WorkflowDefinition } from '../../nodes/shared/stateMachine';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
 import { CLOSE_UNAUTHORIZED, MAX_LOGGED_REFUSALS, PushServer } from '../../nodes/PipelinePush/transport/server';
 import { pgRunStore } from '../../nodes/PipelinePush/transport/runs';
@@ -48,7 +48,7 @@ function options(port = 0) {
 	};
 }
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	proxy = new TcpProxy(db.credential.host, db.credential.port);
 	await proxy.up();
@@ -59,7 +59,7 @@ before(async () => {
 	url = `ws://127.0.0.1:${service.server.port}/api/ws`;
 });
 
-after(async () => {
+afterAll(async () => {
 	for (const c of clients) c.close();
 	await service?.stop();
 	await proxied?.end();

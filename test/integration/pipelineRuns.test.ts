@@ -1,6 +1,6 @@
 /** pipeline_runs on real PostgreSQL (seed 001 + the shipped seed-004 definition): capture exactly once. */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { Client } from 'pg';
 import { captureOperation } from '../../nodes/PipelineCapture/actions/run/capture.operation';
 import {
@@ -17,10 +17,10 @@ import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
 const def = shippedDefinition();
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 
@@ -71,43 +71,39 @@ test('Capture: 20 concurrent workers on one run → exactly one captures, the ot
 	assert.ok(results.every((r) => r.run.status === 'ANALYZING'));
 });
 
-test(
-	'Capture race, 300 runs × 4 workers: one winner per run, and every loser\'s "Not Captured" reports the state that won (TAKEN, ANALYZING), never the stale NEW',
-	{ timeout: 120_000 },
-	async () => {
-		const { rows } = await db.pool.query<{ id: string }>(
-			"INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'race-' || g, 'q' FROM generate_series(1, 300) g RETURNING id",
-		);
-		const worker = (w: number) => ({
-			pool: db.pool,
-			definition: async () => def,
-			worker: `w${w}`,
-			llm: async () => assert.fail('no model'),
-		});
-		const outputs = await Promise.all(
-			rows.flatMap((r) =>
-				[0, 1, 2, 3].map((w) => captureOperation.execute(worker(w), { run_id: r.id, transition: 'CAPTURE_ANALYSIS' })),
-			),
-		);
-		const winners = new Map<string, number>();
-		const losers = new Map<string, number>();
-		for (const out of outputs) {
-			const data = out.data!;
-			if (out.output === 0) {
-				winners.set(String(data.run_id), (winners.get(String(data.run_id)) ?? 0) + 1);
-			} else {
-				const key = JSON.stringify({ captured: data.captured, status: data.status, reason: data.reason });
-				losers.set(key, (losers.get(key) ?? 0) + 1);
-			}
+test('Capture race, 300 runs × 4 workers: one winner per run, and every loser\'s "Not Captured" reports the state that won (TAKEN, ANALYZING), never the stale NEW', async () => {
+	const { rows } = await db.pool.query<{ id: string }>(
+		"INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'race-' || g, 'q' FROM generate_series(1, 300) g RETURNING id",
+	);
+	const worker = (w: number) => ({
+		pool: db.pool,
+		definition: async () => def,
+		worker: `w${w}`,
+		llm: async () => assert.fail('no model'),
+	});
+	const outputs = await Promise.all(
+		rows.flatMap((r) =>
+			[0, 1, 2, 3].map((w) => captureOperation.execute(worker(w), { run_id: r.id, transition: 'CAPTURE_ANALYSIS' })),
+		),
+	);
+	const winners = new Map<string, number>();
+	const losers = new Map<string, number>();
+	for (const out of outputs) {
+		const data = out.data!;
+		if (out.output === 0) {
+			winners.set(String(data.run_id), (winners.get(String(data.run_id)) ?? 0) + 1);
+		} else {
+			const key = JSON.stringify({ captured: data.captured, status: data.status, reason: data.reason });
+			losers.set(key, (losers.get(key) ?? 0) + 1);
 		}
-		assert.equal(winners.size, 300);
-		assert.ok(
-			[...winners.values()].every((n) => n === 1),
-			'exactly one winner per run',
-		);
-		assert.deepEqual([...losers], [[JSON.stringify({ captured: false, status: 'ANALYZING', reason: 'TAKEN' }), 900]]);
-	},
-);
+	}
+	assert.equal(winners.size, 300);
+	assert.ok(
+		[...winners.values()].every((n) => n === 1),
+		'exactly one winner per run',
+	);
+	assert.deepEqual([...losers], [[JSON.stringify({ captured: false, status: 'ANALYZING', reason: 'TAKEN' }), 900]]);
+}, 120_000);
 
 test('Capture refused by the blocking rule: "Not Captured" with the run still NEW and reason BLOCKED', async () => {
 	await createRun(db.pool, { user_id: 'u-blocked', query: 'first' });
@@ -243,56 +239,52 @@ test('Sweep: a run stuck in progress goes back to waiting (its old worker can no
 	});
 });
 
-test(
-	'20 concurrent workers over 2,000 runs: every step of every run captured exactly once, every run completed once',
-	{ timeout: 300_000 },
-	async () => {
-		const ids: string[] = [];
-		const { rows } = await db.pool.query<{ id: string }>(
-			`WITH runs AS (INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'load-' || g, 'q' || g FROM generate_series(1, 2000) g RETURNING id) SELECT id FROM runs`,
-		);
-		ids.push(...rows.map((r) => r.id));
-		const wins = new Map<string, number>();
-		const waitingStates = ['NEW', 'ANALYZED', 'READY'];
-		const take = { NEW: STEPS[0], ANALYZED: STEPS[1], READY: STEPS[2] } as Record<string, (typeof STEPS)[number]>;
-		const worker = async (w: number) => {
-			for (;;) {
-				const { rows: batch } = await db.pool.query<{ id: string; status: string }>(
-					"SELECT id, status FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' AND status = ANY($1) ORDER BY random() LIMIT 25",
-					[waitingStates],
+test('20 concurrent workers over 2,000 runs: every step of every run captured exactly once, every run completed once', async () => {
+	const ids: string[] = [];
+	const { rows } = await db.pool.query<{ id: string }>(
+		`WITH runs AS (INSERT INTO maas.pipeline_runs (user_id, user_query) SELECT 'load-' || g, 'q' || g FROM generate_series(1, 2000) g RETURNING id) SELECT id FROM runs`,
+	);
+	ids.push(...rows.map((r) => r.id));
+	const wins = new Map<string, number>();
+	const waitingStates = ['NEW', 'ANALYZED', 'READY'];
+	const take = { NEW: STEPS[0], ANALYZED: STEPS[1], READY: STEPS[2] } as Record<string, (typeof STEPS)[number]>;
+	const worker = async (w: number) => {
+		for (;;) {
+			const { rows: batch } = await db.pool.query<{ id: string; status: string }>(
+				"SELECT id, status FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' AND status = ANY($1) ORDER BY random() LIMIT 25",
+				[waitingStates],
+			);
+			if (batch.length === 0) {
+				const { rows: left } = await db.pool.query(
+					"SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' AND status NOT IN ('COMPLETED', 'FAILED')",
 				);
-				if (batch.length === 0) {
-					const { rows: left } = await db.pool.query(
-						"SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' AND status NOT IN ('COMPLETED', 'FAILED')",
-					);
-					if (left[0].n === 0) return;
-					continue;
-				}
-				for (const run of batch) {
-					const [capture_, done, result] = take[run.status];
-					const c = await capture(db.pool, def, { run_id: run.id, transition: capture_, worker: `w${w}` });
-					if (!c.captured) continue;
-					const key = `${run.id}:${capture_}`;
-					wins.set(key, (wins.get(key) ?? 0) + 1);
-					await completeStep(db.pool, def, {
-						run_id: run.id,
-						transition: done,
-						capture_token: c.run.capture_token,
-						result,
-					});
-				}
+				if (left[0].n === 0) return;
+				continue;
 			}
-		};
-		await Promise.all(Array.from({ length: 20 }, (_, w) => worker(w)));
-		assert.equal(wins.size, 6000, 'every run × 3 steps was captured');
-		assert.ok(
-			[...wins.values()].every((n) => n === 1),
-			'and never twice',
-		);
-		const { rows: final } = await db.pool.query(
-			"SELECT status, count(*)::int AS n FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' GROUP BY status",
-		);
-		assert.deepEqual(final, [{ status: 'COMPLETED', n: 2000 }]);
-		assert.equal(ids.length, 2000);
-	},
-);
+			for (const run of batch) {
+				const [capture_, done, result] = take[run.status];
+				const c = await capture(db.pool, def, { run_id: run.id, transition: capture_, worker: `w${w}` });
+				if (!c.captured) continue;
+				const key = `${run.id}:${capture_}`;
+				wins.set(key, (wins.get(key) ?? 0) + 1);
+				await completeStep(db.pool, def, {
+					run_id: run.id,
+					transition: done,
+					capture_token: c.run.capture_token,
+					result,
+				});
+			}
+		}
+	};
+	await Promise.all(Array.from({ length: 20 }, (_, w) => worker(w)));
+	assert.equal(wins.size, 6000, 'every run × 3 steps was captured');
+	assert.ok(
+		[...wins.values()].every((n) => n === 1),
+		'and never twice',
+	);
+	const { rows: final } = await db.pool.query(
+		"SELECT status, count(*)::int AS n FROM maas.pipeline_runs WHERE user_id LIKE 'load-%' GROUP BY status",
+	);
+	assert.deepEqual(final, [{ status: 'COMPLETED', n: 2000 }]);
+	assert.equal(ids.length, 2000);
+}, 300_000);

@@ -1,6 +1,6 @@
 /** Step context, the Archivist and the blocking rule of seed 001 on real PostgreSQL. */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import {
 	archiveRun,
 	buildDraft,
@@ -16,12 +16,12 @@ import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
 const def = shippedDefinition();
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	await db.pool.query(`INSERT INTO maas.system_prompts (role_name, prompt_template) VALUES
 		('Analyzer', 'Classify the query.'), ('Mentor', 'You are a mentor.'), ('Assembler', 'Compress the draft.'), ('Archivist', 'Summarise.')`);
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

@@ -7,7 +7,7 @@
  *     worker keeps its capture token — never a 5xx, never a run held under a token nobody knows.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import fc from 'fast-check';
 import { capture, completeStep, createRun } from '../../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
@@ -17,10 +17,10 @@ import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { hostileString, propertyParams } from '../helpers/property';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

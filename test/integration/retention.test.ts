@@ -3,7 +3,7 @@
  * with `more`, tenant and chat scoping, and nothing younger than its retention touched.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { processOperation } from '../../nodes/KnowledgeBot/actions/update/process.operation';
 import { pruneOperation } from '../../nodes/KnowledgeBot/actions/retention/prune.operation';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
@@ -16,7 +16,7 @@ const { run, failure } = knowledgeRunner(() => db.pool, '4f5a6b7c-8d9e-4fa0-b1c2
 const SHORT = -100_31; // policy: raw 30 days, documents 60 days
 const DEFAULT = -100_90; // no policy row: 90 / 3650
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	tenant = (await seedBot(db.pool)).tenantId;
 	other = (await seedBot(db.pool, 'other_bot')).tenantId;
@@ -25,7 +25,7 @@ before(async () => {
 		[tenant, SHORT],
 	);
 });
-after(async () => db.drop());
+afterAll(async () => db.drop());
 
 /** A message in `chat` sent `days` ago (via Process Update), returns its tg.messages id. */
 async function message(tenantId: string, chat: number, messageId: number, days: number) {

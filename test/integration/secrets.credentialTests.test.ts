@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { ICredentialTestFunctions, ICredentialsDecrypted, INodeCredentialTestResult } from 'n8n-workflow';
 import {
 	contractsEmbeddingsApiTest,
@@ -32,7 +32,7 @@ let good: http.Server;
 let goodUrl: string;
 const seen: { path: string; auth?: string; key?: string }[] = [];
 
-before(async () => {
+beforeAll(async () => {
 	echo = await startEchoServer();
 	refused = await closedPort();
 	good = http.createServer((req, res) => {
@@ -46,7 +46,7 @@ before(async () => {
 	await new Promise<void>((r) => good.listen(0, '127.0.0.1', r));
 	goodUrl = `http://127.0.0.1:${(good.address() as AddressInfo).port}`;
 });
-after(async () => {
+afterAll(async () => {
 	await echo.close();
 	good.closeAllConnections();
 	await new Promise((r) => good.close(r));

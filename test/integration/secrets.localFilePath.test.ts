@@ -4,7 +4,7 @@
  * non-retryable error, and the token reaches neither the error nor tg.file_instances.tg_file_path.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { downloadOperation } from '../../nodes/KnowledgeBot/actions/file/download.operation';
 import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
@@ -15,12 +15,12 @@ let db: TestDatabase;
 let tenant: string;
 let botApi: BotApiStandIn;
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	tenant = (await seedBot(db.pool)).tenantId;
 	botApi = await startBotApi('987654321:AAlocalModeToken_x9');
 });
-after(async () => {
+afterAll(async () => {
 	await botApi.close();
 	await db.drop();
 });

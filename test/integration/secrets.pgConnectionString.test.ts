@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import type { ICredentialTestFunctions, ICredentialsDecrypted, ITriggerFunctions } from 'n8n-workflow';
 import { fromPgError } from '../../nodes/shared/errors';
 import { postgresContractsApiTest } from '../../nodes/shared/postgres/credentialTest';

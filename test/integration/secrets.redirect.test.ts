@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { ICredentialTestFunctions, ICredentialsDecrypted } from 'n8n-workflow';
 import { downloadFile, getFile, getMe, sendMessage } from '../../nodes/KnowledgeBot/transport/botApi';
 import {
@@ -29,7 +29,7 @@ let base = '';
 const listen = (s: http.Server) =>
 	new Promise<number>((resolve) => s.listen(0, '127.0.0.1', () => resolve((s.address() as AddressInfo).port)));
 
-before(async () => {
+beforeAll(async () => {
 	target = http.createServer((req, res) => {
 		let body = '';
 		req.on('data', (c) => (body += c));
@@ -48,7 +48,7 @@ before(async () => {
 	base = `http://127.0.0.1:${await listen(redirector)}`;
 });
 
-after(() => {
+afterAll(() => {
 	target.close();
 	redirector.close();
 });

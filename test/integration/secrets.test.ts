@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IExecuteFunctions, ICredentialTestFunctions, ICredentialsDecrypted } from 'n8n-workflow';
 import { RESOURCES } from '../../nodes/ArangoCas/actions';
 import { arangoDbApiTest } from '../../nodes/ArangoCas/transport/credentialTest';
@@ -60,7 +60,7 @@ const { run } = knowledgeRunner(() => db.pool, CORRELATION, {
 });
 const GROUP = { chat_id: -100777, visibility: 'group', dm_owner_user_id: null, message_version_id: null };
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	echo = await startEchoServer();
 	refusedPort = await closedPort();
@@ -71,7 +71,7 @@ before(async () => {
 	[tenantId, botId] = [bot.tenantId, bot.botId];
 	await db.pool.query('UPDATE core.bots SET tg_bot_id = 5550001 WHERE bot_id = $1', [botId]);
 });
-after(async () => {
+afterAll(async () => {
 	forgetDatabases();
 	await closeAllPools();
 	await echo.close();

@@ -5,7 +5,7 @@
  * (trigger bypassed); a new secret is accepted at once; the listener reconnects after its connection dies.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
 import { BOT_CACHE_TTL_MS, botCacheOf } from '../../nodes/TelegramIngest/actions/botCache';
 import { ingestUpdate, type IngestInput } from '../../nodes/TelegramIngest/actions/ingest.operation';
@@ -19,7 +19,7 @@ let db: TestDatabase;
 let pool: Pool;
 let lookups = 0;
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	pool = new Pool({ connectionString: db.url, max: 4 });
 	pool.on('error', () => undefined);
@@ -29,7 +29,7 @@ before(async () => {
 		return query(...args);
 	};
 });
-after(async () => {
+afterAll(async () => {
 	botCacheOf(pool).close();
 	await pool.end();
 	await db?.drop();

@@ -7,7 +7,7 @@
  * Runs: PROPERTY_RUNS / 50 (200 by default, at least 50: a database round trip each).
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import fc from 'fast-check';
 import { Ctx } from '../../nodes/shared/contracts/ctx';
 import { INT8_MAX, INT8_MIN } from '../../nodes/shared/contracts/ids';
@@ -18,11 +18,11 @@ import { newUpdateId } from '../helpers/updates';
 
 let db: TestDatabase;
 let bot: Awaited<ReturnType<typeof seedBot>>;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	bot = await seedBot(db.pool);
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 
@@ -46,39 +46,35 @@ function messageId(): fc.Arbitrary<bigint> {
 		.filter((n) => n >= INT8_MIN && n <= INT8_MAX);
 }
 
-test(
-	'property: an int8 message_id is stored exactly and reaches ctx as the Ctx schema says (number iff safe, else its text)',
-	{ timeout: 300_000 },
-	async () => {
-		let unsafe = 0;
-		await fc.assert(
-			fc.asyncProperty(messageId(), async (n) => {
-				const updateId = newUpdateId();
-				const text = `{"update_id":${updateId},"message":{"message_id":${n},"chat":{"id":-1001234567890,"type":"supergroup"},"date":1700000000,"text":"hi"}}`;
-				const call: IngestInput = { ...WF10, botKey: bot.botKey, secretToken: bot.secret, rawBody: Buffer.from(text) };
-				const state: { ctx?: Record<string, unknown> } = {};
-				const envelope = await ingestUpdate(db.pool, call, state);
-				const data = envelope.data as { quarantined: boolean; duplicate: boolean; ctx: Record<string, unknown> };
-				assert.equal(data.quarantined, false, text);
-				assert.equal(data.duplicate, false, text);
-				const value = data.ctx.message_id;
-				assert.equal(typeof value, Number.isSafeInteger(Number(n)) ? 'number' : 'string', `${n} → ${typeof value}`);
-				assert.equal(BigInt(value as number | string), n, 'exact in ctx');
-				if (typeof value === 'string') {
-					assert.equal(value, n.toString(), 'the canonical decimal text');
-					unsafe++;
-				}
-				const parsed = Ctx.safeParse(data.ctx);
-				assert.ok(parsed.success, parsed.success ? '' : JSON.stringify(parsed.error.issues));
-				assert.equal(state.ctx?.message_id, value, 'the item state (error output) carries the same ctx');
-				const { rows } = await db.pool.query(
-					'SELECT message_id::text AS message_id FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $2',
-					[bot.botId, updateId],
-				);
-				assert.deepEqual(rows, [{ message_id: n.toString() }], 'stored exactly');
-			}),
-			propertyParams('telegramIngest ctx.message_id', { numRuns: Math.max(50, Math.round(PROPERTY_RUNS / 50)) }),
-		);
-		assert.ok(unsafe > 0, 'ids beyond 2^53 were exercised');
-	},
-);
+test('property: an int8 message_id is stored exactly and reaches ctx as the Ctx schema says (number iff safe, else its text)', async () => {
+	let unsafe = 0;
+	await fc.assert(
+		fc.asyncProperty(messageId(), async (n) => {
+			const updateId = newUpdateId();
+			const text = `{"update_id":${updateId},"message":{"message_id":${n},"chat":{"id":-1001234567890,"type":"supergroup"},"date":1700000000,"text":"hi"}}`;
+			const call: IngestInput = { ...WF10, botKey: bot.botKey, secretToken: bot.secret, rawBody: Buffer.from(text) };
+			const state: { ctx?: Record<string, unknown> } = {};
+			const envelope = await ingestUpdate(db.pool, call, state);
+			const data = envelope.data as { quarantined: boolean; duplicate: boolean; ctx: Record<string, unknown> };
+			assert.equal(data.quarantined, false, text);
+			assert.equal(data.duplicate, false, text);
+			const value = data.ctx.message_id;
+			assert.equal(typeof value, Number.isSafeInteger(Number(n)) ? 'number' : 'string', `${n} → ${typeof value}`);
+			assert.equal(BigInt(value as number | string), n, 'exact in ctx');
+			if (typeof value === 'string') {
+				assert.equal(value, n.toString(), 'the canonical decimal text');
+				unsafe++;
+			}
+			const parsed = Ctx.safeParse(data.ctx);
+			assert.ok(parsed.success, parsed.success ? '' : JSON.stringify(parsed.error.issues));
+			assert.equal(state.ctx?.message_id, value, 'the item state (error output) carries the same ctx');
+			const { rows } = await db.pool.query(
+				'SELECT message_id::text AS message_id FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $2',
+				[bot.botId, updateId],
+			);
+			assert.deepEqual(rows, [{ message_id: n.toString() }], 'stored exactly');
+		}),
+		propertyParams('telegramIngest ctx.message_id', { numRuns: Math.max(50, Math.round(PROPERTY_RUNS / 50)) }),
+	);
+	assert.ok(unsafe > 0, 'ids beyond 2^53 were exercised');
+}, 300_000);

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
@@ -20,11 +20,11 @@ const { TelegramIngest } =
 
 let db: TestDatabase;
 let bot: Awaited<ReturnType<typeof seedBot>>;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	bot = await seedBot(db.pool, 'node_bot', 'Node-secret_1');
 });
-after(async () => {
+afterAll(async () => {
 	await closeAllPools();
 	await db?.drop();
 });

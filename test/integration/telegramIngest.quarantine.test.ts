@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
 import { ingestUpdate, type IngestInput } from '../../nodes/TelegramIngest/actions/ingest.operation';
 import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
@@ -15,11 +15,11 @@ import { newUpdateId, textWithUrls } from '../helpers/updates';
 
 let db: TestDatabase;
 let bot: Awaited<ReturnType<typeof seedBot>>;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	bot = await seedBot(db.pool);
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

@@ -7,7 +7,7 @@
  *  secret: the webhook secret is remembered for redaction and appears in no answer, row or error.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { ingestUpdate, type IngestInput } from '../../nodes/TelegramIngest/actions/ingest.operation';
 import { ContractError } from '../../nodes/shared/errors';
 import { rememberedSecrets } from '../../nodes/shared/redact';
@@ -17,11 +17,11 @@ import { newUpdateId, textWithUrls } from '../helpers/updates';
 let db: TestDatabase;
 let bot: Awaited<ReturnType<typeof seedBot>>;
 const SECRET = 'Webhook-secret-for-review-test-42';
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	bot = await seedBot(db.pool, 'review_bot', SECRET);
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 
@@ -90,40 +90,32 @@ test('A: a non-update body reusing a stored update_id is kept (400, quarantined)
 	assert.deepEqual([valid.status, valid.data.duplicate, valid.data.quarantined], [200, false, false]);
 });
 
-test(
-	'B: a valid body and a NUL body with the same update_id, concurrently: exactly one is kept (50 trials)',
-	{ timeout: 120_000 },
-	async () => {
-		for (let trial = 0; trial < 50; trial++) {
-			const updateId = newUpdateId();
-			const answers = await Promise.all([
-				answer(raw(updateJson(updateId))),
-				answer(raw(updateJson(updateId, 'nul \u0000 here'))),
-			]);
-			const { rows } = await db.pool.query(
-				`SELECT (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $2)::int AS stored,
+test('B: a valid body and a NUL body with the same update_id, concurrently: exactly one is kept (50 trials)', async () => {
+	for (let trial = 0; trial < 50; trial++) {
+		const updateId = newUpdateId();
+		const answers = await Promise.all([
+			answer(raw(updateJson(updateId))),
+			answer(raw(updateJson(updateId, 'nul \u0000 here'))),
+		]);
+		const { rows } = await db.pool.query(
+			`SELECT (SELECT count(*) FROM raw.telegram_update_keys WHERE bot_id = $1 AND update_id = $2)::int AS stored,
 			        (SELECT count(*) FROM raw.telegram_quarantine WHERE bot_id = $1 AND update_id = $2)::int AS quarantined,
 			        (SELECT count(*) FROM ops.jobs WHERE dedup_key = 'tg:' || $1 || ':' || $2)::int AS jobs,
 			        (SELECT count(*) FROM ops.errors WHERE (details->>'quarantine_id')::bigint IN
 			           (SELECT id FROM raw.telegram_quarantine WHERE bot_id = $1 AND update_id = $2))::int AS errors`,
-				[bot.botId, updateId],
-			);
-			const c = rows[0];
-			assert.equal(c.stored + c.quarantined, 1, `trial ${trial}: exactly one kept ${JSON.stringify(c)}`);
-			assert.equal(c.jobs, c.stored, `trial ${trial}: a job only with the stored update`);
-			assert.equal(c.errors, c.quarantined, `trial ${trial}: an ops.errors row only with the quarantine row`);
-			assert.deepEqual(
-				answers.map((a) => a.status),
-				[200, 200],
-			);
-			assert.equal(
-				answers.filter((a) => a.data.duplicate).length,
-				1,
-				`trial ${trial}: the other is answered duplicate`,
-			);
-		}
-	},
-);
+			[bot.botId, updateId],
+		);
+		const c = rows[0];
+		assert.equal(c.stored + c.quarantined, 1, `trial ${trial}: exactly one kept ${JSON.stringify(c)}`);
+		assert.equal(c.jobs, c.stored, `trial ${trial}: a job only with the stored update`);
+		assert.equal(c.errors, c.quarantined, `trial ${trial}: an ops.errors row only with the quarantine row`);
+		assert.deepEqual(
+			answers.map((a) => a.status),
+			[200, 200],
+		);
+		assert.equal(answers.filter((a) => a.data.duplicate).length, 1, `trial ${trial}: the other is answered duplicate`);
+	}
+}, 120_000);
 
 test('C: a re-delivery after the raw row was pruned (job kept) is a duplicate of that job, not a 500', async () => {
 	const updateId = newUpdateId();

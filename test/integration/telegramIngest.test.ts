@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
 import { ingestUpdate, secretsMatch, type IngestInput } from '../../nodes/TelegramIngest/actions/ingest.operation';
 import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
@@ -17,11 +17,11 @@ import {
 
 let db: TestDatabase;
 let bot: Awaited<ReturnType<typeof seedBot>>;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	bot = await seedBot(db.pool);
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

@@ -5,7 +5,7 @@
  * workflow's parameters, under the resource's value ('botTransport') and its former one ('transport').
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { Workflow, type IExecuteFunctions, type INode, type INodeTypes } from 'n8n-workflow';
 import { checkOperation, healthOf } from '../../nodes/KnowledgeBot/actions/botTransport/check.operation';
 import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
@@ -28,7 +28,7 @@ const { run, failure } = knowledgeRunner(() => db.pool, '5a6b7c8d-9e0f-4a1b-8c2d
 });
 const URL_OK = 'https://n8n.example.com/webhook/telegram?bot=kb';
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	botApi = await startBotApi();
 	botId = (await seedBot(db.pool, 'kb')).botId;
@@ -38,7 +38,7 @@ before(async () => {
 		[botId, URL_OK],
 	);
 });
-after(async () => {
+afterAll(async () => {
 	await closeAllPools();
 	await botApi.close();
 	await db.drop();

@@ -7,7 +7,7 @@
  * everything visible is found, nearest first.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
 import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
 import { retrieveChunks } from '../../nodes/KnowledgeBot/actions/qa/retrieve';
@@ -20,10 +20,10 @@ let api: 'gemini' | 'openai' = 'gemini';
 const TENANT_A = '00000000-0000-4000-8000-00000000000a';
 const TENANT_B = '00000000-0000-4000-8000-00000000000b';
 
-before(async () => {
+beforeAll(async () => {
 	embeddings = await startEmbeddings();
 });
-after(async () => {
+afterAll(async () => {
 	await embeddings.close();
 });
 
@@ -39,7 +39,7 @@ forEachVectorBackend((backend) => {
 	});
 	let model: number;
 
-	before(async () => {
+	beforeAll(async () => {
 		await vdb.db.query("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'A'), ($2, 'B')", [TENANT_A, TENANT_B]);
 		model = Number(
 			(

@@ -7,7 +7,7 @@
  * and the search's dm branch (searchChunks, below the ctx checks) gives the same rows whatever chat is passed with it.
  */
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { beforeAll, test } from '@jest/globals';
 import { retrieveChunks } from '../../nodes/KnowledgeBot/actions/qa/retrieve';
 import { searchChunks } from '../../nodes/KnowledgeBot/actions/vectorStore';
 import { hashedVector } from '../helpers/embeddingStandIn';
@@ -56,7 +56,7 @@ forEachVectorBackend((backend) => {
 		label.set(id, name);
 	}
 
-	before(async () => {
+	beforeAll(async () => {
 		const q = (sql: string, params: unknown[] = []) => vdb.db.query(sql, params);
 		await q("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'A'), ($2, 'B')", [TENANT_A, TENANT_B]);
 		model = Number(

@@ -4,16 +4,16 @@
  * the same vector. Real PostgreSQL (the exact route: migration 011, no pgvector needed).
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { ContractError } from '../../nodes/shared/errors';
 import { searchChunks } from '../../nodes/KnowledgeBot/actions/vectorStore';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => db?.drop());
+afterAll(async () => db?.drop());
 
 test('a question vector with a component beyond float32 → 502 EMBEDDINGS_FAILED on the exact route, before any row is scored', async () => {
 	const vector = Array.from({ length: 1536 }, (_, i) => (i === 7 ? 1e39 : 0.01));

@@ -7,7 +7,7 @@
  * The expected order is computed here in double precision from the vectors the test generated.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { retrieveChunks } from '../../nodes/KnowledgeBot/actions/qa/retrieve';
 import { vectorRoute, type VectorRoute } from '../../nodes/KnowledgeBot/actions/vectorRoute';
 import { searchChunks, upsertEmbeddings } from '../../nodes/KnowledgeBot/actions/vectorStore';
@@ -47,51 +47,48 @@ function cosine(a: number[], b: number[]) {
 	return dot / Math.sqrt(na * nb);
 }
 
-before(
-	async () => {
-		vdb = await vectorDatabase();
-		const q = (sql: string, params: unknown[] = []) => vdb.db.query<Record<string, unknown>>(sql, params);
-		await q("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'C')", [TENANT]);
-		model = Number(
-			(await q("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'm', 1536) RETURNING id"))
-				.rows[0].id,
-		);
-		// user 2 is a member of -100 only; -100's document holds 5 chunks spread among 10,000
-		await q(
-			"INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status, is_member) VALUES ($1, -100, 2, 'member', true), ($1, -200, 3, 'member', true)",
-			[TENANT],
-		);
-		const docs = await q(
-			"INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status) VALUES ($1, 'url', 'url:seen', -100, 'group', 'x', 'done'), ($1, 'url', 'url:other', -200, 'group', 'x', 'done') RETURNING id",
-			[TENANT],
-		);
-		const [seen, other] = docs.rows.map((r) => Number(r.id));
-		const visibleAt = new Set(Array.from({ length: VISIBLE }, (_, i) => 1_000 + i * 1_999));
-		await q(
-			"INSERT INTO kg.chunks (tenant_id, document_id, chunk_no, text, char_start, char_end, text_sha256) SELECT $1, CASE WHEN i = ANY($4::int[]) THEN $2::bigint ELSE $3::bigint END, i, 'chunk ' || i, 0, 1, 'h' FROM generate_series(0, $5::int - 1) i",
-			[TENANT, seen, other, [...visibleAt], TOTAL],
-		);
-		const chunks = (await q('SELECT id, document_id FROM kg.chunks WHERE tenant_id = $1 ORDER BY id', [TENANT])).rows;
-		visibleIds = chunks.filter((c) => Number(c.document_id) === seen).map((c) => Number(c.id));
-		assert.equal(visibleIds.length, VISIBLE);
-		// the index is built once after the rows are in (the same definition as migration 007): far faster than row by row
-		await q('DROP INDEX kg.chunk_embeddings_1536_hnsw');
-		for (let i = 0; i < chunks.length; i += 500) {
-			const batch = chunks.slice(i, i + 500).map((c) => {
-				const v = vector();
-				vectors.set(Number(c.id), v);
-				return { chunk_id: Number(c.id), vector: v, chunk_sha256: 'h' };
-			});
-			await upsertEmbeddings(vdb.pool, TENANT, model, batch);
-		}
-		await q(
-			'CREATE INDEX chunk_embeddings_1536_hnsw ON kg.chunk_embeddings_1536 USING hnsw (embedding vector_cosine_ops)',
-		);
-		await q('ANALYZE');
-	},
-	{ timeout: 15 * 60_000 },
-);
-after(async () => vdb?.close());
+beforeAll(async () => {
+	vdb = await vectorDatabase();
+	const q = (sql: string, params: unknown[] = []) => vdb.db.query<Record<string, unknown>>(sql, params);
+	await q("INSERT INTO core.tenants (tenant_id, name) VALUES ($1, 'C')", [TENANT]);
+	model = Number(
+		(await q("INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'm', 1536) RETURNING id"))
+			.rows[0].id,
+	);
+	// user 2 is a member of -100 only; -100's document holds 5 chunks spread among 10,000
+	await q(
+		"INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status, is_member) VALUES ($1, -100, 2, 'member', true), ($1, -200, 3, 'member', true)",
+		[TENANT],
+	);
+	const docs = await q(
+		"INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status) VALUES ($1, 'url', 'url:seen', -100, 'group', 'x', 'done'), ($1, 'url', 'url:other', -200, 'group', 'x', 'done') RETURNING id",
+		[TENANT],
+	);
+	const [seen, other] = docs.rows.map((r) => Number(r.id));
+	const visibleAt = new Set(Array.from({ length: VISIBLE }, (_, i) => 1_000 + i * 1_999));
+	await q(
+		"INSERT INTO kg.chunks (tenant_id, document_id, chunk_no, text, char_start, char_end, text_sha256) SELECT $1, CASE WHEN i = ANY($4::int[]) THEN $2::bigint ELSE $3::bigint END, i, 'chunk ' || i, 0, 1, 'h' FROM generate_series(0, $5::int - 1) i",
+		[TENANT, seen, other, [...visibleAt], TOTAL],
+	);
+	const chunks = (await q('SELECT id, document_id FROM kg.chunks WHERE tenant_id = $1 ORDER BY id', [TENANT])).rows;
+	visibleIds = chunks.filter((c) => Number(c.document_id) === seen).map((c) => Number(c.id));
+	assert.equal(visibleIds.length, VISIBLE);
+	// the index is built once after the rows are in (the same definition as migration 007): far faster than row by row
+	await q('DROP INDEX kg.chunk_embeddings_1536_hnsw');
+	for (let i = 0; i < chunks.length; i += 500) {
+		const batch = chunks.slice(i, i + 500).map((c) => {
+			const v = vector();
+			vectors.set(Number(c.id), v);
+			return { chunk_id: Number(c.id), vector: v, chunk_sha256: 'h' };
+		});
+		await upsertEmbeddings(vdb.pool, TENANT, model, batch);
+	}
+	await q(
+		'CREATE INDEX chunk_embeddings_1536_hnsw ON kg.chunk_embeddings_1536 USING hnsw (embedding vector_cosine_ops)',
+	);
+	await q('ANALYZE');
+}, 15 * 60_000);
+afterAll(async () => vdb?.close());
 
 const member = {
 	tenant_id: TENANT,

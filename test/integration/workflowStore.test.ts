@@ -2,16 +2,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { ContractError } from '../../nodes/shared/errors';
 import { exportWorkflows, importWorkflows, loadWorkflows } from '../../nodes/shared/stateMachine';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 });
-after(async () => {
+afterAll(async () => {
 	await db?.drop();
 });
 

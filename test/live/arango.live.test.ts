@@ -8,7 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll } from '@jest/globals';
+import { testSkipIf } from '../helpers/skip';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Database } from 'arangojs';
 import { archive } from '../../nodes/ArangoCas/actions/atom/archive.operation';
@@ -35,13 +36,13 @@ const auth = { username: process.env.ARANGO_USER || 'root', password: process.en
 const dbName = `contracts_live_${randomUUID().slice(0, 8)}`;
 let db: Database;
 
-before(async () => {
+beforeAll(async () => {
 	if (SKIP) return;
 	await migrateArango({ url: URL_, databaseName: dbName, auth, maxRetries: false });
 	db = new Database({ url: URL_, databaseName: dbName, auth, maxRetries: false });
 });
 
-after(async () => {
+afterAll(async () => {
 	if (SKIP) return;
 	const system = new Database({ url: URL_, databaseName: '_system', auth });
 	await system.dropDatabase(dbName).catch(() => undefined);
@@ -84,9 +85,8 @@ async function seedDoc(proposals = 2) {
 
 const atomDoc = (key: string) => db.collection('atoms').document(key);
 
-test(
+testSkipIf(SKIP)(
 	'live: lock → 423 for another user → unlock by owner; stale _rev → 409 with the current _rev',
-	{ skip: SKIP },
 	async () => {
 		const { atom } = await seedDoc(0);
 		const locked = await lock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev }, RUN);
@@ -103,7 +103,7 @@ test(
 	},
 );
 
-test('live: 50 parallel locks of one atom → exactly one owner, 49 refusals', { skip: SKIP }, async () => {
+testSkipIf(SKIP)('live: 50 parallel locks of one atom → exactly one owner, 49 refusals', async () => {
 	const { atom } = await seedDoc(0);
 	const results = await Promise.allSettled(
 		Array.from({ length: 50 }, (_, i) =>
@@ -126,7 +126,7 @@ test('live: 50 parallel locks of one atom → exactly one owner, 49 refusals', {
 	);
 });
 
-test('live: merge switches the edge, archives, activates, links, rebases and unlinks', { skip: SKIP }, async () => {
+testSkipIf(SKIP)('live: merge switches the edge, archives, activates, links, rebases and unlinks', async () => {
 	const { atom, edge, props } = await seedDoc(3);
 	const [winner] = props;
 	const result = await mergeProposal.execute(
@@ -158,9 +158,8 @@ test('live: merge switches the edge, archives, activates, links, rebases and unl
 	assert.equal(replaces.length, 1);
 });
 
-test(
+testSkipIf(SKIP)(
 	'live: 50 parallel merges of one proposal set → 1 success, 49 conflicts, no orphan active atom',
-	{ skip: SKIP },
 	async () => {
 		const { atom, edge, props } = await seedDoc(50);
 		const results = await Promise.allSettled(
@@ -209,7 +208,7 @@ test(
 	},
 );
 
-test('live: merge with a stale edge _rev → 409 and nothing changed', { skip: SKIP }, async () => {
+testSkipIf(SKIP)('live: merge with a stale edge _rev → 409 and nothing changed', async () => {
 	const { atom, edge, props } = await seedDoc(1);
 	const error = await rejection(
 		mergeProposal.execute(
@@ -273,9 +272,8 @@ const mergeInput = (atom: { _key: string }, edge: { _id: string; _rev: string },
 	expected_edge_rev: edge._rev,
 });
 
-test(
+testSkipIf(SKIP)(
 	'live (1200 on an atom): a merge while another transaction writes the winner → 409 with the current _revs of the edge and both atoms, conflict_on []',
-	{ skip: SKIP },
 	async () => {
 		const { atom, edge, props } = await seedDoc(1);
 		const { result: error } = await whileHeld('atoms', props[0]._key, () =>
@@ -306,9 +304,8 @@ test(
 	},
 );
 
-test(
+testSkipIf(SKIP)(
 	'live (1200 on the edge): a merge while another transaction moves the edge and commits → 409, current_rev = the new edge _rev, conflict_on [edge]',
-	{ skip: SKIP },
 	async () => {
 		const { atom, edge, props } = await seedDoc(1);
 		const { result: error, heldRev } = await whileHeld(
@@ -332,9 +329,8 @@ test(
 	},
 );
 
-test(
+testSkipIf(SKIP)(
 	"live (1200): Create Proposal while another transaction writes the target → 409 with the target's current _rev, nothing inserted",
-	{ skip: SKIP },
 	async () => {
 		const { atom } = await seedDoc(0);
 		const { result: error } = await whileHeld('atoms', atom._key, () =>
@@ -353,9 +349,8 @@ test(
 	},
 );
 
-test(
+testSkipIf(SKIP)(
 	'live (1200): Create Baseline while another transaction writes one of its atoms → 409 with current_revs of the reachable active atoms, no baseline',
-	{ skip: SKIP },
 	async () => {
 		const { doc, section, atom } = await seedDoc(0);
 		const second = await db.collection('atoms').save({ content: 'second', status: 'active' }, { returnNew: true });
@@ -377,9 +372,8 @@ test(
 	},
 );
 
-test(
+testSkipIf(SKIP)(
 	'live: baseline snapshots each active atom once; archive of a snapshotted atom → PROTECTED_BY_BASELINE',
-	{ skip: SKIP },
 	async () => {
 		const { doc, section, atom } = await seedDoc(0);
 		await db.collection('structure_links').save({ _from: section._id, _to: atom._id, order: 8 }); // reachable twice
@@ -395,7 +389,7 @@ test(
 	},
 );
 
-test('live: docs → atoms edge → 422 and no baseline written', { skip: SKIP }, async () => {
+testSkipIf(SKIP)('live: docs → atoms edge → 422 and no baseline written', async () => {
 	const { doc, atom } = await seedDoc(0);
 	await db.collection('structure_links').save({ _from: doc._id, _to: atom._id, order: 1 });
 	const error = await rejection(createBaseline.execute(db, { doc_id: doc._id, version_tag: 'bad' }, RUN));
@@ -406,34 +400,30 @@ test('live: docs → atoms edge → 422 and no baseline written', { skip: SKIP }
 	assert.equal(count.length, 0);
 });
 
-test(
-	'live: archive removes the structure edges and keeps the atom; proposal create/reject',
-	{ skip: SKIP },
-	async () => {
-		const { atom, edge } = await seedDoc(0);
-		const created = await createProposal.execute(
-			db,
-			{ target_active_id: atom._key, new_content: 'alt', author: 'u1' },
-			RUN,
-		);
-		const rejected = await rejectProposal.execute(
-			db,
-			{ proposal_id: String(created.data.proposal_id), expected_proposal_rev: String(created.data.proposal_rev) },
-			RUN,
-		);
-		assert.equal((await db.collection('atoms').document(String(created.data.proposal_id))).status, 'rejected');
-		assert.ok(rejected.data.proposal_rev);
-		const archived = await archive.execute(
-			db,
-			{ atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, reason: 'gone' },
-			RUN,
-		);
-		assert.deepEqual(archived.data.structure_edges_removed, [edge._id]);
-		assert.equal((await atomDoc(atom._key)).status, 'archived');
-	},
-);
+testSkipIf(SKIP)('live: archive removes the structure edges and keeps the atom; proposal create/reject', async () => {
+	const { atom, edge } = await seedDoc(0);
+	const created = await createProposal.execute(
+		db,
+		{ target_active_id: atom._key, new_content: 'alt', author: 'u1' },
+		RUN,
+	);
+	const rejected = await rejectProposal.execute(
+		db,
+		{ proposal_id: String(created.data.proposal_id), expected_proposal_rev: String(created.data.proposal_rev) },
+		RUN,
+	);
+	assert.equal((await db.collection('atoms').document(String(created.data.proposal_id))).status, 'rejected');
+	assert.ok(rejected.data.proposal_rev);
+	const archived = await archive.execute(
+		db,
+		{ atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, reason: 'gone' },
+		RUN,
+	);
+	assert.deepEqual(archived.data.structure_edges_removed, [edge._id]);
+	assert.equal((await atomDoc(atom._key)).status, 'archived');
+});
 
-test('live: unlock expired clears only expired locks', { skip: SKIP }, async () => {
+testSkipIf(SKIP)('live: unlock expired clears only expired locks', async () => {
 	const { atom } = await seedDoc(0);
 	const other = await db
 		.collection('atoms')
@@ -444,7 +434,7 @@ test('live: unlock expired clears only expired locks', { skip: SKIP }, async () 
 	assert.equal((await atomDoc(other._key)).locked_by, 'u9');
 });
 
-test('live: analysis context, result and error artifacts', { skip: SKIP }, async () => {
+testSkipIf(SKIP)('live: analysis context, result and error artifacts', async () => {
 	const { atom } = await seedDoc(0);
 	const prompt = await db.collection('prompts').save({
 		role_key: `fixer`,
@@ -485,7 +475,7 @@ async function seedLock(key: string, user: string, minutes: number): Promise<str
 	return stored._rev;
 }
 
-test('live (§3.6.2): only the owner unlocks, even an expired lock; the sweep clears it', { skip: SKIP }, async () => {
+testSkipIf(SKIP)('live (§3.6.2): only the owner unlocks, even an expired lock; the sweep clears it', async () => {
 	const { atom } = await seedDoc(0);
 	await db.collection('atoms').update(atom._key, { locked_by: 'u1', locked_until: Date.now() - 60_000 });
 	const rev = (await atomDoc(atom._key))._rev;
@@ -497,32 +487,27 @@ test('live (§3.6.2): only the owner unlocks, even an expired lock; the sweep cl
 	assert.equal((await atomDoc(atom._key)).locked_by, null);
 });
 
-test(
-	'live (§3.6.1 deviation): the holder renews its own lock; another user still gets 423',
-	{ skip: SKIP },
-	async () => {
-		const { atom } = await seedDoc(0);
-		const first = await lock.execute(
-			db,
-			{ atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, lease_minutes: 1 },
-			RUN,
-		);
-		const renewed = await lock.execute(
-			db,
-			{ atom_id: atom._key, user_id: 'u1', expected_rev: String(first.data.atom_rev), lease_minutes: 10 },
-			RUN,
-		);
-		assert.ok(Number(renewed.data.locked_until) > Number(first.data.locked_until));
-		const other = await rejection(
-			lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: String(renewed.data.atom_rev) }, RUN),
-		);
-		assert.equal(other.statusCode, 423);
-	},
-);
+testSkipIf(SKIP)('live (§3.6.1 deviation): the holder renews its own lock; another user still gets 423', async () => {
+	const { atom } = await seedDoc(0);
+	const first = await lock.execute(
+		db,
+		{ atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, lease_minutes: 1 },
+		RUN,
+	);
+	const renewed = await lock.execute(
+		db,
+		{ atom_id: atom._key, user_id: 'u1', expected_rev: String(first.data.atom_rev), lease_minutes: 10 },
+		RUN,
+	);
+	assert.ok(Number(renewed.data.locked_until) > Number(first.data.locked_until));
+	const other = await rejection(
+		lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: String(renewed.data.atom_rev) }, RUN),
+	);
+	assert.equal(other.statusCode, 423);
+});
 
-test(
+testSkipIf(SKIP)(
 	'live: an ISO locked_until (seed DATE_ADD) is honoured by lock, unlock, archive, merge and the sweep',
-	{ skip: SKIP },
 	async () => {
 		const { atom, edge, props } = await seedDoc(1);
 		// future ISO deadline held by u1: active for every check
@@ -569,9 +554,8 @@ test(
 	},
 );
 
-test(
+testSkipIf(SKIP)(
 	'live: Save Error on a missing atom keeps the AI error (artifact naming the atom, no failed_for edge)',
-	{ skip: SKIP },
 	async () => {
 		const missing = `gone_${randomUUID().slice(0, 8)}`;
 		const saved = await saveError.execute(
@@ -599,9 +583,8 @@ function settle(results: PromiseSettledResult<unknown>[]): boolean[] {
 	return results.map((r) => r.status === 'fulfilled');
 }
 
-test(
+testSkipIf(SKIP)(
 	'live race: Archive vs Create Baseline serialise — an archived atom is never in a baseline',
-	{ skip: SKIP },
 	async () => {
 		for (let round = 0; round < 20; round++) {
 			const { doc, atom } = await seedDoc(0);
@@ -624,9 +607,8 @@ test(
 	},
 );
 
-test(
+testSkipIf(SKIP)(
 	'live race: Create Proposal vs Merge serialise — no proposal stays linked to the archived atom',
-	{ skip: SKIP },
 	async () => {
 		for (let round = 0; round < 20; round++) {
 			const { atom, edge, props } = await seedDoc(1);
@@ -660,9 +642,8 @@ test(
 	},
 );
 
-test(
+testSkipIf(SKIP)(
 	'live race: Create Proposal vs Archive serialise — a proposal that commits is ordered before the archive',
-	{ skip: SKIP },
 	async () => {
 		for (let round = 0; round < 20; round++) {
 			const { atom } = await seedDoc(0);

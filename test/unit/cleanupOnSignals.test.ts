@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { createCleanup } = require('../../scripts/lib/cleanupOnSignals');
 

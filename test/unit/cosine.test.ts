@@ -4,7 +4,7 @@
  * sort by (score desc, id asc, NaN last) — property-based, ids compared as the exact int8 they are.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import { cosineScorer, float32Bytes, TopK, type Scored } from '../../nodes/KnowledgeBot/actions/cosine';
 import { propertyParams } from '../helpers/property';

@@ -6,7 +6,7 @@
  * drawn around 2^31 (the Bot API's message_id range), 2^32, 2^53 and the int8 limits, on both signs.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import { Ctx, CtxId, ctxIdOf } from '../../nodes/shared/contracts/ctx';
 import { INT8_MAX, INT8_MIN } from '../../nodes/shared/contracts/ids';

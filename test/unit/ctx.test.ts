@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import { Ctx, ERRORPIPE_CONTRACT_VERSION, newCtx } from '../../nodes/shared/contracts/ctx';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import { inspect } from 'node:util';
 import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';

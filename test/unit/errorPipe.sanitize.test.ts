@@ -3,7 +3,7 @@
  * and keys, the caps (depth, string length, bytes) with their flags, and no stack or heap blow-up.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import {
 	MAX_DEPTH,

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import { ContractError } from '../../nodes/shared/errors';
 import { REDACTED, rememberSecrets } from '../../nodes/shared/redact';
 

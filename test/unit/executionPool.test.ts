@@ -4,12 +4,12 @@
  * again; a context without ids is never cached. No connection is made (pg pools connect lazily).
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { afterAll, test } from '@jest/globals';
 import type { IExecuteFunctions } from 'n8n-workflow';
 import { CREDENTIAL_CACHE_TTL_MS, clearExecutionPools, executionPool } from '../../nodes/shared/postgres/executionPool';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 
-after(async () => {
+afterAll(async () => {
 	clearExecutionPools();
 	await closeAllPools();
 });

@@ -5,7 +5,7 @@
  * Authorization header, the body's user_id or another body value.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import { ContractError } from '../../nodes/shared/errors';
 import { resolveUserId } from '../../nodes/shared/node/identity';

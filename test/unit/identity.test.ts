@@ -4,7 +4,7 @@
  * and the 401/403 refusals (kind auth, not retryable) with the codes of the issue-11 contract.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import type { IExecuteFunctions, INodeProperties } from 'n8n-workflow';
 import { ContractError } from '../../nodes/shared/errors';
 import { fieldsOf } from '../../nodes/shared/node/fields';

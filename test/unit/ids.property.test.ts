@@ -5,7 +5,7 @@
  * every rounded number; through a request schema the 422 names the field.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { INT8_MAX, INT8_MIN, Int8Id, parseExactId, PositiveInt8Id, SafeDbId } from '../../nodes/shared/contracts/ids';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import { FIND_DUPLICATE, INGEST_UPDATE, LOCK_UPDATE } from '../../nodes/TelegramIngest/actions/sql';
 
 const MIGRATIONS = path.join(__dirname, '..', '..', 'db', 'migrations');

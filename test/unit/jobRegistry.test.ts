@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import { ProcessUpdateRequest } from '../../nodes/KnowledgeBot/actions/update/process.operation';
 import { NormalizeUrlRequest } from '../../nodes/KnowledgeBot/actions/url/normalize.operation';
 import { FetchUrlRequest } from '../../nodes/KnowledgeBot/actions/url/fetch.operation';

@@ -1,14 +1,14 @@
 /** The model call's retry policy (seed 001 Final Responder) against a stand-in model server on 127.0.0.1. */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { generate, type RetryPolicy, type Sender } from '../../nodes/shared/llm/generate';
 import { ContractError } from '../../nodes/shared/errors';
 import { ModelStandIn } from '../helpers/modelStandIn';
 
 const model = new ModelStandIn();
-before(() => model.up());
-after(() => model.down());
+beforeAll(() => model.up());
+afterAll(() => model.down());
 
 /** A fetch-based sender (the node uses n8n's httpRequest helper; the policy is the same code). */
 const send: Sender = async ({ url, body, headers, timeoutMs }) => {

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { findPipelineOperation } from '../../nodes/PipelineCapture/actions';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -22,11 +22,11 @@ interface WorkflowNode {
 }
 
 let dir = '';
-before(() => {
+beforeAll(() => {
 	dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gen-maas-'));
 	execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'gen-maas-workflows.js'), dir]);
 });
-after(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 test('the generated MaaS step workflows equal workflows-json/maas/ (node scripts/gen-maas-workflows.js)', () => {
 	assert.deepEqual(fs.readdirSync(dir).sort(), STEP_FILES);

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import type { INodeType } from 'n8n-workflow';
 
 const FIXTURE = join(__dirname, '../fixtures/nodeDescriptions.json');

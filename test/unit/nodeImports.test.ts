@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 
 const NODES = resolve(__dirname, '../../nodes');
 

@@ -3,7 +3,7 @@
  * anything else (or a missing value) goes through n8n's getNodeParameter.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import type { IExecuteFunctions, INode } from 'n8n-workflow';
 import { defaultExpressionParameter, hasExpression, plainParameter } from '../../nodes/shared/node/parameters';
 

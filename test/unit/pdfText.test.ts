@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import { pdfWithText } from '../helpers/documents';
 
 // Taken before any module of the package is loaded (they are required below, after this line).

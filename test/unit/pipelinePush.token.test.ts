@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import { contractsPushApiTest } from '../../nodes/PipelinePush/transport/credentialTest';
 import { mintPushToken, userIdProblem, verifyPushToken } from '../../nodes/PipelinePush/transport/token';

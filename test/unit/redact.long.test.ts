@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import { ContractError } from '../../nodes/shared/errors';
 import {

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import { baseUrlProblem, checkedBaseUrl } from '../../nodes/shared/credentialUrl';
 import { ContractError } from '../../nodes/shared/errors';

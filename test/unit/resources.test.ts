@@ -4,7 +4,7 @@
  * its Operation and fields (shown for both values) and is routed to the same operations.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import type { INodeProperties } from 'n8n-workflow';
 import { resourceProperties, withFormerValues, type ResourceSpec } from '../../nodes/shared/node/resources';
 import { findOperation } from '../../nodes/shared/node/router';

@@ -6,7 +6,7 @@
  * no database: the pool is created, never queried).
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { afterAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { ContractError } from '../../nodes/shared/errors';
@@ -24,7 +24,7 @@ import {
 } from '../../nodes/shared/node/router';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 
-after(async () => {
+afterAll(async () => {
 	await closeAllPools();
 });
 

@@ -1,6 +1,6 @@
 /** storableUpdate (Update → Process): NUL and lone surrogates become U+FFFD in strings and keys, nothing else changes. */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import { storableUpdate } from '../../nodes/KnowledgeBot/actions/update/storable';
 
 test('an update without NUL or lone surrogates is returned as is (same object), emoji pairs kept', () => {

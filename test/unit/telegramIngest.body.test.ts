@@ -3,7 +3,7 @@
  * and why, exact ids from the raw text; a property over arbitrary bodies (PROPERTY_RUNS, default 10,000).
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import { TextDecoder } from 'node:util';
 import fc from 'fast-check';
 import { classifyBody, MAX_DEPTH, REJECTED_REASONS, safeText } from '../../nodes/TelegramIngest/actions/body';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import { TelegramUpdate, updateKeys } from '../../nodes/shared/contracts/telegramUpdate';
 import {
 	channelPost,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { afterEach, test } from '@jest/globals';
 import { loadContext, renderPrompt } from '../../../nodes/ArangoCas/actions/analysis/loadContext.operation';
 import { classifyAiError, saveError } from '../../../nodes/ArangoCas/actions/analysis/saveError.operation';
 import { saveResult } from '../../../nodes/ArangoCas/actions/analysis/saveResult.operation';

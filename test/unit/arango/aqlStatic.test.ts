@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import * as archive from '../../../nodes/ArangoCas/actions/atom/archive.operation';
 import * as lock from '../../../nodes/ArangoCas/actions/atom/lock.operation';
 import * as unlock from '../../../nodes/ArangoCas/actions/atom/unlock.operation';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { afterEach, test } from '@jest/globals';
 import { archive } from '../../../nodes/ArangoCas/actions/atom/archive.operation';
 import { lock } from '../../../nodes/ArangoCas/actions/atom/lock.operation';
 import { unlock } from '../../../nodes/ArangoCas/actions/atom/unlock.operation';

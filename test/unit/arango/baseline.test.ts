@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { afterEach, test } from '@jest/globals';
 import { createBaseline } from '../../../nodes/ArangoCas/actions/baseline/create.operation';
 import { ArangoStub } from '../../helpers/arangoHttp';
 import { assertQueriesSafe, failure, RUN } from '../../helpers/arangoOps';

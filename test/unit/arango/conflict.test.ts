@@ -4,7 +4,7 @@
  * atom/proposal/baseline/everyOperation tests.
  */
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { afterEach, test } from '@jest/globals';
 import { ContractError } from '../../../nodes/shared/errors';
 import { onWriteConflict, revMap, withCurrentRev } from '../../../nodes/ArangoCas/transport/conflict';
 import { fromArangoError } from '../../../nodes/ArangoCas/transport/errors';

@@ -4,7 +4,7 @@
  * (The reference file has no /_api/version answer, so the replies here are its real error shapes.)
  */
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { afterEach, test } from '@jest/globals';
 import type { ICredentialTestFunctions, ICredentialsDecrypted } from 'n8n-workflow';
 import nock from 'nock';
 import { arangoDbApiTest } from '../../../nodes/ArangoCas/transport/credentialTest';

@@ -8,7 +8,7 @@
  * traversal instead (only `current_revs`).
  */
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { afterEach, test } from '@jest/globals';
 import { RESOURCES } from '../../../nodes/ArangoCas/actions';
 import { ArangoStub, CONFLICT_1200 } from '../../helpers/arangoHttp';
 import { failure } from '../../helpers/arangoOps';

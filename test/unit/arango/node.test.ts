@@ -5,7 +5,7 @@
  * with node, operation and collection).
  */
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { afterEach, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { SuccessEnvelope } from '../../../nodes/shared/contracts/envelope';
 import { ARANGO_DB, ARANGO_URL, ArangoStub } from '../../helpers/arangoHttp';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { afterEach, test } from '@jest/globals';
 import { createProposal } from '../../../nodes/ArangoCas/actions/proposal/create.operation';
 import { MERGE_WRITE_COLLECTIONS, mergeProposal } from '../../../nodes/ArangoCas/actions/proposal/merge.operation';
 import { rejectProposal } from '../../../nodes/ArangoCas/actions/proposal/reject.operation';

@@ -1,6 +1,6 @@
 /** The Pipeline Capture side of EXTERNAL processors: the Calculation Nodes parameter and the n8n sub-workflow call. */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import type { IExecuteFunctions } from 'n8n-workflow';
 import { calculationNodesOf, subWorkflowCaller } from '../../../nodes/PipelineCapture/engine/calculationNodes';
 

@@ -1,6 +1,6 @@
 /** The Condition DSL against a table of cases (FACTS: the state-machine format of seed 004). */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import { evaluate } from '../../../nodes/shared/stateMachine/criteria';
 import type { Condition, OperatorType } from '../../../nodes/shared/stateMachine/schema';
 

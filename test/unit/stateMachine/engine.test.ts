@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import { ContractError } from '../../../nodes/shared/errors';
 import {
 	availableTransitions,

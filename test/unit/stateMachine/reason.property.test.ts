@@ -4,7 +4,7 @@
  * at most MAX_REASON_LENGTH characters — it ends in the run's error and in ops.errors (issue 13).
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import { MAX_REASON_LENGTH } from '../../../nodes/shared/stateMachine/engine';
 import { runTransitionProcessors, type TransitionDefinition } from '../../../nodes/shared/stateMachine';

@@ -6,7 +6,7 @@
  * refused naming its path; readAnswer turns any sub-workflow output into a well-formed outcome.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '@jest/globals';
 import fc from 'fast-check';
 import { ContractError } from '../../../nodes/shared/errors';
 import { evaluate, exportDefinition, parseImport, readAnswer } from '../../../nodes/shared/stateMachine';

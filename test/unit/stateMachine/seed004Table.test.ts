@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { mock, test } from 'node:test';
+import { jest, test } from '@jest/globals';
+import type { Config } from '@jest/types';
 import { ContractError } from '../../../nodes/shared/errors';
 import {
 	cascade,
@@ -18,6 +19,23 @@ import {
 	validateDefinition,
 	type ProcessorRequest,
 } from '../../../nodes/shared/stateMachine';
+
+/** A processor timeout is driven by faking only setTimeout / clearTimeout (promises and I/O stay real). */
+const FAKE_ONLY_SET_TIMEOUT: Config.FakeableAPI[] = [
+	'Date',
+	'hrtime',
+	'nextTick',
+	'performance',
+	'queueMicrotask',
+	'requestAnimationFrame',
+	'cancelAnimationFrame',
+	'requestIdleCallback',
+	'cancelIdleCallback',
+	'setImmediate',
+	'clearImmediate',
+	'setInterval',
+	'clearInterval',
+];
 
 interface Run {
 	entity: Record<string, unknown>;
@@ -70,12 +88,12 @@ for (const c of table.accepted) {
 			const runProcessor = externalProcessorRunner(nodes, fakeCaller(run.processors, calls));
 			const from = run.from ?? wf.initialState;
 			const timesOut = Object.values(run.processors ?? {}).includes('timeout');
-			if (timesOut) mock.timers.enable({ apis: ['setTimeout'] });
+			if (timesOut) jest.useFakeTimers({ doNotFake: FAKE_ONLY_SET_TIMEOUT });
 			try {
 				const pending = run.manual
 					? fireManual(wf, from, run.manual, run.entity, {}, { runProcessor })
 					: cascade(wf, from, run.entity, {}, { runProcessor });
-				if (timesOut) mock.timers.tick(30_000);
+				if (timesOut) jest.advanceTimersByTime(30_000);
 				const result = await pending;
 				assert.deepEqual([result.ok, result.state, result.fired], [run.expect.ok, run.expect.state, run.expect.fired]);
 				assert.equal(result.warnings.length, run.expect.warnings ?? 0);
@@ -95,7 +113,7 @@ for (const c of table.accepted) {
 					if (processor.config.attachEntity) assert.deepEqual(call.request.entity, run.entity);
 				}
 			} finally {
-				if (timesOut) mock.timers.reset();
+				if (timesOut) jest.useRealTimers();
 			}
 		});
 	});
