@@ -3,6 +3,7 @@ import { claimJobsOperation } from './job/claimJobs.operation';
 import { finishJobOperation } from './job/finishJob.operation';
 import { getStatsOperation } from './job/getStats.operation';
 import { releaseStaleOperation } from './job/releaseStale.operation';
+import { pipelineMetricsOperation } from './metrics/pipelineMetrics.operation';
 import { generateOperation } from './model/generate.operation';
 import { archiveOperation } from './run/archive.operation';
 import { captureOperation } from './run/capture.operation';
@@ -39,6 +40,7 @@ export const PIPELINE_RESOURCES: Resource<PipelineOperation>[] = [
 		name: 'Job',
 		operations: [claimJobsOperation, finishJobOperation, releaseStaleOperation, getStatsOperation],
 	},
+	{ value: 'metrics', name: 'Metrics', operations: [pipelineMetricsOperation] },
 ];
 
 /**

@@ -76,6 +76,30 @@ export interface LlmResult {
 	attempts: number;
 }
 
+/**
+ * What one HTTP attempt did (seed 001 §9 "model API"), handed to `generate`'s observer right after the
+ * attempt and before any retry wait. `outcome`: `ok` a 2xx answer with text; `rate_limited` HTTP 429;
+ * `timeout` no answer within `timeoutMs` (the sender's timeout error); `error` anything else (another
+ * status, a refused or reset connection, a 2xx without text). Tokens as the provider reported them
+ * (OpenAI `usage.prompt_tokens` / `usage.completion_tokens`, Ollama `prompt_eval_count` / `eval_count`),
+ * else null. Holds no URL, header or key.
+ */
+export interface LlmAttempt {
+	/** 1 for the first attempt. */
+	attempt: number;
+	model: string;
+	startedAt: Date;
+	/** Wall time of the HTTP exchange, ms (no retry wait). */
+	durationMs: number;
+	outcome: 'ok' | 'rate_limited' | 'timeout' | 'error';
+	/** The answer's HTTP status; null when none came. */
+	httpStatus: number | null;
+	promptTokens: number | null;
+	completionTokens: number | null;
+}
+/** Called after every attempt; awaited; must not throw (a throw ends the call with that error). */
+export type AttemptObserver = (attempt: LlmAttempt) => Promise<void>;
+
 const WHERE: ErrorContextInit = { operation: 'generate', table: 'llm' };
 
 /** A ContractError of the model call with the key redacted from its message and details. */
@@ -108,6 +132,40 @@ export const MODEL_LIST_PATHS: Record<LlmCredential['api'], string> = {
 	ollama: '/api/tags',
 };
 
+/** A count the provider reported: a non-negative safe integer, else null. */
+function count(value: unknown): number | null {
+	return Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : null;
+}
+
+/** Prompt and completion tokens of a 2xx answer (OpenAI `usage`, Ollama eval counts). */
+function tokensOf(api: LlmCredential['api'], body: unknown): [number | null, number | null] {
+	const b = (body ?? {}) as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } } & Record<
+		string,
+		unknown
+	>;
+	if (api === 'ollama') return [count(b.prompt_eval_count), count(b.eval_count)];
+	return [count(b.usage?.prompt_tokens), count(b.usage?.completion_tokens)];
+}
+
+/** Whether a sender's failure is its timeout (fetch's TimeoutError/AbortError, axios' ECONNABORTED, socket timeouts). */
+export function isTimeout(error: unknown): boolean {
+	for (
+		let e = error, depth = 0;
+		e && typeof e === 'object' && depth < 4;
+		e = (e as { cause?: unknown }).cause, depth++
+	) {
+		const { name, code, message } = e as { name?: unknown; code?: unknown; message?: unknown };
+		if (name === 'TimeoutError' || name === 'AbortError') return true;
+		if (
+			typeof code === 'string' &&
+			['ECONNABORTED', 'ETIMEDOUT', 'ESOCKETTIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT'].includes(code)
+		)
+			return true;
+		if (typeof message === 'string' && /\btime(d)? ?out\b|timeout of \d+ ?ms/i.test(message)) return true;
+	}
+	return false;
+}
+
 function textOf(api: LlmCredential['api'], body: unknown): string | null {
 	const b = body as { choices?: { message?: { content?: unknown } }[]; response?: unknown } | null;
 	const text = api === 'ollama' ? b?.response : b?.choices?.[0]?.message?.content;
@@ -115,7 +173,7 @@ function textOf(api: LlmCredential['api'], body: unknown): string | null {
 }
 
 /**
- * Calls the model.
+ * Calls the model. `observe` (optional) hears every attempt (LlmAttempt) right after it, before a retry wait.
  * @throws ContractError 504/503 upstream retryable after the last retry, 502 fatal answer, 422
  *         INVALID_JSON, 500 validation BAD_CREDENTIAL_URL; none carries the API key
  */
@@ -124,6 +182,7 @@ export async function generate(
 	request: LlmRequest,
 	policy: RetryPolicy,
 	send: Sender,
+	observe?: AttemptObserver,
 ): Promise<LlmResult> {
 	const model = request.model || credential.model || 'llama3';
 	const redact = redactorFor([credential.apiKey]);
@@ -157,13 +216,39 @@ export async function generate(
 	let last = '';
 	for (let attempt = 1; ; attempt++) {
 		let answer: HttpAnswer | null = null;
+		let timedOut = false;
+		const startedAt = new Date();
+		const t0 = performance.now();
 		try {
 			answer = await send({ url, body, headers, timeoutMs: policy.timeoutMs });
 		} catch (error) {
+			timedOut = isTimeout(error);
 			last = `no answer: ${redact.string(error instanceof Error ? error.message : String(error))}`;
 		}
-		if (answer && answer.status >= 200 && answer.status < 300) {
-			const text = textOf(credential.api, answer.body);
+		const durationMs = performance.now() - t0;
+		const ok = answer !== null && answer.status >= 200 && answer.status < 300;
+		const text = ok ? textOf(credential.api, answer!.body) : null;
+		if (observe) {
+			const [promptTokens, completionTokens] = ok ? tokensOf(credential.api, answer!.body) : [null, null];
+			await observe({
+				attempt,
+				model,
+				startedAt,
+				durationMs,
+				outcome:
+					ok && text !== null
+						? 'ok'
+						: answer?.status === 429
+							? 'rate_limited'
+							: !answer && timedOut
+								? 'timeout'
+								: 'error',
+				httpStatus: answer?.status ?? null,
+				promptTokens,
+				completionTokens,
+			});
+		}
+		if (answer && ok) {
 			if (text === null)
 				throw failure(
 					redact,

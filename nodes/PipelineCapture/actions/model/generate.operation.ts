@@ -2,11 +2,17 @@
  * Model → Generate: one call to the model of the Contracts LLM API credential (OpenAI- or
  * Ollama-compatible) with the retry policy of seed 001: timeouts and 502/503/504 retried with exponential
  * backoff, 429 after the rate-limit wait (60 s by default), at most `max_retries` times.
- * Output: `{ text, json (when JSON was asked for), model, attempts }`.
+ * Every HTTP attempt is recorded as a `maas.llm_calls` row (seed 001 §9; nodes/shared/llm/calls.ts) with
+ * the Run ID and Step fields (by default Load Step Context's `run_id` and `step`; Step empty: the Workflow
+ * Label), right after the attempt in its own statement — Generate runs outside any step transaction.
+ * Output: `{ text, json (when JSON was asked for), model, attempts, call_id, records_lost }` — call_id
+ * joins the call's llm_calls rows; records_lost counts attempts whose row could not be written (the
+ * answer is returned all the same).
  * Errors: 504 upstream retryable (retries spent), 429 rate_limit retryable, 502 fatal model answer,
  * 422 INVALID_JSON (JSON asked, prose answered).
  */
 import { fieldsOf } from '../../../shared/node/fields';
+import { callRecorder } from '../../../shared/llm/calls';
 import { DEFAULT_RETRY, generate } from '../../../shared/llm/generate';
 import type { PipelineOperation } from '../types';
 
@@ -81,9 +87,26 @@ export const generateOperation: PipelineOperation = {
 			default: 60000,
 			description: 'Wait after a 429 without Retry-After',
 		},
+		{
+			displayName: 'Run ID',
+			name: 'runId',
+			default: '={{ ($json.data || {}).run_id || "" }}',
+			description: 'The pipeline run this call is for, recorded with each attempt (empty: none)',
+		},
+		{
+			displayName: 'Step',
+			name: 'step',
+			default: '={{ ($json.data || {}).step || "" }}',
+			description:
+				'Module label recorded with each attempt (analysis, assembly, response, archive); empty: the Workflow Label',
+		},
 	]),
 	async execute(deps, input) {
 		const { credential, send } = await deps.llm();
+		const recorder = callRecorder(deps.pool, {
+			runId: input.run_id,
+			module: (typeof input.step === 'string' && input.step) || deps.origin?.workflow || 'unknown',
+		});
 		const num = (value: unknown, fallback: number) =>
 			typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 		const result = await generate(
@@ -103,6 +126,7 @@ export const generateOperation: PipelineOperation = {
 				rateLimitWaitMs: num(input.rate_limit_wait_ms, DEFAULT_RETRY.rateLimitWaitMs),
 			},
 			send,
+			recorder.observe,
 		);
 		return {
 			data: {
@@ -110,6 +134,8 @@ export const generateOperation: PipelineOperation = {
 				json: result.json as Record<string, unknown> | null,
 				model: result.model,
 				attempts: result.attempts,
+				call_id: recorder.callId,
+				records_lost: recorder.failures(),
 			},
 			output: 0,
 		};

@@ -1,0 +1,362 @@
+/**
+ * Metrics → Pipeline Metrics (seed 001 §9) and the llm_calls records of Model → Generate, on real
+ * PostgreSQL, with Generate calling a real HTTP stand-in model (test/helpers/usageModelStandIn.ts) through
+ * the fetch sender. A scripted set of runs — one completed (its Final Responder hit a 429 first), one
+ * failed (its Analyzer timed out once, its Final Responder got a 503), one still NEW — then a scrape,
+ * parsed by parse-prometheus-text-format, shows exactly the counts and sums the script implies.
+ * A property: hostile model names, module labels and job types stored in the database still give a
+ * scrape that parses, and the parsed label values are the stored ones.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import fc from 'fast-check';
+import { fetchSender } from '../../nodes/KnowledgeBot/transport/http';
+import { pipelineMetricsOperation } from '../../nodes/PipelineCapture/actions/metrics/pipelineMetrics.operation';
+import { generateOperation } from '../../nodes/PipelineCapture/actions/model/generate.operation';
+import {
+	archiveRun,
+	capture,
+	completeStep,
+	createRun,
+	failRun,
+	loadStepContext,
+} from '../../nodes/PipelineCapture/actions/run/runs';
+import type { PipelineContext } from '../../nodes/PipelineCapture/actions/types';
+import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
+import { recordLlmCall, storableLabel } from '../../nodes/shared/llm/calls';
+import { replaceUnstorable } from '../../nodes/shared/sanitize';
+import { setupDatabase, type TestDatabase } from '../helpers/db';
+import { parseScrape } from '../helpers/promText';
+import { hostileString, propertyParams } from '../helpers/property';
+import { UsageModelStandIn, type UsageReply } from '../helpers/usageModelStandIn';
+
+let db: TestDatabase;
+const model = new UsageModelStandIn();
+const def = shippedDefinition();
+
+before(async () => {
+	db = await setupDatabase();
+	await model.up();
+});
+after(async () => {
+	await model.down();
+	await db?.drop();
+});
+
+function deps(): PipelineContext {
+	return {
+		pool: db.pool,
+		definition: async () => def,
+		worker: 'metrics-test',
+		origin: { workflow: 'metrics-test', node: 'Generate' },
+		llm: async () => ({
+			credential: { api: 'openai', baseUrl: model.url, apiKey: 'sk-metrics-test', model: 'default-model' },
+			send: fetchSender,
+		}),
+	};
+}
+
+/** One step of a run: Capture, Load Step Context, Generate (replies scripted), Complete Step. */
+async function step(
+	runId: string,
+	names: { take: string; done: string; step: 'analysis' | 'assembly' | 'response' },
+	llmModel: string,
+	replies: UsageReply[],
+	policy: Record<string, unknown> = {},
+): Promise<Record<string, unknown>> {
+	const c = await capture(db.pool, def, { run_id: runId, transition: names.take, worker: 'w' });
+	assert.ok(c.captured, `${names.take}: ${c.reason}`);
+	const ctx = await loadStepContext(db.pool, { run_id: runId, step: names.step });
+	model.script.push(...replies);
+	const generated = await generateOperation.execute(deps(), {
+		system: 'sys',
+		input: 'in',
+		model: llmModel,
+		expect_json: names.step === 'analysis',
+		run_id: ctx.run_id,
+		step: ctx.step,
+		max_retries: 3,
+		backoff_base_ms: 1,
+		rate_limit_wait_ms: 5,
+		timeout_ms: 5_000,
+		...policy,
+	});
+	const data = generated.data!;
+	await completeStep(db.pool, def, {
+		run_id: runId,
+		transition: names.done,
+		capture_token: c.run.capture_token,
+		result: names.step === 'analysis' ? data.json : data.text,
+	});
+	return data;
+}
+
+const ANALYSIS = { take: 'CAPTURE_ANALYSIS', done: 'ANALYSIS_DONE', step: 'analysis' } as const;
+const ASSEMBLY = { take: 'CAPTURE_ASSEMBLY', done: 'ASSEMBLY_DONE', step: 'assembly' } as const;
+const RESPONSE = { take: 'CAPTURE_RESPONSE', done: 'RESPONSE_DONE', step: 'response' } as const;
+
+const scrape = async () => {
+	const { data } = await pipelineMetricsOperation.execute(deps(), {});
+	assert.equal(data!.content_type, 'text/plain; version=0.0.4; charset=utf-8');
+	return { text: String(data!.text), parsed: parseScrape(String(data!.text)) };
+};
+
+test('after a completed, a failed (timeout, 503) and a waiting run, the scrape shows the exact counts and sums', async () => {
+	// The scripted contexts: their UTF-8 sizes (é is 2 bytes) give the assembled-context figures.
+	const contextA = '<context>café</context>';
+	const contextB = '<context>plain</context>';
+	const a = await createRun(db.pool, { user_id: 'metrics-a', query: 'first' });
+	const b = await createRun(db.pool, { user_id: 'metrics-b', query: 'second' });
+	await createRun(db.pool, { user_id: 'metrics-c', query: 'third' });
+
+	// Run A: Analyzer finds context; Assembler; Final Responder rate-limited once, then answers.
+	await step(a.request_id, ANALYSIS, 'cheap', [
+		{ text: '{"needs_context":true,"context_found":{"lsm":[1]}}', promptTokens: 10, completionTokens: 5 },
+	]);
+	await step(a.request_id, ASSEMBLY, 'strong', [{ text: contextA, promptTokens: 20, completionTokens: 8 }]);
+	const answered = await step(a.request_id, RESPONSE, 'strong', [
+		{ status: 429 },
+		{ text: 'The answer.', promptTokens: 30, completionTokens: 12 },
+	]);
+	assert.equal(answered.attempts, 2);
+	assert.equal(answered.records_lost, 0);
+	// Run B: Analyzer times out once (300 ms), then answers with nothing found; Assembler; Final Responder 503 → FAILED.
+	await step(
+		b.request_id,
+		ANALYSIS,
+		'cheap',
+		[{ hang: 1_500 }, { text: '{"needs_context":false,"context_found":{}}', promptTokens: 11, completionTokens: 6 }],
+		{ timeout_ms: 300 },
+	);
+	await step(b.request_id, ASSEMBLY, 'strong', [{ text: contextB, promptTokens: 21, completionTokens: 9 }]);
+	const c = await capture(db.pool, def, { run_id: b.request_id, transition: 'CAPTURE_RESPONSE', worker: 'w' });
+	assert.ok(c.captured);
+	model.script.push({ status: 503 });
+	await assert.rejects(
+		generateOperation.execute(deps(), {
+			system: 's',
+			input: 'i',
+			model: 'strong',
+			run_id: b.request_id,
+			step: 'response',
+			max_retries: 0,
+		}),
+		/failed after 1 attempts/,
+	);
+	await failRun(db.pool, def, { run_id: b.request_id, error: { message: 'model unavailable', kind: 'upstream' } });
+	await archiveRun(db.pool, { run_id: a.request_id, summary: 'Asked first; answered.' });
+	// A's time from NEW to COMPLETED, scripted: 7 s.
+	await db.pool.query(`UPDATE maas.pipeline_runs SET created_at = updated_at - interval '7 seconds' WHERE id = $1`, [
+		a.request_id,
+	]);
+	await db.pool
+		.query(`INSERT INTO ops.jobs (job_type, status) VALUES ('metrics_job', 'queued'), ('metrics_job', 'queued'),
+		('metrics_job', 'dead')`);
+
+	const { parsed: m } = await scrape();
+	const v = m.value;
+	// Pipeline.
+	assert.deepEqual(
+		['NEW', 'ANALYZING', 'READY', 'RESPONDING', 'COMPLETED', 'FAILED'].map((s) =>
+			v('contracts_pipeline_runs', { status: s }),
+		),
+		[1, 0, 0, 0, 1, 1],
+	);
+	assert.equal(v('contracts_pipeline_backlog_runs'), 1);
+	assert.equal(v('contracts_pipeline_requests_total'), 3);
+	assert.equal(v('contracts_pipeline_requests_last_minute'), 3);
+	assert.equal(v('contracts_pipeline_failed_runs_total'), 1);
+	assert.equal(v('contracts_pipeline_error_ratio'), 0.5);
+	assert.ok(v('contracts_pipeline_oldest_new_age_seconds') >= 0);
+	const completion = m.sample('contracts_pipeline_completion_duration_seconds');
+	assert.equal(m.family('contracts_pipeline_completion_duration_seconds').type, 'HISTOGRAM');
+	assert.deepEqual(
+		[
+			completion.count,
+			Number(completion.sum),
+			completion.buckets!['5'],
+			completion.buckets!['10'],
+			completion.buckets!['+Inf'],
+		],
+		['1', 7, '0', '1', '1'],
+	);
+	// Modules: one Generate call per step and run; retries: A's 429 (responder), B's timeout (analyzer).
+	for (const [module, calls, retries] of [
+		['analyzer', 2, 1],
+		['assembler', 2, 0],
+		['final_responder', 2, 1],
+	] as const) {
+		assert.equal(v('contracts_pipeline_module_calls_total', { module }), calls, module);
+		assert.equal(v('contracts_pipeline_module_retries_total', { module }), retries, module);
+		assert.equal(v('contracts_pipeline_module_retry_ratio', { module }), retries / calls, module);
+		assert.equal(m.line('contracts_pipeline_module_duration_seconds_count', { module }), calls, module);
+		assert.equal(m.line('contracts_pipeline_module_duration_seconds_bucket', { module, le: '+Inf' }), calls);
+	}
+	const analyzerSum = m.line('contracts_pipeline_module_duration_seconds_sum', { module: 'analyzer' });
+	assert.ok(analyzerSum >= 0.3, `the analyzer's timed-out attempt counts: ${analyzerSum}`);
+	assert.equal(
+		m.line('contracts_pipeline_module_duration_seconds_bucket', { module: 'analyzer', le: '0.25' }),
+		1,
+		'A’s analysis was quick, B’s took the 300 ms timeout',
+	);
+	// Module sums: each call's first start to last end, from the rows Generate wrote.
+	const { rows: calls } = await db.pool.query<{ module: string; call_id: string; start: Date; ms: number }>(
+		'SELECT module, call_id, started_at AS start, duration_ms AS ms FROM maas.llm_calls',
+	);
+	assert.equal(calls.length, 8, 'one row per attempt: A 1+1+2, B 2+1+1');
+	const spans = new Map<string, { module: string; first: number; last: number }>();
+	for (const c of calls) {
+		const start = c.start.getTime();
+		const s = spans.get(c.call_id) ?? { module: c.module, first: start, last: start };
+		spans.set(c.call_id, { module: s.module, first: Math.min(s.first, start), last: Math.max(s.last, start + c.ms) });
+	}
+	const names: Record<string, string> = { analysis: 'analyzer', assembly: 'assembler', response: 'final_responder' };
+	for (const step of ['analysis', 'assembly', 'response']) {
+		const expected = [...spans.values()]
+			.filter((s) => s.module === step)
+			.reduce((t, s) => t + (s.last - s.first) / 1000, 0);
+		const got = m.line('contracts_pipeline_module_duration_seconds_sum', { module: names[step] });
+		// PostgreSQL keeps microseconds, JavaScript dates milliseconds: the sums agree within 2 ms per call.
+		assert.ok(Math.abs(got - expected) < 0.004, `${step}: ${got} vs ${expected}`);
+	}
+	assert.equal(v('contracts_pipeline_analyses_total'), 2);
+	assert.equal(v('contracts_pipeline_analyses_context_found_total'), 1);
+	assert.equal(v('contracts_pipeline_analysis_context_found_ratio'), 0.5);
+	const bytesA = Buffer.byteLength(contextA);
+	const bytesB = Buffer.byteLength(contextB);
+	assert.equal(v('contracts_pipeline_assembled_contexts_total'), 2);
+	assert.equal(v('contracts_pipeline_assembled_context_bytes_total'), bytesA + bytesB);
+	assert.equal(v('contracts_pipeline_assembled_context_average_bytes'), (bytesA + bytesB) / 2);
+	// Database: 3 queries + A's answer logged; A's summary; 8 call rows.
+	for (const [table, rows] of [
+		['maas.pipeline_runs', 3],
+		['maas.raw_logs', 4],
+		['maas.lsm_storage', 1],
+		['maas.llm_calls', 8],
+	] as const) {
+		assert.equal(v('contracts_pipeline_table_rows', { table }), rows, table);
+		assert.ok(v('contracts_pipeline_table_size_bytes', { table }) > 0, table);
+	}
+	// Model API per model and outcome.
+	for (const [name, outcome, n] of [
+		['cheap', 'ok', 2],
+		['cheap', 'timeout', 1],
+		['strong', 'ok', 3],
+		['strong', 'rate_limited', 1],
+		['strong', 'error', 1],
+	] as const)
+		assert.equal(v('contracts_llm_requests_total', { model: name, outcome }), n, `${name} ${outcome}`);
+	assert.equal(m.family('contracts_llm_requests_total').metrics.length, 5);
+	assert.equal(m.family('contracts_llm_requests_total').type, 'COUNTER');
+	assert.equal(v('contracts_llm_tokens_total', { model: 'cheap', kind: 'prompt' }), 10 + 11);
+	assert.equal(v('contracts_llm_tokens_total', { model: 'cheap', kind: 'completion' }), 5 + 6);
+	assert.equal(v('contracts_llm_tokens_total', { model: 'strong', kind: 'prompt' }), 20 + 30 + 21);
+	assert.equal(v('contracts_llm_tokens_total', { model: 'strong', kind: 'completion' }), 8 + 12 + 9);
+	assert.ok(v('contracts_llm_request_duration_seconds_total', { model: 'cheap', outcome: 'timeout' }) >= 0.3);
+	// Job queue (Get Stats' figures).
+	assert.equal(v('contracts_jobs', { job_type: 'metrics_job', status: 'queued' }), 2);
+	assert.equal(v('contracts_jobs', { job_type: 'metrics_job', status: 'dead' }), 1);
+	assert.equal(v('contracts_jobs', { job_type: 'metrics_job', status: 'running' }), 0);
+	assert.ok(v('contracts_job_oldest_queued_age_seconds', { job_type: 'metrics_job' }) >= 0);
+	assert.equal(v('contracts_job_window_runs', { job_type: 'metrics_job' }), 0);
+});
+
+test('llm_calls rows: the run, the module, the outcome, the status and the tokens of each attempt — no URL, key or header', async () => {
+	const { rows } = await db.pool.query(
+		`SELECT c.module, c.model, c.attempt, c.outcome, c.http_status, c.prompt_tokens, c.completion_tokens,
+		        r.user_id, row_to_json(c)::text AS raw
+		 FROM maas.llm_calls c LEFT JOIN maas.pipeline_runs r ON r.id = c.run_id ORDER BY c.id`,
+	);
+	assert.deepEqual(
+		rows.map((r) => [
+			r.user_id,
+			r.module,
+			r.model,
+			r.attempt,
+			r.outcome,
+			r.http_status,
+			r.prompt_tokens,
+			r.completion_tokens,
+		]),
+		[
+			['metrics-a', 'analysis', 'cheap', 1, 'ok', 200, 10, 5],
+			['metrics-a', 'assembly', 'strong', 1, 'ok', 200, 20, 8],
+			['metrics-a', 'response', 'strong', 1, 'rate_limited', 429, null, null],
+			['metrics-a', 'response', 'strong', 2, 'ok', 200, 30, 12],
+			['metrics-b', 'analysis', 'cheap', 1, 'timeout', null, null, null],
+			['metrics-b', 'analysis', 'cheap', 2, 'ok', 200, 11, 6],
+			['metrics-b', 'assembly', 'strong', 1, 'ok', 200, 21, 9],
+			['metrics-b', 'response', 'strong', 1, 'error', 503, null, null],
+		],
+	);
+	for (const r of rows) {
+		assert.ok(!r.raw.includes('sk-metrics-test'), 'no key');
+		assert.ok(!r.raw.includes(String(model.port)), 'no URL');
+	}
+});
+
+test('Generate without a run id or step records the Workflow Label as the module and a null run', async () => {
+	model.script.push({ text: 'free', promptTokens: 1, completionTokens: 1 });
+	const out = await generateOperation.execute(deps(), {
+		system: 's',
+		input: 'i',
+		model: 'cheap',
+		run_id: 'not-a-uuid',
+	});
+	const { rows } = await db.pool.query('SELECT run_id, module, outcome FROM maas.llm_calls WHERE call_id = $1', [
+		out.data!.call_id,
+	]);
+	assert.deepEqual(rows, [{ run_id: null, module: 'metrics-test', outcome: 'ok' }]);
+});
+
+test('Pipeline Metrics refuses a bad job window with 422 naming window_seconds', async () => {
+	await assert.rejects(
+		pipelineMetricsOperation.execute(deps(), { window_seconds: -1 }),
+		(e: { statusCode?: number; message?: string }) => e.statusCode === 422 && /window_seconds/.test(String(e.message)),
+	);
+});
+
+test('property: hostile model names, module labels and job types in the database still give a parseable scrape', async () => {
+	// Model names and module labels of any size (cut to MAX_LABEL_LENGTH when stored); job types as long as
+	// ops.jobs can hold (its jobs_due_idx btree index takes at most 2704 bytes: 600 code points × 4 bytes fit).
+	const label = fc.oneof(hostileString(64), fc.string({ unit: 'binary', minLength: 5_000, maxLength: 20_000 }));
+	const jobType = fc.oneof(hostileString(64), fc.string({ unit: 'binary', minLength: 300, maxLength: 600 }));
+	await fc.assert(
+		fc.asyncProperty(label, label, jobType, async (modelName, module, type) => {
+			await db.pool.query('DELETE FROM maas.llm_calls; DELETE FROM ops.jobs');
+			await recordLlmCall(
+				db.pool,
+				'00000000-0000-4000-8000-000000000001',
+				{ module },
+				{
+					attempt: 1,
+					model: modelName,
+					startedAt: new Date(),
+					durationMs: 12,
+					outcome: 'ok',
+					httpStatus: 200,
+					promptTokens: 3,
+					completionTokens: 4,
+				},
+			);
+			// PostgreSQL text cannot hold NUL or a lone surrogate: what a job type can be once stored.
+			const storedType = replaceUnstorable(type).text;
+			await db.pool.query(`INSERT INTO ops.jobs (job_type) VALUES ($1)`, [storedType]);
+			const { parsed } = await scrape();
+			const stored = storableLabel(modelName);
+			assert.equal(parsed.value('contracts_llm_requests_total', { model: stored, outcome: 'ok' }), 1);
+			assert.equal(parsed.value('contracts_llm_tokens_total', { model: stored, kind: 'completion' }), 4);
+			assert.equal(parsed.value('contracts_jobs', { job_type: storedType, status: 'queued' }), 1);
+			const modules = parsed.family('contracts_pipeline_module_calls_total').metrics.map((s) => s.labels?.module);
+			assert.equal(modules.length, 1);
+			assert.ok(
+				modules[0] === storableLabel(module) ||
+					['analyzer', 'assembler', 'final_responder', 'archivist'].includes(modules[0]!),
+			);
+		}),
+		propertyParams('pipeline metrics: hostile labels', {
+			endOnFailure: true,
+			numRuns: Number(process.env.PROPERTY_RUNS) > 0 ? undefined : 200,
+		}),
+	);
+});
