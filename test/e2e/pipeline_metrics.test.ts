@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { bearer, mint, testSecret } from '../helpers/jwt';
 import { llmCredential, normalModel } from '../helpers/maasModel';
@@ -23,26 +23,23 @@ const model = new ModelStandIn();
 const SECRET = testSecret();
 const MAAS = path.join(WORKFLOWS, 'maas');
 
-before(
-	async () => {
-		db = await setupDatabase();
-		await model.up();
-		model.respond = normalModel;
-		const maas = readdirSync(MAAS)
-			.filter((f) => f.endsWith('.json'))
-			.map((f) => path.join(MAAS, f));
-		n8n = await startN8n(
-			db.url,
-			[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas],
-			// waitForWebhooks probes with GET, which would run M18: the POST-only api/query stands for all (one activation).
-			['api/query'],
-			[llmCredential(model.url), jwtCredential(SECRET)],
-		);
-	},
-	{ timeout: 30 * 60_000 },
-);
+beforeAll(async () => {
+	db = await setupDatabase();
+	await model.up();
+	model.respond = normalModel;
+	const maas = readdirSync(MAAS)
+		.filter((f) => f.endsWith('.json'))
+		.map((f) => path.join(MAAS, f));
+	n8n = await startN8n(
+		db.url,
+		[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas],
+		// waitForWebhooks probes with GET, which would run M18: the POST-only api/query stands for all (one activation).
+		['api/query'],
+		[llmCredential(model.url), jwtCredential(SECRET)],
+	);
+}, 30 * 60_000);
 
-after(async () => {
+afterAll(async () => {
 	await n8n?.stop();
 	await model.down();
 	await db?.drop();

@@ -8,7 +8,7 @@
  * scrape that parses, and the parsed label values are the stored ones.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import fc from 'fast-check';
 import { fetchSender } from '../../nodes/KnowledgeBot/transport/http';
 import { pipelineMetricsOperation } from '../../nodes/PipelineCapture/actions/metrics/pipelineMetrics.operation';
@@ -22,7 +22,7 @@ import {
 	loadStepContext,
 } from '../../nodes/PipelineCapture/actions/run/runs';
 import type { PipelineContext } from '../../nodes/PipelineCapture/actions/types';
-import { shippedDefinition } from '../../nodes/PipelineCapture/transport/definition';
+import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { recordLlmCall, storableLabel } from '../../nodes/shared/llm/calls';
 import { replaceUnstorable } from '../../nodes/shared/sanitize';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
@@ -34,11 +34,11 @@ let db: TestDatabase;
 const model = new UsageModelStandIn();
 const def = shippedDefinition();
 
-before(async () => {
+beforeAll(async () => {
 	db = await setupDatabase();
 	await model.up();
 });
-after(async () => {
+afterAll(async () => {
 	await model.down();
 	await db?.drop();
 });

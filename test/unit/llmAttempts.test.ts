@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, test } from 'node:test';
+import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IDataObject } from 'n8n-workflow';
 import { fetchSender } from '../../nodes/KnowledgeBot/transport/http';
 import { generate, isTimeout, type LlmAttempt, type RetryPolicy, type Sender } from '../../nodes/shared/llm/generate';
@@ -35,13 +35,13 @@ const model = new UsageModelStandIn();
 /** A server that accepts and never answers. */
 let silent: Server;
 let silentUrl = '';
-before(async () => {
+beforeAll(async () => {
 	await model.up();
 	silent = createServer(() => undefined);
 	await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
 	silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
 });
-after(async () => {
+afterAll(async () => {
 	await model.down();
 	silent.closeAllConnections();
 	await new Promise((r) => silent.close(r));
