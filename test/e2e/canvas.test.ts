@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, test } from '@jest/globals';
+import { shippedWorkflowFiles } from '../helpers/shippedWorkflows';
 import { testSkipIf } from '../helpers/skip';
 import type { Browser, Page } from 'playwright-core';
 import {
@@ -39,11 +40,6 @@ interface Workflow {
 	id: string;
 	name: string;
 	nodes: { name: string; type: string; credentials?: Record<string, { id: string; name: string }> }[];
-}
-
-/** Every shipped workflow file, relative to workflows-json/ (arango/ and maas/ included). */
-function shippedFiles(): string[] {
-	return (fs.readdirSync(WORKFLOWS, { recursive: true }) as string[]).filter((f) => f.endsWith('.json')).sort();
 }
 
 /** The credentials the shipped workflows reference, by type (placeholders: nothing here connects). */
@@ -168,7 +164,8 @@ beforeAll(async () => {
 	instance = harness.createInstance({ tarball: harness.packPackage(), bin });
 	await instance.importCredentials(Object.values(CREDENTIALS));
 	const dir = fs.mkdtempSync(path.join(instance.folder, 'import-'));
-	for (const file of shippedFiles()) fs.copyFileSync(path.join(WORKFLOWS, file), path.join(dir, path.basename(file)));
+	for (const file of shippedWorkflowFiles())
+		fs.copyFileSync(path.join(WORKFLOWS, file), path.join(dir, path.basename(file)));
 	fs.writeFileSync(path.join(dir, 'canary.json'), JSON.stringify(CANARY));
 	await instance.cli(['import:workflow', '--separate', `--input=${dir}`]);
 	await instance.start();
@@ -191,7 +188,7 @@ function describeReport(report: CanvasReport): string {
 }
 
 test('the shipped workflows reference only credentials this test imports', () => {
-	for (const file of shippedFiles()) {
+	for (const file of shippedWorkflowFiles()) {
 		const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, file), 'utf8')) as Workflow;
 		for (const node of workflow.nodes) {
 			for (const [type, ref] of Object.entries(node.credentials ?? {})) {
@@ -243,7 +240,7 @@ testSkipIf(skip)(
 	'every shipped workflow opens in the editor without a node issue',
 	async () => {
 		const failures: string[] = [];
-		for (const file of shippedFiles()) {
+		for (const file of shippedWorkflowFiles()) {
 			const workflow = JSON.parse(fs.readFileSync(path.join(WORKFLOWS, file), 'utf8')) as Workflow;
 			const shot = path.join(OUT, `${path.basename(file, '.json')}.png`);
 			const started = Date.now();

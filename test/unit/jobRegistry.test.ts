@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from '@jest/globals';
+import { shippedWorkflows } from '../helpers/shippedWorkflows';
 import { ProcessUpdateRequest } from '../../nodes/KnowledgeBot/actions/update/process.operation';
 import { NormalizeUrlRequest } from '../../nodes/KnowledgeBot/actions/url/normalize.operation';
 import { FetchUrlRequest } from '../../nodes/KnowledgeBot/actions/url/fetch.operation';
@@ -43,18 +44,7 @@ interface Wf {
 	nodes: { name: string; type: string; parameters: Record<string, any> }[];
 }
 
-function workflowFiles(dir: string): string[] {
-	return fs
-		.readdirSync(dir, { withFileTypes: true })
-		.flatMap((e) =>
-			e.isDirectory()
-				? workflowFiles(path.join(dir, e.name))
-				: e.name.endsWith('.json')
-					? [path.join(dir, e.name)]
-					: [],
-		);
-}
-const shipped: Wf[] = workflowFiles(WORKFLOWS).map((f) => JSON.parse(fs.readFileSync(f, 'utf8')));
+const shipped: Wf[] = shippedWorkflows<Wf>().map((s) => s.workflow);
 
 /** The value a Set node of `wf` assigns to `field`. */
 function assigned(wf: Wf, field: string): unknown {

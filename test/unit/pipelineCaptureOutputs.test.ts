@@ -6,9 +6,8 @@
  * Pipeline Capture nodes: connections only on outputs the node has, the error output into an ERR branch.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { test } from '@jest/globals';
+import { shippedWorkflows } from '../helpers/shippedWorkflows';
 import {
 	NodeHelpers,
 	Workflow,
@@ -19,7 +18,6 @@ import {
 } from 'n8n-workflow';
 import { PIPELINE_RESOURCES } from '../../nodes/PipelineCapture/actions';
 
-const ROOT = path.join(__dirname, '..', '..');
 const TYPE = 'n8n-nodes-contracts.pipelineCapture';
 
 async function pipelineCapture(): Promise<INodeType> {
@@ -94,25 +92,12 @@ interface ShippedWorkflow {
 	connections: Record<string, { main: Array<Array<{ node: string }>> }>;
 }
 
-function workflowFiles(dir: string): string[] {
-	return fs
-		.readdirSync(dir, { withFileTypes: true })
-		.flatMap((e) =>
-			e.isDirectory()
-				? workflowFiles(path.join(dir, e.name))
-				: e.name.endsWith('.json')
-					? [path.join(dir, e.name)]
-					: [],
-		);
-}
-
 test('shipped workflows: Pipeline Capture v2, connected only on outputs it has, its error output into an ERR branch', async () => {
 	const type = await pipelineCapture();
 	let checked = 0;
-	for (const file of workflowFiles(path.join(ROOT, 'workflows-json'))) {
-		const wf = JSON.parse(fs.readFileSync(file, 'utf8')) as ShippedWorkflow;
+	for (const { file, workflow: wf } of shippedWorkflows<ShippedWorkflow>()) {
 		for (const node of wf.nodes.filter((n) => n.type === TYPE)) {
-			const where = `${path.relative(ROOT, file)}: ${node.name}`;
+			const where = `${file}: ${node.name}`;
 			assert.equal(node.typeVersion, 2, where);
 			const outputs = outputsOf(type, node);
 			const main = wf.connections[node.name]?.main ?? [];
