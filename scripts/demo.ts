@@ -406,7 +406,9 @@ async function main() {
 	} finally {
 		push?.close();
 	}
+	interrupted();
 	if (metrics) await showMetrics(n8nUrl);
+	interrupted();
 
 	const stages = await db.query(`SELECT job_type, count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
 		count(*) FILTER (WHERE status IN ('failed', 'dead'))::int AS failed, count(*) FILTER (WHERE status IN ('queued', 'running'))::int AS waiting
