@@ -5,10 +5,11 @@
  * post realistic Telegram updates to the webhook (a message linking two pages, a document, a photo in a
  * DM, an edit, a channel post, my_chat_member, a duplicate, a wrong secret, a malformed body, a poison update with a NUL that is quarantined), let WF90
  * run the jobs, and print per-stage counts. The linked pages come from a small local web server and the
- * files from a local stand-in of the Bot API (no network needed). It also imports M00 + M01 (the MaaS
- * query API, JWT Auth with a secret generated at start) and shows: no token → 401, a token for
- * "demo-user" → 201 + request_id, its status → 200 processing (the demo does not run M10+, so the run
- * stays processing), another user's token → 404.
+ * files from a local stand-in of the Bot API (no network needed). It also imports the MaaS pipeline: M00 + M01
+ * (the query API, JWT Auth with a secret generated at start) and M10–M16 (Orchestrator, Analyzer, Assembler,
+ * Final Responder, Archivist, Sweep, Dispatch; the model stand-in answers their prompts as
+ * test/helpers/maasModel.ts `normalModel` does), and shows: no token → 401, a token for "demo-user" → 201 +
+ * request_id, its status, another user's token → 404.
  * Then the bot answers: the chunks are embedded by WF41 (embeddings from a local stand-in that hashes words,
  * so a question sharing a document's words finds that document nearest), and a member asks twice — in a DM
  * and as an @mention in the group — as Telegram updates through WF10; WF90 → WF20 → qa_answer → WF51
@@ -17,8 +18,10 @@
  * stand-in, and the demo prints the question, the reply as sent, its citations and the audit.qa_* rows.
  * Then seed 001 step 4, variant B: it prints the push endpoint of M17 (Pipeline Push, ws://127.0.0.1:5681/api/ws,
  * another free port when 5681 is taken) and the metrics scrape URL (GET /webhook/metrics, M18, imported when
- * the checkout has it), and a WebSocket client receives the demo query's answer (the demo completes that run in
- * SQL, since it does not run M10+).
+ * the checkout has it); a WebSocket client, authenticated as demo-user before the query is posted, subscribes to
+ * the demo query's run right after the 201 and receives the answer the pipeline (M10 → M16 → M11 → M12 → M13)
+ * wrote; then the demo prints the lines of GET /webhook/metrics that count that run (completed runs, Generate
+ * calls per module, LLM requests per model).
  * Every secret (bot token, API keys, JWT secret, push secret) is random per run and never printed: the demo checks its
  * own output and n8n's log for them before it ends. n8n keeps running unless `--once`.
  *
@@ -52,7 +55,7 @@ import { JOB_REGISTRY, JOB_STATUS, JOB_TYPE_LIST, JOB_TYPES } from '../nodes/sha
 import { startBotApi } from '../test/helpers/botApiStandIn';
 import { pdfWithText } from '../test/helpers/documents';
 import { startEmbeddings } from '../test/helpers/embeddingStandIn';
-import { extractiveAnswer } from '../test/helpers/extractiveAnswer';
+import { demoModel } from '../test/helpers/demoModel';
 import { ModelStandIn } from '../test/helpers/modelStandIn';
 import { freePort, m17Copy, pushCredential } from '../test/helpers/push';
 import { PushClient } from '../test/helpers/pushClient';
@@ -120,6 +123,14 @@ const WORKFLOWS = [
 	'WF90_job_runner.json',
 	'maas/M00_request_handler.json',
 	'maas/M01_query_status.json',
+	// the MaaS pipeline behind POST /api/query (sub-workflows are published too: n8n runs only published ones)
+	'maas/M10_orchestrator.json',
+	'maas/M11_analyzer.json',
+	'maas/M12_assembler.json',
+	'maas/M13_final_responder.json',
+	'maas/M14_archivist.json',
+	'maas/M15_sweep.json',
+	'maas/M16_dispatch.json',
 ];
 /** The JWT Auth secret of M00/M01's webhooks for this demo run (never printed). */
 const JWT_SECRET = randomBytes(32).toString('base64url');
@@ -209,7 +220,8 @@ async function main() {
 	const embeddings = await startEmbeddings();
 	cleanup.add('stop the embeddings stand-in', () => embeddings.close());
 	const model = new ModelStandIn();
-	model.respond = extractiveAnswer;
+	// WF51's questions get the extractive answer, the MaaS steps (M11–M14) maasModel.ts's normalModel
+	model.respond = demoModel;
 	await model.up();
 	cleanup.add('stop the model stand-in', () => model.down());
 	interrupted();
@@ -279,10 +291,14 @@ async function main() {
 		.map((f) => path.join(ROOT, 'workflows-json', f))
 		.concat(pushFile);
 	const savingCopy = cluster ? wf10SavingCopy() : null;
+	const importStarted = Date.now();
 	await instance.importAndPublish(
 		savingCopy ? files.map((f) => (path.basename(f) === 'WF10_telegram_ingest.json' ? savingCopy : f)) : files,
 	);
 	if (savingCopy) fs.rmSync(path.dirname(savingCopy), { recursive: true, force: true });
+	console.log(
+		`imported and published ${files.length} workflows in ${((Date.now() - importStarted) / 1000).toFixed(0)} s (one n8n publish:workflow each)`,
+	);
 	interrupted();
 	const n8nUrl = cluster ? await cluster.start() : await instance.start();
 	const login = await setUpOwner(instance);
@@ -350,7 +366,9 @@ async function main() {
 		if (rows[0].open === 0) break;
 		await new Promise((r) => setTimeout(r, 2000));
 	}
-	console.log('\nMaaS query API (M00 + M01, JWT Auth; token minted with the demo secret):');
+	console.log(
+		'\nMaaS query API (M00 + M01, JWT Auth; token minted with the demo secret) and the pipeline behind it (M10–M16):',
+	);
 	const query = (auth: string | null) =>
 		fetch(`${n8nUrl}/webhook/api/query`, {
 			method: 'POST',
@@ -363,22 +381,34 @@ async function main() {
 		console.log(`  ${label.padEnd(40)} → HTTP ${res.status} ${body.slice(0, 160)}`);
 	const anonymous = await query(null);
 	line('POST /api/query without a token', anonymous, await anonymous.text());
-	const demoToken = mint('demo-user', { secret: JWT_SECRET, expiresIn: '1h' });
-	const created = await query(demoToken);
-	const createdText = await created.text();
-	line('POST /api/query as demo-user', created, createdText);
-	const requestId = String((JSON.parse(createdText) as { request_id?: unknown }).request_id ?? '');
-	const own = await status(requestId, demoToken);
-	line('GET status as demo-user', own, `${await own.text()} (stays processing: the demo does not run M10+)`);
-	const other = await status(requestId, mint('other-user', { secret: JWT_SECRET, expiresIn: '1h' }));
-	const otherText = await other.text();
-	line(
-		'GET status as other-user',
-		other,
-		other.ok ? otherText : `${(JSON.parse(otherText) as { error?: { message?: string } }).error?.message ?? otherText}`,
-	);
-
-	await showPush(db, n8nUrl, pushPort, requestId, metrics);
+	// the ws client is authenticated before the query is posted, so it subscribes while the run is in flight
+	const push = await openPush(n8nUrl, pushPort, metrics);
+	try {
+		const demoToken = mint('demo-user', { secret: JWT_SECRET, expiresIn: '1h' });
+		const created = await query(demoToken);
+		const postedAt = Date.now();
+		const createdText = await created.text();
+		line('POST /api/query as demo-user', created, createdText);
+		const requestId = String((JSON.parse(createdText) as { request_id?: unknown }).request_id ?? '');
+		if (push) await subscribe(db, push, requestId);
+		const own = await status(requestId, demoToken);
+		line('GET status as demo-user', own, await own.text());
+		const other = await status(requestId, mint('other-user', { secret: JWT_SECRET, expiresIn: '1h' }));
+		const otherText = await other.text();
+		line(
+			'GET status as other-user',
+			other,
+			other.ok
+				? otherText
+				: `${(JSON.parse(otherText) as { error?: { message?: string } }).error?.message ?? otherText}`,
+		);
+		if (push) await showPushed(db, push, requestId, postedAt);
+	} finally {
+		push?.close();
+	}
+	interrupted();
+	if (metrics) await showMetrics(n8nUrl);
+	interrupted();
 
 	const stages = await db.query(`SELECT job_type, count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
 		count(*) FILTER (WHERE status IN ('failed', 'dead'))::int AS failed, count(*) FILTER (WHERE status IN ('queued', 'running'))::int AS waiting
@@ -517,35 +547,81 @@ async function portFree(port: number): Promise<boolean> {
 }
 
 /**
- * Seed 001 step 4, variant B: the push endpoint (M17) and the metrics scrape URL (M18), then one pushed
- * answer: a WebSocket client authenticates as demo-user (a push token minted with the demo's secret) and
- * subscribes to the demo query's run; the demo does not run M10+, so it completes that run itself in SQL,
- * as the Final Responder would, and the client receives the answer.
+ * Seed 001 step 4, variant B: prints the push endpoint (M17) and the metrics scrape URL (M18), then opens a
+ * WebSocket client on the push endpoint and authenticates it as demo-user (a push token minted with the
+ * demo's secret). Returns the client, or null (after printing why) when the endpoint does not answer.
  */
-async function showPush(db: Client, n8nUrl: string, port: number, requestId: string, metrics: boolean) {
+async function openPush(n8nUrl: string, port: number, metrics: boolean): Promise<PushClient | null> {
 	const endpoint = `ws://127.0.0.1:${port}/api/ws`;
-	console.log(`\nPush (M17 Pipeline Push, seed 001 step 4 variant B): ${endpoint}`);
+	console.log(`\n  Push (M17 Pipeline Push, seed 001 step 4 variant B): ${endpoint}`);
 	console.log(
-		`Metrics (M18, Prometheus text format): ${n8nUrl.replace('127.0.0.1', 'localhost')}/webhook/metrics${metrics ? '' : ' (M18_metrics.json is not in this checkout)'}`,
+		`  Metrics (M18, Prometheus text format): ${n8nUrl.replace('127.0.0.1', 'localhost')}/webhook/metrics${metrics ? '' : ' (M18_metrics.json is not in this checkout)'}`,
 	);
 	let client: PushClient | undefined;
 	try {
 		client = await connectWhenUp(endpoint);
 		client.auth('demo-user', mintPushToken('demo-user', PUSH_SECRET));
-		client.subscribe(requestId);
-		const subscribed = await client.next((m) => m.type === 'subscribed' || m.type === 'error', 10_000);
-		console.log(`  ws client as demo-user, subscribe ${requestId} → ${JSON.stringify(subscribed)}`);
-		const done = await db.query(
-			`UPDATE maas.pipeline_runs SET status = 'COMPLETED', final_answer = $2, updated_at = now()
-			 WHERE id = $1 AND status NOT IN ('COMPLETED', 'FAILED') RETURNING id`,
-			[requestId, 'Compare-and-swap writes a value only if it still equals the value you read.'],
+		const authed = await client.next((m) => m.type === 'authenticated' || m.type === 'error', 10_000);
+		console.log(`  ws client connected → ${JSON.stringify(authed)}\n`);
+		if (authed.type !== 'authenticated') throw new Error('not authenticated');
+		return client;
+	} catch (error) {
+		console.log(`  push: ${(error as Error).message}\n`);
+		client?.close();
+		return null;
+	}
+}
+
+/** Subscribes the push client to `requestId` and prints the acknowledgement and the run's status at that moment. */
+async function subscribe(db: Client, client: PushClient, requestId: string) {
+	client.subscribe(requestId);
+	try {
+		const ack = await client.next((m) => m.type === 'subscribed' || m.type === 'error', 10_000);
+		const run = await db.query('SELECT status FROM maas.pipeline_runs WHERE id = $1', [requestId]);
+		console.log(
+			`  ${'ws subscribe as demo-user'.padEnd(40)} → ${JSON.stringify(ack)} (the run is ${run.rows[0]?.status ?? 'not found'} now)`,
 		);
-		console.log(`  the demo completes the run in SQL (it does not run M10+): ${done.rowCount} row`);
-		console.log(`  pushed → ${JSON.stringify(await client.answerFor(requestId, 30_000))}`);
 	} catch (error) {
 		console.log(`  push: ${(error as Error).message}`);
-	} finally {
-		client?.close();
+	}
+}
+
+/**
+ * Waits for the answer pushed for `requestId` (the MaaS pipeline completes the run: M10 → M16 → M11 Analyzer →
+ * M12 Assembler → M13 Final Responder), prints it, and whether it is the final_answer M13 wrote.
+ */
+async function showPushed(db: Client, client: PushClient, requestId: string, postedAt: number) {
+	try {
+		const pushed = await client.answerFor(requestId, 120_000);
+		const seconds = ((Date.now() - postedAt) / 1000).toFixed(1);
+		console.log(`  pushed over ws (${seconds} s after the 201) → ${JSON.stringify(pushed)}`);
+		const run = await db.query('SELECT status, final_answer FROM maas.pipeline_runs WHERE id = $1', [requestId]);
+		const same = run.rows[0]?.final_answer === pushed.answer;
+		console.log(
+			`  maas.pipeline_runs: ${run.rows[0]?.status}, final_answer ${same ? 'is the pushed answer (written by M13 Final Responder)' : 'differs from the pushed answer'}`,
+		);
+	} catch (error) {
+		const run = await db.query('SELECT status, error FROM maas.pipeline_runs WHERE id = $1', [requestId]);
+		console.log(`  push: ${(error as Error).message}; the run is ${JSON.stringify(run.rows[0] ?? null)}`);
+	}
+}
+
+/** The metric families the demo shows from the scrape: runs per status, requests, completions, Generate calls, LLM requests. */
+const SHOWN_METRICS =
+	/^contracts_(pipeline_runs\{status="(COMPLETED|FAILED)"\}|(pipeline_requests_total|pipeline_completion_duration_seconds_count|pipeline_module_calls_total|llm_requests_total)[{ ])/;
+
+/** GET /webhook/metrics (M18) and prints the lines that count the demo's run (and how many lines the scrape had). */
+async function showMetrics(n8nUrl: string) {
+	try {
+		const res = await fetch(`${n8nUrl}/webhook/metrics`);
+		const text = await res.text();
+		const lines = text.split('\n');
+		console.log(
+			`\n  GET /webhook/metrics → HTTP ${res.status} ${res.headers.get('content-type') ?? ''}, ${lines.filter((l) => l && !l.startsWith('#')).length} samples; those counting the run:`,
+		);
+		for (const l of lines.filter((x) => SHOWN_METRICS.test(x))) console.log(`    ${l}`);
+	} catch (error) {
+		console.log(`  metrics: ${(error as Error).message}`);
 	}
 }
 
