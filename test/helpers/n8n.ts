@@ -39,10 +39,18 @@ export async function startN8n(
 	const bin = harness.ensureN8n({ log: console.log });
 	const tarball = harness.packPackage();
 	const instance = harness.createInstance({ tarball, bin });
-	await instance.importCredentials([harness.postgresCredential(databaseUrl), ...extraCredentials]);
-	await instance.importAndPublish(workflowFiles);
-	const url = await instance.start();
-	await instance.waitForWebhooks(webhookPaths);
+	let url: string;
+	try {
+		await instance.importCredentials([harness.postgresCredential(databaseUrl), ...extraCredentials]);
+		await instance.importAndPublish(workflowFiles);
+		url = await instance.start();
+		await instance.waitForWebhooks(webhookPaths);
+	} catch (error) {
+		// a failed start leaves nothing running: the caller never gets a handle to stop it
+		await instance.stop().catch(() => undefined);
+		instance.remove();
+		throw error;
+	}
 	return {
 		url,
 		logs: () => instance.logs(),
