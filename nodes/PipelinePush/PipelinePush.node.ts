@@ -38,6 +38,8 @@ import { MIN_PUSH_SECRET_LENGTH } from './transport/token';
  * one per request_id and connection: `{ request_id, user_id, status }`, no answer text); in a manual
  * test run, the first pushed answer. Resource bounds: see transport/server.ts and the docs' Limits.
  */
+// A trigger is never a tool an AI agent could call (security review L14): no usableAsTool.
+// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class PipelinePush implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Pipeline Push',
@@ -111,15 +113,6 @@ export class PipelinePush implements INodeType {
 						description: 'Most open WebSocket connections; further ones are refused with HTTP 503 before the upgrade',
 					},
 					{
-						displayName: 'Max Unauthenticated Connections',
-						name: 'maxUnauthenticated',
-						type: 'number',
-						typeOptions: { minValue: 1 },
-						default: 1000,
-						description:
-							'Most connections waiting to authenticate; further ones are refused with HTTP 503 before the upgrade',
-					},
-					{
 						displayName: 'Max Message Size (Bytes)',
 						name: 'maxMessageBytes',
 						type: 'number',
@@ -134,6 +127,15 @@ export class PipelinePush implements INodeType {
 						typeOptions: { minValue: 1, maxValue: 10000 },
 						default: 100,
 						description: 'Most pending request_ids one connection may wait for (TOO_MANY_SUBSCRIPTIONS)',
+					},
+					{
+						displayName: 'Max Unauthenticated Connections',
+						name: 'maxUnauthenticated',
+						type: 'number',
+						typeOptions: { minValue: 1 },
+						default: 1000,
+						description:
+							'Most connections waiting to authenticate; further ones are refused with HTTP 503 before the upgrade',
 					},
 					{
 						displayName: 'Recheck Interval (Seconds)',
