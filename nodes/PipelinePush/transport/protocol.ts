@@ -40,7 +40,6 @@ export type RefusalCode =
 	| 'TOO_MANY_SUBSCRIPTIONS'
 	| 'SUBSCRIPTION_REFUSED'
 	| 'UNAVAILABLE'
-	| 'TOO_MANY_CONNECTIONS'
 	| 'RATE_LIMITED';
 
 export interface Refusal {
