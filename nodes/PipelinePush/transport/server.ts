@@ -95,7 +95,7 @@ export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 export const STOP_TIMEOUT_MS = 3_000;
 export const STOP_GRACE_MS = 500;
 /** Request ids remembered per connection for "emitted once" (the oldest is forgotten beyond it). */
-export const MAX_EMITTED_IDS = 10_000;
+export const MAX_EMITTED_IDS = 1000;
 
 interface Session {
 	ws: WebSocket;
