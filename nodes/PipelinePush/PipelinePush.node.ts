@@ -32,7 +32,8 @@ import { MIN_PUSH_SECRET_LENGTH } from './transport/token';
  * `{ request_id, status: "completed", answer }` or `{ request_id, status: "failed", error }`, once per
  * subscription, also for a run finished before the subscription (catch-up). A client may subscribe only
  * to its own user's runs (the token is HMAC-SHA256 of user_id with the Contracts Push API secret);
- * unknown and foreign ids are refused alike, and every refusal is logged without the token.
+ * unknown and foreign ids are refused alike. Refusals are logged without the token: UNAUTHORIZED and
+ * SUBSCRIPTION_REFUSED always (with the ids), malformed messages up to 20 per connection (then counted).
  *
  * Output: nothing while active, unless Emit Deliveries is on (one execution per pushed answer, at most
  * one per request_id and connection: `{ request_id, user_id, status }`, no answer text); in a manual
