@@ -32,11 +32,15 @@ import { MIN_PUSH_SECRET_LENGTH } from './transport/token';
  * `{ request_id, status: "completed", answer }` or `{ request_id, status: "failed", error }`, once per
  * subscription, also for a run finished before the subscription (catch-up). A client may subscribe only
  * to its own user's runs (the token is HMAC-SHA256 of user_id with the Contracts Push API secret);
- * unknown and foreign ids are refused alike, and every refusal is logged without the token.
+ * unknown and foreign ids are refused alike. Refusals are logged without the token: UNAUTHORIZED and
+ * SUBSCRIPTION_REFUSED always (with the ids), malformed messages up to 20 per connection (then counted).
  *
- * Output: nothing while active, unless Emit Deliveries is on (one item per pushed answer:
- * `{ request_id, user_id, status }`, no answer text); in a manual test run, the first pushed answer.
+ * Output: nothing while active, unless Emit Deliveries is on (one execution per pushed answer, at most
+ * one per request_id and connection: `{ request_id, user_id, status }`, no answer text); in a manual
+ * test run, the first pushed answer. Resource bounds: see transport/server.ts and the docs' Limits.
  */
+// A trigger is never a tool an AI agent could call (security review L14): no usableAsTool.
+// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class PipelinePush implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Pipeline Push',
@@ -44,7 +48,6 @@ export class PipelinePush implements INodeType {
 		icon: 'file:pipelinePush.svg',
 		group: ['trigger'],
 		version: 1,
-		usableAsTool: true,
 		description: 'Pushes pipeline run answers to WebSocket clients (seed 001 step 4, variant B)',
 		eventTriggerDescription: 'Serving WebSocket clients; waiting for a pushed answer',
 		activationMessage: 'Clients can now connect to ws://<host>:<port>/api/ws',
@@ -77,7 +80,7 @@ export class PipelinePush implements INodeType {
 						name: 'authTimeoutSeconds',
 						type: 'number',
 						typeOptions: { minValue: 1 },
-						default: 30,
+						default: 10,
 						description: 'A connection that has not authenticated by then is closed (code 4408)',
 					},
 					{
@@ -100,7 +103,7 @@ export class PipelinePush implements INodeType {
 						type: 'boolean',
 						default: false,
 						description:
-							'Whether to start an execution per pushed answer, with { request_id, user_id, status } (no answer text)',
+							'Whether to start an execution per pushed answer (at most one per request_id and connection), with { request_id, user_id, status } (no answer text)',
 					},
 					{
 						displayName: 'Max Connections',
@@ -108,7 +111,7 @@ export class PipelinePush implements INodeType {
 						type: 'number',
 						typeOptions: { minValue: 1 },
 						default: 10000,
-						description: 'Further connections are refused (TOO_MANY_CONNECTIONS, close code 1013)',
+						description: 'Most open WebSocket connections; further ones are refused with HTTP 503 before the upgrade',
 					},
 					{
 						displayName: 'Max Message Size (Bytes)',
@@ -125,6 +128,15 @@ export class PipelinePush implements INodeType {
 						typeOptions: { minValue: 1, maxValue: 10000 },
 						default: 100,
 						description: 'Most pending request_ids one connection may wait for (TOO_MANY_SUBSCRIPTIONS)',
+					},
+					{
+						displayName: 'Max Unauthenticated Connections',
+						name: 'maxUnauthenticated',
+						type: 'number',
+						typeOptions: { minValue: 1 },
+						default: 1000,
+						description:
+							'Most connections waiting to authenticate; further ones are refused with HTTP 503 before the upgrade',
 					},
 					{
 						displayName: 'Recheck Interval (Seconds)',
@@ -158,6 +170,7 @@ export class PipelinePush implements INodeType {
 			maxMessageBytes?: number;
 			maxSubscriptions?: number;
 			maxConnections?: number;
+			maxUnauthenticated?: number;
 			authTimeoutSeconds?: number;
 			recheckSeconds?: number;
 			channel?: string;
@@ -182,7 +195,8 @@ export class PipelinePush implements INodeType {
 				maxIdsPerMessage: maxSubscriptions,
 				maxSubscriptions,
 				maxConnections: options.maxConnections ?? 10_000,
-				authTimeoutMs: (options.authTimeoutSeconds ?? 30) * 1000,
+				maxUnauthenticated: options.maxUnauthenticated ?? 1000,
+				authTimeoutMs: (options.authTimeoutSeconds ?? 10) * 1000,
 				heartbeatMs: 30_000,
 				recheckMs: (options.recheckSeconds ?? 30) * 1000,
 				channel: options.channel,

@@ -10,7 +10,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
-import { CLOSE_UNAUTHORIZED, MAX_LOGGED_REFUSALS, PushServer } from '../../nodes/PipelinePush/transport/server';
+import {
+	CLOSE_UNAUTHORIZED,
+	MAX_BUFFERED_BYTES,
+	MAX_LOGGED_REFUSALS,
+	MESSAGE_BURST,
+	PushServer,
+	type PushServerOptions,
+} from '../../nodes/PipelinePush/transport/server';
+import { PipelineListener, type PipelineEvent } from '../../nodes/shared/postgres/listener';
+import type { PushedAnswer } from '../../nodes/PipelinePush/transport/runs';
 import { pgRunStore } from '../../nodes/PipelinePush/transport/runs';
 import { startPushService, type PushService } from '../../nodes/PipelinePush/transport/service';
 import { mintPushToken } from '../../nodes/PipelinePush/transport/token';
@@ -39,6 +48,7 @@ function options(port = 0) {
 		maxSubscriptions: 5,
 		maxConnections: 1000,
 		authTimeoutMs: 5_000,
+		messageBurst: 10_000,
 		heartbeatMs: 30_000,
 		recheckMs: 60 * 60_000,
 		maxBackoffMs: 500,
@@ -196,7 +206,7 @@ test('a flood of bad frames: every one refused, at most MAX_LOGGED_REFUSALS logg
 	await c.next(() => c.messages.filter((m) => m.code === 'INVALID_MESSAGE').length === 50, 5000, '50 refusals');
 	const logged = warnings.slice(before).filter((w) => w.includes('"flood-user"'));
 	assert.equal(logged.length, MAX_LOGGED_REFUSALS);
-	assert.match(logged.at(-1)!, /further refusals on this connection are not logged/);
+	assert.match(logged.at(-1)!, /further malformed-message refusals on this connection are counted, not logged/);
 });
 
 test('at most maxSubscriptions pending per connection', async () => {
@@ -246,4 +256,252 @@ test('a taken port is refused with a clear message; stop() frees the port', asyn
 	await first.stop();
 	const second = await startPushService(options(spare));
 	await second.stop();
+});
+
+// ---- security review findings (H1–H3, M4, M5, F7, L9, L12): each test failed before its fix ----
+
+/** A PushServer of its own on a free port, with `extra` options; stopped by the caller. */
+async function ownServer(extra: Partial<PushServerOptions> = {}): Promise<{ server: PushServer; url: string }> {
+	const server = new PushServer({ ...options(0), ...extra });
+	await server.start();
+	return { server, url: `ws://127.0.0.1:${server.port}/api/ws` };
+}
+
+async function ownAuthed(base: string, user: string): Promise<PushClient> {
+	const c = await PushClient.connect(base);
+	clients.push(c);
+	c.auth(user, mintPushToken(user, SECRET));
+	await c.next((m) => m.type === 'authenticated', 5000, 'authenticated');
+	return c;
+}
+
+/** The HTTP status of a refused upgrade (null when the upgrade succeeded). */
+function upgradeStatus(target: string): Promise<number | null> {
+	return PushClient.connect(target).then(
+		(c) => {
+			clients.push(c);
+			return null;
+		},
+		(error: Error) => Number(/Unexpected server response: (\d+)/.exec(error.message)?.[1] ?? -1),
+	);
+}
+
+function halfSentRequest(port: number): Promise<net.Socket> {
+	return new Promise((resolve) => {
+		const socket = net.connect(port, '127.0.0.1', () => {
+			socket.write('GET /api/ws HTTP/1.1\r\nHost: x\r\n'); // headers never finished
+			resolve(socket);
+		});
+		socket.on('error', () => undefined);
+		socket.resume(); // read what the server answers (a 408), so its close is seen
+	});
+}
+
+test('H2: stop() resolves within a few seconds despite a half-sent HTTP request and an open client; the port is free', async () => {
+	const { server, url: own } = await ownServer();
+	const port = server.port;
+	const half = await halfSentRequest(port);
+	const open = await ownAuthed(own, 'stop-user');
+	const t0 = Date.now();
+	await server.stop();
+	const took = Date.now() - t0;
+	console.log(`stop() took ${took} ms`);
+	assert.ok(took < 4000, `stop() took ${took} ms`);
+	assert.ok([1001, 1006].includes((await open.waitClosed(2000)).code));
+	await new Promise((r) => setTimeout(r, 100));
+	assert.ok(half.destroyed || half.readableEnded, 'the half-sent request socket is closed');
+	half.destroy();
+	await new Promise<void>((resolve, reject) => {
+		const again = net.createServer().once('error', reject);
+		again.listen(port, '127.0.0.1', () => again.close(() => resolve()));
+	});
+});
+
+test('H3: unauthenticated sessions and all sessions are capped before the upgrade (HTTP 503); slow headers are cut', async () => {
+	const { server, url: own } = await ownServer({ maxConnections: 3, maxUnauthenticated: 2, handshakeTimeoutMs: 1000 });
+	try {
+		const a = await PushClient.connect(own);
+		const b = await PushClient.connect(own);
+		clients.push(a, b);
+		assert.equal(await upgradeStatus(own), 503, 'a third unauthenticated connection is refused');
+		a.auth('slots', mintPushToken('slots', SECRET));
+		await a.next((m) => m.type === 'authenticated');
+		assert.equal(await upgradeStatus(own), null, 'a slot freed by authentication');
+		assert.deepEqual(server.connectionCount, { open: 3, unauthenticated: 2 });
+		assert.equal(await upgradeStatus(own), 503, 'Max Connections reached');
+		const half = await halfSentRequest(server.port);
+		const t0 = Date.now();
+		await new Promise((r) => half.once('close', r));
+		console.log(`half-sent request closed after ${Date.now() - t0} ms`);
+		assert.ok(Date.now() - t0 < 4000);
+	} finally {
+		await server.stop();
+	}
+});
+
+test('H1: a client that does not read is terminated once more than MAX_BUFFERED_BYTES are unsent', async () => {
+	const { server, url: own } = await ownServer();
+	try {
+		const id = await newRun('slow-reader');
+		await complete(id, 'A'.repeat(400_000));
+		const c = await ownAuthed(own, 'slow-reader');
+		const socket = (c.ws as unknown as { _socket: net.Socket })._socket;
+		socket.pause(); // the client stops reading; every resubscribe replays 400 KB
+		const before = warnings.length;
+		for (let i = 0; i < 18 && server.connectionCount.open > 0; i++) {
+			c.subscribe(id);
+			await new Promise((r) => setTimeout(r, 100));
+		}
+		const deadline = Date.now() + 5000;
+		while (server.connectionCount.open > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+		assert.equal(server.connectionCount.open, 0, 'the connection was terminated');
+		assert.ok(
+			warnings.slice(before).some((w) => w.includes(`more than ${MAX_BUFFERED_BYTES} bytes unsent`)),
+			warnings.slice(before).join('\n'),
+		);
+		socket.resume();
+		assert.equal((await c.waitClosed(5000)).code, 1006);
+	} finally {
+		await server.stop();
+	}
+});
+
+test('H1: more than MESSAGE_BURST messages at once are refused RATE_LIMITED', async () => {
+	const { server, url: own } = await ownServer({ messageBurst: undefined });
+	try {
+		const c = await ownAuthed(own, 'rate-user');
+		for (let i = 0; i < MESSAGE_BURST + 10; i++) c.send('x');
+		await c.next(() => c.messages.filter((m) => m.type === 'error').length >= MESSAGE_BURST + 10, 5000, 'refusals');
+		const limited = c.messages.filter((m) => m.code === 'RATE_LIMITED').length;
+		assert.ok(limited >= 10, `RATE_LIMITED ${limited}`);
+	} finally {
+		await server.stop();
+	}
+});
+
+test('M4 + L9: one ownership query per new id and connection; a foreign id subscribed twice at once is never acknowledged', async () => {
+	let queries = 0;
+	const real = pgRunStore(() => proxied);
+	const { server, url: own } = await ownServer({
+		store: { owned: (ids, user) => (queries++, real.owned(ids, user)), finished: real.finished },
+	});
+	try {
+		const mine = await newRun('m4-user');
+		const foreign = await newRun('someone-else');
+		const c = await ownAuthed(own, 'm4-user');
+		for (let i = 0; i < 5; i++) c.subscribe(mine);
+		await c.next(() => c.messages.filter((m) => m.type === 'subscribed').length === 5, 5000, '5 acks');
+		assert.equal(queries, 1, 'one owned() query for five subscribes of one id');
+		c.subscribe(foreign);
+		c.subscribe(foreign);
+		await c.next(() => c.messages.filter((m) => m.code === 'SUBSCRIPTION_REFUSED').length === 2, 5000, '2 refusals');
+		await new Promise((r) => setTimeout(r, 200));
+		assert.ok(
+			!c.messages.some((m) => m.type === 'subscribed' && m.request_ids?.includes(foreign)),
+			JSON.stringify(c.messages),
+		);
+		assert.equal(server.pendingCount, 1);
+	} finally {
+		await server.stop();
+	}
+});
+
+test('M5: resubscribing replays the answer, but onDelivered (Emit Deliveries) runs once per request id and connection', async () => {
+	const delivered: PushedAnswer[] = [];
+	const { server, url: own } = await ownServer({ onDelivered: (answer) => void delivered.push(answer) });
+	try {
+		const id = await newRun('m5-user');
+		await complete(id, 'once');
+		const c = await ownAuthed(own, 'm5-user');
+		for (let i = 0; i < 3; i++) {
+			c.subscribe(id);
+			await c.next(() => c.messages.filter((m) => m.request_id === id).length === i + 1, 5000, `answer ${i + 1}`);
+		}
+		assert.equal(delivered.length, 1);
+	} finally {
+		await server.stop();
+	}
+});
+
+test('F7: every UNAUTHORIZED / SUBSCRIPTION_REFUSED is logged with its ids, beyond the cap of malformed messages; a count line at close', async () => {
+	const { server, url: own } = await ownServer();
+	try {
+		const c = await ownAuthed(own, 'probe-user');
+		const before = warnings.length;
+		for (let i = 0; i < MAX_LOGGED_REFUSALS + 5; i++) c.send('junk');
+		const probes = Array.from({ length: 30 }, () => randomUUID());
+		for (const id of probes) c.subscribe(id);
+		c.auth('another-user', 'x');
+		await c.next(() => c.messages.filter((m) => m.code === 'SUBSCRIPTION_REFUSED').length === 30, 10_000, 'refusals');
+		await c.next((m) => m.code === 'UNAUTHORIZED', 5000, 'UNAUTHORIZED');
+		const logged = warnings.slice(before);
+		for (const id of probes)
+			assert.ok(
+				logged.some((w) => w.includes('SUBSCRIPTION_REFUSED') && w.includes(id)),
+				`probe ${id} logged`,
+			);
+		assert.ok(logged.some((w) => w.includes('UNAUTHORIZED')));
+		c.close();
+		const deadline = Date.now() + 3000;
+		while (!warnings.slice(before).some((w) => /closed; 5 more refusals were answered but not logged/.test(w))) {
+			assert.ok(Date.now() < deadline, warnings.slice(before).join('\n'));
+			await new Promise((r) => setTimeout(r, 20));
+		}
+	} finally {
+		await server.stop();
+	}
+});
+
+test('F6: unknown field names chosen by the client never reach the log or the refusal', async () => {
+	const { server, url: own } = await ownServer();
+	try {
+		const c = await PushClient.connect(own);
+		clients.push(c);
+		const before = warnings.length;
+		const key = 'x\n2026-11-24T06:00:00Z [error] FORGED LINE';
+		c.send(JSON.stringify({ type: 'auth', user_id: 'mallory', token: 'abc', [key]: 1 }));
+		const refusal = await c.next((m) => m.type === 'error');
+		assert.equal(refusal.code, 'INVALID_MESSAGE');
+		assert.ok(!String(refusal.message).includes('FORGED'));
+		const logged = warnings.slice(before);
+		assert.ok(logged.length > 0);
+		assert.ok(
+			logged.every((w) => !w.includes('FORGED') && !w.includes('\n')),
+			logged.join('\n---\n'),
+		);
+	} finally {
+		await server.stop();
+	}
+});
+
+test('L12: the listener catch-up pages through every matching run (more than one page); a null NOTIFY payload is ignored', async () => {
+	const ids: string[] = [];
+	for (let i = 0; i < 7; i++) ids.push(await newRun(`l12-${i}`));
+	await db.pool.query("UPDATE maas.pipeline_runs SET status = 'NEW' WHERE id = ANY($1::uuid[])", [ids]);
+	const seen: PipelineEvent[] = [];
+	const errors: Error[] = [];
+	const c = db.credential;
+	const listener = new PipelineListener(
+		{ host: c.host, port: c.port, database: c.database, user: c.user, password: c.password },
+		{
+			channel: 'l12_channel',
+			statuses: ['NEW'],
+			waitingStatuses: ['NEW'],
+			catchUpLimit: 3,
+			onEvents: (events) => void seen.push(...events),
+			onError: (error) => void errors.push(error),
+		},
+	);
+	await listener.start();
+	try {
+		const caught = new Set(seen.map((e) => e.id));
+		for (const id of ids) assert.ok(caught.has(id), `run ${id} caught up`);
+		for (const payload of ['null', '42', '{"id":1}'])
+			await db.pool.query("SELECT pg_notify('l12_channel', $1)", [payload]);
+		await new Promise((r) => setTimeout(r, 300));
+		assert.deepEqual(errors, []);
+	} finally {
+		await listener.stop();
+		await db.pool.query("UPDATE maas.pipeline_runs SET status = 'FAILED' WHERE id = ANY($1::uuid[])", [ids]);
+	}
 });

@@ -10,6 +10,8 @@ import fc from 'fast-check';
 import {
 	DEFAULT_LIMITS,
 	jsonDepth,
+	LOG_SAFE_MAX,
+	logSafe,
 	MAX_JSON_DEPTH,
 	parseClientMessage,
 	parseQueryString,
@@ -49,7 +51,7 @@ test('refusals name the field: non-JSON, array, numeric id, non-UUID, unknown ty
 		[JSON.stringify({ type: 'subscribe', request_ids: [] }), /^request_ids: /],
 		[JSON.stringify({ type: 'subscribe', request_ids: id }), /^request_ids: /],
 		[JSON.stringify({ type: 'hello' }), /^type: must be "auth" or "subscribe"/],
-		[JSON.stringify({ type: 'auth', user_id: 'a', token: 't', extra: 1 }), /extra: unknown field/],
+		[JSON.stringify({ type: 'auth', user_id: 'a', token: 't', extra: 1 }), /^message: 1 unknown field\(s\)/],
 		[JSON.stringify({ type: 'subscribe', request_ids: [id], user_id: 'a' }), /^token: user_id and token come together/],
 		[JSON.stringify({ type: 'auth', user_id: 'a\u0000b', token: 't' }), /^user_id: .*control/],
 		[JSON.stringify({ type: 'auth', user_id: 'a\ud800', token: 't' }), /^user_id: .*lone surrogates/],
@@ -170,5 +172,38 @@ test('property: every well-formed message round-trips through JSON unchanged (id
 			},
 		),
 		propertyParams('push message round trip', { numRuns: 2000 }),
+	);
+});
+
+test('F6: unknown field names (client text) are never repeated in a refusal', () => {
+	const key = 'x\n2026-11-24T06:00:00Z [error] FORGED ' + 'B'.repeat(5000);
+	const r = refusal(parse({ type: 'auth', user_id: 'mallory', token: 'abc', [key]: 1 }));
+	assert.equal(r.code, 'INVALID_MESSAGE');
+	assert.equal(r.message, 'message: 1 unknown field(s); the fields are type, user_id, token, request_ids');
+	fc.assert(
+		fc.property(hostileString(200), (name) => {
+			fc.pre(!['type', 'user_id', 'token', 'request_ids'].includes(name));
+			const m = refusal(parse({ type: 'subscribe', request_ids: [randomUUID()], [name]: 1 })).message;
+			assert.ok(name.length < 3 || !m.includes(name), m);
+			assert.ok(m.length < 120);
+		}),
+		propertyParams('pipelinePush unknown field names'),
+	);
+});
+
+test('F6: logSafe gives one bounded line without line breaks, controls or bidi overrides, for any string', () => {
+	assert.equal(logSafe('a\nb'), '"a\\nb"');
+	assert.equal(logSafe('\u2028\u202e\u0085'), '"\\u2028\\u202e\\u0085"');
+	assert.equal(logSafe('x'.repeat(500)), JSON.stringify(`${'x'.repeat(LOG_SAFE_MAX)}…`));
+	fc.assert(
+		fc.property(fc.oneof(hostileString(300), fc.string({ unit: 'binary', maxLength: 300 })), (value) => {
+			const out = logSafe(value);
+			// eslint-disable-next-line no-control-regex
+			assert.doesNotMatch(out, /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+			assert.ok(out.length <= 6 * LOG_SAFE_MAX + 3, String(out.length));
+			// nothing is lost but the cut tail: the line decodes (as JSON) to the value as shown
+			assert.equal(JSON.parse(out), value.length > LOG_SAFE_MAX ? `${value.slice(0, LOG_SAFE_MAX)}…` : value);
+		}),
+		propertyParams('pipelinePush logSafe'),
 	);
 });

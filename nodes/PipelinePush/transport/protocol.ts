@@ -40,7 +40,7 @@ export type RefusalCode =
 	| 'TOO_MANY_SUBSCRIPTIONS'
 	| 'SUBSCRIPTION_REFUSED'
 	| 'UNAVAILABLE'
-	| 'TOO_MANY_CONNECTIONS';
+	| 'RATE_LIMITED';
 
 export interface Refusal {
 	type: 'error';
@@ -104,11 +104,32 @@ export function jsonDepth(text: string): number {
 	return max;
 }
 
-/** The first zod issue as "field: problem" (the field path joined with dots; never the value). */
+/** Longest client-chosen text `logSafe` keeps (characters, before escaping). */
+export const LOG_SAFE_MAX = 80;
+
+/**
+ * A client-chosen string made safe for a log line and a refusal: cut to LOG_SAFE_MAX characters (then "…"),
+ * quoted and escaped as JSON, and every remaining character that could break or disguise a line (DEL, C1
+ * controls, U+2028/U+2029, bidi and zero-width controls) written as `\uXXXX` (JSON.stringify already escapes
+ * C0 controls and lone surrogates). The result is one line of at most 6 × LOG_SAFE_MAX + 3 characters.
+ */
+export function logSafe(value: string): string {
+	const cut = value.length > LOG_SAFE_MAX ? `${value.slice(0, LOG_SAFE_MAX)}…` : value;
+	return JSON.stringify(cut).replace(
+		/[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g,
+		(c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+	);
+}
+
+/**
+ * The first zod issue as "field: problem" (the field path joined with dots; never the value). Unknown
+ * fields are not named: their names are the client's own text (F6, log injection).
+ */
 function describe(error: z.ZodError): string {
 	const issue = error.issues[0];
 	const field = issue.path.length ? issue.path.join('.') : 'message';
-	if (issue.code === 'unrecognized_keys') return `${issue.keys.slice(0, 3).join(', ')}: unknown field`;
+	if (issue.code === 'unrecognized_keys')
+		return `message: ${issue.keys.length} unknown field(s); the fields are type, user_id, token, request_ids`;
 	return `${field}: ${issue.message}`;
 }
 

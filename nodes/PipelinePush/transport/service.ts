@@ -23,6 +23,9 @@ export interface PushServiceOptions extends PushServerOptions {
 	maxBackoffMs?: number;
 }
 
+/** stop() resolves within this time (ms), whatever PostgreSQL and the peers do. */
+export const SERVICE_STOP_TIMEOUT_MS = 5_000;
+
 export interface PushService {
 	server: PushServer;
 	listener: PipelineListener;
@@ -70,7 +73,14 @@ export async function startPushService(options: PushServiceOptions): Promise<Pus
 		listener,
 		async stop() {
 			clearInterval(timer);
-			await Promise.all([server.stop(), listener.stop()]);
+			// n8n awaits the close function without a timeout: bounded here (the server bounds itself; the
+			// listener's client.end() could wait on a PostgreSQL connection that no longer answers)
+			let bound: NodeJS.Timeout | undefined;
+			await Promise.race([
+				Promise.all([server.stop(), listener.stop()]),
+				new Promise((resolve) => (bound = setTimeout(resolve, SERVICE_STOP_TIMEOUT_MS))),
+			]);
+			clearTimeout(bound);
 		},
 	};
 }

@@ -6,7 +6,7 @@
  * connection was lost. Events may repeat (a notification and its catch-up): consumers capture, which is
  * idempotent, so nothing runs twice and nothing is left behind.
  */
-import { Client, type ClientConfig } from 'pg';
+import { Client, type ClientConfig, type QueryResult } from 'pg';
 
 export interface PipelineEvent {
 	id: string;
@@ -25,7 +25,10 @@ export interface ListenerOptions {
 	/** First reconnect delay and its cap, ms. */
 	initialBackoffMs?: number;
 	maxBackoffMs?: number;
-	/** Most runs one catch-up emits. */
+	/**
+	 * Page size of the catch-up (default 1000): the catch-up reads page after page, oldest change first,
+	 * until it has every matching run, and emits one onEvents batch per page.
+	 */
 	catchUpLimit?: number;
 	onEvents(events: PipelineEvent[]): void;
 	/** Connection problems (reported, then retried). */
@@ -37,11 +40,18 @@ export interface ListenerOptions {
 	onConnect?(reconnected: boolean): void;
 }
 
+/**
+ * One catch-up page: keyset pagination on (updated_at, id), so every matching run is read exactly once
+ * even when more than a page match (a plain `ORDER BY updated_at LIMIT n` would keep the n oldest and
+ * silently drop the newest). A catch-up must deliver every waiting run and every run changed since the
+ * connection was lost; a repeat is harmless (consumers are idempotent), a loss is not.
+ */
 const CATCH_UP = `
-SELECT id, status, 'CATCHUP' AS operation FROM maas.pipeline_runs
+SELECT id, status, 'CATCHUP' AS operation, updated_at::text AS cursor FROM maas.pipeline_runs
 WHERE (status = ANY($1::text[]) OR ($2::timestamptz IS NOT NULL AND updated_at >= $2::timestamptz))
   AND (cardinality($3::text[]) = 0 OR status = ANY($3::text[]))
-ORDER BY updated_at
+  AND ($5::timestamptz IS NULL OR (updated_at, id) > ($5::timestamptz, $6::uuid))
+ORDER BY updated_at, id
 LIMIT $4`;
 
 /** Margin (ms) subtracted from the disconnect time, so a change committed just before it is caught up. */
@@ -98,7 +108,9 @@ export class PipelineListener {
 		client.on('notification', (message) => {
 			if (!message.payload) return;
 			try {
-				const event = JSON.parse(message.payload) as PipelineEvent;
+				const event = JSON.parse(message.payload) as PipelineEvent | null;
+				// a payload that is not a run event (`null`, a number, no id…) is not ours: ignored
+				if (typeof event?.id !== 'string' || typeof event.status !== 'string') return;
 				if (this.wanted(event.status)) this.options.onEvents([event]);
 			} catch (error) {
 				this.options.onError?.(error as Error);
@@ -109,12 +121,7 @@ export class PipelineListener {
 			await client.query(`LISTEN ${client.escapeIdentifier(this.options.channel ?? 'pipeline_events')}`);
 			this.backendPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
 			const since = this.lostAt ? new Date(this.lostAt.getTime() - CATCH_UP_MARGIN_MS) : null;
-			const { rows } = await client.query<PipelineEvent>(CATCH_UP, [
-				this.options.waitingStatuses ?? ['NEW', 'ANALYZED', 'READY'],
-				since,
-				this.options.statuses ?? [],
-				this.options.catchUpLimit ?? 1000,
-			]);
+			const pages = await this.catchUp(client, since);
 			if (this.stopped) {
 				await client.end().catch(() => undefined);
 				return;
@@ -124,11 +131,33 @@ export class PipelineListener {
 			this.connections++;
 			this.attempt = 0;
 			this.lostAt = null;
-			if (rows.length) this.options.onEvents(rows);
+			for (const page of pages) this.options.onEvents(page);
 			this.options.onConnect?.(this.connections > 1);
 		} catch (error) {
 			drop(error as Error);
 			if (first) throw error;
+		}
+	}
+
+	/** Every run the catch-up must deliver, page by page (see CATCH_UP). */
+	private async catchUp(client: Client, since: Date | null): Promise<PipelineEvent[][]> {
+		const limit = this.options.catchUpLimit ?? 1000;
+		const pages: PipelineEvent[][] = [];
+		// the cursor is updated_at as PostgreSQL prints it (microseconds kept: a JS Date would cut them)
+		let after: { cursor: string; id: string } | null = null;
+		for (;;) {
+			const result: QueryResult<PipelineEvent & { cursor: string }> = await client.query(CATCH_UP, [
+				this.options.waitingStatuses ?? ['NEW', 'ANALYZED', 'READY'],
+				since,
+				this.options.statuses ?? [],
+				limit,
+				after?.cursor ?? null,
+				after?.id ?? null,
+			]);
+			const rows = result.rows;
+			if (rows.length) pages.push(rows.map(({ id, status, operation }) => ({ id, status, operation })));
+			if (rows.length < limit || this.stopped) return pages;
+			after = rows[rows.length - 1];
 		}
 	}
 
