@@ -1,8 +1,8 @@
 /**
  * Metrics → Pipeline Metrics (seed 001 §9): the pipeline's metrics as a Prometheus scrape, computed from
  * the database only, so every n8n process (queue mode too) answers the same. Two queries sent at once:
- * PIPELINE_METRICS (./sql.ts: runs, modules, tables, model calls) and Job → Get Stats' jobStats (the
- * ops.jobs queue per job type). The text is written by prom-client in a fresh Registry (./exposition.ts);
+ * PIPELINE_METRICS (./sql.ts: the counter rollup of db/migrations/017, the unfinished runs, table sizes
+ * from pg_class) and Job → Get Stats' jobStats (the ops.jobs queue per job type). The text is written by prom-client in a fresh Registry (./exposition.ts);
  * every metric (name, type, labels, unit) is listed in docs/metrics.md.
  * Input: `window_seconds` — the window of the job-run figures (1 … 2,592,000; default 3600).
  * Output: one item `{ content_type: "text/plain; version=0.0.4; charset=utf-8", text }`, for a Respond to
@@ -13,8 +13,8 @@ import { fromPgError } from '../../../shared/errors';
 import { jobStats, STATS_WINDOW_SECONDS } from '../../../shared/jobs/stats';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
-import { exposition, PROMETHEUS_CONTENT_TYPE, type PipelineFigures } from './exposition';
-import { MODULE_DURATION_BUCKETS, PIPELINE_METRICS, RUN_DURATION_BUCKETS } from './sql';
+import { exposition, PROMETHEUS_CONTENT_TYPE } from './exposition';
+import { scrapeFigures } from './sql';
 
 export const pipelineMetricsOperation: PipelineOperation = {
 	value: 'pipelineMetrics',
@@ -32,12 +32,9 @@ export const pipelineMetricsOperation: PipelineOperation = {
 	]),
 	async execute(deps, input) {
 		const [figures, jobs] = await Promise.all([
-			deps.pool.query(PIPELINE_METRICS, [RUN_DURATION_BUCKETS, MODULE_DURATION_BUCKETS]).then(
-				(r) => r.rows[0] as PipelineFigures,
-				(error: unknown) => {
-					throw fromPgError(error, { operation: 'select', table: 'maas.pipeline_runs' });
-				},
-			),
+			scrapeFigures(deps.pool).catch((error: unknown) => {
+				throw fromPgError(error, { operation: 'select', table: 'maas.pipeline_runs' });
+			}),
 			jobStats(deps.pool, { window_seconds: input.window_seconds }),
 		]);
 		return { data: { content_type: PROMETHEUS_CONTENT_TYPE, text: await exposition(figures, jobs) }, output: 0 };
