@@ -106,26 +106,31 @@ END $$;
 CREATE TRIGGER pipeline_runs_metrics AFTER INSERT OR UPDATE OF status, analysis_result, final_context_payload
   ON maas.pipeline_runs FOR EACH ROW EXECUTE FUNCTION maas.metric_runs_event();
 
+-- llm_calls: one statement-level trigger over the inserted rows (a transition table), one upsert per figure
+-- and statement — a bulk insert does not update one counter row thousands of times in one transaction.
 CREATE FUNCTION maas.metric_llm_event() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-  mo text := maas.metric_model(NEW.model);
-  mod jsonb := jsonb_build_object('module', maas.metric_module(NEW.module));
-  s double precision := NEW.duration_ms / 1000;
 BEGIN
-  PERFORM maas.metric_add('llm_requests', jsonb_build_object('model', mo, 'outcome', NEW.outcome), 1);
-  PERFORM maas.metric_add('llm_request_seconds', jsonb_build_object('model', mo, 'outcome', NEW.outcome), s);
-  PERFORM maas.metric_add('llm_tokens', jsonb_build_object('model', mo, 'kind', 'prompt'), coalesce(NEW.prompt_tokens, 0));
-  PERFORM maas.metric_add('llm_tokens', jsonb_build_object('model', mo, 'kind', 'completion'),
-                          coalesce(NEW.completion_tokens, 0));
-  PERFORM maas.metric_add(CASE WHEN NEW.attempt = 1 THEN 'module_calls' ELSE 'module_retries' END, mod, 1);
-  PERFORM maas.metric_add('module_attempt_seconds', mod || jsonb_build_object('le', maas.metric_le(s, maas.metric_attempt_bounds())), 1);
-  PERFORM maas.metric_add('module_attempt_seconds_sum', mod, s);
+  INSERT INTO maas.metric_counters AS c (name, labels, shard, value)
+  SELECT x.name, x.labels, pg_backend_pid() % 16, sum(x.v)
+  FROM (SELECT maas.metric_model(n.model) AS mo, jsonb_build_object('module', maas.metric_module(n.module)) AS mod,
+               n.attempt, n.outcome, n.duration_ms / 1000 AS s, n.prompt_tokens, n.completion_tokens
+        FROM new_rows n) r
+  CROSS JOIN LATERAL (VALUES
+    ('llm_requests', jsonb_build_object('model', r.mo, 'outcome', r.outcome), 1::float8),
+    ('llm_request_seconds', jsonb_build_object('model', r.mo, 'outcome', r.outcome), r.s),
+    ('llm_tokens', jsonb_build_object('model', r.mo, 'kind', 'prompt'), coalesce(r.prompt_tokens, 0)::float8),
+    ('llm_tokens', jsonb_build_object('model', r.mo, 'kind', 'completion'), coalesce(r.completion_tokens, 0)::float8),
+    (CASE WHEN r.attempt = 1 THEN 'module_calls' ELSE 'module_retries' END, r.mod, 1),
+    ('module_attempt_seconds', r.mod || jsonb_build_object('le', maas.metric_le(r.s, maas.metric_attempt_bounds())), 1),
+    ('module_attempt_seconds_sum', r.mod, r.s)) AS x(name, labels, v)
+  GROUP BY x.name, x.labels
+  ON CONFLICT (name, labels, shard) DO UPDATE SET value = c.value + EXCLUDED.value;
   RETURN NULL;
 END $$;
 
-CREATE TRIGGER llm_calls_metrics AFTER INSERT ON maas.llm_calls
-  FOR EACH ROW EXECUTE FUNCTION maas.metric_llm_event();
+CREATE TRIGGER llm_calls_metrics AFTER INSERT ON maas.llm_calls REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION maas.metric_llm_event();
 
 -- Backfill from the rows that exist (the same rules as the triggers). Named models: the 20 with most attempts.
 INSERT INTO maas.metric_models (model)
