@@ -132,6 +132,32 @@ END $$;
 CREATE TRIGGER llm_calls_metrics AFTER INSERT ON maas.llm_calls REFERENCING NEW TABLE AS new_rows
   FOR EACH STATEMENT EXECUTE FUNCTION maas.metric_llm_event();
 
+-- Job attempts (ops.job_runs), counted when they finish: per job type and run status (succeeded, failed,
+-- retry, dead), and their run time (finished_at − started_at) as a histogram per job type.
+CREATE FUNCTION maas.metric_job_bounds() RETURNS double precision[]
+LANGUAGE sql IMMUTABLE AS $$ SELECT ARRAY[0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]::float8[] $$;
+
+CREATE FUNCTION maas.metric_job_run_event() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  t jsonb;
+  d double precision;
+BEGIN
+  IF NEW.finished_at IS NULL OR (TG_OP = 'UPDATE' AND OLD.finished_at IS NOT NULL) THEN RETURN NULL; END IF;
+  SELECT jsonb_build_object('job_type', j.job_type) INTO t FROM ops.jobs j WHERE j.id = NEW.job_id;
+  d := greatest(extract(epoch FROM NEW.finished_at - NEW.started_at)::float8, 0);
+  PERFORM maas.metric_add('job_runs', t || jsonb_build_object('status', NEW.status), 1);
+  PERFORM maas.metric_add('job_run_seconds', t || jsonb_build_object('le', maas.metric_le(d, maas.metric_job_bounds())), 1);
+  PERFORM maas.metric_add('job_run_seconds_sum', t, d);
+  RETURN NULL;
+END $$;
+
+-- Get Stats (read by every scrape) selects the runs finished in its window: by index, not by a scan.
+CREATE INDEX job_runs_finished_idx ON ops.job_runs (finished_at);
+
+CREATE TRIGGER job_runs_metrics AFTER INSERT OR UPDATE OF finished_at ON ops.job_runs
+  FOR EACH ROW EXECUTE FUNCTION maas.metric_job_run_event();
+
 -- Backfill from the rows that exist (the same rules as the triggers). Named models: the 20 with most attempts.
 INSERT INTO maas.metric_models (model)
 SELECT model FROM maas.llm_calls GROUP BY model ORDER BY count(*) DESC, model LIMIT 20;
@@ -174,5 +200,14 @@ SELECT name, labels, sum(v) FROM (
     ('module_attempt_seconds', jsonb_build_object('module', c.mod,
        'le', maas.metric_le(c.duration_ms / 1000, maas.metric_attempt_bounds())), 1),
     ('module_attempt_seconds_sum', jsonb_build_object('module', c.mod), c.duration_ms / 1000)) AS x(name, labels, v)
+  UNION ALL
+  SELECT x.name, x.labels, x.v FROM (
+    SELECT jsonb_build_object('job_type', j.job_type) AS t, r.status,
+           greatest(extract(epoch FROM r.finished_at - r.started_at)::float8, 0) AS d
+    FROM ops.job_runs r JOIN ops.jobs j ON j.id = r.job_id WHERE r.finished_at IS NOT NULL) r
+  CROSS JOIN LATERAL (VALUES
+    ('job_runs', r.t || jsonb_build_object('status', r.status), 1::float8),
+    ('job_run_seconds', r.t || jsonb_build_object('le', maas.metric_le(r.d, maas.metric_job_bounds())), 1),
+    ('job_run_seconds_sum', r.t, r.d)) AS x(name, labels, v)
 ) all_rows
 GROUP BY name, labels;

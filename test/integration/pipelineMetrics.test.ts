@@ -269,7 +269,7 @@ test('after a completed, a failed (timeout, 503) and a waiting run, the scrape s
 	assert.equal(v('contracts_jobs', { job_type: 'metrics_job', status: 'dead' }), 1);
 	assert.equal(v('contracts_jobs', { job_type: 'metrics_job', status: 'running' }), 0);
 	assert.ok(v('contracts_job_oldest_queued_age_seconds', { job_type: 'metrics_job' }) >= 0);
-	assert.equal(v('contracts_job_window_runs', { job_type: 'metrics_job' }), 0);
+	assert.equal(m.family('contracts_job_run_duration_seconds').type, 'HISTOGRAM');
 });
 
 test('llm_calls rows: the run, the module, the outcome, the status and the tokens of each attempt — no URL, key or header', async () => {
@@ -360,6 +360,41 @@ test('counters never go down when old runs and llm_calls are deleted, and bucket
 			(first.get('contracts_pipeline_module_retries_total{module="assembler"}') ?? 0),
 		1,
 	);
+});
+
+test('job attempts count once when they finish, by type and status, with their run time; deleting jobs keeps them', async () => {
+	const { rows } = await db.pool.query<{ id: string }>(
+		`INSERT INTO ops.jobs (job_type, status) VALUES ('metrics_runs', 'running'), ('metrics_runs', 'dead') RETURNING id`,
+	);
+	const [a, b] = rows.map((r) => r.id);
+	// A: claimed (running, open), then finished after 2 s; B: recorded finished at once (dead, 40 ms).
+	const { rows: open } = await db.pool.query<{ id: string }>(
+		`INSERT INTO ops.job_runs (job_id, attempt, status, started_at) VALUES ($1, 1, 'running', now() - interval '2 seconds') RETURNING id`,
+		[a],
+	);
+	const mid = (await scrape()).text;
+	assert.ok(!/^contracts_job_run\w*\{job_type="metrics_runs"/m.test(mid), 'an open attempt is not counted');
+	await db.pool.query(`UPDATE ops.job_runs SET status = 'succeeded', finished_at = now() WHERE id = $1`, [open[0].id]);
+	await db.pool.query(`UPDATE ops.job_runs SET status = 'succeeded' WHERE id = $1`, [open[0].id]); // no second count
+	await db.pool.query(
+		`INSERT INTO ops.job_runs (job_id, attempt, status, started_at, finished_at)
+		 VALUES ($1, 1, 'dead', now() - interval '40 milliseconds', now())`,
+		[b],
+	);
+	const count = async () => {
+		const { parsed: p } = await scrape();
+		return [
+			p.value('contracts_job_runs_total', { job_type: 'metrics_runs', status: 'succeeded' }),
+			p.value('contracts_job_runs_total', { job_type: 'metrics_runs', status: 'dead' }),
+			p.line('contracts_job_run_duration_seconds_bucket', { job_type: 'metrics_runs', le: '0.05' }),
+			p.line('contracts_job_run_duration_seconds_bucket', { job_type: 'metrics_runs', le: '1' }),
+			p.line('contracts_job_run_duration_seconds_bucket', { job_type: 'metrics_runs', le: '2.5' }),
+			p.line('contracts_job_run_duration_seconds_count', { job_type: 'metrics_runs' }),
+		];
+	};
+	assert.deepEqual(await count(), [1, 1, 1, 1, 2, 2]);
+	await db.pool.query(`DELETE FROM ops.jobs WHERE job_type = 'metrics_runs'`); // its runs go with it (cascade)
+	assert.deepEqual(await count(), [1, 1, 1, 1, 2, 2], 'retention does not lower them');
 });
 
 test('Generate without a run id or step records the Workflow Label as the module and a null run', async () => {

@@ -9,7 +9,7 @@
  */
 import { Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { JobTypeStats } from '../../../shared/jobs/stats';
-import { MODULE_DURATION_BUCKETS, RUN_DURATION_BUCKETS } from './sql';
+import { JOB_RUN_BUCKETS, MODULE_DURATION_BUCKETS, RUN_DURATION_BUCKETS } from './sql';
 
 /** Content type of the text: Prometheus text format 0.0.4. */
 export const PROMETHEUS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
@@ -140,8 +140,7 @@ class Rollup {
 }
 
 /** The pipeline, module, database and model-API metrics (docs/metrics.md). */
-function pipelineMetrics(registry: Registry, f: PipelineFigures): void {
-	const r = new Rollup(f.counters);
+function pipelineMetrics(registry: Registry, f: PipelineFigures, r: Rollup): void {
 	const status = (s: string) => Number(f.statuses[s] ?? 0);
 	const known = new Set<string>(ACTIVE_STATUSES);
 	series(
@@ -323,8 +322,11 @@ function pipelineMetrics(registry: Registry, f: PipelineFigures): void {
 	);
 }
 
-/** The job queue metrics from Job → Get Stats' figures (nodes/shared/jobs/stats.ts). */
-function jobMetrics(registry: Registry, jobs: JobTypeStats[]): void {
+/**
+ * The job queue metrics: the queue now from Job → Get Stats' figures (nodes/shared/jobs/stats.ts), the
+ * finished attempts from the rollup (db/migrations/017).
+ */
+function jobMetrics(registry: Registry, jobs: JobTypeStats[], r: Rollup): void {
 	const statuses = ['queued', 'running', 'succeeded', 'failed', 'dead'] as const;
 	series(
 		registry,
@@ -356,37 +358,24 @@ function jobMetrics(registry: Registry, jobs: JobTypeStats[]): void {
 		['job_type'],
 		present((j) => j.oldest_due_wait_seconds),
 	);
-	const window = jobs[0]?.window_seconds;
 	series(
 		registry,
-		'gauge',
-		'contracts_job_window_runs',
-		`Job attempts (ops.job_runs) finished in the last window_seconds (${window ?? 'n/a'} s)`,
-		['job_type'],
-		jobs.map((j) => [{ job_type: j.job_type }, j.runs]),
+		'counter',
+		'contracts_job_runs_total',
+		'Job attempts (ops.job_runs) finished, per job type and run status (succeeded, failed, retry, dead)',
+		['job_type', 'status'],
+		r.all('job_runs'),
 	);
-	series(
+	const types = [...new Set(r.all('job_run_seconds').map(([l]) => l.job_type))].sort();
+	sqlHistogram(
 		registry,
-		'gauge',
-		'contracts_job_window_failures',
-		'Of those, attempts that failed (status failed, retry or dead)',
-		['job_type'],
-		jobs.map((j) => [{ job_type: j.job_type }, j.failures]),
-	);
-	series(
-		registry,
-		'gauge',
-		'contracts_job_window_run_duration_seconds',
-		'p50 / p95 run time of those attempts (absent: no run)',
-		['job_type', 'quantile'],
-		jobs.flatMap((j) =>
-			(['0.5', '0.95'] as const)
-				.map((q): [Record<string, string>, number | null] => [
-					{ job_type: j.job_type, quantile: q },
-					q === '0.5' ? j.run_ms.p50 : j.run_ms.p95,
-				])
-				.filter((v): v is [Record<string, string>, number] => v[1] !== null)
-				.map(([labels, ms]): [Record<string, string>, number] => [labels, ms / 1000]),
+		'contracts_job_run_duration_seconds',
+		'Run time (finished_at − started_at) of the finished job attempts per job type',
+		JOB_RUN_BUCKETS,
+		r.histogram(
+			'job_run_seconds',
+			JOB_RUN_BUCKETS,
+			types.map((job_type) => ({ job_type })),
 		),
 	);
 }
@@ -397,7 +386,8 @@ function jobMetrics(registry: Registry, jobs: JobTypeStats[]): void {
  */
 export async function exposition(figures: PipelineFigures, jobs: JobTypeStats[]): Promise<string> {
 	const registry = new Registry();
-	pipelineMetrics(registry, figures);
-	jobMetrics(registry, jobs);
+	const rollup = new Rollup(figures.counters);
+	pipelineMetrics(registry, figures, rollup);
+	jobMetrics(registry, jobs, rollup);
 	return await registry.metrics();
 }

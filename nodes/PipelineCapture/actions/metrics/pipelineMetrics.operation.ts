@@ -4,7 +4,10 @@
  * PIPELINE_METRICS (./sql.ts: the counter rollup of db/migrations/017, the unfinished runs, table sizes
  * from pg_class) and Job → Get Stats' jobStats (the ops.jobs queue per job type). The text is written by prom-client in a fresh Registry (./exposition.ts);
  * every metric (name, type, labels, unit) is listed in docs/metrics.md.
- * Input: `window_seconds` — the window of the job-run figures (1 … 2,592,000; default 3600).
+ * Input: `window_seconds` — the window Get Stats reads ops.job_runs over (1 … 2,592,000; default 3600). Since
+ * migration 017 no metric shows the window figures (finished attempts are the counter contracts_job_runs_total
+ * and the histogram contracts_job_run_duration_seconds); the field stays so saved workflows stay valid, and
+ * a short window keeps Get Stats' read of ops.job_runs small (index job_runs_finished_idx).
  * Output: one item `{ content_type: "text/plain; version=0.0.4; charset=utf-8", text }`, for a Respond to
  * Webhook node answering with text and that Content-Type header (workflows-json/maas/M18_metrics.json).
  * Errors: 422 window_seconds; 503 database unreachable.
@@ -27,7 +30,8 @@ export const pipelineMetricsOperation: PipelineOperation = {
 			name: 'windowSeconds',
 			type: 'number',
 			default: STATS_WINDOW_SECONDS,
-			description: 'Job runs finished this long ago or later are counted (1–2592000)',
+			description:
+				'The window Get Stats reads job runs over (1–2592000); no metric shows it since job runs became counters',
 		},
 	]),
 	async execute(deps, input) {

@@ -19,6 +19,9 @@ export const RUN_DURATION_BUCKETS = [0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 6
 /** Bounds of the per-attempt model-time histogram, seconds; 017 maas.metric_attempt_bounds() holds the same. */
 export const MODULE_DURATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
+/** Bounds of the job-attempt run-time histogram, seconds; 017 maas.metric_job_bounds() holds the same. */
+export const JOB_RUN_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
 /** The tables whose size is reported (seed 001 §9 "database", plus the call records of migration 016). */
 export const SIZED_TABLES = ['maas.pipeline_runs', 'maas.raw_logs', 'maas.lsm_storage', 'maas.llm_calls'] as const;
 
