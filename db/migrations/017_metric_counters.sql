@@ -125,6 +125,8 @@ BEGIN
     ('module_attempt_seconds', r.mod || jsonb_build_object('le', maas.metric_le(r.s, maas.metric_attempt_bounds())), 1),
     ('module_attempt_seconds_sum', r.mod, r.s)) AS x(name, labels, v)
   GROUP BY x.name, x.labels
+  -- A fixed order: two writers on one shard take the row locks in the same order (no deadlock).
+  ORDER BY x.name, x.labels
   ON CONFLICT (name, labels, shard) DO UPDATE SET value = c.value + EXCLUDED.value;
   RETURN NULL;
 END $$;
