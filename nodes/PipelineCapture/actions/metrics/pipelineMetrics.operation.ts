@@ -30,8 +30,8 @@ export const pipelineMetricsOperation: PipelineOperation = {
 			name: 'windowSeconds',
 			type: 'number',
 			default: STATS_WINDOW_SECONDS,
-			description:
-				'The window Get Stats reads job runs over (1–2592000); no metric shows it since job runs became counters',
+			// Kept as snapshotted (test/fixtures/nodeDescriptions.json): no metric shows the window since 017.
+			description: 'Job runs finished this long ago or later are counted (1–2592000)',
 		},
 	]),
 	async execute(deps, input) {
