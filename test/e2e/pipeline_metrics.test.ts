@@ -167,7 +167,9 @@ test("M18's error output goes the MaaS way: ERR — Source → Prepare DB Error 
 		['n8n-nodes-contracts.pipelineCapture', 2, 'continueErrorOutput'],
 	);
 	const next = (name: string, output = 0) => wf.connections[name].main[output].map((c) => c.node);
-	assert.deepEqual(next('Pipeline Metrics', 2), ['ERR — Source Pipeline Metrics']);
+	// typeVersion 2: the Metrics operation has one output (Done), so n8n's error output is index 1.
+	assert.deepEqual(next('Pipeline Metrics', 0), ['Respond']);
+	assert.deepEqual(next('Pipeline Metrics', 1), ['ERR — Source Pipeline Metrics']);
 	assert.deepEqual(next('ERR — Source Pipeline Metrics'), ['Prepare DB Error']);
 	assert.deepEqual(next('Prepare DB Error'), ['Call WF99']);
 	assert.deepEqual(next('Call WF99'), ['Respond Error']);
