@@ -48,6 +48,13 @@ const CREDENTIALS: Record<string, unknown> = {
 	arangoDbApi: harness.arangoCredential('http://127.0.0.1:8529'),
 	jwtAuth: harness.jwtCredential(randomBytes(16).toString('hex')),
 	contractsTelegramApi: harness.telegramCredential('http://127.0.0.1:9', '123:canvas'),
+	// M18's scrape target (n8n's Header Auth): Prometheus sends `Authorization: Bearer <token>`.
+	httpHeaderAuth: {
+		id: 'metricsHeaderAuth01',
+		name: 'Contracts Metrics Scrape',
+		type: 'httpHeaderAuth',
+		data: { name: 'Authorization', value: `Bearer ${randomBytes(16).toString('hex')}` },
+	},
 	contractsEmbeddingsApi: {
 		id: 'embContracts01',
 		name: 'Contracts Embeddings',

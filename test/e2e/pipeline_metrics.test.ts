@@ -5,10 +5,14 @@
  * Content-Type, a text parse-prometheus-text-format reads, and — after one query the pipeline answers,
  * whose Analyzer is rate-limited once (429 with Retry-After: 1) — the exact run, module and model-call
  * figures, with every llm_calls row carrying the run's id (Generate's default Run ID / Step fields).
+ * M18 asks for Header Auth (credential metricsHeaderAuth01, `Authorization: Bearer <token>` as Prometheus'
+ * `authorization` setting sends it): 403 without or with a wrong token; a successful scrape is not saved
+ * as an execution (saveDataSuccessExecution "none").
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { bearer, mint, testSecret } from '../helpers/jwt';
@@ -22,6 +26,14 @@ let n8n: RunningN8n;
 const model = new ModelStandIn();
 const SECRET = testSecret();
 const MAAS = path.join(WORKFLOWS, 'maas');
+const SCRAPE_TOKEN = randomBytes(24).toString('base64url');
+/** The Header Auth credential M18's Webhook references (the value Prometheus' `authorization` sends). */
+const scrapeCredential = {
+	id: 'metricsHeaderAuth01',
+	name: 'Contracts Metrics Scrape',
+	type: 'httpHeaderAuth',
+	data: { name: 'Authorization', value: `Bearer ${SCRAPE_TOKEN}` },
+};
 
 beforeAll(async () => {
 	db = await setupDatabase();
@@ -35,7 +47,7 @@ beforeAll(async () => {
 		[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas],
 		// waitForWebhooks probes with GET, which would run M18: the POST-only api/query stands for all (one activation).
 		['api/query'],
-		[llmCredential(model.url), jwtCredential(SECRET)],
+		[llmCredential(model.url), jwtCredential(SECRET), scrapeCredential],
 	);
 }, 30 * 60_000);
 
@@ -46,7 +58,7 @@ afterAll(async () => {
 });
 
 async function scrape() {
-	const res = await fetch(`${n8n.url}/webhook/metrics`);
+	const res = await fetch(`${n8n.url}/webhook/metrics`, { headers: { authorization: `Bearer ${SCRAPE_TOKEN}` } });
 	const text = await res.text();
 	assert.equal(res.status, 200, `${text}\n${n8n.logs().slice(-3000)}`);
 	return { res, text, m: parseScrape(text) };
@@ -71,7 +83,7 @@ test('M18 answers GET /webhook/metrics with the Prometheus content type and a pa
 	assert.deepEqual([type, params.sort()], ['text/plain', ['charset=utf-8', 'version=0.0.4']]);
 	assert.ok(text.endsWith('\n'));
 	assert.equal(m.value('contracts_pipeline_requests_total'), 0);
-	assert.equal(m.value('contracts_pipeline_runs', { status: 'COMPLETED' }), 0);
+	assert.equal(m.value('contracts_pipeline_finished_runs_total', { status: 'COMPLETED' }), 0);
 	assert.equal(m.family('contracts_pipeline_completion_duration_seconds').type, 'HISTOGRAM');
 	assert.ok(m.value('contracts_pipeline_table_size_bytes', { table: 'maas.pipeline_runs' }) > 0);
 });
@@ -93,7 +105,7 @@ test('after one query (its Analyzer rate-limited once), the scrape counts the ru
 	});
 	const { m } = await scrape();
 	assert.equal(m.value('contracts_pipeline_requests_total'), 1);
-	assert.equal(m.value('contracts_pipeline_runs', { status: 'COMPLETED' }), 1);
+	assert.equal(m.value('contracts_pipeline_finished_runs_total', { status: 'COMPLETED' }), 1);
 	assert.equal(m.value('contracts_pipeline_backlog_runs'), 0);
 	assert.equal(m.value('contracts_pipeline_error_ratio'), 0);
 	assert.equal(m.sample('contracts_pipeline_completion_duration_seconds').count, '1');
@@ -111,10 +123,37 @@ test('after one query (its Analyzer rate-limited once), the scrape counts the ru
 	assert.equal(m.value('contracts_llm_requests_total', { model: 'stand-in', outcome: 'rate_limited' }), 1);
 	assert.equal(m.value('contracts_pipeline_analyses_total'), 1);
 	assert.equal(m.value('contracts_pipeline_analyses_context_found_total'), 0, 'the stand-in finds no context');
-	assert.equal(m.value('contracts_pipeline_table_rows', { table: 'maas.lsm_storage' }), 1);
-	assert.equal(m.value('contracts_pipeline_table_rows', { table: 'maas.llm_calls' }), 5);
+	// Table rows are PostgreSQL's estimate (pg_class.reltuples): exact right after ANALYZE.
+	await db.pool.query('ANALYZE maas.lsm_storage, maas.llm_calls');
+	const { m: analysed } = await scrape();
+	assert.equal(analysed.value('contracts_pipeline_table_rows', { table: 'maas.lsm_storage' }), 1);
+	assert.equal(analysed.value('contracts_pipeline_table_rows', { table: 'maas.llm_calls' }), 5);
 	const { rows } = await db.pool.query('SELECT DISTINCT run_id::text AS run_id FROM maas.llm_calls');
 	assert.deepEqual(rows, [{ run_id: id }], "every call row names the run (Generate's default Run ID)");
+});
+
+test('M18 refuses a scrape without the header or with a wrong token (403), and saves no successful scrape', async () => {
+	const attempts: Array<Record<string, string>> = [
+		{},
+		{ authorization: 'Bearer wrong' },
+		{ authorization: SCRAPE_TOKEN },
+	];
+	for (const headers of attempts) {
+		const res = await fetch(`${n8n.url}/webhook/metrics`, { headers });
+		const text = await res.text();
+		assert.equal(res.status, 403, JSON.stringify(headers));
+		assert.ok(!text.includes('contracts_'), 'no metric leaks');
+	}
+	// n8n keeps its executions in its own SQLite file here: the workflow's settings are what decide it.
+	const wf = JSON.parse(readFileSync(path.join(MAAS, 'M18_metrics.json'), 'utf8')) as {
+		settings: Record<string, unknown>;
+		nodes: { name: string; parameters: Record<string, unknown>; credentials?: Record<string, { id: string }> }[];
+	};
+	assert.equal(wf.settings.saveDataSuccessExecution, 'none');
+	assert.equal(wf.settings.saveDataErrorExecution, 'all');
+	const hook = wf.nodes.find((n) => n.name === 'Webhook')!;
+	assert.equal(hook.parameters.authentication, 'headerAuth');
+	assert.equal(hook.credentials?.httpHeaderAuth?.id, 'metricsHeaderAuth01');
 });
 
 test("M18's error output goes the MaaS way: ERR — Source → Prepare DB Error → WF99 → Respond Error", () => {
@@ -125,10 +164,12 @@ test("M18's error output goes the MaaS way: ERR — Source → Prepare DB Error 
 	const node = wf.nodes.find((n) => n.name === 'Pipeline Metrics')!;
 	assert.deepEqual(
 		[node.type, node.typeVersion, node.onError],
-		['n8n-nodes-contracts.pipelineCapture', 1, 'continueErrorOutput'],
+		['n8n-nodes-contracts.pipelineCapture', 2, 'continueErrorOutput'],
 	);
 	const next = (name: string, output = 0) => wf.connections[name].main[output].map((c) => c.node);
-	assert.deepEqual(next('Pipeline Metrics', 2), ['ERR — Source Pipeline Metrics']);
+	// typeVersion 2: the Metrics operation has one output (Done), so n8n's error output is index 1.
+	assert.deepEqual(next('Pipeline Metrics', 0), ['Respond']);
+	assert.deepEqual(next('Pipeline Metrics', 1), ['ERR — Source Pipeline Metrics']);
 	assert.deepEqual(next('ERR — Source Pipeline Metrics'), ['Prepare DB Error']);
 	assert.deepEqual(next('Prepare DB Error'), ['Call WF99']);
 	assert.deepEqual(next('Call WF99'), ['Respond Error']);

@@ -9,8 +9,14 @@
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
+import { Pool } from 'pg';
 import { fetchSender } from '../../nodes/KnowledgeBot/transport/http';
+import { MODULES } from '../../nodes/PipelineCapture/actions/metrics/exposition';
 import { pipelineMetricsOperation } from '../../nodes/PipelineCapture/actions/metrics/pipelineMetrics.operation';
 import { generateOperation } from '../../nodes/PipelineCapture/actions/model/generate.operation';
 import {
@@ -26,6 +32,10 @@ import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition
 import { recordLlmCall, storableLabel } from '../../nodes/shared/llm/calls';
 import { replaceUnstorable } from '../../nodes/shared/sanitize';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { resolvePostgres, createDatabase } = require('../../scripts/lib/postgres');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { migrate } = require('../../scripts/lib/migrate');
 import { parseScrape } from '../helpers/promText';
 import { hostileString, propertyParams } from '../helpers/property';
 import { UsageModelStandIn, type UsageReply } from '../helpers/usageModelStandIn';
@@ -33,6 +43,12 @@ import { UsageModelStandIn, type UsageReply } from '../helpers/usageModelStandIn
 let db: TestDatabase;
 const model = new UsageModelStandIn();
 const def = shippedDefinition();
+const STEP_MODULES: Record<string, string> = {
+	analysis: 'analyzer',
+	assembly: 'assembler',
+	response: 'final_responder',
+	archive: 'archivist',
+};
 
 beforeAll(async () => {
 	db = await setupDatabase();
@@ -114,6 +130,10 @@ test('after a completed, a failed (timeout, 503) and a waiting run, the scrape s
 		{ text: '{"needs_context":true,"context_found":{"lsm":[1]}}', promptTokens: 10, completionTokens: 5 },
 	]);
 	await step(a.request_id, ASSEMBLY, 'strong', [{ text: contextA, promptTokens: 20, completionTokens: 8 }]);
+	// A's time from NEW to COMPLETED, scripted: 7 s (plus the response step's own time) when it completes.
+	await db.pool.query(`UPDATE maas.pipeline_runs SET created_at = now() - interval '7 seconds' WHERE id = $1`, [
+		a.request_id,
+	]);
 	const answered = await step(a.request_id, RESPONSE, 'strong', [
 		{ status: 429 },
 		{ text: 'The answer.', promptTokens: 30, completionTokens: 12 },
@@ -145,10 +165,8 @@ test('after a completed, a failed (timeout, 503) and a waiting run, the scrape s
 	);
 	await failRun(db.pool, def, { run_id: b.request_id, error: { message: 'model unavailable', kind: 'upstream' } });
 	await archiveRun(db.pool, { run_id: a.request_id, summary: 'Asked first; answered.' });
-	// A's time from NEW to COMPLETED, scripted: 7 s.
-	await db.pool.query(`UPDATE maas.pipeline_runs SET created_at = updated_at - interval '7 seconds' WHERE id = $1`, [
-		a.request_id,
-	]);
+	// Table rows are PostgreSQL's estimate (pg_class.reltuples): exact right after ANALYZE.
+	await db.pool.query('ANALYZE maas.pipeline_runs, maas.raw_logs, maas.lsm_storage, maas.llm_calls');
 	await db.pool
 		.query(`INSERT INTO ops.jobs (job_type, status) VALUES ('metrics_job', 'queued'), ('metrics_job', 'queued'),
 		('metrics_job', 'dead')`);
@@ -157,11 +175,11 @@ test('after a completed, a failed (timeout, 503) and a waiting run, the scrape s
 	const v = m.value;
 	// Pipeline.
 	assert.deepEqual(
-		['NEW', 'ANALYZING', 'READY', 'RESPONDING', 'COMPLETED', 'FAILED'].map((s) =>
-			v('contracts_pipeline_runs', { status: s }),
-		),
-		[1, 0, 0, 0, 1, 1],
+		['NEW', 'ANALYZING', 'READY', 'RESPONDING'].map((s) => v('contracts_pipeline_runs', { status: s })),
+		[1, 0, 0, 0],
 	);
+	assert.equal(v('contracts_pipeline_finished_runs_total', { status: 'COMPLETED' }), 1);
+	assert.equal(v('contracts_pipeline_finished_runs_total', { status: 'FAILED' }), 1);
 	assert.equal(v('contracts_pipeline_backlog_runs'), 1);
 	assert.equal(v('contracts_pipeline_requests_total'), 3);
 	assert.equal(v('contracts_pipeline_requests_last_minute'), 3);
@@ -171,54 +189,47 @@ test('after a completed, a failed (timeout, 503) and a waiting run, the scrape s
 	const completion = m.sample('contracts_pipeline_completion_duration_seconds');
 	assert.equal(m.family('contracts_pipeline_completion_duration_seconds').type, 'HISTOGRAM');
 	assert.deepEqual(
-		[
-			completion.count,
-			Number(completion.sum),
-			completion.buckets!['5'],
-			completion.buckets!['10'],
-			completion.buckets!['+Inf'],
-		],
-		['1', 7, '0', '1', '1'],
+		[completion.count, completion.buckets!['5'], completion.buckets!['10'], completion.buckets!['+Inf']],
+		['1', '0', '1', '1'],
 	);
+	assert.ok(Number(completion.sum) >= 7 && Number(completion.sum) < 9, `7 s and the response step: ${completion.sum}`);
 	// Modules: one Generate call per step and run; retries: A's 429 (responder), B's timeout (analyzer).
+	// The histogram counts attempts: A 1+1+2, B 2+1+1.
 	for (const [module, calls, retries] of [
 		['analyzer', 2, 1],
 		['assembler', 2, 0],
 		['final_responder', 2, 1],
+		['archivist', 0, 0],
+		['other', 0, 0],
 	] as const) {
 		assert.equal(v('contracts_pipeline_module_calls_total', { module }), calls, module);
 		assert.equal(v('contracts_pipeline_module_retries_total', { module }), retries, module);
-		assert.equal(v('contracts_pipeline_module_retry_ratio', { module }), retries / calls, module);
-		assert.equal(m.line('contracts_pipeline_module_duration_seconds_count', { module }), calls, module);
-		assert.equal(m.line('contracts_pipeline_module_duration_seconds_bucket', { module, le: '+Inf' }), calls);
+		assert.equal(v('contracts_pipeline_module_retry_ratio', { module }), calls ? retries / calls : 0, module);
+		const attempts = calls + retries;
+		assert.equal(m.line('contracts_pipeline_module_attempt_duration_seconds_count', { module }), attempts, module);
+		assert.equal(m.line('contracts_pipeline_module_attempt_duration_seconds_bucket', { module, le: '+Inf' }), attempts);
 	}
-	const analyzerSum = m.line('contracts_pipeline_module_duration_seconds_sum', { module: 'analyzer' });
-	assert.ok(analyzerSum >= 0.3, `the analyzer's timed-out attempt counts: ${analyzerSum}`);
+	assert.equal(m.family('contracts_pipeline_module_attempt_duration_seconds').type, 'HISTOGRAM');
 	assert.equal(
-		m.line('contracts_pipeline_module_duration_seconds_bucket', { module: 'analyzer', le: '0.25' }),
-		1,
-		'A’s analysis was quick, B’s took the 300 ms timeout',
+		m.line('contracts_pipeline_module_attempt_duration_seconds_bucket', { module: 'analyzer', le: '0.25' }),
+		2,
+		'A’s analysis and B’s second attempt were quick; B’s first took the 300 ms timeout',
 	);
-	// Module sums: each call's first start to last end, from the rows Generate wrote.
-	const { rows: calls } = await db.pool.query<{ module: string; call_id: string; start: Date; ms: number }>(
-		'SELECT module, call_id, started_at AS start, duration_ms AS ms FROM maas.llm_calls',
+	// Module sums: the sum of the attempts' durations, from the rows Generate wrote.
+	const { rows: calls } = await db.pool.query<{ module: string; ms: number }>(
+		'SELECT module, duration_ms AS ms FROM maas.llm_calls',
 	);
 	assert.equal(calls.length, 8, 'one row per attempt: A 1+1+2, B 2+1+1');
-	const spans = new Map<string, { module: string; first: number; last: number }>();
-	for (const c of calls) {
-		const start = c.start.getTime();
-		const s = spans.get(c.call_id) ?? { module: c.module, first: start, last: start };
-		spans.set(c.call_id, { module: s.module, first: Math.min(s.first, start), last: Math.max(s.last, start + c.ms) });
-	}
 	const names: Record<string, string> = { analysis: 'analyzer', assembly: 'assembler', response: 'final_responder' };
 	for (const step of ['analysis', 'assembly', 'response']) {
-		const expected = [...spans.values()]
-			.filter((s) => s.module === step)
-			.reduce((t, s) => t + (s.last - s.first) / 1000, 0);
-		const got = m.line('contracts_pipeline_module_duration_seconds_sum', { module: names[step] });
-		// PostgreSQL keeps microseconds, JavaScript dates milliseconds: the sums agree within 2 ms per call.
-		assert.ok(Math.abs(got - expected) < 0.004, `${step}: ${got} vs ${expected}`);
+		const expected = calls.filter((c) => c.module === step).reduce((t, c) => t + c.ms / 1000, 0);
+		const got = m.line('contracts_pipeline_module_attempt_duration_seconds_sum', { module: names[step] });
+		assert.ok(Math.abs(got - expected) < 1e-9, `${step}: ${got} vs ${expected}`);
 	}
+	assert.ok(
+		m.line('contracts_pipeline_module_attempt_duration_seconds_sum', { module: 'analyzer' }) >= 0.3,
+		'the analyzer’s timed-out attempt counts',
+	);
 	assert.equal(v('contracts_pipeline_analyses_total'), 2);
 	assert.equal(v('contracts_pipeline_analyses_context_found_total'), 1);
 	assert.equal(v('contracts_pipeline_analysis_context_found_ratio'), 0.5);
@@ -258,7 +269,7 @@ test('after a completed, a failed (timeout, 503) and a waiting run, the scrape s
 	assert.equal(v('contracts_jobs', { job_type: 'metrics_job', status: 'dead' }), 1);
 	assert.equal(v('contracts_jobs', { job_type: 'metrics_job', status: 'running' }), 0);
 	assert.ok(v('contracts_job_oldest_queued_age_seconds', { job_type: 'metrics_job' }) >= 0);
-	assert.equal(v('contracts_job_window_runs', { job_type: 'metrics_job' }), 0);
+	assert.equal(m.family('contracts_job_run_duration_seconds').type, 'HISTOGRAM');
 });
 
 test('llm_calls rows: the run, the module, the outcome, the status and the tokens of each attempt — no URL, key or header', async () => {
@@ -295,6 +306,97 @@ test('llm_calls rows: the run, the module, the outcome, the status and the token
 	}
 });
 
+/** Every counter and histogram sample of a scrape (name + labels → value). */
+function monotonic(text: string): Map<string, number> {
+	const out = new Map<string, number>();
+	for (const line of text.split('\n')) {
+		const hit = /^(contracts_\w+?(?:_total|_bucket|_sum|_count))(\{.*\})? (\S+)$/.exec(line);
+		if (hit) out.set(`${hit[1]}${hit[2] ?? ''}`, Number(hit[3]));
+	}
+	return out;
+}
+
+test('counters never go down when old runs and llm_calls are deleted, and buckets do not move between attempts of one call', async () => {
+	const before = await scrape();
+	const counters = monotonic(before.text);
+	assert.ok(counters.get('contracts_pipeline_requests_total')! >= 3);
+	// Retention: every run and call record goes (raw_logs / lsm_storage keep theirs with run_id null).
+	await db.pool.query('DELETE FROM maas.llm_calls; DELETE FROM maas.pipeline_runs');
+	const afterDelete = monotonic((await scrape()).text);
+	for (const [key, value] of counters)
+		assert.ok((afterDelete.get(key) ?? 0) >= value, `${key}: ${value} → ${afterDelete.get(key)}`);
+	assert.equal(afterDelete.get('contracts_pipeline_requests_total'), counters.get('contracts_pipeline_requests_total'));
+
+	// One call, two attempts: a quick 429 (50 ms), then a slow answer (20 s). The first attempt's bucket keeps it.
+	const callId = '00000000-0000-4000-8000-0000000000aa';
+	const attempt = (n: number, durationMs: number, outcome: 'ok' | 'rate_limited') =>
+		recordLlmCall(
+			db.pool,
+			callId,
+			{ module: 'assembly' },
+			{
+				attempt: n,
+				model: 'strong',
+				startedAt: new Date(),
+				durationMs,
+				outcome,
+				httpStatus: outcome === 'ok' ? 200 : 429,
+				promptTokens: null,
+				completionTokens: null,
+			},
+		);
+	const bucket = (m: Map<string, number>, le: string) =>
+		m.get(`contracts_pipeline_module_attempt_duration_seconds_bucket{module="assembler",le="${le}"}`) ?? 0;
+	await attempt(1, 50, 'rate_limited');
+	const first = monotonic((await scrape()).text);
+	assert.equal(bucket(first, '0.1') - bucket(afterDelete, '0.1'), 1, 'the 50 ms attempt in le=0.1');
+	await attempt(2, 20_000, 'ok');
+	const second = monotonic((await scrape()).text);
+	for (const le of ['0.1', '0.25', '10']) assert.equal(bucket(second, le), bucket(first, le), `le=${le} unchanged`);
+	assert.equal(bucket(second, '30') - bucket(first, '30'), 1, 'the 20 s attempt in le=30');
+	for (const [key, value] of first) assert.ok((second.get(key) ?? 0) >= value, key);
+	assert.equal(
+		(second.get('contracts_pipeline_module_retries_total{module="assembler"}') ?? 0) -
+			(first.get('contracts_pipeline_module_retries_total{module="assembler"}') ?? 0),
+		1,
+	);
+});
+
+test('job attempts count once when they finish, by type and status, with their run time; deleting jobs keeps them', async () => {
+	const { rows } = await db.pool.query<{ id: string }>(
+		`INSERT INTO ops.jobs (job_type, status) VALUES ('metrics_runs', 'running'), ('metrics_runs', 'dead') RETURNING id`,
+	);
+	const [a, b] = rows.map((r) => r.id);
+	// A: claimed (running, open), then finished after 2 s; B: recorded finished at once (dead, 40 ms).
+	const { rows: open } = await db.pool.query<{ id: string }>(
+		`INSERT INTO ops.job_runs (job_id, attempt, status, started_at) VALUES ($1, 1, 'running', now() - interval '2 seconds') RETURNING id`,
+		[a],
+	);
+	const mid = (await scrape()).text;
+	assert.ok(!/^contracts_job_run\w*\{job_type="metrics_runs"/m.test(mid), 'an open attempt is not counted');
+	await db.pool.query(`UPDATE ops.job_runs SET status = 'succeeded', finished_at = now() WHERE id = $1`, [open[0].id]);
+	await db.pool.query(`UPDATE ops.job_runs SET status = 'succeeded' WHERE id = $1`, [open[0].id]); // no second count
+	await db.pool.query(
+		`INSERT INTO ops.job_runs (job_id, attempt, status, started_at, finished_at)
+		 VALUES ($1, 1, 'dead', now() - interval '40 milliseconds', now())`,
+		[b],
+	);
+	const count = async () => {
+		const { parsed: p } = await scrape();
+		return [
+			p.value('contracts_job_runs_total', { job_type: 'metrics_runs', status: 'succeeded' }),
+			p.value('contracts_job_runs_total', { job_type: 'metrics_runs', status: 'dead' }),
+			p.line('contracts_job_run_duration_seconds_bucket', { job_type: 'metrics_runs', le: '0.05' }),
+			p.line('contracts_job_run_duration_seconds_bucket', { job_type: 'metrics_runs', le: '1' }),
+			p.line('contracts_job_run_duration_seconds_bucket', { job_type: 'metrics_runs', le: '2.5' }),
+			p.line('contracts_job_run_duration_seconds_count', { job_type: 'metrics_runs' }),
+		];
+	};
+	assert.deepEqual(await count(), [1, 1, 1, 1, 2, 2]);
+	await db.pool.query(`DELETE FROM ops.jobs WHERE job_type = 'metrics_runs'`); // its runs go with it (cascade)
+	assert.deepEqual(await count(), [1, 1, 1, 1, 2, 2], 'retention does not lower them');
+});
+
 test('Generate without a run id or step records the Workflow Label as the module and a null run', async () => {
 	model.script.push({ text: 'free', promptTokens: 1, completionTokens: 1 });
 	const out = await generateOperation.execute(deps(), {
@@ -323,7 +425,9 @@ test('property: hostile model names, module labels and job types in the database
 	const jobType = fc.oneof(hostileString(64), fc.string({ unit: 'binary', minLength: 300, maxLength: 600 }));
 	await fc.assert(
 		fc.asyncProperty(label, label, jobType, async (modelName, module, type) => {
-			await db.pool.query('DELETE FROM maas.llm_calls; DELETE FROM ops.jobs');
+			await db.pool.query(
+				'DELETE FROM maas.llm_calls; DELETE FROM ops.jobs; DELETE FROM maas.metric_counters; DELETE FROM maas.metric_models',
+			);
 			await recordLlmCall(
 				db.pool,
 				'00000000-0000-4000-8000-000000000001',
@@ -347,16 +451,104 @@ test('property: hostile model names, module labels and job types in the database
 			assert.equal(parsed.value('contracts_llm_requests_total', { model: stored, outcome: 'ok' }), 1);
 			assert.equal(parsed.value('contracts_llm_tokens_total', { model: stored, kind: 'completion' }), 4);
 			assert.equal(parsed.value('contracts_jobs', { job_type: storedType, status: 'queued' }), 1);
+			// Module labels are one of the fixed five whatever the stored label.
 			const modules = parsed.family('contracts_pipeline_module_calls_total').metrics.map((s) => s.labels?.module);
-			assert.equal(modules.length, 1);
-			assert.ok(
-				modules[0] === storableLabel(module) ||
-					['analyzer', 'assembler', 'final_responder', 'archivist'].includes(modules[0]!),
-			);
+			assert.deepEqual(modules.sort(), [...MODULES].sort());
+			const storedModule = storableLabel(module);
+			const expected = Object.hasOwn(STEP_MODULES, storedModule) ? STEP_MODULES[storedModule] : 'other';
+			assert.equal(parsed.value('contracts_pipeline_module_calls_total', { module: expected }), 1);
 		}),
 		propertyParams('pipeline metrics: hostile labels', {
 			endOnFailure: true,
 			numRuns: Number(process.env.PROPERTY_RUNS) > 0 ? undefined : 200,
 		}),
 	);
+});
+
+test('model labels: the first 20 models get their own label, later ones count as other, and no counter moves between them', async () => {
+	await db.pool.query('DELETE FROM maas.metric_counters; DELETE FROM maas.metric_models; DELETE FROM maas.llm_calls');
+	const call = (model: string) =>
+		recordLlmCall(
+			db.pool,
+			randomUUID(),
+			{ module: 'analysis' },
+			{
+				attempt: 1,
+				model,
+				startedAt: new Date(),
+				durationMs: 5,
+				outcome: 'ok',
+				httpStatus: 200,
+				promptTokens: 1,
+				completionTokens: 1,
+			},
+		);
+	for (let i = 0; i < 25; i++) await call(`model-${i}`);
+	await call('model-3');
+	await call('model-24');
+	const { parsed } = await scrape();
+	const models = parsed.family('contracts_llm_requests_total').metrics.map((s) => s.labels?.model);
+	assert.equal(models.length, 21, '20 named + other');
+	assert.equal(parsed.value('contracts_llm_requests_total', { model: 'model-3', outcome: 'ok' }), 2);
+	assert.equal(
+		parsed.value('contracts_llm_requests_total', { model: 'other', outcome: 'ok' }),
+		6,
+		'model-20 … 24, and 24 again',
+	);
+	assert.equal(parsed.value('contracts_llm_tokens_total', { model: 'other', kind: 'prompt' }), 6);
+});
+
+test('migration 017 backfills the rollup from the rows that exist before it', async () => {
+	const server = await resolvePostgres();
+	const old = await createDatabase(server.url);
+	const dir = mkdtempSync(join(tmpdir(), 'migrations-016-'));
+	const pool = new Pool({ connectionString: old.url });
+	try {
+		const all = join(__dirname, '../../db/migrations');
+		for (const f of readdirSync(all).filter((f) => f < '017')) copyFileSync(join(all, f), join(dir, f));
+		await migrate(old.url, { dir });
+		await pool.query(`INSERT INTO maas.pipeline_runs (user_id, user_query, status, created_at, updated_at, analysis_result, final_context_payload)
+			VALUES ('u', 'q', 'COMPLETED', now() - interval '3 seconds', now(), '{"context_found":[1]}', 'ctx'),
+			       ('u', 'q', 'FAILED', now(), now(), '{"context_found":[]}', NULL), ('u', 'q', 'NEW', now(), now(), NULL, NULL)`);
+		await pool.query(`INSERT INTO maas.llm_calls (call_id, attempt, module, model, started_at, duration_ms, outcome, prompt_tokens, completion_tokens)
+			VALUES ('00000000-0000-4000-8000-000000000001', 1, 'analysis', 'cheap', now(), 200, 'rate_limited', NULL, NULL),
+			       ('00000000-0000-4000-8000-000000000001', 2, 'analysis', 'cheap', now(), 4000, 'ok', 7, 3),
+			       ('00000000-0000-4000-8000-000000000002', 1, 'summarise', 'strong', now(), 50, 'ok', 1, 1)`);
+		await migrate(old.url);
+		const { rows } = await pool.query(
+			`SELECT name, labels, sum(value)::float8 AS v FROM maas.metric_counters GROUP BY 1, 2 ORDER BY 1, 2::text`,
+		);
+		const got = new Map(rows.map((r) => [`${r.name}${JSON.stringify(r.labels)}`, r.v]));
+		for (const [key, value] of [
+			['requests{}', 3],
+			['finished_runs{"status":"COMPLETED"}', 1],
+			['finished_runs{"status":"FAILED"}', 1],
+			['completion_duration_seconds{"le":"5"}', 1],
+			['analyses{}', 2],
+			['analyses_context_found{}', 1],
+			['assembled_contexts{}', 1],
+			['assembled_context_bytes{}', 3],
+			['llm_requests{"model":"cheap","outcome":"ok"}', 1],
+			['llm_requests{"model":"cheap","outcome":"rate_limited"}', 1],
+			['llm_tokens{"kind":"prompt","model":"cheap"}', 7],
+			['module_calls{"module":"analyzer"}', 1],
+			['module_retries{"module":"analyzer"}', 1],
+			['module_calls{"module":"other"}', 1],
+			['module_attempt_seconds{"le":"0.25","module":"analyzer"}', 1],
+			['module_attempt_seconds{"le":"5","module":"analyzer"}', 1],
+		] as const)
+			assert.equal(got.get(key), value, key);
+		assert.ok(Math.abs(got.get('completion_duration_seconds_sum{}') - 3) < 0.01);
+		// After the backfill, the triggers go on from there.
+		await pool.query(`INSERT INTO maas.pipeline_runs (user_id, user_query) VALUES ('u', 'q')`);
+		const { rows: r2 } = await pool.query(
+			`SELECT sum(value)::float8 AS v FROM maas.metric_counters WHERE name = 'requests'`,
+		);
+		assert.equal(r2[0].v, 4);
+	} finally {
+		await pool.end();
+		await old.drop();
+		await server.stop();
+		rmSync(dir, { recursive: true, force: true });
+	}
 });

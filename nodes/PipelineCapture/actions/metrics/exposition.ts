@@ -9,22 +9,17 @@
  */
 import { Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { JobTypeStats } from '../../../shared/jobs/stats';
-import { MODULE_DURATION_BUCKETS, RUN_DURATION_BUCKETS } from './sql';
+import { JOB_RUN_BUCKETS, MODULE_DURATION_BUCKETS, RUN_DURATION_BUCKETS } from './sql';
 
 /** Content type of the text: Prometheus text format 0.0.4. */
 export const PROMETHEUS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
 
-/** The pipeline_runs statuses (db/migrations/003), each reported even at 0. */
-export const RUN_STATUSES = [
-	'NEW',
-	'ANALYZING',
-	'ANALYZED',
-	'ASSEMBLING',
-	'READY',
-	'RESPONDING',
-	'COMPLETED',
-	'FAILED',
-] as const;
+/** The pipeline_runs statuses not finished yet (db/migrations/003), each reported even at 0. */
+export const ACTIVE_STATUSES = ['NEW', 'ANALYZING', 'ANALYZED', 'ASSEMBLING', 'READY', 'RESPONDING'] as const;
+/** The finished statuses, counted by contracts_pipeline_finished_runs_total. */
+export const FINISHED_STATUSES = ['COMPLETED', 'FAILED'] as const;
+/** The module label values (db/migrations/017 maas.metric_module): the four steps, anything else `other`. */
+export const MODULES = ['analyzer', 'assembler', 'final_responder', 'archivist', 'other'] as const;
 
 /** Cumulative bucket counts (one per bound, in bound order), sum and count of a histogram. */
 export interface HistogramFigures {
@@ -33,33 +28,26 @@ export interface HistogramFigures {
 	count: number;
 }
 
+/** One rollup figure: maas.metric_counters summed over its shards. */
+export interface CounterFigure {
+	name: string;
+	labels: Record<string, string>;
+	value: number;
+}
+
 /** The row PIPELINE_METRICS returns. */
 export interface PipelineFigures {
+	counters: CounterFigure[];
+	/** Runs per status not finished yet (absent: 0). */
 	statuses: Record<string, number>;
-	runs: {
-		total: number;
-		last_minute: number;
-		oldest_new_age: number | null;
-		analyses: number;
-		context_found: number;
-		contexts: number;
-		context_bytes: number;
-	};
-	run_duration: HistogramFigures;
-	/** Per module: Generate calls (the histogram's count), retried attempts, call-time sum (s) and buckets. */
-	modules: Array<Omit<HistogramFigures, 'count'> & { module: string; calls: number; retries: number }>;
-	models: Array<{
-		model: string;
-		outcome: string;
-		attempts: number;
-		prompt_tokens: number;
-		completion_tokens: number;
-		seconds: number;
-	}>;
-	tables: Array<{ table: string; rows: number; bytes: number }>;
+	runs: { oldest_new_age: number | null; last_minute: number };
+	/** rows: pg_class.reltuples (an estimate; null before the table was first analysed). */
+	tables: Array<{ table: string; rows: number | null; bytes: number }>;
 }
 
 const PREFIX = 'contracts_pipeline_';
+
+type Labels = Record<string, string>;
 
 /** A histogram metric object over buckets counted elsewhere (prom-client's `get()` collector shape). */
 function sqlHistogram(
@@ -67,7 +55,7 @@ function sqlHistogram(
 	name: string,
 	help: string,
 	bounds: number[],
-	series: Array<{ labels: Record<string, string>; figures: HistogramFigures }>,
+	series: Array<{ labels: Labels; figures: HistogramFigures }>,
 ): void {
 	const metric = {
 		name,
@@ -101,7 +89,7 @@ function series(
 	name: string,
 	help: string,
 	labelNames: string[],
-	values: Array<[Record<string, string>, number]>,
+	values: Array<[Labels, number]>,
 ): void {
 	if (kind === 'counter') {
 		const counter = new Counter({ name, help, labelNames, registers: [registry] });
@@ -114,21 +102,58 @@ function series(
 
 const ratio = (part: number, whole: number) => (whole > 0 ? part / whole : 0);
 
+/** The rollup's figures by name. */
+class Rollup {
+	constructor(private readonly counters: CounterFigure[]) {}
+	/** Every label set of `name` with its value. */
+	all(name: string): Array<[Labels, number]> {
+		return this.counters.filter((c) => c.name === name).map((c) => [{ ...c.labels }, Number(c.value)]);
+	}
+	/** The value of `name` at exactly `labels` (0 when absent). */
+	one(name: string, labels: Labels = {}): number {
+		const key = JSON.stringify(Object.entries(labels).sort());
+		const hit = this.counters.find((c) => c.name === name && JSON.stringify(Object.entries(c.labels).sort()) === key);
+		return hit ? Number(hit.value) : 0;
+	}
+	/** `name` for each of `values` of label `label` (0 when absent). */
+	each(name: string, label: string, values: readonly string[]): Array<[Labels, number]> {
+		return values.map((v) => [{ [label]: v }, this.one(name, { [label]: v })]);
+	}
+	/**
+	 * A histogram from non-cumulative rows `name{…, le}` (le: the smallest bound ≥ the value, or +Inf)
+	 * and `name_sum{…}`, per label set of `groups` (label values of the one grouping label).
+	 */
+	histogram(
+		name: string,
+		bounds: number[],
+		groups: Array<Labels>,
+	): Array<{ labels: Labels; figures: HistogramFigures }> {
+		return groups.map((labels) => {
+			const rows = this.all(name).filter(([l]) => Object.entries(labels).every(([k, v]) => l[k] === v));
+			const at = (le: string) => rows.filter(([l]) => l.le === le).reduce((t, [, n]) => t + n, 0);
+			let running = 0;
+			const buckets = bounds.map((b) => (running += at(String(b))));
+			const count = rows.reduce((t, [, n]) => t + n, 0);
+			return { labels, figures: { buckets, sum: this.one(`${name}_sum`, labels), count } };
+		});
+	}
+}
+
 /** The pipeline, module, database and model-API metrics (docs/metrics.md). */
-function pipelineMetrics(registry: Registry, f: PipelineFigures): void {
+function pipelineMetrics(registry: Registry, f: PipelineFigures, r: Rollup): void {
 	const status = (s: string) => Number(f.statuses[s] ?? 0);
-	const known = new Set<string>(RUN_STATUSES);
+	const known = new Set<string>(ACTIVE_STATUSES);
 	series(
 		registry,
 		'gauge',
 		`${PREFIX}runs`,
-		'Pipeline runs per status now (maas.pipeline_runs)',
+		'Pipeline runs per status not finished yet, now (maas.pipeline_runs)',
 		['status'],
 		[
-			...RUN_STATUSES.map((s): [Record<string, string>, number] => [{ status: s }, status(s)]),
+			...ACTIVE_STATUSES.map((s): [Labels, number] => [{ status: s }, status(s)]),
 			...Object.keys(f.statuses)
 				.filter((s) => !known.has(s))
-				.map((s): [Record<string, string>, number] => [{ status: s }, status(s)]),
+				.map((s): [Labels, number] => [{ status: s }, status(s)]),
 		],
 	);
 	series(registry, 'gauge', `${PREFIX}backlog_runs`, 'Runs waiting in NEW', [], [[{}, status('NEW')]]);
@@ -145,50 +170,61 @@ function pipelineMetrics(registry: Registry, f: PipelineFigures): void {
 		registry,
 		'counter',
 		`${PREFIX}requests_total`,
-		'Requests accepted (rows of maas.pipeline_runs)',
+		'Requests accepted (runs created)',
 		[],
-		[[{}, Number(f.runs.total)]],
+		[[{}, r.one('requests')]],
 	);
 	series(
 		registry,
 		'gauge',
 		`${PREFIX}requests_last_minute`,
-		'Requests accepted in the last 60 seconds',
+		'Requests accepted in the last 60 seconds (runs still in the table)',
 		[],
 		[[{}, Number(f.runs.last_minute)]],
 	);
-	series(registry, 'counter', `${PREFIX}failed_runs_total`, 'Runs in FAILED', [], [[{}, status('FAILED')]]);
+	series(
+		registry,
+		'counter',
+		`${PREFIX}finished_runs_total`,
+		'Runs that reached COMPLETED or FAILED, per status',
+		['status'],
+		r.each('finished_runs', 'status', FINISHED_STATUSES),
+	);
+	const failed = r.one('finished_runs', { status: 'FAILED' });
+	const completed = r.one('finished_runs', { status: 'COMPLETED' });
+	series(registry, 'counter', `${PREFIX}failed_runs_total`, 'Runs that reached FAILED', [], [[{}, failed]]);
 	series(
 		registry,
 		'gauge',
 		`${PREFIX}error_ratio`,
-		'FAILED / (COMPLETED + FAILED) over the runs in the table (0 when none finished)',
+		'FAILED / (COMPLETED + FAILED) since the counters began (0 when none finished)',
 		[],
-		[[{}, ratio(status('FAILED'), status('FAILED') + status('COMPLETED'))]],
+		[[{}, ratio(failed, failed + completed)]],
 	);
 	sqlHistogram(
 		registry,
 		`${PREFIX}completion_duration_seconds`,
-		'Time from NEW (created_at) to COMPLETED (updated_at) of the completed runs',
+		'Time from NEW (created_at) to COMPLETED (updated_at when it completed)',
 		RUN_DURATION_BUCKETS,
-		[{ labels: {}, figures: f.run_duration }],
+		r.histogram('completion_duration_seconds', RUN_DURATION_BUCKETS, [{}]),
 	);
+	const modules = MODULES.map((module) => ({ module }));
 	sqlHistogram(
 		registry,
-		`${PREFIX}module_duration_seconds`,
-		'Model time of one Generate call per module: first attempt start to last attempt end, retry waits included',
+		`${PREFIX}module_attempt_duration_seconds`,
+		'Wall time of one model HTTP attempt of Model → Generate per module (retry waits not included)',
 		MODULE_DURATION_BUCKETS,
-		f.modules.map((m) => ({ labels: { module: m.module }, figures: { ...m, count: m.calls } })),
+		r.histogram('module_attempt_seconds', MODULE_DURATION_BUCKETS, modules),
 	);
-	const byModule = (pick: (m: PipelineFigures['modules'][number]) => number) =>
-		f.modules.map((m): [Record<string, string>, number] => [{ module: m.module }, pick(m)]);
+	const calls = r.each('module_calls', 'module', MODULES);
+	const retries = r.each('module_retries', 'module', MODULES);
 	series(
 		registry,
 		'counter',
 		`${PREFIX}module_calls_total`,
-		'Generate calls per module',
+		'Generate calls (first attempts) per module',
 		['module'],
-		byModule((m) => Number(m.calls)),
+		calls,
 	);
 	series(
 		registry,
@@ -196,7 +232,7 @@ function pipelineMetrics(registry: Registry, f: PipelineFigures): void {
 		`${PREFIX}module_retries_total`,
 		'Retried attempts (attempts beyond the first) of Generate calls per module',
 		['module'],
-		byModule((m) => Number(m.retries)),
+		retries,
 	);
 	series(
 		registry,
@@ -204,83 +240,69 @@ function pipelineMetrics(registry: Registry, f: PipelineFigures): void {
 		`${PREFIX}module_retry_ratio`,
 		'Retries per Generate call per module (module_retries_total / module_calls_total)',
 		['module'],
-		byModule((m) => ratio(Number(m.retries), Number(m.calls))),
+		calls.map(([labels, n], i): [Labels, number] => [labels, ratio(retries[i][1], n)]),
 	);
-	series(
-		registry,
-		'counter',
-		`${PREFIX}analyses_total`,
-		'Runs with an analysis result',
-		[],
-		[[{}, Number(f.runs.analyses)]],
-	);
+	const analyses = r.one('analyses');
+	const found = r.one('analyses_context_found');
+	series(registry, 'counter', `${PREFIX}analyses_total`, 'Analyses stored (analysis_result set)', [], [[{}, analyses]]);
 	series(
 		registry,
 		'counter',
 		`${PREFIX}analyses_context_found_total`,
 		'Analyses whose context_found is non-empty',
 		[],
-		[[{}, Number(f.runs.context_found)]],
+		[[{}, found]],
 	);
 	series(
 		registry,
 		'gauge',
 		`${PREFIX}analysis_context_found_ratio`,
-		'Share of analyses that found context (0 when none)',
+		'Share of analyses that found context since the counters began (0 when none)',
 		[],
-		[[{}, ratio(Number(f.runs.context_found), Number(f.runs.analyses))]],
+		[[{}, ratio(found, analyses)]],
 	);
+	const contexts = r.one('assembled_contexts');
+	const bytes = r.one('assembled_context_bytes');
 	series(
 		registry,
 		'gauge',
 		`${PREFIX}assembled_context_average_bytes`,
-		'Average size of final_context_payload over the runs that have one, UTF-8 bytes (0 when none)',
+		'Average size of an assembled context (final_context_payload) since the counters began, UTF-8 bytes (0 when none)',
 		[],
-		[[{}, ratio(Number(f.runs.context_bytes), Number(f.runs.contexts))]],
+		[[{}, ratio(bytes, contexts)]],
 	);
-	series(
-		registry,
-		'counter',
-		`${PREFIX}assembled_contexts_total`,
-		'Runs with an assembled context',
-		[],
-		[[{}, Number(f.runs.contexts)]],
-	);
+	series(registry, 'counter', `${PREFIX}assembled_contexts_total`, 'Assembled contexts stored', [], [[{}, contexts]]);
 	series(
 		registry,
 		'counter',
 		`${PREFIX}assembled_context_bytes_total`,
 		'UTF-8 bytes of all assembled contexts',
 		[],
-		[[{}, Number(f.runs.context_bytes)]],
+		[[{}, bytes]],
 	);
-	const tables = (pick: (t: PipelineFigures['tables'][number]) => number) =>
-		f.tables.map((t): [Record<string, string>, number] => [{ table: t.table }, pick(t)]);
 	series(
 		registry,
 		'gauge',
 		`${PREFIX}table_size_bytes`,
 		'Total size of the table with its indexes and TOAST',
 		['table'],
-		tables((t) => Number(t.bytes)),
+		f.tables.map((t): [Labels, number] => [{ table: t.table }, Number(t.bytes)]),
 	);
 	series(
 		registry,
 		'gauge',
 		`${PREFIX}table_rows`,
-		'Rows in the table (exact count)',
+		'Rows in the table, PostgreSQL’s estimate (pg_class.reltuples; absent before the first ANALYZE)',
 		['table'],
-		tables((t) => Number(t.rows)),
+		f.tables.filter((t) => t.rows !== null).map((t): [Labels, number] => [{ table: t.table }, Number(t.rows)]),
 	);
-	const models = (pick: (m: PipelineFigures['models'][number]) => number) =>
-		f.models.map((m): [Record<string, string>, number] => [{ model: m.model, outcome: m.outcome }, pick(m)]);
 	series(
 		registry,
 		'counter',
 		'contracts_llm_requests_total',
-		'HTTP attempts of Model → Generate per model and outcome (ok, rate_limited = HTTP 429, timeout, error)',
+		'HTTP attempts of Model → Generate per model (20 named, the rest other) and outcome (ok, rate_limited = HTTP 429, timeout, error)',
 		['model', 'outcome'],
-		models((m) => Number(m.attempts)),
+		r.all('llm_requests'),
 	);
 	series(
 		registry,
@@ -288,13 +310,7 @@ function pipelineMetrics(registry: Registry, f: PipelineFigures): void {
 		'contracts_llm_request_duration_seconds_total',
 		'Wall time of those attempts per model and outcome',
 		['model', 'outcome'],
-		models((m) => Number(m.seconds)),
-	);
-	const tokens = f.models.flatMap(
-		(m): Array<[Record<string, string>, number]> => [
-			[{ model: m.model, kind: 'prompt' }, Number(m.prompt_tokens)],
-			[{ model: m.model, kind: 'completion' }, Number(m.completion_tokens)],
-		],
+		r.all('llm_request_seconds'),
 	);
 	series(
 		registry,
@@ -302,12 +318,15 @@ function pipelineMetrics(registry: Registry, f: PipelineFigures): void {
 		'contracts_llm_tokens_total',
 		'Tokens the provider reported per model and kind (prompt, completion)',
 		['model', 'kind'],
-		tokens,
+		r.all('llm_tokens'),
 	);
 }
 
-/** The job queue metrics from Job → Get Stats' figures (nodes/shared/jobs/stats.ts). */
-function jobMetrics(registry: Registry, jobs: JobTypeStats[]): void {
+/**
+ * The job queue metrics: the queue now from Job → Get Stats' figures (nodes/shared/jobs/stats.ts), the
+ * finished attempts from the rollup (db/migrations/017).
+ */
+function jobMetrics(registry: Registry, jobs: JobTypeStats[], r: Rollup): void {
 	const statuses = ['queued', 'running', 'succeeded', 'failed', 'dead'] as const;
 	series(
 		registry,
@@ -339,37 +358,24 @@ function jobMetrics(registry: Registry, jobs: JobTypeStats[]): void {
 		['job_type'],
 		present((j) => j.oldest_due_wait_seconds),
 	);
-	const window = jobs[0]?.window_seconds;
 	series(
 		registry,
-		'gauge',
-		'contracts_job_window_runs',
-		`Job attempts (ops.job_runs) finished in the last window_seconds (${window ?? 'n/a'} s)`,
-		['job_type'],
-		jobs.map((j) => [{ job_type: j.job_type }, j.runs]),
+		'counter',
+		'contracts_job_runs_total',
+		'Job attempts (ops.job_runs) finished, per job type and run status (succeeded, failed, retry, dead)',
+		['job_type', 'status'],
+		r.all('job_runs'),
 	);
-	series(
+	const types = [...new Set(r.all('job_run_seconds').map(([l]) => l.job_type))].sort();
+	sqlHistogram(
 		registry,
-		'gauge',
-		'contracts_job_window_failures',
-		'Of those, attempts that failed (status failed, retry or dead)',
-		['job_type'],
-		jobs.map((j) => [{ job_type: j.job_type }, j.failures]),
-	);
-	series(
-		registry,
-		'gauge',
-		'contracts_job_window_run_duration_seconds',
-		'p50 / p95 run time of those attempts (absent: no run)',
-		['job_type', 'quantile'],
-		jobs.flatMap((j) =>
-			(['0.5', '0.95'] as const)
-				.map((q): [Record<string, string>, number | null] => [
-					{ job_type: j.job_type, quantile: q },
-					q === '0.5' ? j.run_ms.p50 : j.run_ms.p95,
-				])
-				.filter((v): v is [Record<string, string>, number] => v[1] !== null)
-				.map(([labels, ms]): [Record<string, string>, number] => [labels, ms / 1000]),
+		'contracts_job_run_duration_seconds',
+		'Run time (finished_at − started_at) of the finished job attempts per job type',
+		JOB_RUN_BUCKETS,
+		r.histogram(
+			'job_run_seconds',
+			JOB_RUN_BUCKETS,
+			types.map((job_type) => ({ job_type })),
 		),
 	);
 }
@@ -380,7 +386,8 @@ function jobMetrics(registry: Registry, jobs: JobTypeStats[]): void {
  */
 export async function exposition(figures: PipelineFigures, jobs: JobTypeStats[]): Promise<string> {
 	const registry = new Registry();
-	pipelineMetrics(registry, figures);
-	jobMetrics(registry, jobs);
+	const rollup = new Rollup(figures.counters);
+	pipelineMetrics(registry, figures, rollup);
+	jobMetrics(registry, jobs, rollup);
 	return await registry.metrics();
 }

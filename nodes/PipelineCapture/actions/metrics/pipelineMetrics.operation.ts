@@ -1,10 +1,13 @@
 /**
  * Metrics → Pipeline Metrics (seed 001 §9): the pipeline's metrics as a Prometheus scrape, computed from
  * the database only, so every n8n process (queue mode too) answers the same. Two queries sent at once:
- * PIPELINE_METRICS (./sql.ts: runs, modules, tables, model calls) and Job → Get Stats' jobStats (the
- * ops.jobs queue per job type). The text is written by prom-client in a fresh Registry (./exposition.ts);
+ * PIPELINE_METRICS (./sql.ts: the counter rollup of db/migrations/017, the unfinished runs, table sizes
+ * from pg_class) and Job → Get Stats' jobStats (the ops.jobs queue per job type). The text is written by prom-client in a fresh Registry (./exposition.ts);
  * every metric (name, type, labels, unit) is listed in docs/metrics.md.
- * Input: `window_seconds` — the window of the job-run figures (1 … 2,592,000; default 3600).
+ * Input: `window_seconds` — the window Get Stats reads ops.job_runs over (1 … 2,592,000; default 3600). Since
+ * migration 017 no metric shows the window figures (finished attempts are the counter contracts_job_runs_total
+ * and the histogram contracts_job_run_duration_seconds); the field stays so saved workflows stay valid, and
+ * a short window keeps Get Stats' read of ops.job_runs small (index job_runs_finished_idx).
  * Output: one item `{ content_type: "text/plain; version=0.0.4; charset=utf-8", text }`, for a Respond to
  * Webhook node answering with text and that Content-Type header (workflows-json/maas/M18_metrics.json).
  * Errors: 422 window_seconds; 503 database unreachable.
@@ -13,8 +16,8 @@ import { fromPgError } from '../../../shared/errors';
 import { jobStats, STATS_WINDOW_SECONDS } from '../../../shared/jobs/stats';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
-import { exposition, PROMETHEUS_CONTENT_TYPE, type PipelineFigures } from './exposition';
-import { MODULE_DURATION_BUCKETS, PIPELINE_METRICS, RUN_DURATION_BUCKETS } from './sql';
+import { exposition, PROMETHEUS_CONTENT_TYPE } from './exposition';
+import { scrapeFigures } from './sql';
 
 export const pipelineMetricsOperation: PipelineOperation = {
 	value: 'pipelineMetrics',
@@ -27,17 +30,15 @@ export const pipelineMetricsOperation: PipelineOperation = {
 			name: 'windowSeconds',
 			type: 'number',
 			default: STATS_WINDOW_SECONDS,
+			// Kept as snapshotted (test/fixtures/nodeDescriptions.json): no metric shows the window since 017.
 			description: 'Job runs finished this long ago or later are counted (1–2592000)',
 		},
 	]),
 	async execute(deps, input) {
 		const [figures, jobs] = await Promise.all([
-			deps.pool.query(PIPELINE_METRICS, [RUN_DURATION_BUCKETS, MODULE_DURATION_BUCKETS]).then(
-				(r) => r.rows[0] as PipelineFigures,
-				(error: unknown) => {
-					throw fromPgError(error, { operation: 'select', table: 'maas.pipeline_runs' });
-				},
-			),
+			scrapeFigures(deps.pool).catch((error: unknown) => {
+				throw fromPgError(error, { operation: 'select', table: 'maas.pipeline_runs' });
+			}),
 			jobStats(deps.pool, { window_seconds: input.window_seconds }),
 		]);
 		return { data: { content_type: PROMETHEUS_CONTENT_TYPE, text: await exposition(figures, jobs) }, output: 0 };
