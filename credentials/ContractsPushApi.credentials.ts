@@ -24,7 +24,7 @@ export class ContractsPushApi implements ICredentialType {
 			required: true,
 			default: '',
 			description:
-				'At least 32 characters (e.g. `openssl rand -base64 32`). Push tokens are HMAC-SHA256 of the user ID with it.',
+				'A random secret of at least 32 random bytes (`openssl rand -base64 32`), never a word or a reused password: whoever guesses it can mint a token for any user. Push tokens are HMAC-SHA256 of the user ID with it; rotating it revokes every token.',
 		},
 	];
 }

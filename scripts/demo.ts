@@ -140,7 +140,9 @@ const EMBEDDINGS_KEY = `demo-emb-${randomBytes(16).toString('hex')}`;
 const LLM_KEY = `sk-demo-${randomBytes(16).toString('hex')}`;
 /** The Contracts Push API secret of M17 (Pipeline Push tokens) for this demo run (never printed). */
 const PUSH_SECRET = randomBytes(32).toString('base64url');
-const SECRETS = [SECRET, JWT_SECRET, BOT_TOKEN, EMBEDDINGS_KEY, LLM_KEY, PUSH_SECRET];
+/** The bearer token M18's Header Auth credential (metricsHeaderAuth01) expects, as Prometheus would send it (never printed). */
+const SCRAPE_TOKEN = randomBytes(24).toString('base64url');
+const SECRETS = [SECRET, JWT_SECRET, BOT_TOKEN, EMBEDDINGS_KEY, LLM_KEY, PUSH_SECRET, SCRAPE_TOKEN];
 /** M18 (Prometheus scrape, GET /webhook/metrics), imported when this checkout ships it. */
 const METRICS_WORKFLOW = 'maas/M18_metrics.json';
 /** Everything the demo prints, to check it for secrets at the end. */
@@ -268,6 +270,12 @@ async function main() {
 		harness.telegramCredential(botApi.baseUrl, botApi.token),
 		harness.jwtCredential(JWT_SECRET),
 		pushCredential(PUSH_SECRET),
+		{
+			id: 'metricsHeaderAuth01',
+			name: 'Contracts Metrics Scrape',
+			type: 'httpHeaderAuth',
+			data: { name: 'Authorization', value: `Bearer ${SCRAPE_TOKEN}` },
+		},
 		// the shipped WF41/WF51 reference these ids; point baseUrl/apiKey (and model) at a real endpoint instead (README)
 		{
 			id: 'embContracts01',
@@ -455,7 +463,7 @@ async function main() {
 	);
 	if (leaks.length > 0) throw new Error(`a secret of this run appeared in ${leaks.join(' and ')}`);
 	console.log(
-		"\nsecrets (webhook secret, bot token, API keys, JWT secret, push secret): in none of the lines above, nor in n8n's log",
+		"\nsecrets (webhook secret, bot token, API keys, JWT secret, push secret, scrape token): in none of the lines above, nor in n8n's log",
 	);
 
 	if (once) {
@@ -608,16 +616,16 @@ async function showPushed(db: Client, client: PushClient, requestId: string, pos
 
 /** The metric families the demo shows from the scrape: runs per status, requests, completions, Generate calls, LLM requests. */
 const SHOWN_METRICS =
-	/^contracts_(pipeline_runs\{status="(COMPLETED|FAILED)"\}|(pipeline_requests_total|pipeline_completion_duration_seconds_count|pipeline_module_calls_total|llm_requests_total)[{ ])/;
+	/^contracts_(pipeline_finished_runs_total\{status="(COMPLETED|FAILED)"\}|(pipeline_requests_total|pipeline_completion_duration_seconds_count|pipeline_module_calls_total|llm_requests_total)[{ ])/;
 
 /** GET /webhook/metrics (M18) and prints the lines that count the demo's run (and how many lines the scrape had). */
 async function showMetrics(n8nUrl: string) {
 	try {
-		const res = await fetch(`${n8nUrl}/webhook/metrics`);
+		const res = await fetch(`${n8nUrl}/webhook/metrics`, { headers: { authorization: `Bearer ${SCRAPE_TOKEN}` } });
 		const text = await res.text();
 		const lines = text.split('\n');
 		console.log(
-			`\n  GET /webhook/metrics → HTTP ${res.status} ${res.headers.get('content-type') ?? ''}, ${lines.filter((l) => l && !l.startsWith('#')).length} samples; those counting the run:`,
+			`\n  GET /webhook/metrics (Authorization: Bearer <the scrape token>) → HTTP ${res.status} ${res.headers.get('content-type') ?? ''}, ${lines.filter((l) => l && !l.startsWith('#')).length} samples; those counting the run:`,
 		);
 		for (const l of lines.filter((x) => SHOWN_METRICS.test(x))) console.log(`    ${l}`);
 	} catch (error) {

@@ -56,12 +56,12 @@ export class PipelineTrigger implements INodeType {
 					description: 'The NOTIFY channel of the notify_pipeline_change trigger',
 				},
 				{
-					displayName: 'Catch-Up Limit',
+					displayName: 'Catch-Up Page Size',
 					name: 'catchUpLimit',
 					type: 'number',
 					typeOptions: { minValue: 1 },
 					default: 1000,
-					description: 'Most runs one catch-up emits',
+					description: 'Runs per catch-up batch (one execution each); the catch-up pages through all of them',
 				},
 				{
 					displayName: 'Max Reconnect Delay (Ms)',
