@@ -4,6 +4,8 @@
  * - counters and histograms come from the rollup maas.metric_counters (db/migrations/017), which
  *   triggers add to in the same transaction as the event and nothing subtracts from — so deleting old
  *   pipeline_runs / llm_calls (retention) never lowers a counter. One row per name, label set and shard.
+ *   Job attempts are the exception (no trigger on the queue's hot path): the finished ops.job_runs that
+ *   exist (view maas.metric_job_runs_live, one pass over them) plus what the rollup keeps of deleted jobs.
  * - gauges: the runs not finished yet per status (the partial index pipeline_runs_status_idx), the oldest
  *   NEW run, the runs created in the last minute (through pipeline_runs_changed_idx: updated_at ≥
  *   created_at), and table sizes from pg_class (reltuples is PostgreSQL's estimate, kept by ANALYZE and
@@ -28,7 +30,10 @@ export const SIZED_TABLES = ['maas.pipeline_runs', 'maas.raw_logs', 'maas.lsm_st
 export const PIPELINE_METRICS = `
 SELECT
   (SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'labels', labels, 'value', value)), '[]'::jsonb)
-     FROM (SELECT name, labels, sum(value)::float8 AS value FROM maas.metric_counters GROUP BY name, labels) c
+     FROM (SELECT name, labels, sum(value)::float8 AS value
+           FROM (SELECT name, labels, value FROM maas.metric_counters
+                 UNION ALL SELECT name, labels, value FROM maas.metric_job_runs_live) a
+           GROUP BY name, labels) c
   ) AS counters,
   (SELECT coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
      FROM (SELECT status, count(*)::bigint AS n FROM maas.pipeline_runs
