@@ -1,6 +1,5 @@
 import {
 	NodeConnectionTypes,
-	type IDataObject,
 	type IExecuteFunctions,
 	type INodeExecutionData,
 	type INodeType,
@@ -14,29 +13,13 @@ import { outputsExpression, routeItems, type Route } from '../shared/node/router
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
 import { contractsLlmApiTest } from '../shared/llm/credentialTest';
-import type { LlmCredential, Sender } from '../shared/llm/generate';
+import type { LlmCredential } from '../shared/llm/generate';
 import { externalProcessorRunner } from '../shared/stateMachine';
 import { PIPELINE_RESOURCES } from './actions';
 import { PIPELINE_OUTPUTS, type PipelineContext, type PipelineOperation } from './actions/types';
+import { requestSender } from '../shared/llm/requestSender';
 import { pipelineDefinition } from './engine/definition';
 import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './engine/calculationNodes';
-
-/** An HTTP sender through n8n's request helper (the Model resource's LLM calls). */
-function n8nSender(fn: IExecuteFunctions): Sender {
-	return async ({ url, body, headers, timeoutMs }) => {
-		const res = (await fn.helpers.httpRequest({
-			method: 'POST',
-			url,
-			body: body as IDataObject,
-			headers,
-			json: true,
-			timeout: timeoutMs,
-			returnFullResponse: true,
-			ignoreHttpStatusErrors: true,
-		})) as { statusCode: number; body: unknown; headers: Record<string, string> };
-		return { status: res.statusCode, body: res.body, headers: res.headers };
-	};
-}
 
 /**
  * How Pipeline Capture routes an item: the Webhook's x-correlation-id header (else the item's
@@ -68,7 +51,7 @@ const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string
 		),
 		llm: async () => ({
 			credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
-			send: n8nSender(fn),
+			send: requestSender((options) => fn.helpers.httpRequest(options)),
 		}),
 	}),
 	execute: async (operation, context, input) => await operation.execute(context, input as Record<string, unknown>),

@@ -8,28 +8,16 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import type { IDataObject } from 'n8n-workflow';
 import { fetchSender } from '../../nodes/KnowledgeBot/transport/http';
 import { generate, isTimeout, type LlmAttempt, type RetryPolicy, type Sender } from '../../nodes/shared/llm/generate';
 import { closedPort } from '../helpers/secretScan';
+import { requestSender } from '../../nodes/shared/llm/requestSender';
 import { UsageModelStandIn } from '../helpers/usageModelStandIn';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { httpRequest } = require('n8n-core/dist/execution-engine/node-execution-context/utils/request-helper-functions');
 
-/** The node's sender (PipelineCapture.node.ts n8nSender) over n8n-core's httpRequest, with the same options. */
-const n8nSender: Sender = async ({ url, body, headers, timeoutMs }) => {
-	const res = (await httpRequest({
-		method: 'POST',
-		url,
-		body: body as IDataObject,
-		headers,
-		json: true,
-		timeout: timeoutMs,
-		returnFullResponse: true,
-		ignoreHttpStatusErrors: true,
-	})) as { statusCode: number; body: unknown; headers: Record<string, string> };
-	return { status: res.statusCode, body: res.body, headers: res.headers };
-};
+/** The node's sender (nodes/shared/llm/requestSender.ts) over n8n-core's httpRequest, as in n8n. */
+const n8nSender: Sender = requestSender(httpRequest);
 
 const model = new UsageModelStandIn();
 /** A server that accepts and never answers. */

@@ -7,27 +7,14 @@ import { fieldsOf } from '../../../shared/node/fields';
 import { exportWorkflows } from '../../../shared/stateMachine';
 import { PIPELINE_MODEL } from '../../engine/definition';
 import type { PipelineOperation } from '../types';
+import { MODEL_FIELDS } from './modelFields';
 
 export const exportOperation: PipelineOperation = {
 	value: 'export',
 	name: 'Export',
 	action: 'Export state machine definitions',
 	description: 'Read the stored WorkflowDefinitions of a model (seed 004 export format)',
-	fields: fieldsOf({ resource: 'stateMachine', operation: 'export' }, [
-		{
-			displayName: 'Model',
-			name: 'model',
-			default: 'pipeline_runs',
-			description: 'Entity model the definitions belong to',
-		},
-		{
-			displayName: 'Model Version',
-			name: 'modelVersion',
-			type: 'number',
-			default: 1,
-			description: 'Version of the model',
-		},
-	]),
+	fields: fieldsOf({ resource: 'stateMachine', operation: 'export' }, [...MODEL_FIELDS]),
 	async execute(deps, input) {
 		const ref = {
 			model: String(input.model || PIPELINE_MODEL.model),

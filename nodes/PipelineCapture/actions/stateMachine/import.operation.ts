@@ -11,6 +11,7 @@ import { fieldsOf } from '../../../shared/node/fields';
 import { importWorkflows } from '../../../shared/stateMachine';
 import { assertPipelineTransitions, forgetDefinition, PIPELINE_MODEL } from '../../engine/definition';
 import type { PipelineOperation } from '../types';
+import { MODEL_FIELDS } from './modelFields';
 
 export const importOperation: PipelineOperation = {
 	value: 'import',
@@ -26,19 +27,7 @@ export const importOperation: PipelineOperation = {
 			default: '={{ $json.body || $json }}',
 			description: 'The import request: { "importMode": "MERGE", "workflows": [ … ] }',
 		},
-		{
-			displayName: 'Model',
-			name: 'model',
-			default: 'pipeline_runs',
-			description: 'Entity model the definitions belong to',
-		},
-		{
-			displayName: 'Model Version',
-			name: 'modelVersion',
-			type: 'number',
-			default: 1,
-			description: 'Version of the model',
-		},
+		...MODEL_FIELDS,
 	]),
 	async execute(deps, input) {
 		const body = typeof input.body === 'string' ? JSON.parse(input.body) : input.body;
