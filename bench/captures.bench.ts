@@ -20,6 +20,7 @@ import { Pool } from 'pg';
 import { capture } from '../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../nodes/PipelineCapture/engine/definition';
 import { setupDatabase } from '../test/helpers/db';
+import { recordGoal } from './goals';
 import {
 	alternatingMedians,
 	envInt,
@@ -159,6 +160,16 @@ async function main() {
 				]),
 			),
 		);
+		// P3: the curve over worker counts; reaching here means every run was captured exactly once.
+		recordGoal({
+			goal: 'P3',
+			what: `captures/s at ${rows.map((r) => r.workers).join(' / ')} workers, each run captured exactly once`,
+			measured: rows.map((r) => rate(r.ours)).join(' / '),
+			baseline: `bare compare-and-set ${rows.map((r) => rate(r.cas)).join(' / ')}`,
+			ratio: null,
+			atLeast: null,
+			held: true,
+		});
 	} finally {
 		await db.drop();
 	}

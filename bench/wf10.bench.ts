@@ -31,6 +31,7 @@ import { mapLimit } from '../test/helpers/n8n';
 import { backendPids, ms, perRequest, processTree, readCpu, type CpuReading } from './cpu';
 import { seedBot, setupDatabase } from '../test/helpers/db';
 import { realisticUpdates } from '../test/helpers/updates';
+import { recordGoal } from './goals';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('../scripts/lib/n8n');
 
@@ -258,6 +259,38 @@ async function main() {
 		console.log(
 			`  (every update stored once with one job; saving checked: ${[...sent.values()].reduce((a, b) => a + b, 0)} requests)`,
 		);
+		const savingLabel = { off: 'successful executions not saved', default: "n8n's default saving" } as const;
+		const updatesPerS = (x: number) => `${x.toFixed(1)} updates/s`;
+		for (const saving of ['off', 'default'] as const) {
+			const cpu = (name: Variant['name']) =>
+				cpuMedian(variants.find((x) => x.name === name && x.saving === saving)!, 'n8n');
+			const [oursCpu, floorCpu] = [cpu('ours'), cpu('floor')];
+			recordGoal({
+				goal: 'P1',
+				what: `WF10 vs the floor of its shape, ${savingLabel[saving]}${oursCpu && floorCpu ? ` (n8n CPU ${ms(oursCpu)} vs ${ms(floorCpu)} ms/update)` : ''}`,
+				measured: updatesPerS(rate('ours', saving)),
+				baseline: `Webhook → No Op → Respond ${updatesPerS(rate('floor', saving))}`,
+				ratio: rate('ours', saving) / rate('floor', saving),
+				atLeast: 0.9,
+			});
+		}
+		for (const saving of ['off', 'default'] as const)
+			recordGoal({
+				goal: 'P1',
+				what: `WF10 vs the floor carrying the seed-002 §2.3 error branch, ${savingLabel[saving]}`,
+				measured: updatesPerS(rate('ours', saving)),
+				baseline: `floor + error branch ${updatesPerS(rate('floor+errors', saving))}`,
+				ratio: rate('ours', saving) / rate('floor+errors', saving),
+				atLeast: null,
+			});
+		recordGoal({
+			goal: 'P1',
+			what: 'WF10 vs the same contract from built-in nodes, successful executions not saved',
+			measured: updatesPerS(rate('ours', 'off')),
+			baseline: `Postgres + Code + Postgres ${updatesPerS(rate('builtin', 'off'))}`,
+			ratio: rate('ours', 'off') / rate('builtin', 'off'),
+			atLeast: null,
+		});
 	} finally {
 		await instance.stop();
 		instance.remove();

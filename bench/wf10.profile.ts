@@ -1,7 +1,7 @@
 /**
  * `node --import tsx bench/wf10.profile.ts [webhook path]`: a V8 CPU profile of the n8n process while it
  * answers BENCH_UPDATES (default 600) Telegram updates from BENCH_CLIENTS (default 8) clients on one
- * webhook ("telegram" = the shipped WF10; "telegram-floor" = Webhook → No Op → Respond). n8n runs with
+ * webhook ("telegram" = the shipped WF10; "telegram-floor" = Webhook → No Op → Respond; "telegram-floor-errors" = the same with WF10's error branch). n8n runs with
  * bench/cpuProfilePreload.js preloaded (NODE_OPTIONS of the child only), which profiles from start-up and
  * writes the profile on SIGUSR2; only the measured requests are analysed (samples after the warm-up).
  * Prints: the share of the sampled time spent inside this package (inclusive), the top functions of
@@ -136,6 +136,7 @@ async function main() {
 			// PROFILE_WF10: another WF10 file (e.g. an older commit's, with PROFILE_TARBALL)
 			process.env.PROFILE_WF10 || path.join(ROOT, 'workflows-json', 'WF10_telegram_ingest.json'),
 			path.join(__dirname, 'workflows', 'BENCH_floor.json'),
+			path.join(__dirname, 'workflows', 'BENCH_floor_error_branch.json'),
 		]);
 		const url = await instance.start({
 			env: {

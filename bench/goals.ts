@@ -1,0 +1,71 @@
+/**
+ * Issue 14's goals (P1–P3) as one table at the end of `npm run bench` (bench/all.ts).
+ *
+ * Each bench that measures a goal calls `recordGoal` with its numbers; when `BENCH_GOALS_FILE` is set (the
+ * runner sets it to a fresh file per run) the entry is appended to it as one JSON line, otherwise nothing is
+ * written. `goalsTable` turns the entries of one run into the markdown table the README carries: the
+ * measured value, the baseline measured in the same run, their ratio, the goal and whether it was met.
+ */
+import fs from 'node:fs';
+
+/** One measured goal (or one row of context for a goal). */
+export interface GoalEntry {
+	/** "P1", "P2" or "P3" */
+	goal: 'P1' | 'P2' | 'P3';
+	/** what was measured, e.g. "WF10 updates/s, saving off" */
+	what: string;
+	/** the measured value as printed, e.g. "117.4 updates/s" */
+	measured: string;
+	/** the baseline measured in the same run, as printed, e.g. "floor 131.2 updates/s" */
+	baseline: string;
+	/** measured ÷ baseline (higher is better); null for a row that has no single ratio (a curve) */
+	ratio: number | null;
+	/** the goal's lower bound for `ratio`; null for a row shown as context, with no goal of its own */
+	atLeast: number | null;
+	/** for a goal without a ratio bound (P3's "zero duplicates"): whether its condition held */
+	held?: boolean;
+}
+
+/** Appends `entry` to BENCH_GOALS_FILE (one JSON line) when that variable is set; otherwise does nothing. */
+export function recordGoal(entry: GoalEntry): void {
+	const file = process.env.BENCH_GOALS_FILE;
+	if (!file) return;
+	fs.appendFileSync(file, `${JSON.stringify(entry)}\n`);
+}
+
+/** The entries of a goals file, in the order they were recorded ([] when the file does not exist). */
+export function readGoals(file: string): GoalEntry[] {
+	if (!fs.existsSync(file)) return [];
+	return fs
+		.readFileSync(file, 'utf8')
+		.split('\n')
+		.filter((line) => line.trim() !== '')
+		.map((line) => JSON.parse(line) as GoalEntry);
+}
+
+/** "met", "not met" or "—" (context row) for one entry. */
+export function verdict(entry: GoalEntry): string {
+	if (entry.atLeast !== null) {
+		if (entry.ratio === null) return 'not met';
+		// Compared at the precision printed (two decimals), so the verdict agrees with the ratio shown.
+		return Math.round(entry.ratio * 100) >= Math.round(entry.atLeast * 100) ? 'met' : 'not met';
+	}
+	if (entry.held !== undefined) return entry.held ? 'met' : 'not met';
+	return '—';
+}
+
+/** The markdown table of `entries`: goal, what, measured, baseline (same run), ratio, goal bound, verdict. */
+export function goalsTable(entries: GoalEntry[]): string {
+	const rows = entries.map((e) => [
+		e.goal,
+		e.what,
+		e.measured,
+		e.baseline,
+		e.ratio === null ? '—' : `${e.ratio.toFixed(2)}×`,
+		e.atLeast === null ? (e.held === undefined ? 'context' : 'holds') : `≥ ${e.atLeast.toFixed(1)}×`,
+		verdict(e),
+	]);
+	const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+	const header = ['goal', 'what', 'measured', 'baseline, same run', 'ratio', 'goal', 'verdict'];
+	return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
