@@ -283,6 +283,17 @@ async function main() {
 				ratio: rate('ours', saving) / rate('floor+errors', saving),
 				atLeast: null,
 			});
+		// The ceiling of P1 for any WF10 that carries the mandatory branch: a middle node that cost no more than
+		// No Op + Respond to Webhook would still run at floor+errors / floor.
+		for (const saving of ['off', 'default'] as const)
+			recordGoal({
+				goal: 'P1',
+				what: `ceiling with the error branch: the floor carrying it vs the floor, ${savingLabel[saving]}`,
+				measured: `floor + error branch ${updatesPerS(rate('floor+errors', saving))}`,
+				baseline: `floor ${updatesPerS(rate('floor', saving))}`,
+				ratio: rate('floor+errors', saving) / rate('floor', saving),
+				atLeast: null,
+			});
 		recordGoal({
 			goal: 'P1',
 			what: 'WF10 vs the same contract from built-in nodes, successful executions not saved',
