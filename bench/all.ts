@@ -2,15 +2,18 @@
  * `npm run bench`: runs every benchmark one after another (each in its own process, output as it comes),
  * then prints issue 14's goals P1–P3 from this run as one markdown table (bench/goals.ts), the table the
  * README carries. Stops at the first bench that fails or refuses to report (exit code 1), after printing
- * the goals recorded until then. BENCH_ONLY=wf10,jobs runs a subset, in this order.
+ * the goals recorded until then; a goal that a failed, skipped or unrun bench should have measured gets a
+ * "not measured" row, verdict "not met". BENCH_ONLY=wf10,jobs runs some of the benches, in this order.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { goalsTable, readGoals } from './goals';
+import { goalsTable, missingGoal, orderGoals, readGoals, type GoalEntry } from './goals';
 
 const BENCHES = ['arango', 'jobs', 'wf10', 'answer', 'captures', 'queue'];
+/** The goals each bench records (bench/goals.ts recordGoal calls). */
+const MEASURES: Record<string, GoalEntry['goal'][]> = { jobs: ['P2', 'P3'], wf10: ['P1'], captures: ['P3'] };
 
 function main(): number {
 	const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
@@ -22,25 +25,37 @@ function main(): number {
 	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-bench-'));
 	const goalsFile = path.join(dir, 'goals.jsonl');
 	const started = Date.now();
+	const missing: GoalEntry[] = [];
 	let failed: string | null = null;
 	try {
-		for (const name of BENCHES.filter((b) => !only || only.includes(b))) {
+		for (const name of BENCHES) {
+			const expected = MEASURES[name] ?? [];
+			if (failed || (only && !only.includes(name))) {
+				const reason = only && !only.includes(name) ? 'not run (BENCH_ONLY)' : `not run (bench:${failed} failed first)`;
+				for (const goal of expected) missing.push(missingGoal(goal, name, reason));
+				continue;
+			}
 			console.log(`\n=== bench:${name} ===`);
 			const t0 = Date.now();
+			const before = readGoals(goalsFile).length;
 			const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(__dirname, `${name}.bench.ts`)], {
 				stdio: 'inherit',
 				env: { ...process.env, BENCH_GOALS_FILE: goalsFile },
 			});
-			console.log(`=== bench:${name}: ${((Date.now() - t0) / 1000).toFixed(0)} s, exit ${run.status ?? run.signal}`);
-			if (run.status !== 0) {
-				failed = name;
-				break;
-			}
+			const status = run.error ? `could not start: ${run.error.message}` : `exit ${run.status ?? run.signal}`;
+			console.log(`=== bench:${name}: ${((Date.now() - t0) / 1000).toFixed(0)} s, ${status}`);
+			const recorded = new Set(
+				readGoals(goalsFile)
+					.slice(before)
+					.map((g) => g.goal),
+			);
+			const reason = run.status === 0 ? 'recorded no result' : `failed (${status})`;
+			for (const goal of expected) if (!recorded.has(goal)) missing.push(missingGoal(goal, name, reason));
+			if (run.status !== 0) failed = name;
 		}
-		// P1, P2, P3 in that order; within a goal, as the benches recorded them.
-		const goals = readGoals(goalsFile).sort((a, b) => a.goal.localeCompare(b.goal));
+		const goals = orderGoals([...readGoals(goalsFile), ...missing]);
 		console.log(`\nIssue 14 goals, this run (${((Date.now() - started) / 60000).toFixed(1)} min):\n`);
-		console.log(goals.length ? goalsTable(goals) : '(no goal measured)');
+		console.log(goalsTable(goals));
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });
 	}

@@ -10,7 +10,7 @@
  *   baseline  — the same AQL statements, each operation wrapped in its own stream transaction
  *               (begin, statements, commit), as the seed's "ArangoDB Transaction" headings read literally.
  * Prints round trips per operation for both, and the ratio of total time (baseline / contracts; higher
- * is better for us). BENCH_ROUNDS (default 200) executions per operation and variant.
+ * is better for us). BENCH_ARANGO_ROUNDS (default 200) executions per operation and variant.
  */
 import { Database } from 'arangojs';
 import { RESOURCES } from '../nodes/ArangoCas/actions';
@@ -18,7 +18,7 @@ import { inStreamTransaction } from '../nodes/ArangoCas/transport/query';
 import { ArangoStandIn } from '../test/helpers/arangoStandIn';
 
 const RTT_MS = Number(process.env.BENCH_RTT_MS ?? 2);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);
+const ROUNDS = Number(process.env.BENCH_ARANGO_ROUNDS ?? 200);
 
 const INPUTS: Record<string, Record<string, unknown>> = {
 	'atom.lock': { atom_id: 'a1', user_id: 'u1', expected_rev: '_r1' },

@@ -24,6 +24,27 @@ export interface GoalEntry {
 	atLeast: number | null;
 	/** for a goal without a ratio bound (P3's "zero duplicates"): whether its condition held */
 	held?: boolean;
+	/** the goal column's text when it is not a ratio bound (e.g. P3's "the curve; none lost or doubled") */
+	bound?: string;
+}
+
+/** The row shown for a goal a bench should have measured but did not (it failed, or was not run). */
+export function missingGoal(goal: GoalEntry['goal'], bench: string, reason: string): GoalEntry {
+	return {
+		goal,
+		what: `bench:${bench} ${reason}`,
+		measured: 'not measured',
+		baseline: '—',
+		ratio: null,
+		atLeast: null,
+		held: false,
+		bound: 'measured in this run',
+	};
+}
+
+/** `entries` ordered P1, P2, P3; within a goal, in the order they were recorded. */
+export function orderGoals(entries: GoalEntry[]): GoalEntry[] {
+	return [...entries].sort((a, b) => a.goal.localeCompare(b.goal));
 }
 
 /** Appends `entry` to BENCH_GOALS_FILE (one JSON line) when that variable is set; otherwise does nothing. */
@@ -47,22 +68,25 @@ export function readGoals(file: string): GoalEntry[] {
 export function verdict(entry: GoalEntry): string {
 	if (entry.atLeast !== null) {
 		if (entry.ratio === null) return 'not met';
-		// Compared at the precision printed (two decimals), so the verdict agrees with the ratio shown.
-		return Math.round(entry.ratio * 100) >= Math.round(entry.atLeast * 100) ? 'met' : 'not met';
+		// The unrounded ratio decides (0.897 does not meet 0.9); the table prints it with three decimals.
+		return entry.ratio >= entry.atLeast ? 'met' : 'not met';
 	}
 	if (entry.held !== undefined) return entry.held ? 'met' : 'not met';
 	return '—';
 }
 
-/** The markdown table of `entries`: goal, what, measured, baseline (same run), ratio, goal bound, verdict. */
+/**
+ * The markdown table of `entries`: goal, what, measured, baseline (same run), ratio (three decimals where a bound
+ * decides the verdict, two for context), the goal's bound or condition, verdict.
+ */
 export function goalsTable(entries: GoalEntry[]): string {
 	const rows = entries.map((e) => [
 		e.goal,
 		e.what,
 		e.measured,
 		e.baseline,
-		e.ratio === null ? '—' : `${e.ratio.toFixed(2)}×`,
-		e.atLeast === null ? (e.held === undefined ? 'context' : 'holds') : `≥ ${e.atLeast.toFixed(1)}×`,
+		e.ratio === null ? '—' : `${e.ratio.toFixed(e.atLeast === null ? 2 : 3)}×`,
+		e.bound ?? (e.atLeast === null ? 'context' : `≥ ${e.atLeast.toFixed(2)}×`),
 		verdict(e),
 	]);
 	const line = (cells: string[]) => `| ${cells.join(' | ')} |`;

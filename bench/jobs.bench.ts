@@ -221,6 +221,7 @@ async function main() {
 			ratio: null,
 			atLeast: null,
 			held: true,
+			bound: 'the curve; none lost or doubled',
 		});
 	} finally {
 		await db.drop();

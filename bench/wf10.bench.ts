@@ -16,13 +16,13 @@
  * two settings removed, its own id, webhook id and path (<path>-saved), so n8n's defaults apply (n8n is
  * started without EXECUTIONS_DATA_SAVE_* overrides: every execution saved). The copies are checked to have
  * really saved one execution per update, and the shipped ones none (n8n's SQLite, execution_entity).
- * Prints the median of BENCH_ROUNDS (default 3) interleaved rounds per variant, ours/floor (goal ≥ 0.9,
+ * Prints the median of BENCH_ROUNDS (default 5) interleaved rounds per variant, ours/floor (goal ≥ 0.9,
  * issue 14 P1), ours/floor+errors and ours/builtin, then the CPU ms per update of n8n (main + task runner),
  * of the PostgreSQL backends of the bench database and of the client (bench/cpu.ts, from /proc): the rates
  * move ±10 % with whatever else the 2 cores run, the CPU per update much less. Refuses to report when an answer is not 200, or when any update was lost or duplicated
  * (raw rows, keys and jobs each grow by exactly the updates sent, one distinct job per update).
  * The builtin's Code node needs NODE_FUNCTION_ALLOW_BUILTIN=crypto (without it n8n answers an empty 200).
- * BENCH_UPDATES (default 600) distinct updates per variant, BENCH_CLIENTS (default 8) concurrent senders.
+ * BENCH_UPDATES (default 500) distinct updates per variant, BENCH_CLIENTS (default 8) concurrent senders.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -35,9 +35,9 @@ import { recordGoal } from './goals';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('../scripts/lib/n8n');
 
-const UPDATES = Number(process.env.BENCH_UPDATES || 600);
+const UPDATES = Number(process.env.BENCH_UPDATES || 500);
 const CLIENTS = Number(process.env.BENCH_CLIENTS || 8);
-const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 5);
 const ROOT = path.join(__dirname, '..');
 
 interface Variant {
