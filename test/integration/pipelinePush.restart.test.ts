@@ -9,20 +9,16 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll } from '@jest/globals';
-import { embeddedPostgresUnreachable } from '../helpers/embeddedPostgres';
+import { embeddedPostgresUnreachable, startMigratedEmbedded, type EmbeddedServer } from '../helpers/embeddedPostgres';
 import { testSkipIf } from '../helpers/skip';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { pgRunStore } from '../../nodes/PipelinePush/transport/runs';
 import { startPushService, type PushService } from '../../nodes/PipelinePush/transport/service';
 import { mintPushToken } from '../../nodes/PipelinePush/transport/token';
 import { PushClient } from '../helpers/pushClient';
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { startEmbedded, createDatabase } = require('../../scripts/lib/postgres');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { migrate } = require('../../scripts/lib/migrate');
 
 const SECRET = randomBytes(32).toString('base64url');
-let server: { url: string; restart(): Promise<void>; stop(): Promise<void> };
+let server: EmbeddedServer;
 let pool: Pool;
 let service: PushService;
 const clients: PushClient[] = [];
@@ -32,12 +28,9 @@ const SKIP = embeddedPostgresUnreachable();
 
 beforeAll(async () => {
 	if (SKIP) return;
-	server = await startEmbedded(() => undefined);
-	const db = await createDatabase(server.url);
-	await migrate(db.url);
-	pool = new Pool({ connectionString: db.url, max: 4 });
-	pool.on('error', () => undefined);
-	const u = new URL(db.url);
+	const started = await startMigratedEmbedded(4);
+	({ server, pool } = started);
+	const { connection } = started;
 	service = await startPushService({
 		port: 0,
 		host: '127.0.0.1',
@@ -50,13 +43,7 @@ beforeAll(async () => {
 		heartbeatMs: 30_000,
 		recheckMs: 60 * 60_000, // no periodic re-check: only the notification or the reconnect may deliver
 		maxBackoffMs: 500,
-		listen: {
-			host: u.hostname,
-			port: Number(u.port),
-			database: u.pathname.slice(1),
-			user: u.username,
-			password: decodeURIComponent(u.password),
-		},
+		listen: connection,
 		store: pgRunStore(() => pool),
 		logger: { info: () => undefined, warn: () => undefined },
 	});

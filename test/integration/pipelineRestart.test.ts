@@ -6,18 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll } from '@jest/globals';
-import { embeddedPostgresUnreachable } from '../helpers/embeddedPostgres';
+import { embeddedPostgresUnreachable, startMigratedEmbedded, type EmbeddedServer } from '../helpers/embeddedPostgres';
 import { testSkipIf } from '../helpers/skip';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { capture } from '../../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { PipelineListener, type PipelineEvent } from '../../nodes/shared/postgres/listener';
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { startEmbedded, createDatabase } = require('../../scripts/lib/postgres');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { migrate } = require('../../scripts/lib/migrate');
 
-let server: { url: string; restart(): Promise<void>; stop(): Promise<void> };
+let server: EmbeddedServer;
 let pool: Pool;
 let listener: PipelineListener;
 const def = shippedDefinition();
@@ -30,39 +26,27 @@ const SKIP = embeddedPostgresUnreachable();
 
 beforeAll(async () => {
 	if (SKIP) return;
-	server = await startEmbedded(() => undefined);
-	const db = await createDatabase(server.url);
-	await migrate(db.url);
-	pool = new Pool({ connectionString: db.url, max: 5 });
-	pool.on('error', () => undefined);
-	const u = new URL(db.url);
-	listener = new PipelineListener(
-		{
-			host: u.hostname,
-			port: Number(u.port),
-			database: u.pathname.slice(1),
-			user: u.username,
-			password: decodeURIComponent(u.password),
+	const started = await startMigratedEmbedded(5);
+	({ server, pool } = started);
+	const { connection } = started;
+	listener = new PipelineListener(connection, {
+		initialBackoffMs: 100,
+		maxBackoffMs: 1000,
+		statuses: ['NEW'],
+		onEvents: (batch) => {
+			events.push(...batch);
+			for (const e of batch) {
+				pending.push(
+					capture(pool, def, { run_id: e.id, transition: 'CAPTURE_ANALYSIS', worker: 'consumer' })
+						.then((c) => {
+							if (c.captured) captures.set(e.id, (captures.get(e.id) ?? 0) + 1);
+						})
+						.catch(() => undefined),
+				);
+			}
 		},
-		{
-			initialBackoffMs: 100,
-			maxBackoffMs: 1000,
-			statuses: ['NEW'],
-			onEvents: (batch) => {
-				events.push(...batch);
-				for (const e of batch) {
-					pending.push(
-						capture(pool, def, { run_id: e.id, transition: 'CAPTURE_ANALYSIS', worker: 'consumer' })
-							.then((c) => {
-								if (c.captured) captures.set(e.id, (captures.get(e.id) ?? 0) + 1);
-							})
-							.catch(() => undefined),
-					);
-				}
-			},
-			onError: () => undefined,
-		},
-	);
+		onError: () => undefined,
+	});
 	await listener.start();
 });
 
