@@ -30,8 +30,9 @@ function main(): number {
 	try {
 		for (const name of BENCHES) {
 			const expected = MEASURES[name] ?? [];
-			if (failed || (only && !only.includes(name))) {
-				const reason = only && !only.includes(name) ? 'not run (BENCH_ONLY)' : `not run (bench:${failed} failed first)`;
+			const leftOut = only !== undefined && !only.includes(name);
+			if (failed || leftOut) {
+				const reason = leftOut ? 'not run (BENCH_ONLY)' : `not run (bench:${failed} failed first)`;
 				for (const goal of expected) missing.push(missingGoal(goal, name, reason));
 				continue;
 			}

@@ -7,6 +7,7 @@
  * measured value, the baseline measured in the same run, their ratio, the goal and whether it was met.
  */
 import fs from 'node:fs';
+import { markdownTable } from './report';
 
 /** One measured goal (or one row of context for a goal). */
 export interface GoalEntry {
@@ -89,7 +90,5 @@ export function goalsTable(entries: GoalEntry[]): string {
 		e.bound ?? (e.atLeast === null ? 'context' : `≥ ${e.atLeast.toFixed(2)}×`),
 		verdict(e),
 	]);
-	const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
-	const header = ['goal', 'what', 'measured', 'baseline, same run', 'ratio', 'goal', 'verdict'];
-	return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+	return markdownTable(['goal', 'what', 'measured', 'baseline, same run', 'ratio', 'goal', 'verdict'], rows);
 }
