@@ -45,7 +45,7 @@ import {
  * one per request_id and connection: `{ request_id, user_id, status }`, no answer text); in a manual
  * test run, the first pushed answer. Resource bounds: see transport/server.ts and the docs' Limits.
  */
-// A trigger is never a tool an AI agent could call (security review L14): no usableAsTool.
+// Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): a trigger is never a tool an AI agent could call (security review L14).
 // eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class PipelinePush implements INodeType {
 	description: INodeTypeDescription = {
