@@ -106,6 +106,8 @@ export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 /** stop() resolves within this time (ms), whatever the peers do; close frames get STOP_GRACE_MS of it. */
 export const STOP_TIMEOUT_MS = 3_000;
 export const STOP_GRACE_MS = 500;
+/** Longest delay setTimeout takes (ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Request ids remembered per connection for "emitted once" (the oldest is forgotten beyond it). */
 export const MAX_EMITTED_IDS = 1000;
 
@@ -434,7 +436,11 @@ export class PushServer {
 				this.send(session, refuse('UNAUTHORIZED', 'token: expired; reconnect with a fresh one'));
 				session.ws.close(CLOSE_UNAUTHORIZED, 'token expired');
 			},
-			Math.max(0, (check.expiresAt + (this.options.clockSkewSeconds ?? CLOCK_SKEW_SECONDS)) * 1000 - Date.now()),
+			// setTimeout's longest delay is 2^31 − 1 ms (24.8 days); Max Token Lifetime is at most 7 days
+			Math.min(
+				MAX_TIMER_MS,
+				Math.max(0, (check.expiresAt + (this.options.clockSkewSeconds ?? CLOCK_SKEW_SECONDS)) * 1000 - Date.now()),
+			),
 		);
 		session.expiryTimer.unref?.();
 		// answered for each valid token, also a fresh one sent on an authenticated connection (`auth` again)
