@@ -99,7 +99,8 @@ testSkipIf(SKIP)(
 		);
 		assert.deepEqual([stale.statusCode, stale.details.current_rev], [409, locked.data.atom_rev]);
 		await unlock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: locked.data.atom_rev }, RUN);
-		assert.equal((await atomDoc(atom._key)).locked_by, null);
+		const released = await atomDoc(atom._key);
+		assert.deepEqual([released.locked_by, released.unlocked_by], [null, 'u1'], 'issue 25: unlocked_by names the user');
 	},
 );
 
