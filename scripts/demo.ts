@@ -319,6 +319,7 @@ async function main() {
 		console.log(`n8n 2.4.8 running at ${n8nUrl} (user folder ${instance.folder})`);
 	}
 	console.log(`${login}\n`);
+	console.log(`${demoJwtSecretFile(instance.folder)}\n`);
 
 	const hook = `${n8nUrl}/webhook/telegram?bot=demo_bot`;
 	const text = messageWithLinks(pages.base);
@@ -385,6 +386,10 @@ async function main() {
 		});
 	const status = (id: string, auth: string) =>
 		fetch(`${n8nUrl}/webhook/api/query/status?id=${encodeURIComponent(id)}`, { headers: bearer(auth) });
+	// the path form: /webhook/<webhookId of M01's "Webhook (Path ID)" node>/api/query/<request_id>/status
+	const pathHook = pathFormWebhookId();
+	const statusByPath = (id: string, auth: string) =>
+		fetch(`${n8nUrl}/webhook/${pathHook}/api/query/${encodeURIComponent(id)}/status`, { headers: bearer(auth) });
 	const line = (label: string, res: Response, body: string) =>
 		console.log(`  ${label.padEnd(40)} → HTTP ${res.status} ${body.slice(0, 160)}`);
 	const anonymous = await query(null);
@@ -401,14 +406,14 @@ async function main() {
 		if (push) await subscribe(db, push, requestId);
 		const own = await status(requestId, demoToken);
 		line('GET status as demo-user', own, await own.text());
+		const ownByPath = await statusByPath(requestId, demoToken);
+		line('GET status (path form) as demo-user', ownByPath, await ownByPath.text());
 		const other = await status(requestId, mint('other-user', { secret: JWT_SECRET, expiresIn: '1h' }));
 		const otherText = await other.text();
 		line(
 			'GET status as other-user',
 			other,
-			other.ok
-				? otherText
-				: `${(JSON.parse(otherText) as { error?: { message?: string } }).error?.message ?? otherText}`,
+			other.ok ? otherText : `${(JSON.parse(otherText) as { message?: string }).message ?? otherText}`,
 		);
 		if (push) await showPushed(db, push, requestId, postedAt);
 	} finally {
@@ -486,6 +491,29 @@ class Interrupted extends Error {}
 /** Throws Interrupted when a signal arrived (called between the demo's long steps). */
 function interrupted(): void {
 	if (cleanup.stopping) throw new Interrupted('interrupted');
+}
+
+/**
+ * Writes this run's JWT Auth secret (M00/M01's webhooks) into `<folder>/demo-jwt-secret` (mode 0600; the user
+ * folder and the file are removed when the demo ends) so a user can mint tokens for their own calls
+ * (docs/webhook-authentication.md: the copy-paste example). Returns the line to print: the path, never the secret.
+ */
+function demoJwtSecretFile(folder: string): string {
+	const file = path.join(folder, 'demo-jwt-secret');
+	fs.writeFileSync(file, `${JWT_SECRET}\n`, { mode: 0o600 });
+	return `JWT secret of the query API (for your own calls, removed when the demo ends): ${file}\n  TOKEN=$(node scripts/mint-token.js --secret-file ${file} --sub demo-user --expires-in 1h)  (docs/webhook-authentication.md)`;
+}
+
+/** The `webhookId` of M01's "Webhook (Path ID)" node: the first segment of the status URL's path form. */
+function pathFormWebhookId(): string {
+	const m01 = JSON.parse(
+		fs.readFileSync(path.join(ROOT, 'workflows-json', 'maas', 'M01_query_status.json'), 'utf8'),
+	) as {
+		nodes: { name: string; webhookId?: string }[];
+	};
+	const node = m01.nodes.find((n) => n.name === 'Webhook (Path ID)');
+	if (!node?.webhookId) throw new Error('M01 has no "Webhook (Path ID)" node with a webhookId');
+	return node.webhookId;
 }
 
 /**

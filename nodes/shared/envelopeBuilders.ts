@@ -4,8 +4,16 @@
  * `undefined`, or `error.details` that is not an object.
  */
 import { randomUUID } from 'node:crypto';
-import { Correlation, ErrorEnvelope, SuccessEnvelope, type ErrorKind } from './contracts/envelope';
-import { toJsonObject } from './json';
+import {
+	Correlation,
+	ErrorEnvelope,
+	MAX_PUBLIC_FIELD_LENGTH,
+	MAX_PUBLIC_MESSAGE_LENGTH,
+	PublicError,
+	SuccessEnvelope,
+	type ErrorKind,
+} from './contracts/envelope';
+import { isRecord, toJsonObject } from './json';
 
 /** A fresh correlation id (UUID v4). Call it only when no correlation id came in (seed 002 §1.3). */
 export function newCorrelationId(): string {
@@ -84,9 +92,78 @@ export interface FailureInit {
 	now?: Date;
 }
 
-/** ErrorEnvelope v1 (seed 002 §1.4), validated. @throws ZodError on an out-of-contract value */
+/** What a 5xx answer says instead of its own message (which may name servers, tables or addresses). */
+const SERVER_FAILURE: Record<ErrorKind, string> = {
+	db: 'the database could not complete the request',
+	upstream: 'a service this request depends on failed',
+	rate_limit: 'too many requests',
+	auth: 'the request could not be authorised',
+	validation: 'the service is not configured to handle this request',
+	not_found: 'the request could not be completed',
+	conflict: 'the request could not be completed',
+	locked: 'the request could not be completed',
+	unknown: 'the request could not be completed',
+};
+
+/** `text` cut to `max` code units ("…" last), never ending in half a surrogate pair. */
+function capped(text: string, max: number): string {
+	if (text.length <= max) return text;
+	let cut = text.slice(0, max - 1);
+	if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+	return `${cut}…`;
+}
+
+/** The field a validation error names: `details.node_details.field` (a node's ContractError), else `details.field`. */
+function validationField(details: Record<string, unknown>): string | undefined {
+	const nodeDetails = isRecord(details.node_details) ? details.node_details : undefined;
+	for (const value of [nodeDetails?.field, details.field]) {
+		if (typeof value === 'string' && value.trim() !== '') return capped(value, MAX_PUBLIC_FIELD_LENGTH);
+	}
+	return undefined;
+}
+
+/** What `publicError` reads: an ErrorEnvelope's status, kind, message, correlation id and details. */
+export interface PublicErrorInit {
+	status_code: number;
+	kind: ErrorKind;
+	message: string;
+	correlation_id: string;
+	/** `error.details` (or the `extra_details` given to `failure`): only its validation field is read. */
+	details?: Record<string, unknown>;
+}
+
+/**
+ * The PublicError (issue 25 §4) of an error: `{ ok: false, status_code, kind, message, correlation_id, field? }`.
+ * A 4xx keeps its message (cut to MAX_PUBLIC_MESSAGE_LENGTH); a 5xx says only what kind of failure it was and
+ * that the correlation id finds it (its own message stays in ops.errors). `field` only for kind `validation`.
+ * Pure; never reads the input, headers, ctx or `_internal`.
+ * @throws ZodError when the status, kind or correlation id is out of contract
+ */
+export function publicError(init: PublicErrorInit): PublicError {
+	const message =
+		init.status_code >= 500
+			? `${SERVER_FAILURE[init.kind] ?? SERVER_FAILURE.unknown} (status ${init.status_code}); the correlation_id identifies it in the error log`
+			: init.message.trim() === ''
+				? `request refused (status ${init.status_code})`
+				: capped(init.message, MAX_PUBLIC_MESSAGE_LENGTH);
+	const field = init.kind === 'validation' ? validationField(init.details ?? {}) : undefined;
+	return PublicError.parse({
+		ok: false,
+		status_code: init.status_code,
+		kind: init.kind,
+		message,
+		correlation_id: init.correlation_id,
+		...(field === undefined ? {} : { field }),
+	});
+}
+
+/**
+ * ErrorEnvelope v1 (seed 002 §1.4), validated, with its `public` projection (`publicError`).
+ * @throws ZodError on an out-of-contract value
+ */
 export function failure(init: FailureInit): ErrorEnvelope {
 	const corr = correlation(init.correlation);
+	const extraDetails = toJsonObject(init.extra_details ?? {});
 	return ErrorEnvelope.parse({
 		ok: false,
 		status_code: init.status_code,
@@ -96,13 +173,20 @@ export function failure(init: FailureInit): ErrorEnvelope {
 			message: init.message,
 			retryable: init.retryable,
 			details: {
-				...toJsonObject(init.extra_details ?? {}),
+				...extraDetails,
 				ctx: toJsonObject(init.ctx),
 				raw_error: init.raw_error,
 				error_context: init.error_context === null ? null : toJsonObject(init.error_context),
 			},
 		},
 		meta: { source: init.source, ts: (init.now ?? new Date()).toISOString(), correlation: corr },
+		public: publicError({
+			status_code: init.status_code,
+			kind: init.kind,
+			message: init.message,
+			correlation_id: corr.correlation_id,
+			details: extraDetails,
+		}),
 		_internal: {
 			...toJsonObject(init.internal ?? {}),
 			correlation_id: corr.correlation_id,

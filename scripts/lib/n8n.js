@@ -152,6 +152,9 @@ class N8nInstance {
 	/**
 	 * n8n's environment: ours, without what a test runner sets for itself (jest's NODE_ENV=test turns n8n's
 	 * logger silent and changes its start-up; JEST_WORKER_ID), plus this instance's settings and `extra`.
+	 * NODE_ENV is `production` (issue 25), as a deployment runs n8n: without it (or with `development`) n8n
+	 * 2.4.8 answers an error of its own, e.g. a webhook body it cannot parse (422 "Failed to parse request
+	 * body"), with a `stacktrace` naming the server's paths. `extra.NODE_ENV` overrides it.
 	 */
 	env(extra = {}) {
 		const inherited = { ...process.env };
@@ -169,6 +172,7 @@ class N8nInstance {
 			// info: the "Editor is now accessible" line that start() waits for is an info message.
 			N8N_LOG_LEVEL: process.env.N8N_LOG_LEVEL || 'info',
 			DB_TYPE: 'sqlite',
+			NODE_ENV: 'production',
 			...extra,
 		};
 	}

@@ -4,8 +4,10 @@
  * (FACTS: ArangoDB), so the credential points at a stand-in ArangoDB on 127.0.0.1 answering real 3.12
  * response shapes (test/helpers/arangoStandIn.ts); 3.1's model is a stand-in Ollama. Checked: each
  * webhook's answer and the requests the node sent (bind vars from the body or If-Match, transaction
- * steps), a conflict → 409 ErrorEnvelope + ops.errors, the three AI failure classes, the cron sweep, and
- * with ArangoDB unreachable → 503 ErrorEnvelope (db, retryable) + ops.errors for every webhook.
+ * steps), a conflict → 409 + ops.errors, the three AI failure classes, the cron sweep, and
+ * with ArangoDB unreachable → 503 (db) + ops.errors for every webhook. Issue 25: a refused or failed call
+ * is answered with the ErrorEnvelope's public part only (PublicError: no details, input, _internal); its
+ * details are in the ops.errors row its correlation_id finds.
  * Issue 11: every call carries an HS256 token (test/helpers/jwt.ts, a secret per run); without one,
  * with an expired, wrongly signed or unsigned one n8n refuses it (401/403) before the workflow runs;
  * the user the nodes act as is the token's sub (a body user_id that differs → 403 + ops.errors row;
@@ -16,7 +18,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import { ErrorEnvelope, SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { PublicError, SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
 import { ArangoStandIn } from '../helpers/arangoStandIn';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { assertNoTokenLeaked, bearer, garbage, mint, testSecret, unsigned, type MintOptions } from '../helpers/jwt';
@@ -155,6 +157,35 @@ async function call(c: (typeof CALLS)[number], auth: string | null = token(USER)
 
 const errorCount = async () => (await db.pool.query('SELECT count(*)::int AS n FROM ops.errors')).rows[0].n as number;
 
+/**
+ * A refusal's answer (issue 25 §4): a strict PublicError (no details, _internal, input, ctx), holding
+ * neither the request's body nor a token; `sent` is what the call sent (its body values and token).
+ */
+function publicAnswer(res: { json: unknown; text: string }, sent: string[] = []): PublicError {
+	const answer = PublicError.parse(res.json);
+	for (const key of ['details', '_internal', 'input', 'error', 'meta', 'data'])
+		assert.ok(!(key in (res.json as object)), `the answer carries ${key}: ${res.text}`);
+	for (const value of [...sent, 'jwtPayload', 'webhookUrl', 'headers'])
+		assert.ok(!res.text.includes(value), `the answer carries ${value}: ${res.text}`);
+	return answer;
+}
+
+/** The ops.errors row of a public answer (its details are there, not in the answer). */
+async function errorRow(answer: PublicError) {
+	const rows = await db.pool.query(
+		'SELECT node, kind, status_code, retryable, details FROM ops.errors WHERE correlation_id = $1',
+		[answer.correlation_id],
+	);
+	assert.equal(rows.rowCount, 1, `one ops.errors row for ${answer.correlation_id}`);
+	return rows.rows[0] as {
+		node: string;
+		kind: string;
+		status_code: number;
+		retryable: boolean;
+		details: { node_details?: Record<string, unknown>; error_context?: Record<string, unknown>; input?: unknown };
+	};
+}
+
 const byPath = (p: string) => CALLS.find((c) => c.path === p)!;
 
 /** The A3.8 cron may fire at any time: leave its sweep out of what a webhook call sent. */
@@ -240,54 +271,46 @@ for (const [mode, code] of [
 	});
 }
 
-test('a stale _rev → 409 ErrorEnvelope with the current _rev, and one ops.errors row', async () => {
+test('a stale _rev → 409 public answer; the current _rev in its one ops.errors row', async () => {
 	arango.queue(/locked_until: now \+ @lease_ms/, { rows: [{ outcome: 'REV_CONFLICT', current_rev: '_a9' }] });
 	const res = await call(byPath('arango/lock'));
 	assert.equal(res.status, 409, res.text);
-	const envelope = ErrorEnvelope.parse(res.json);
-	assert.equal(envelope.error.kind, 'conflict');
-	assert.deepEqual(envelope.error.details.node_details, {
+	const answer = publicAnswer(res);
+	assert.equal(answer.kind, 'conflict');
+	const row = await errorRow(answer);
+	assert.deepEqual(row.details.node_details, {
 		code: 'REV_CONFLICT',
 		expected_rev: '_a1',
 		current_rev: '_a9',
 	});
-	const rows = await db.pool.query('SELECT node, status_code FROM ops.errors WHERE correlation_id = $1', [
-		envelope.meta.correlation.correlation_id,
-	]);
-	assert.deepEqual(rows.rows, [{ node: 'Lock Atom', status_code: 409 }]);
+	assert.deepEqual([row.node, row.status_code], ['Lock Atom', 409]);
 });
 
 test('a validation failure (no expected_rev, no If-Match) → 422 naming the field, recorded too', async () => {
 	const res = await call({ ...byPath('arango/lock'), body: { atom_id: 'a1' } });
 	assert.equal(res.status, 422);
-	const envelope = ErrorEnvelope.parse(res.json);
-	assert.equal((envelope.error.details.node_details as Record<string, unknown>).field, 'expected_rev');
-	const rows = await db.pool.query('SELECT 1 FROM ops.errors WHERE correlation_id = $1', [
-		envelope.meta.correlation.correlation_id,
-	]);
-	assert.equal(rows.rowCount, 1);
+	const answer = publicAnswer(res);
+	assert.deepEqual([answer.kind, answer.field], ['validation', 'expected_rev']);
+	assert.equal((await errorRow(answer)).details.node_details?.field, 'expected_rev');
 });
 
-test('ArangoDB unreachable: every webhook → 503 ErrorEnvelope (db, retryable) and an ops.errors row naming its node', async () => {
+test('ArangoDB unreachable: every webhook → 503 public answer (db) and an ops.errors row naming its node, with the details', async () => {
 	await arango.down();
 	try {
 		for (const c of CALLS) {
 			const res = await call(c);
 			assert.equal(res.status, 503, `${c.path}: ${res.text}`);
-			const envelope = ErrorEnvelope.parse(res.json);
-			assert.deepEqual([envelope.error.kind, envelope.error.retryable], ['db', true], c.path);
-			assert.equal(envelope.error.details.error_context?.node, c.node);
-			assert.equal((envelope.error.details.node_details as Record<string, unknown>).code, 'UNREACHABLE');
-			const rows = await db.pool.query(
-				'SELECT node, kind, status_code, retryable, details FROM ops.errors WHERE correlation_id = $1',
-				[envelope.meta.correlation.correlation_id],
-			);
-			assert.equal(rows.rowCount, 1, c.path);
-			assert.deepEqual(
-				[rows.rows[0].node, rows.rows[0].kind, rows.rows[0].status_code, rows.rows[0].retryable],
-				[c.node, 'db', 503, true],
-			);
-			assert.ok(rows.rows[0].details.error_context.collection, 'error_context names the collection');
+			const answer = publicAnswer(res, [
+				new URL(arango.url).host,
+				...Object.values(c.body).filter((v): v is string => typeof v === 'string'),
+			]);
+			assert.equal(answer.kind, 'db', c.path);
+			const row = await errorRow(answer);
+			assert.equal(row.details.error_context?.node, c.node);
+			assert.equal(row.details.node_details?.code, 'UNREACHABLE');
+			assert.deepEqual([row.node, row.kind, row.status_code, row.retryable], [c.node, 'db', 503, true]);
+			assert.ok(row.details.error_context?.collection, 'error_context names the collection');
+			assert.ok(row.details.input, 'the request stays in ops.errors');
 		}
 	} finally {
 		await arango.up();
@@ -370,13 +393,11 @@ test("A's valid token cannot release B's lock (423, ops.errors row); B's token c
 		const body = { atom_id: 'atom_uuid_v5', expected_rev: '_a1' };
 		const asA = await call({ ...byPath('arango/unlock'), body }, token('user_A'));
 		assert.equal(asA.status, 423, asA.text);
-		const envelope = ErrorEnvelope.parse(asA.json);
-		assert.equal(envelope.error.kind, 'locked');
+		const answer = publicAnswer(asA);
+		assert.equal(answer.kind, 'locked');
 		assert.equal(sentQueries()[0].bindVars.user_id, 'user_A');
-		const rows = await db.pool.query('SELECT node, status_code FROM ops.errors WHERE correlation_id = $1', [
-			envelope.meta.correlation.correlation_id,
-		]);
-		assert.deepEqual(rows.rows, [{ node: 'Unlock Atom', status_code: 423 }]);
+		const row = await errorRow(answer);
+		assert.deepEqual([row.node, row.status_code], ['Unlock Atom', 423]);
 		// the body cannot claim B's identity either: user_id = user_B with A's token is a mismatch
 		const claimed = await call({ ...byPath('arango/unlock'), body: { ...body, user_id: 'user_B' } }, token('user_A'));
 		assert.equal(claimed.status, 403, claimed.text);
@@ -395,20 +416,85 @@ for (const [p, key] of [
 	['arango/merge', 'user_id'],
 	['arango/proposal', 'author'],
 ]) {
-	test(`${p}: a body ${key} ≠ the token's sub → 403 ErrorEnvelope (IDENTITY_MISMATCH), one ops.errors row, nothing sent to ArangoDB`, async () => {
+	test(`${p}: a body ${key} ≠ the token's sub → 403 public answer (IDENTITY_MISMATCH in its one ops.errors row), nothing sent to ArangoDB`, async () => {
 		const c = byPath(p);
 		const res = await call({ ...c, body: { ...c.body, [key]: 'someone_else' } }, token(USER));
 		assert.equal(res.status, 403, res.text);
-		const envelope = ErrorEnvelope.parse(res.json);
-		assert.equal(envelope.error.kind, 'auth');
-		assert.equal((envelope.error.details.node_details as Record<string, unknown>).code, 'IDENTITY_MISMATCH');
+		const answer = publicAnswer(res, ['someone_else']);
+		assert.equal(answer.kind, 'auth');
 		assert.deepEqual(sent(), []);
-		const rows = await db.pool.query('SELECT node, kind, status_code FROM ops.errors WHERE correlation_id = $1', [
-			envelope.meta.correlation.correlation_id,
-		]);
-		assert.deepEqual(rows.rows, [{ node: c.node, kind: 'auth', status_code: 403 }]);
+		const row = await errorRow(answer);
+		assert.equal(row.details.node_details?.code, 'IDENTITY_MISMATCH');
+		assert.deepEqual([row.node, row.kind, row.status_code], [c.node, 'auth', 403]);
 	});
 }
+
+test("a body that is not JSON → n8n's own 422, without a stack trace or a server path (NODE_ENV=production, as the demo runs n8n)", async () => {
+	for (const c of CALLS) {
+		const res = await fetch(`${n8n.url}/webhook/${c.path}`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', ...bearer(token(USER)) },
+			body: '{"doc_id": ',
+		});
+		const text = await res.text();
+		assert.equal(res.status, 422, `${c.path}: ${text}`);
+		assert.doesNotMatch(text, /stack|node_modules|\.js:\d+|\/(?:home|root|usr|tmp|opt)\//, `${c.path}: ${text}`);
+		assert.match(text, /Failed to parse request body/);
+	}
+});
+
+// Issue 25 §4: every write webhook refuses a verified token without a usable sub, and records the sub as the actor.
+for (const [label, payload] of [
+	['no sub', undefined],
+	['a blank sub', ''],
+	['sub " alice"', ' alice'],
+] as const) {
+	test(`a verified token with ${label} → 403 on every arango webhook (IDENTITY_CLAIM_INVALID in ops.errors), nothing sent to ArangoDB or the model`, async () => {
+		ollama.requests.length = 0;
+		for (const c of CALLS) {
+			const t = mint(payload, { secret: SECRET });
+			minted.add(t);
+			const { user_id: _u, author: _a, ...body } = c.body;
+			const res = await call({ ...c, body }, t);
+			assert.equal(res.status, 403, `${c.path}: ${res.text}`);
+			const answer = publicAnswer(res);
+			assert.equal(answer.kind, 'auth');
+			assert.deepEqual(sent(), [], `${c.path} reached ArangoDB`);
+			const row = await errorRow(answer);
+			assert.deepEqual([row.node, row.details.node_details?.code], [c.node, 'IDENTITY_CLAIM_INVALID'], c.path);
+		}
+		assert.equal(ollama.requests.length, 0, 'the model was not called');
+	});
+}
+
+test("baseline, reject and ai-analysis store the token's sub as their actor (created_by, rejected_by, the artifacts' created_by)", async () => {
+	ollama.mode = 'ok';
+	const baseline = await call(byPath('arango/baseline'), token('baseline_actor'));
+	assert.equal(baseline.status, 201, baseline.text);
+	assert.equal(sentQueries()[0].bindVars.user_id, 'baseline_actor');
+	assert.match(sentQueries()[0].query, /created_by: @user_id \} INTO baselines/);
+	const reject = await call(byPath('arango/reject'), token('reject_actor'));
+	assert.equal(reject.status, 200, reject.text);
+	assert.equal(sentQueries()[0].bindVars.user_id, 'reject_actor');
+	assert.match(sentQueries()[0].query, /rejected_by: @user_id/);
+	const analysis = await call(byPath('arango/ai-analysis'), token('analysis_actor'));
+	assert.equal(analysis.status, 201, analysis.text);
+	const save = sentQueries().find((q) => /type: "detected_in"/.test(q.query))!;
+	assert.equal(save.bindVars.user_id, 'analysis_actor');
+	for (const mode of ['error', 'down'] as const) {
+		if (mode === 'down') await ollama.down();
+		else ollama.mode = mode;
+		try {
+			const failed = await call(byPath('arango/ai-analysis'), token(`analysis_${mode}_actor`));
+			assert.equal(failed.status, 201, failed.text);
+			const saved = sentQueries().find((q) => /type: "ai_error"/.test(q.query))!;
+			assert.equal(saved.bindVars.user_id, `analysis_${mode}_actor`);
+		} finally {
+			if (mode === 'down') await ollama.up();
+			ollama.mode = 'ok';
+		}
+	}
+});
 
 test("no token used in this file appears in any ops.errors row or in n8n's log", async () => {
 	await assertNoTokenLeaked(db.pool, n8n.transcript(), minted);

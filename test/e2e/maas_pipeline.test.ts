@@ -5,7 +5,8 @@
  * Checked: a query reaches COMPLETED with the model's answer through the polling API; the Archivist's
  * signal 2 lands in lsm_storage before the same user's next run completes; after the trigger's backend
  * is terminated the next query still completes; a model that always fails ends the run FAILED after
- * the retries, with ops.errors rows and nothing stuck; bad input gets an ErrorEnvelope.
+ * the retries, with ops.errors rows and nothing stuck; bad input gets the ErrorEnvelope's public part only
+ * (issue 25: PublicError, its details in the ops.errors row its correlation_id finds).
  * Issue 11: M00/M01's Webhooks use JWT Auth; every call carries a token for its user (test/helpers/jwt.ts,
  * a secret per run) and the run's owner is the token's sub. Without a token, or with an expired /
  * wrongly signed one, n8n refuses the call and no row is written; a body user_id ≠ sub → 403 + one
@@ -16,7 +17,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
+import { PublicError } from '../../nodes/shared/contracts/envelope';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { failingModel, llmCredential, normalModel } from '../helpers/maasModel';
 import { ModelStandIn } from '../helpers/modelStandIn';
@@ -211,18 +212,19 @@ test('a model that always fails: the run ends FAILED after the retries, ops.erro
 	}
 }, 120_000);
 
-test('bad input: no query → 422 ErrorEnvelope naming the field (one ops.errors row); unknown id → 404', async () => {
+test('bad input: no query → 422 public answer naming the field (one ops.errors row); unknown id → 404', async () => {
 	const res = await ask('user-5', { user_id: 'user-5' });
 	assert.equal(res.status, 422);
-	const envelope = ErrorEnvelope.parse(res.json);
-	assert.equal((envelope.error.details.node_details as Record<string, unknown>).field, 'query');
-	const { rows } = await db.pool.query('SELECT node FROM ops.errors WHERE correlation_id = $1', [
-		envelope.meta.correlation.correlation_id,
-	]);
-	assert.deepEqual(rows, [{ node: 'Create Run' }]);
+	const answer = publicAnswer(res);
+	assert.deepEqual([answer.kind, answer.field], ['validation', 'query']);
+	const { rows } = await db.pool.query(
+		"SELECT node, details->'node_details'->>'field' AS field, details->'input' IS NOT NULL AS has_input FROM ops.errors WHERE correlation_id = $1",
+		[answer.correlation_id],
+	);
+	assert.deepEqual(rows, [{ node: 'Create Run', field: 'query', has_input: true }]);
 	const missing = await poll('6f1c2d3e-0000-4000-8000-000000000000', token('user-5'));
 	assert.equal(missing.status, 404);
-	assert.equal(ErrorEnvelope.parse(missing.json).error.kind, 'not_found');
+	assert.equal(publicAnswer(missing).kind, 'not_found');
 });
 
 test('every Webhook of M00 and M01 uses JWT Auth with the Contracts Webhook JWT credential', () => {
@@ -270,20 +272,33 @@ test("an expired, wrongly signed or unsigned token → n8n's 403 on POST /api/qu
 	assert.deepEqual([await count('maas.pipeline_runs'), await count('ops.errors')], [runs, errors]);
 });
 
-test("a body user_id ≠ the token's sub → 403 ErrorEnvelope (IDENTITY_MISMATCH), exactly one ops.errors row, no run", async () => {
+test("a body user_id ≠ the token's sub → 403 public answer (IDENTITY_MISMATCH in its one ops.errors row), no run", async () => {
 	const runs = await count('maas.pipeline_runs');
 	const errors = await count('ops.errors');
 	const res = await ask('user-8', { user_id: 'user-9', query: "on someone else's account" });
 	assert.equal(res.status, 403, res.text);
-	const envelope = ErrorEnvelope.parse(res.json);
-	assert.equal(envelope.error.kind, 'auth');
-	assert.equal((envelope.error.details.node_details as Record<string, unknown>).code, 'IDENTITY_MISMATCH');
-	const { rows } = await db.pool.query('SELECT node, kind, status_code FROM ops.errors WHERE correlation_id = $1', [
-		envelope.meta.correlation.correlation_id,
-	]);
-	assert.deepEqual(rows, [{ node: 'Create Run', kind: 'auth', status_code: 403 }]);
+	const answer = publicAnswer(res, ['user-9', "on someone else's account"]);
+	assert.equal(answer.kind, 'auth');
+	const { rows } = await db.pool.query(
+		"SELECT node, kind, status_code, details->'node_details'->>'code' AS code FROM ops.errors WHERE correlation_id = $1",
+		[answer.correlation_id],
+	);
+	assert.deepEqual(rows, [{ node: 'Create Run', kind: 'auth', status_code: 403, code: 'IDENTITY_MISMATCH' }]);
 	assert.deepEqual([await count('maas.pipeline_runs'), await count('ops.errors')], [runs, errors + 1]);
 });
+
+/**
+ * A refusal's answer (issue 25 §4): a strict PublicError, no details/_internal/input/meta, nothing of the
+ * request (`sent`: the body's values, the token) echoed.
+ */
+function publicAnswer(res: { json: unknown; text: string }, sent: string[] = []): PublicError {
+	const answer = PublicError.parse(res.json);
+	for (const key of ['details', '_internal', 'input', 'error', 'meta', 'data'])
+		assert.ok(!(key in (res.json as object)), `the answer carries ${key}: ${res.text}`);
+	for (const value of [...sent, 'jwtPayload', 'webhookUrl', 'headers'])
+		assert.ok(!res.text.includes(value), `the answer carries ${value}: ${res.text}`);
+	return answer;
+}
 
 /** An envelope with the queried id replaced and per-call values (correlation, times, ids of the call) removed. */
 function shape(json: Record<string, unknown>, id: string): unknown {
@@ -306,15 +321,13 @@ function shape(json: Record<string, unknown>, id: string): unknown {
 test("polling B's run with A's token → 404, shaped exactly like an unknown id (both forms of the status URL)", async () => {
 	const bRun = (await ask('user-B', { query: "B's secret question" })).json.request_id as string;
 	assert.equal((await poll(bRun)).status, 200, 'B polls her own run');
-	// one token for both polls: its iat/exp are echoed in the envelope (jwtPayload), and two tokens minted
-	// across a second boundary would differ there
 	const tokenA = token('user-A');
 	const asA = await poll(bRun, tokenA);
 	assert.equal(asA.status, 404, asA.text);
 	const unknownId = '6f1c2d3e-0000-4000-8000-00000000abcd';
 	const unknown = await poll(unknownId, tokenA);
 	assert.equal(unknown.status, 404);
-	assert.equal(ErrorEnvelope.parse(asA.json).error.kind, 'not_found');
+	assert.equal(publicAnswer(asA, ["B's secret question"]).kind, 'not_found');
 	assert.deepEqual(shape(asA.json, bRun), shape(unknown.json, unknownId));
 	assert.ok(!asA.text.includes("B's secret question"));
 	const viaPath = await fetch(`${n8n.url}/webhook/${PATH_ID_HOOK}/api/query/${bRun}/status`, {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
+import { ErrorEnvelope, PublicError } from '../../nodes/shared/contracts/envelope';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { fixtureA, fixtureB } from '../helpers/fixtures';
 import { mapLimit, startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
@@ -302,6 +302,9 @@ test('a body that is not JSON: the shipped WF10 (Webhook 2.1, Raw Body) never se
 	const answer = await postUpdate(bytes);
 	assert.equal(answer.status, 422, JSON.stringify(answer.body));
 	assert.equal(answer.body.message, 'Failed to parse request body');
+	// issue 25 §4: the harness runs n8n as the demo does (NODE_ENV=production): no stack trace, no server path
+	assert.equal('stacktrace' in answer.body, false, JSON.stringify(answer.body));
+	assert.doesNotMatch(JSON.stringify(answer.body), /stack|node_modules|\.js:\d+|\/(?:home|root|usr|tmp|opt)\//);
 	assert.deepEqual(
 		(
 			await db.pool.query(
@@ -381,6 +384,18 @@ test('an unknown bot key answers exactly like a wrong secret (403 auth); no secr
 	);
 	assert.equal(wrong.status, 403);
 	assert.deepEqual(Object.keys(unknown.body).sort(), Object.keys(wrong.body).sort(), 'same body shape');
+	// issue 25 §4: WF10 answers Telegram with the envelope's public part only, the same for both refusals
+	for (const body of [wrong.body, unknown.body]) {
+		const answer = PublicError.parse(body);
+		assert.deepEqual([answer.status_code, answer.kind], [403, 'auth']);
+		for (const key of ['details', '_internal', 'input', 'error', 'meta']) assert.ok(!(key in body), key);
+		assert.doesNotMatch(JSON.stringify(body), /no_such_bot_e2e|headers|webhookUrl|update_id/);
+		const rows = await db.pool.query('SELECT node, details FROM ops.errors WHERE correlation_id = $1', [
+			answer.correlation_id,
+		]);
+		assert.equal(rows.rows[0]?.node, 'Telegram Ingest', 'the details are in the ops.errors row');
+	}
+	assert.equal(wrong.body.message, unknown.body.message, 'the same message: an unknown bot is not told apart');
 	const poisoned = await postUpdate(Buffer.from(poison('"NUL \\u0000 secret scan"')));
 	assert.equal(poisoned.status, 200, JSON.stringify(poisoned.body));
 	const outputs = [

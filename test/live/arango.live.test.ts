@@ -99,7 +99,8 @@ testSkipIf(SKIP)(
 		);
 		assert.deepEqual([stale.statusCode, stale.details.current_rev], [409, locked.data.atom_rev]);
 		await unlock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: locked.data.atom_rev }, RUN);
-		assert.equal((await atomDoc(atom._key)).locked_by, null);
+		const released = await atomDoc(atom._key);
+		assert.deepEqual([released.locked_by, released.unlocked_by], [null, 'u1'], 'issue 25: unlocked_by names the user');
 	},
 );
 
@@ -356,7 +357,7 @@ testSkipIf(SKIP)(
 		const second = await db.collection('atoms').save({ content: 'second', status: 'active' }, { returnNew: true });
 		await db.collection('structure_links').save({ _from: section._id, _to: second._id, order: 9 });
 		const { result: error } = await whileHeld('atoms', second._key, () =>
-			rejection(createBaseline.execute(db, { doc_id: doc._id, version_tag: 'held' }, RUN)),
+			rejection(createBaseline.execute(db, { doc_id: doc._id, version_tag: 'held', user_id: 'u1' }, RUN)),
 		);
 		assert.deepEqual(
 			[error.statusCode, error.details.code, error.details.arango_error_num],
@@ -377,9 +378,17 @@ testSkipIf(SKIP)(
 	async () => {
 		const { doc, section, atom } = await seedDoc(0);
 		await db.collection('structure_links').save({ _from: section._id, _to: atom._id, order: 8 }); // reachable twice
-		const baseline = await createBaseline.execute(db, { doc_id: doc._id, version_tag: 'v1.0', title: 'MVP' }, RUN);
+		const baseline = await createBaseline.execute(
+			db,
+			{ doc_id: doc._id, version_tag: 'v1.0', title: 'MVP', user_id: 'u1' },
+			RUN,
+		);
 		assert.equal(baseline.data.items_snapshotted, 1);
-		const again = await rejection(createBaseline.execute(db, { doc_id: doc._id, version_tag: 'v1.0' }, RUN));
+		// issue 25: the baseline document names who created it
+		assert.equal((await db.collection('baselines').document(String(baseline.data.baseline_id))).created_by, 'u1');
+		const again = await rejection(
+			createBaseline.execute(db, { doc_id: doc._id, version_tag: 'v1.0', user_id: 'u1' }, RUN),
+		);
 		assert.equal(again.statusCode, 409);
 		const current = await atomDoc(atom._key);
 		const error = await rejection(
@@ -392,7 +401,9 @@ testSkipIf(SKIP)(
 testSkipIf(SKIP)('live: docs → atoms edge → 422 and no baseline written', async () => {
 	const { doc, atom } = await seedDoc(0);
 	await db.collection('structure_links').save({ _from: doc._id, _to: atom._id, order: 1 });
-	const error = await rejection(createBaseline.execute(db, { doc_id: doc._id, version_tag: 'bad' }, RUN));
+	const error = await rejection(
+		createBaseline.execute(db, { doc_id: doc._id, version_tag: 'bad', user_id: 'u1' }, RUN),
+	);
 	assert.equal(error.statusCode, 422);
 	const count = await (
 		await db.query({ query: 'FOR b IN baselines FILTER b.doc_id == @d RETURN 1', bindVars: { d: doc._id } })
@@ -409,10 +420,15 @@ testSkipIf(SKIP)('live: archive removes the structure edges and keeps the atom; 
 	);
 	const rejected = await rejectProposal.execute(
 		db,
-		{ proposal_id: String(created.data.proposal_id), expected_proposal_rev: String(created.data.proposal_rev) },
+		{
+			proposal_id: String(created.data.proposal_id),
+			expected_proposal_rev: String(created.data.proposal_rev),
+			user_id: 'u2',
+		},
 		RUN,
 	);
-	assert.equal((await db.collection('atoms').document(String(created.data.proposal_id))).status, 'rejected');
+	const proposal = await db.collection('atoms').document(String(created.data.proposal_id));
+	assert.deepEqual([proposal.status, proposal.rejected_by], ['rejected', 'u2']);
 	assert.ok(rejected.data.proposal_rev);
 	const archived = await archive.execute(
 		db,
@@ -450,18 +466,37 @@ testSkipIf(SKIP)('live: analysis context, result and error artifacts', async () 
 			prompt_id: prompt._id,
 			model: 'm',
 			ai_response: { issues: [{ description: 'd', severity: 'high' }] },
+			user_id: 'u1',
 		},
 		RUN,
 	);
 	assert.equal(saved.data.artifacts_created, 1);
-	const context = await loadContext.execute(db, { target_atom_id: atom._key, agent_role_key: 'fixer' }, RUN);
+	const context = await loadContext.execute(
+		db,
+		{ target_atom_id: atom._key, agent_role_key: 'fixer', user_id: 'u1' },
+		RUN,
+	);
 	assert.match(String(context.data.prompt), /- \[HIGH\] d/);
+	assert.equal(context.data.requested_by, 'u1');
 	const failed = await saveError.execute(
 		db,
-		{ target_atom_id: atom._key, prompt_id: prompt._id, status_code: 503 },
+		{ target_atom_id: atom._key, prompt_id: prompt._id, status_code: 503, user_id: 'u1' },
 		RUN,
 	);
 	assert.equal(failed.data.error_code, 'MODEL_ERROR');
+	// issue 25: every artifact and edge written names who asked for the analysis
+	const ids = [...(saved.data.artifact_ids as string[]), String(failed.data.error_artifact_id)];
+	const actors = await (
+		await db.query({
+			query: `FOR id IN @ids LET a = DOCUMENT(id)
+  RETURN { a: a.created_by, e: (FOR e IN UNION((FOR x IN semantic_links FILTER x._from == id RETURN x), (FOR x IN created_with FILTER x._from == id RETURN x)) RETURN e.created_by) }`,
+			bindVars: { ids },
+		})
+	).all();
+	assert.deepEqual(actors, [
+		{ a: 'u1', e: ['u1', 'u1'] },
+		{ a: 'u1', e: ['u1', 'u1'] },
+	]);
 });
 
 /** Sets a lock the way the seed writes it: `locked_until` = DATE_ADD(DATE_NOW(), minutes, 'minutes'), an ISO string. */
@@ -560,7 +595,7 @@ testSkipIf(SKIP)(
 		const missing = `gone_${randomUUID().slice(0, 8)}`;
 		const saved = await saveError.execute(
 			db,
-			{ target_atom_id: missing, status_code: 503, error_message: 'model crashed' },
+			{ target_atom_id: missing, status_code: 503, error_message: 'model crashed', user_id: 'u1' },
 			RUN,
 		);
 		assert.deepEqual([saved.statusCode, saved.data.error_code, saved.data.target_missing], [201, 'MODEL_ERROR', true]);
@@ -591,7 +626,7 @@ testSkipIf(SKIP)(
 			const [archived, baselined] = settle(
 				await Promise.allSettled([
 					archive.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: atom._rev, reason: 'race' }, RUN),
-					createBaseline.execute(db, { doc_id: doc._id, version_tag: `v${round}` }, RUN),
+					createBaseline.execute(db, { doc_id: doc._id, version_tag: `v${round}`, user_id: 'u1' }, RUN),
 				]),
 			);
 			const stored = await atomDoc(atom._key);

@@ -84,7 +84,34 @@ export const Internal = z
 	})
 	.passthrough();
 
-/** ErrorEnvelope v1 (seed 002 §1.4, seed 003 §0.3). `status_code` is the HTTP status to answer with. */
+/** Longest `message` of a PublicError (UTF-16 code units); a longer one is cut and ends with "…". */
+export const MAX_PUBLIC_MESSAGE_LENGTH = 500;
+/** Longest `field` of a PublicError (a validation error's field path, e.g. `body.user_id`). */
+export const MAX_PUBLIC_FIELD_LENGTH = 256;
+
+/**
+ * PublicError (issue 25 §4): what an outside caller (a webhook's client, Telegram) is answered when its call
+ * is refused or fails — the ErrorEnvelope's `public` projection and nothing more:
+ * `{ ok: false, status_code, kind, message, correlation_id, field? }`. `message` is the error's own message
+ * for a 4xx (it is about the caller's request) and a fixed text naming only the kind for a 5xx (which may
+ * name servers, tables or addresses); `field` is set only for a `validation` error that names one. Everything
+ * else (details.input with the request's headers and body, ctx, error_context, `_internal`) stays in
+ * ops.errors, found there by `correlation_id`. Strict: an extra key fails validation.
+ */
+export const PublicError = z
+	.object({
+		ok: z.literal(false),
+		status_code: z.number().int().min(400).max(599),
+		kind: ErrorKind,
+		message: z.string().min(1).max(MAX_PUBLIC_MESSAGE_LENGTH),
+		correlation_id: z.string().uuid(),
+		field: z.string().min(1).max(MAX_PUBLIC_FIELD_LENGTH).optional(),
+	})
+	.strict();
+export type PublicError = z.infer<typeof PublicError>;
+
+/** ErrorEnvelope v1 (seed 002 §1.4, seed 003 §0.3). `status_code` is the HTTP status to answer with.
+ * `public` (issue 25 §4) is the PublicError the webhooks answer outside callers with (`{{ $json.public }}`). */
 export const ErrorEnvelope = z
 	.object({
 		ok: z.literal(false),
@@ -99,6 +126,7 @@ export const ErrorEnvelope = z
 			})
 			.strict(),
 		meta: Meta,
+		public: PublicError,
 		_internal: Internal.optional(),
 	})
 	.strict();

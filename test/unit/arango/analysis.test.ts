@@ -32,7 +32,11 @@ test('Load Context: one read query; fills the template with the atom text and th
 			issues_context: issues,
 		},
 	]);
-	const result = await loadContext.execute(stub.database(), { target_atom_id: 'a1', agent_role_key: 'fixer' }, RUN);
+	const result = await loadContext.execute(
+		stub.database(),
+		{ target_atom_id: 'a1', agent_role_key: 'fixer', user_id: 'alice' },
+		RUN,
+	);
 	assert.deepEqual(result.data, {
 		model: 'llama3',
 		temperature: 0.2,
@@ -42,6 +46,7 @@ test('Load Context: one read query; fills the template with the atom text and th
 		target_atom_id: 'a1',
 		request_id: '4711',
 		issues_context: issues,
+		requested_by: 'alice',
 	});
 	const [q] = stub.queries();
 	assert.deepEqual(q.bindVars, { target_key: 'a1', agent_role_key: 'fixer' });
@@ -59,9 +64,17 @@ test('Load Context: no active prompt for the role → 404 naming it; unknown ato
 		.cursor([{ outcome: 'NOT_FOUND', atom_exists: true, prompt_exists: false }])
 		.cursor([{ outcome: 'NOT_FOUND', atom_exists: false, prompt_exists: true }]);
 	const db = stub.database();
-	const noPrompt = await failure(loadContext, db, { target_atom_id: 'a1', agent_role_key: 'tech_lead' });
+	const noPrompt = await failure(loadContext, db, {
+		target_atom_id: 'a1',
+		agent_role_key: 'tech_lead',
+		user_id: 'alice',
+	});
 	assert.deepEqual([noPrompt.statusCode, noPrompt.details.missing], [404, ['prompts?role_key=tech_lead']]);
-	const noAtom = await failure(loadContext, db, { target_atom_id: 'a1', agent_role_key: 'tech_lead' });
+	const noAtom = await failure(loadContext, db, {
+		target_atom_id: 'a1',
+		agent_role_key: 'tech_lead',
+		user_id: 'alice',
+	});
 	assert.deepEqual(noAtom.details.missing, ['atoms/a1']);
 	assert.equal(noAtom.where.collection, 'atoms');
 });
@@ -79,7 +92,14 @@ test("Save Result: the model's JSON text becomes one query inserting artifacts +
 	});
 	const result = await saveResult.execute(
 		stub.database(),
-		{ target_atom_id: 'a1', prompt_id: 'prompts/fixer_v2', model: 'llama3', request_id: 4711, ai_response: aiResponse },
+		{
+			target_atom_id: 'a1',
+			prompt_id: 'prompts/fixer_v2',
+			model: 'llama3',
+			request_id: 4711,
+			ai_response: aiResponse,
+			user_id: 'alice',
+		},
 		RUN,
 	);
 	assert.deepEqual(result, {
@@ -92,18 +112,21 @@ test("Save Result: the model's JSON text becomes one query inserting artifacts +
 		prompt_key: 'fixer_v2',
 		model: 'llama3',
 		request_id: '4711',
+		user_id: 'alice',
 		issues: [
 			{ description: 'Ambiguous', severity: 'high' },
 			{ description: 'Typo', severity: 'low' },
 		],
 	});
 	assert.match(q.query, /type: "detected_in"[\s\S]*type: "created_with"/);
+	// issue 25: the artifact and both edges name who asked for the analysis
+	assert.equal(q.query.match(/created_by: @user_id/g)?.length, 3);
 	assertQueriesSafe(stub);
 });
 
 test('Save Result: an answer that is not JSON, or has no issues, → 422 INVALID_JSON and nothing is sent', async () => {
 	const stub = new ArangoStub();
-	const base = { target_atom_id: 'a1', prompt_id: 'prompts/p1' };
+	const base = { target_atom_id: 'a1', prompt_id: 'prompts/p1', user_id: 'alice' };
 	const notJson = await failure(saveResult, stub.database(), { ...base, ai_response: 'Sure! Here are the issues:' });
 	assert.deepEqual(
 		[notJson.statusCode, notJson.details.code, notJson.details.field],
@@ -136,6 +159,7 @@ test('Save Error: no answer → TIMEOUT artifact, failed_for + created_with edge
 			request_id: '4711',
 			status_code: '',
 			error_message: 'timeout of 60000ms exceeded',
+			user_id: 'alice',
 		},
 		RUN,
 	);
@@ -155,8 +179,10 @@ test('Save Error: no answer → TIMEOUT artifact, failed_for + created_with edge
 		request_id: '4711',
 		status_code: null,
 		response_text: null,
+		user_id: 'alice',
 	});
 	assert.match(q.query, /type: "ai_error"[\s\S]*type: "failed_for"[\s\S]*type: "created_with"/);
+	assert.equal(q.query.match(/created_by: @user_id/g)?.length, 3, 'the artifact and both edges name the user');
 	assertQueriesSafe(stub);
 });
 
@@ -164,7 +190,11 @@ test('Save Error: an unknown atom keeps the AI error: the artifact is written (t
 	const stub = new ArangoStub().cursor([{ outcome: 'OK', target_missing: true, error_artifact_id: 'artifacts/e2' }], {
 		writesExecuted: 1,
 	});
-	const result = await saveError.execute(stub.database(), { target_atom_id: 'gone', status_code: 502 }, RUN);
+	const result = await saveError.execute(
+		stub.database(),
+		{ target_atom_id: 'gone', status_code: 502, user_id: 'alice' },
+		RUN,
+	);
 	assert.deepEqual(result, {
 		statusCode: 201,
 		data: { success: false, error_code: 'MODEL_ERROR', error_artifact_id: 'artifacts/e2', target_missing: true },
@@ -183,8 +213,12 @@ test('Save Error: an unknown atom keeps the AI error: the artifact is written (t
 
 test('Save Error: no artifact written (never expected) → 500 NO_RESULT; a status outside 100–599 → 422', async () => {
 	const stub = new ArangoStub().cursor([{ outcome: 'NOT_FOUND', error_artifact_id: null }]);
-	const missing = await failure(saveError, stub.database(), { target_atom_id: 'a1', status_code: 502 });
+	const missing = await failure(saveError, stub.database(), {
+		target_atom_id: 'a1',
+		status_code: 502,
+		user_id: 'alice',
+	});
 	assert.deepEqual([missing.statusCode, missing.details.code], [500, 'NO_RESULT']);
-	const bad = await failure(saveError, stub.database(), { target_atom_id: 'a1', status_code: 'abc' });
+	const bad = await failure(saveError, stub.database(), { target_atom_id: 'a1', status_code: 'abc', user_id: 'alice' });
 	assert.deepEqual([bad.statusCode, bad.details.field], [422, 'status_code']);
 });

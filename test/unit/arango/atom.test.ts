@@ -119,6 +119,11 @@ test('Unlock: owner releases with one CAS query', async () => {
 	assert.deepEqual(result.data, { success: true, atom_id: 'atoms/a1', atom_rev: '_rev3' });
 	assert.deepEqual(stub.queries()[0].bindVars, { atom_key: 'a1', user_id: 'u1', expected_rev: '_rev2' });
 	assert.match(stub.queries()[0].query, /ignoreRevs: false/);
+	// issue 25: the atom names who released the lock
+	assert.match(
+		stub.queries()[0].query,
+		/UPDATE a WITH \{ locked_by: null, locked_until: null, unlocked_by: @user_id \}/,
+	);
 	assertQueriesSafe(stub);
 });
 

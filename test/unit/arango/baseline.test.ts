@@ -6,7 +6,7 @@ import { assertQueriesSafe, failure, RUN } from '../../helpers/arangoOps';
 
 afterEach(() => ArangoStub.reset());
 
-const INPUT = { doc_id: 'docs/doc_1', version_tag: 'v1.0', title: 'MVP Release' };
+const INPUT = { doc_id: 'docs/doc_1', version_tag: 'v1.0', title: 'MVP Release', user_id: 'alice' };
 
 test('Create baseline: one query; each reachable active atom once (bfs, global uniqueness); 201', async () => {
 	const stub = new ArangoStub().cursor(
@@ -30,10 +30,13 @@ test('Create baseline: one query; each reachable active atom once (bfs, global u
 			items_snapshotted: 2,
 			frozen_at: 1_700_000_000_000,
 			items: ['atoms/a1', 'atoms/a2'],
+			created_by: 'alice',
 		},
 	});
 	const [q] = stub.queries();
-	assert.deepEqual(q.bindVars, { doc_key: 'doc_1', version_tag: 'v1.0', title: 'MVP Release' });
+	assert.deepEqual(q.bindVars, { doc_key: 'doc_1', version_tag: 'v1.0', title: 'MVP Release', user_id: 'alice' });
+	assert.match(q.query, /INTO baselines/);
+	assert.match(q.query, /created_by: @user_id \} INTO baselines/, 'the baseline names who created it');
 	assert.match(q.query, /1\.\.10 OUTBOUND doc_id structure_links OPTIONS \{ order: "bfs", uniqueVertices: "global" \}/);
 	assert.match(q.query, /type: "snapshot_item"/);
 	assertQueriesSafe(stub);

@@ -22,7 +22,7 @@ const INPUTS: Record<string, Record<string, unknown>> = {
 	'atom.archive': { atom_id: 'atom_uuid_v5', user_id: 'user_123', expected_rev: '_r1', reason: 'cancelled' },
 	'atom.unlockExpired': {},
 	'proposal.create': { target_active_id: 'atom_uuid_v5', new_content: 'text', comment: 'c', author: 'user_123' },
-	'proposal.reject': { proposal_id: 'atom_draft_y', expected_proposal_rev: '_r1' },
+	'proposal.reject': { proposal_id: 'atom_draft_y', expected_proposal_rev: '_r1', user_id: 'user_123' },
 	'proposal.merge': {
 		winner_proposal_id: 'atom_draft_x',
 		current_active_id: 'atom_uuid_v5',
@@ -30,10 +30,20 @@ const INPUTS: Record<string, Record<string, unknown>> = {
 		structure_edge_id: 'structure_links/e1',
 		expected_edge_rev: '_e1',
 	},
-	'baseline.create': { doc_id: 'docs/doc_1', version_tag: 'v1.0', title: 'MVP' },
-	'analysis.loadContext': { target_atom_id: 'atom_uuid_v5', agent_role_key: 'fixer' },
-	'analysis.saveResult': { target_atom_id: 'atom_uuid_v5', prompt_id: 'prompts/p1', ai_response: '{"issues":[]}' },
-	'analysis.saveError': { target_atom_id: 'atom_uuid_v5', prompt_id: 'prompts/p1', status_code: 500 },
+	'baseline.create': { doc_id: 'docs/doc_1', version_tag: 'v1.0', title: 'MVP', user_id: 'user_123' },
+	'analysis.loadContext': { target_atom_id: 'atom_uuid_v5', agent_role_key: 'fixer', user_id: 'user_123' },
+	'analysis.saveResult': {
+		target_atom_id: 'atom_uuid_v5',
+		prompt_id: 'prompts/p1',
+		ai_response: '{"issues":[]}',
+		user_id: 'user_123',
+	},
+	'analysis.saveError': {
+		target_atom_id: 'atom_uuid_v5',
+		prompt_id: 'prompts/p1',
+		status_code: 500,
+		user_id: 'user_123',
+	},
 };
 
 /**

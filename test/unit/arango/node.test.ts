@@ -163,6 +163,57 @@ const ACTING: Record<string, Record<string, unknown>> = {
 		expectedEdgeRev: '_e1',
 		allowOutdated: false,
 	},
+	// issue 25: the writes that recorded no actor before
+	baseline: {
+		resource: 'baseline',
+		operation: 'create',
+		docId: 'docs/doc_1',
+		versionTag: 'v1.0',
+		title: 'MVP',
+		identity: 'token',
+		identityClaim: 'sub',
+	},
+	reject: {
+		resource: 'proposal',
+		operation: 'reject',
+		proposalId: 'p1',
+		expectedProposalRev: '_r1',
+		identity: 'token',
+		identityClaim: 'sub',
+	},
+	loadContext: {
+		resource: 'analysis',
+		operation: 'loadContext',
+		targetAtomId: 'a1',
+		agentRoleKey: 'fixer',
+		identity: 'token',
+		identityClaim: 'sub',
+	},
+	saveResult: {
+		resource: 'analysis',
+		operation: 'saveResult',
+		targetAtomId: 'a1',
+		promptId: 'prompts/p1',
+		model: 'llama3',
+		requestId: '1',
+		aiResponse: '{"issues":[{"description":"d","severity":"low"}]}',
+		identity: 'token',
+		identityClaim: 'sub',
+	},
+	saveError: {
+		resource: 'analysis',
+		operation: 'saveError',
+		targetAtomId: 'a1',
+		promptId: 'prompts/p1',
+		model: 'llama3',
+		temperature: '',
+		requestId: '1',
+		statusCode: 500,
+		responseText: '',
+		errorMessage: 'boom',
+		identity: 'token',
+		identityClaim: 'sub',
+	},
 };
 
 test("Lock and Unlock act as the token's user: bind var user_id is the verified claim (sub, or the claim set), never the body's", async () => {
@@ -247,3 +298,74 @@ for (const [name, params] of Object.entries(ACTING)) {
 		await assert.rejects(new ArangoCas().execute.call(context([{ json: {} }], [params], false)), /no verified token/);
 	});
 }
+
+for (const [name, params] of Object.entries(ACTING)) {
+	test(`${name}: a verified token without a usable sub (missing, blank, " alice", too long, NUL) → 403 IDENTITY_CLAIM_INVALID, nothing sent`, async () => {
+		const stub = new ArangoStub().cursor([{ outcome: 'OK' }]);
+		const bad = [
+			{ iat: 1 },
+			{ sub: '' },
+			{ sub: ' alice' },
+			{ sub: 'alice ' },
+			{ sub: 'x'.repeat(257) },
+			{ sub: 'a\u0000b' },
+		];
+		const items = bad.map((payload) => ({ json: { jwtPayload: payload, body: {} } }));
+		const [out] = await new ArangoCas().execute.call(
+			context(
+				items,
+				items.map(() => params),
+				true,
+			),
+		);
+		for (const item of out) {
+			const error = item.json.error as Record<string, any>;
+			assert.deepEqual(
+				[error.status_code, error.kind, error.details.code, error.details.claim],
+				[403, 'auth', 'IDENTITY_CLAIM_INVALID', 'sub'],
+			);
+		}
+		assert.equal(stub.requests.length, 0, 'no request sent');
+	});
+}
+
+test("issue 25: Create Baseline, Reject, Save Result and Save Error store the token's sub as their actor; Load Context outputs it", async () => {
+	const stub = new ArangoStub()
+		.cursor([{ outcome: 'OK', illegal: [], baseline_id: 'baselines/b1', frozen_at: 1, items: [] }], {
+			writesExecuted: 1,
+		})
+		.cursor([{ outcome: 'OK', proposal_rev: '_r2' }], { writesExecuted: 1 })
+		.cursor([{ outcome: 'OK', atom_exists: true, prompt_exists: true, artifact_ids: ['artifacts/i1'] }], {
+			writesExecuted: 3,
+		})
+		.cursor([{ outcome: 'OK', error_artifact_id: 'artifacts/e1', target_missing: false }], { writesExecuted: 3 })
+		.cursor([
+			{
+				outcome: 'OK',
+				atom_exists: true,
+				prompt_exists: true,
+				atom_text: 't',
+				prompt: { _id: 'prompts/p1', template: '{{content}}' },
+				issues_context: [],
+			},
+		]);
+	const names = ['baseline', 'reject', 'saveResult', 'saveError', 'loadContext'];
+	const items = names.map(() => ({ json: verified('alice', { body: {} }) }));
+	const [out] = await new ArangoCas().execute.call(
+		context(
+			items,
+			names.map((n) => ACTING[n]),
+			true,
+		),
+	);
+	const envelopes = out.map((i) => SuccessEnvelope.parse(i.json));
+	assert.deepEqual(
+		stub.queries().map((q) => q.bindVars.user_id),
+		['alice', 'alice', 'alice', 'alice', undefined],
+	);
+	for (const { query } of stub.queries().slice(0, 4)) assert.match(query, /(created_by|rejected_by): @user_id/);
+	assert.deepEqual(
+		[envelopes[0].data.created_by, envelopes[1].data.rejected_by, envelopes[4].data.requested_by],
+		['alice', 'alice', 'alice'],
+	);
+});

@@ -132,11 +132,14 @@ test('Reject: one CAS query; stale _rev → 409 with the current _rev; not a pro
 		.cursor([{ outcome: 'REV_CONFLICT', status: 'proposal', current_rev: '_r3' }])
 		.cursor([{ outcome: 'INVALID_STATE', status: 'active' }]);
 	const db = stub.database();
-	const input = { proposal_id: 'p1', expected_proposal_rev: '_r1' };
+	const input = { proposal_id: 'p1', expected_proposal_rev: '_r1', user_id: 'alice' };
 	const ok = await rejectProposal.execute(db, input, RUN);
-	assert.deepEqual(ok.data, { success: true, proposal_id: 'atoms/p1', proposal_rev: '_r2' });
-	assert.deepEqual(stub.queries()[0].bindVars, { proposal_key: 'p1', expected_rev: '_r1' });
-	assert.match(stub.queries()[0].query, /UPDATE a WITH \{ status: "rejected"[\s\S]*ignoreRevs: false/);
+	assert.deepEqual(ok.data, { success: true, proposal_id: 'atoms/p1', proposal_rev: '_r2', rejected_by: 'alice' });
+	assert.deepEqual(stub.queries()[0].bindVars, { proposal_key: 'p1', expected_rev: '_r1', user_id: 'alice' });
+	assert.match(
+		stub.queries()[0].query,
+		/UPDATE a WITH \{ status: "rejected", rejected_at: now, rejected_by: @user_id \}[\s\S]*ignoreRevs: false/,
+	);
 	const stale = await failure(rejectProposal, db, input);
 	assert.deepEqual(stale.details, { code: 'REV_CONFLICT', expected_rev: '_r1', current_rev: '_r3' });
 	const notProposal = await failure(rejectProposal, db, input);

@@ -2,9 +2,11 @@
  * Analysis → Load Context (seed 000 §3.1 steps 1–2): the atom's text, the newest active prompt of the
  * agent role and, for the `fixer` role, the open issues detected in the atom; then the LLM payload.
  *
- * Input: `target_atom_id`, `agent_role_key`.
+ * Input: `target_atom_id`, `agent_role_key`, `user_id` (the Identity fields: the verified token's claim by
+ * default; 401/403 kind auth, see shared/node/identity.ts — issue 25: checked here, before the model is called).
  * Output data: `{ model, temperature, prompt, response_format, prompt_id, target_atom_id, request_id,
- * issues_context: [{ severity, description }] }` — `prompt` is the template with `{{content}}` (the atom
+ * issues_context: [{ severity, description }], requested_by }` — `requested_by` is the user, for Save Result
+ * and Save Error to store as their artifacts' `created_by`; — `prompt` is the template with `{{content}}` (the atom
  * text) and `{{issues_context}}` ("- [SEVERITY] description" lines) filled in; `request_id` is the n8n
  * execution id. Ready for an Ollama-compatible `/api/generate` call.
  * Errors: 404 NOT_FOUND (`missing`: the atom, or `prompts?role_key=<role>` when no active prompt);
@@ -13,8 +15,9 @@
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput } from '../inputs';
+import { keyIn, parseInput, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 import { isRecord } from '../../../shared/json';
@@ -49,6 +52,7 @@ export const LoadContextInput = z.object({
 		.trim()
 		.min(1, 'is required')
 		.max(128, 'must be ≤ 128 characters'),
+	user_id: UserId,
 });
 
 export interface Issue {
@@ -85,6 +89,7 @@ export const loadContext: Operation = {
 			required: true,
 			description: 'The prompts.role_key of the agent, e.g. tech_lead or fixer',
 		},
+		...identityFields('Who asks for the analysis (output as requested_by)'),
 	]),
 	async execute(db, raw, run) {
 		const input = parseInput(LoadContextInput, raw, 'prompts');
@@ -119,6 +124,7 @@ export const loadContext: Operation = {
 				target_atom_id: input.target_atom_id,
 				request_id: run.executionId,
 				issues_context: issues,
+				requested_by: input.user_id,
 			},
 		};
 	},

@@ -4,7 +4,9 @@
  * recorded in the graph, never lost.
  *
  * Input: `target_atom_id`, `prompt_id` (optional), `model`, `temperature`, `request_id`, `status_code`
- * (the model's HTTP status, empty when there was no answer), `response_text`, `error_message`.
+ * (the model's HTTP status, empty when there was no answer), `response_text`, `error_message`, `user_id` (the
+ * Identity fields; in A3.1 "User ID Field" = Load Context's `requested_by`, the verified token's claim —
+ * issue 25: stored as the artifact's and its edges' `created_by`).
  * Output data (201): `{ success: false, error_code, error_artifact_id, target_missing }` — `success:
  * false` is the analysis outcome; recording it succeeded.
  * A target atom that does not exist (deleted, mistyped id) still gets its artifact, so no AI failure is
@@ -18,8 +20,9 @@
 import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput } from '../inputs';
+import { keyIn, parseInput, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -51,6 +54,7 @@ LET error_artifact = FIRST(
       error_message: @error_message,
       status: "open",
       created_at: now,
+      created_by: @user_id,
       target_missing: atom == null,
       error_details: {
         target_atom_id: CONCAT("atoms/", @target_key),
@@ -67,12 +71,12 @@ LET error_artifact = FIRST(
 )
 LET failed_for = FIRST(
   FOR a IN ((error_artifact == null OR atom == null) ? [] : [error_artifact])
-    INSERT { _from: a._id, _to: atom._id, type: "failed_for", created_at: now } INTO semantic_links
+    INSERT { _from: a._id, _to: atom._id, type: "failed_for", created_at: now, created_by: @user_id } INTO semantic_links
     RETURN NEW._id
 )
 LET created_with_edge = FIRST(
   FOR a IN ((error_artifact == null OR prompt == null) ? [] : [error_artifact])
-    INSERT { _from: a._id, _to: prompt._id, type: "created_with", created_at: now } INTO created_with
+    INSERT { _from: a._id, _to: prompt._id, type: "created_with", created_at: now, created_by: @user_id } INTO created_with
     RETURN NEW._id
 )
 RETURN { outcome: error_artifact == null ? "NOT_FOUND" : "OK", target_missing: atom == null, error_artifact_id: error_artifact._id }`;
@@ -108,6 +112,7 @@ export const SaveErrorInput = z.object({
 		}),
 	response_text: nullableText(100_000),
 	error_message: nullableText(10_000),
+	user_id: UserId,
 });
 
 const ref = { resource: 'analysis', operation: 'saveError' };
@@ -147,6 +152,7 @@ export const saveError: Operation = {
 			default: '={{ $json.error ? ($json.error.message || String($json.error)) : "" }}',
 			description: 'What went wrong, as the HTTP Request node reported it',
 		},
+		...identityFields('Who asked for the analysis (stored as created_by on the ai_error artifact)'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(SaveErrorInput, raw, 'artifacts');
@@ -165,6 +171,7 @@ export const saveError: Operation = {
 				request_id: input.request_id,
 				status_code: input.status_code,
 				response_text: input.response_text,
+				user_id: input.user_id,
 			},
 			...where,
 		});

@@ -5,7 +5,8 @@
  *
  * Input: `target_atom_id`, `prompt_id` (prompts/<key>), `model`, `request_id`, `ai_response` — the
  * model's answer: an object `{ issues: [{ description, severity }] }` or its JSON text (Ollama's
- * `response` field).
+ * `response` field); `user_id` (the Identity fields; in A3.1 "User ID Field" = Load Context's `requested_by`,
+ * the verified token's claim — issue 25: stored as every artifact's and edge's `created_by`).
  * Output data (201): `{ success: true, artifacts_created, artifact_ids }`.
  * Errors: 422 INVALID_JSON when `ai_response` is not JSON or lacks `issues` (the message says
  * "invalid JSON", which Save Error classifies as INVALID_JSON); 404 NOT_FOUND (atom or prompt);
@@ -14,8 +15,9 @@
 import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput } from '../inputs';
+import { keyIn, parseInput, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -32,11 +34,12 @@ LET created = (
       status: "open",
       source_model: @model,
       request_id: @request_id,
-      created_at: now
+      created_at: now,
+      created_by: @user_id
     } INTO artifacts
     LET artifact = NEW
-    INSERT { _from: artifact._id, _to: atom._id, type: "detected_in", created_at: now } INTO semantic_links
-    INSERT { _from: artifact._id, _to: prompt._id, type: "created_with", created_at: now } INTO created_with
+    INSERT { _from: artifact._id, _to: atom._id, type: "detected_in", created_at: now, created_by: @user_id } INTO semantic_links
+    INSERT { _from: artifact._id, _to: prompt._id, type: "created_with", created_at: now, created_by: @user_id } INTO created_with
     RETURN artifact._id
 )
 RETURN { outcome: outcome, atom_exists: atom != null, prompt_exists: prompt != null, artifact_ids: created }`;
@@ -101,6 +104,7 @@ export const SaveResultInput = z.object({
 		.nullish()
 		.transform((v) => (v === null || v === undefined ? null : String(v))),
 	ai_response: z.unknown(),
+	user_id: UserId,
 });
 
 const ref = { resource: 'analysis', operation: 'saveResult' };
@@ -131,6 +135,7 @@ export const saveResult: Operation = {
 			default: '={{ $json.response }}',
 			description: 'The model\'s answer: { "issues": [{ "description", "severity" }] } as an object or JSON text',
 		},
+		...identityFields('Who asked for the analysis (stored as created_by on the artifacts)'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(SaveResultInput, raw, 'artifacts');
@@ -143,6 +148,7 @@ export const saveResult: Operation = {
 				prompt_key: input.prompt_id,
 				model: input.model,
 				request_id: input.request_id,
+				user_id: input.user_id,
 				issues: response.issues.map((i) => ({ description: i.description, severity: i.severity })),
 			},
 			...where,

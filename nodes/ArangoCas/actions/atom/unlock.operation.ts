@@ -2,7 +2,7 @@
  * Atom → Unlock (seed 000 §3.6.2): clears the lock, owner only, compare-and-swap on `_rev`.
  *
  * Input: `atom_id`, `user_id` (the Identity fields: the verified token's claim by default; 401/403
- * kind auth, see shared/node/identity.ts), `expected_rev`.
+ * kind auth, see shared/node/identity.ts; issue 25: stored as `unlocked_by`), `expected_rev`.
  * Output data: `{ success: true, atom_id, atom_rev }`.
  * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds the lock, expired or not (§3.6.2: only the
  * owner unlocks, `locked_by == null OR locked_by == user_id`; expired locks are cleared by the §3.8 cron,
@@ -27,7 +27,7 @@ LET outcome = atom == null ? "NOT_FOUND"
   : "OK"
 LET updated = FIRST(
   FOR a IN (outcome == "OK" ? [atom] : [])
-    UPDATE a WITH { locked_by: null, locked_until: null } IN atoms OPTIONS { ignoreRevs: false, keepNull: true }
+    UPDATE a WITH { locked_by: null, locked_until: null, unlocked_by: @user_id } IN atoms OPTIONS { ignoreRevs: false, keepNull: true }
     RETURN NEW
 )
 RETURN {

@@ -3,8 +3,10 @@
  * baseline_items edge (type "snapshot_item", with the `order` of the structure edge that reached the
  * atom) per active atom reachable from the doc through structure_links at depth 1..10.
  *
- * Input: `doc_id` (docs/<key> or key), `version_tag`, `title`.
- * Output data (201): `{ baseline_id, tag, items_snapshotted, frozen_at (ms), items: [atom ids] }`.
+ * Input: `doc_id` (docs/<key> or key), `version_tag`, `title`, `user_id` (the Identity fields: the verified
+ * token's claim by default; 401/403 kind auth, see shared/node/identity.ts — issue 25: stored as the
+ * baseline's `created_by`, so every baseline names who froze it).
+ * Output data (201): `{ baseline_id, tag, items_snapshotted, frozen_at (ms), items: [atom ids], created_by }`.
  * Errors: 404 NOT_FOUND (no such doc); 422 ILLEGAL_EDGES with `edges: [{ id, from, to }]` when the doc
  * has direct docs → atoms structure edges (v2.1 constraint: checked before anything is written);
  * 409 UNIQUE_VIOLATION when the doc already has a baseline with that tag; 422 invalid input.
@@ -30,8 +32,9 @@
 import type { Database } from 'arangojs';
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput } from '../inputs';
+import { keyIn, parseInput, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import { onWriteConflict } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
@@ -65,7 +68,7 @@ LET touched = (
 )
 LET baseline = FIRST(
   FOR x IN (outcome == "OK" ? [1] : [])
-    INSERT { doc_id: doc_id, tag: @version_tag, title: @title, frozen_at: now, items_count: LENGTH(reachable) } INTO baselines
+    INSERT { doc_id: doc_id, tag: @version_tag, title: @title, frozen_at: now, items_count: LENGTH(reachable), created_by: @user_id } INTO baselines
     RETURN NEW
 )
 LET snapshotted = (
@@ -99,6 +102,7 @@ export const CreateBaselineInput = z.object({
 		.max(512, 'must be ≤ 512 characters')
 		.nullish()
 		.transform((v) => v ?? null),
+	user_id: UserId,
 });
 
 /**
@@ -135,6 +139,7 @@ export const createBaseline: Operation = {
 			description: 'Tag of the baseline (unique per document), e.g. v1.0',
 		},
 		{ displayName: 'Title', name: 'title', description: 'Title of the baseline, e.g. MVP Release' },
+		...identityFields("Who creates the baseline (stored as the baseline's created_by)"),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(CreateBaselineInput, raw, 'baselines');
@@ -143,7 +148,12 @@ export const createBaseline: Operation = {
 			() =>
 				runQuery<OutcomeRow>(db, {
 					query: CREATE_BASELINE_AQL,
-					bindVars: { doc_key: input.doc_id, version_tag: input.version_tag, title: input.title },
+					bindVars: {
+						doc_key: input.doc_id,
+						version_tag: input.version_tag,
+						title: input.title,
+						user_id: input.user_id,
+					},
 					...where,
 				}),
 			{ reread: async () => ({ current_revs: await readReachableRevs(db, input.doc_id) }) },
@@ -167,6 +177,7 @@ export const createBaseline: Operation = {
 				items_snapshotted: items.length,
 				frozen_at: row.frozen_at,
 				items,
+				created_by: input.user_id,
 			},
 		};
 	},

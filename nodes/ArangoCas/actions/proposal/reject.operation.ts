@@ -1,16 +1,18 @@
 /**
  * Proposal → Reject (seed 000 §3.5): marks a proposal "rejected", compare-and-swap on `_rev`.
  *
- * Input: `proposal_id`, `expected_proposal_rev`.
- * Output data: `{ success: true, proposal_id, proposal_rev }`.
+ * Input: `proposal_id`, `expected_proposal_rev`, `user_id` (the Identity fields: the verified token's claim
+ * by default; 401/403 kind auth, see shared/node/identity.ts — issue 25: stored as `rejected_by`).
+ * Output data: `{ success: true, proposal_id, proposal_rev, rejected_by }`.
  * Errors: 404 NOT_FOUND; 409 INVALID_STATE when the atom is not a proposal; 409 REV_CONFLICT with
  * `current_rev` (after a lost race, 1200, read again, with `current_revs`: ../../transport/conflict.ts);
  * 422 invalid input. One AQL query.
  */
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, Rev } from '../inputs';
+import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
+import { identityFields } from '../../../shared/node/identity';
 import { withCurrentRev } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
@@ -23,12 +25,16 @@ LET outcome = proposal == null ? "NOT_FOUND"
   : "OK"
 LET updated = FIRST(
   FOR a IN (outcome == "OK" ? [proposal] : [])
-    UPDATE a WITH { status: "rejected", rejected_at: now } IN atoms OPTIONS { ignoreRevs: false }
+    UPDATE a WITH { status: "rejected", rejected_at: now, rejected_by: @user_id } IN atoms OPTIONS { ignoreRevs: false }
     RETURN NEW
 )
 RETURN { outcome: outcome, status: proposal.status, current_rev: proposal._rev, proposal_rev: updated._rev }`;
 
-export const RejectProposalInput = z.object({ proposal_id: keyIn('atoms'), expected_proposal_rev: Rev });
+export const RejectProposalInput = z.object({
+	proposal_id: keyIn('atoms'),
+	expected_proposal_rev: Rev,
+	user_id: UserId,
+});
 
 const ref = { resource: 'proposal', operation: 'reject' };
 
@@ -40,6 +46,7 @@ export const rejectProposal: Operation = {
 	fields: fieldsOf(ref, [
 		{ displayName: 'Proposal ID', name: 'proposalId', required: true, description: 'Key of the proposal atom' },
 		expectedRevField('Expected Proposal Revision', 'expectedProposalRev', 'expected_proposal_rev', 'proposal'),
+		...identityFields('Who rejects the proposal (stored in rejected_by)'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(RejectProposalInput, raw, 'atoms');
@@ -50,7 +57,11 @@ export const rejectProposal: Operation = {
 			() =>
 				runQuery<OutcomeRow>(db, {
 					query: REJECT_PROPOSAL_AQL,
-					bindVars: { proposal_key: input.proposal_id, expected_rev: input.expected_proposal_rev },
+					bindVars: {
+						proposal_key: input.proposal_id,
+						expected_rev: input.expected_proposal_rev,
+						user_id: input.user_id,
+					},
 					...where,
 				}),
 		);
@@ -67,7 +78,12 @@ export const rejectProposal: Operation = {
 		);
 		return {
 			statusCode: 200,
-			data: { success: true, proposal_id: `atoms/${input.proposal_id}`, proposal_rev: row.proposal_rev },
+			data: {
+				success: true,
+				proposal_id: `atoms/${input.proposal_id}`,
+				proposal_rev: row.proposal_rev,
+				rejected_by: input.user_id,
+			},
 		};
 	},
 };

@@ -1,0 +1,269 @@
+/**
+ * The public projection of an ErrorEnvelope (issue 25 §4): what the webhooks answer outside callers.
+ * `publicError` on a table of errors, and the Error Pipe's envelope of a webhook's error item: its `public`
+ * carries only ok/status_code/kind/message/correlation_id (+ the field of a validation error), never the
+ * request (headers, body, webhookUrl, jwtPayload), ctx, error_context or `_internal`. A fast-check property
+ * over hostile items checks the same for any input.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from '@jest/globals';
+import fc from 'fast-check';
+import {
+	ErrorEnvelope,
+	MAX_PUBLIC_MESSAGE_LENGTH,
+	PublicError,
+	type ErrorKind,
+} from '../../nodes/shared/contracts/envelope';
+import { failure, publicError } from '../../nodes/shared/envelopeBuilders';
+import { errorJson } from '../../nodes/shared/node/runItems';
+import { ContractError } from '../../nodes/shared/errors';
+import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
+import { hostileString, propertyParams } from '../helpers/property';
+
+const CORRELATION_ID = '6f1d2c3b-4a59-4e68-8f7a-0b1c2d3e4f50';
+const KEYS = new Set(['ok', 'status_code', 'kind', 'message', 'correlation_id', 'field']);
+/** A marker put in every place the answer must not come from: it never appears in a public answer. */
+const MARK = 'INTERNAL-ONLY-7c1e';
+
+/** A webhook's error item as it reaches the Error Pipe: the request's fields next to the node's error. */
+function webhookErrorItem(error: ContractError, extra: Record<string, unknown> = {}): Record<string, unknown> {
+	return {
+		headers: { 'x-forwarded-for': `10.0.0.5 ${MARK}`, host: `n8n.internal:5678 ${MARK}` },
+		body: { doc_id: `docs/${MARK}`, note: MARK },
+		query: { q: MARK },
+		webhookUrl: `http://n8n.internal:5678/webhook/arango/baseline?${MARK}`,
+		jwtPayload: { sub: `user ${MARK}`, iat: 1 },
+		executionMode: 'production',
+		...errorJson(
+			error,
+			{ name: 'Create Baseline', type: 'n8n-nodes-contracts.arangoCas' },
+			{
+				correlation_id: CORRELATION_ID,
+				workflow: `A3.3 ${MARK}`,
+				node: 'Create Baseline',
+				job_id: 17,
+			},
+		),
+		_err: { node: 'Create Baseline', operation: 'insert', table: `baselines ${MARK}` },
+		...extra,
+	};
+}
+
+function assertPublicOnly(answer: unknown): PublicError {
+	const parsed = PublicError.parse(answer);
+	for (const key of Object.keys(answer as object)) assert.ok(KEYS.has(key), `unexpected key ${key}`);
+	assert.ok(!JSON.stringify(answer).includes(MARK), `internal detail in ${JSON.stringify(answer)}`);
+	return parsed;
+}
+
+test('a 422 keeps its message and names the field; a 403 names no field; both without the request', () => {
+	const validation = normalizeErrorItem(
+		webhookErrorItem(
+			ContractError.validation(
+				'invalid input: version_tag is required',
+				{ code: 'VALIDATION', field: 'version_tag' },
+				{ operation: 'validate', collection: 'baselines' },
+			),
+		),
+		{ source: 'WF99' },
+	).envelope;
+	ErrorEnvelope.parse(validation);
+	assert.ok(JSON.stringify(validation.error.details.input).includes(MARK), 'the request stays in the envelope');
+	assert.deepEqual(assertPublicOnly(validation.public), {
+		ok: false,
+		status_code: 422,
+		kind: 'validation',
+		message: 'invalid input: version_tag is required',
+		correlation_id: CORRELATION_ID,
+		field: 'version_tag',
+	});
+
+	const refused = normalizeErrorItem(
+		webhookErrorItem(
+			ContractError.forbidden(
+				'the token\'s claim "sub" is missing',
+				{ code: 'IDENTITY_CLAIM_INVALID', claim: 'sub', field: 'sub' },
+				{ operation: 'authenticate' },
+			),
+		),
+		{ source: 'WF99' },
+	).envelope;
+	assert.deepEqual(assertPublicOnly(refused.public), {
+		ok: false,
+		status_code: 403,
+		kind: 'auth',
+		message: 'the token\'s claim "sub" is missing',
+		correlation_id: CORRELATION_ID,
+	});
+});
+
+test('a 5xx answers a fixed text naming its kind, never its own message (servers, tables, addresses)', () => {
+	const down = normalizeErrorItem(
+		webhookErrorItem(
+			ContractError.unavailable(
+				`ArangoDB unreachable at http://10.0.0.7:8529 ${MARK}`,
+				{ code: 'UNREACHABLE', url: MARK },
+				{ operation: 'insert', collection: 'baselines' },
+			),
+		),
+		{ source: 'WF99' },
+	).envelope;
+	assert.match(down.error.message, new RegExp(MARK), 'ops.errors keeps the real message');
+	const answer = assertPublicOnly(down.public);
+	assert.deepEqual([answer.status_code, answer.kind], [503, 'db']);
+	assert.equal(
+		answer.message,
+		'the database could not complete the request (status 503); the correlation_id identifies it in the error log',
+	);
+	for (const [kind, status] of [
+		['upstream', 502],
+		['unknown', 500],
+		['validation', 500],
+	] as [ErrorKind, number][]) {
+		const p = publicError({ status_code: status, kind, message: `boom ${MARK}`, correlation_id: CORRELATION_ID });
+		assertPublicOnly(p);
+		assert.match(p.message, /correlation_id/);
+	}
+});
+
+test('only a validation error carries a field; a long message is cut, a pair never split', () => {
+	const details = { node_details: { field: 'body.user_id' } };
+	assert.equal(
+		publicError({ status_code: 409, kind: 'conflict', message: 'm', correlation_id: CORRELATION_ID, details }).field,
+		undefined,
+	);
+	assert.equal(
+		publicError({ status_code: 400, kind: 'validation', message: 'm', correlation_id: CORRELATION_ID, details }).field,
+		'body.user_id',
+	);
+	const long = publicError({
+		status_code: 422,
+		kind: 'validation',
+		message: `${'x'.repeat(MAX_PUBLIC_MESSAGE_LENGTH - 2)}😀😀😀`,
+		correlation_id: CORRELATION_ID,
+	});
+	assert.equal(long.message.length <= MAX_PUBLIC_MESSAGE_LENGTH, true);
+	assert.ok(long.message.endsWith('…'));
+	assert.ok(!/[\uD800-\uDBFF]…$/.test(long.message), 'no lone high surrogate before the ellipsis');
+	assert.throws(() => PublicError.parse({ ...long, details: {} }), /Unrecognized key/);
+});
+
+test('failure() always builds the public projection, validated with the envelope', () => {
+	const envelope = failure({
+		status_code: 404,
+		kind: 'not_found',
+		message: 'atoms/a1 not found',
+		retryable: false,
+		source: 'A3.7',
+		correlation: { correlation_id: CORRELATION_ID },
+		ctx: { secret: MARK },
+		raw_error: { message: MARK, http_code: 404, node_type: null },
+		error_context: { node: MARK },
+		extra_details: { input: { headers: MARK } },
+		internal: { error_id: MARK },
+	});
+	assert.deepEqual(assertPublicOnly(envelope.public), {
+		ok: false,
+		status_code: 404,
+		kind: 'not_found',
+		message: 'atoms/a1 not found',
+		correlation_id: CORRELATION_ID,
+	});
+	const { public: _dropped, ...withoutPublic } = envelope;
+	assert.throws(() => ErrorEnvelope.parse(withoutPublic), /public/);
+});
+
+test("property: for any error item, the Error Pipe envelope's public answer is a strict PublicError holding nothing of the request", () => {
+	const kinds = fc.constantFrom<ErrorKind>(
+		'db',
+		'upstream',
+		'auth',
+		'rate_limit',
+		'validation',
+		'not_found',
+		'conflict',
+		'locked',
+		'unknown',
+	);
+	const clean = (max: number) => hostileString(max).filter((s) => !s.includes(MARK));
+	const hostileRequest = fc.record({
+		headers: fc.dictionary(
+			hostileString(16),
+			hostileString(64).map((s) => `${s}${MARK}`),
+		),
+		body: fc.oneof(fc.anything(), hostileString(200)).map((b) => ({ raw: b, mark: MARK })),
+		webhookUrl: hostileString(64).map((s) => `http://x/${MARK}${s}`),
+		jwtPayload: fc.anything().map((p) => ({ p, sub: MARK })),
+	});
+	fc.assert(
+		fc.property(
+			kinds,
+			fc.integer({ min: 100, max: 700 }),
+			clean(2000),
+			fc.option(clean(300)),
+			fc.option(fc.uuid()),
+			hostileRequest,
+			(kind, status, message, field, correlationId, request) => {
+				const item = {
+					...request,
+					error: {
+						message,
+						kind,
+						status_code: status,
+						details: field === null ? { code: MARK } : { code: MARK, field },
+						ctx: correlationId === null ? { secret: MARK } : { correlation_id: correlationId, secret: MARK },
+						error_context: { node: MARK, table: MARK },
+					},
+				};
+				const { envelope } = normalizeErrorItem(item, { source: 'WF99' });
+				const answer = PublicError.parse(envelope.public);
+				for (const key of Object.keys(envelope.public)) assert.ok(KEYS.has(key), key);
+				assert.ok(!JSON.stringify(envelope.public).includes(MARK));
+				assert.equal(answer.correlation_id, envelope.meta.correlation.correlation_id);
+				assert.deepEqual([answer.status_code, answer.kind], [envelope.status_code, envelope.error.kind]);
+				if (answer.status_code >= 500) assert.match(answer.message, /correlation_id/);
+				if (answer.field !== undefined) assert.equal(answer.kind, 'validation');
+			},
+		),
+		propertyParams('public error projection'),
+	);
+});
+
+test('every shipped Respond to Webhook node fed by a Call WF99 node answers {{ $json.public }} with its status', () => {
+	const dir = path.join(__dirname, '..', '..', 'workflows-json');
+	const files = [
+		...readdirSync(dir).filter((f) => f.endsWith('.json')),
+		...['arango', 'maas'].flatMap((sub) =>
+			readdirSync(path.join(dir, sub))
+				.filter((f) => f.endsWith('.json'))
+				.map((f) => path.join(sub, f)),
+		),
+	];
+	let checked = 0;
+	for (const file of files) {
+		const workflow = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as {
+			nodes: { name: string; type: string; parameters: Record<string, unknown> }[];
+			connections: Record<string, { main?: { node: string }[][] }>;
+		};
+		const fed = new Set(
+			Object.entries(workflow.connections)
+				.filter(([source]) => source.startsWith('Call WF99'))
+				.flatMap(([, c]) => (c.main ?? []).flat().map((t) => t.node)),
+		);
+		for (const node of workflow.nodes.filter((n) => n.type === 'n8n-nodes-base.respondToWebhook' && fed.has(n.name))) {
+			assert.deepEqual(
+				node.parameters,
+				{
+					respondWith: 'json',
+					responseBody: '={{ $json.public }}',
+					options: { responseCode: '={{ $json.public.status_code }}' },
+				},
+				`${file}: ${node.name}`,
+			);
+			checked++;
+		}
+	}
+	assert.equal(checked, 14, 'the Respond Error nodes of A31–A37, M00, M01, M18 and WF10');
+});
