@@ -403,7 +403,9 @@ export class PushServer {
 			this.forget(session);
 			return false;
 		}
-		if (now - session.limitedAnsweredAt >= 1000 / rate) {
+		// the first drop is always answered; then once per refill interval (never again when nothing refills)
+		const interval = rate > 0 ? 1000 / rate : Infinity;
+		if (session.limitedAnsweredAt === 0 || now - session.limitedAnsweredAt >= interval) {
 			session.limitedAnsweredAt = now;
 			this.refuseMessage(
 				session,
