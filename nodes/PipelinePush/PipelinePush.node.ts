@@ -21,7 +21,9 @@ import { pgRunStore } from './transport/runs';
 import { startPushService, type PushService } from './transport/service';
 import {
 	DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
+	effectiveMaxTokenLifetime,
 	MAX_TOKEN_LIFETIME_LIMIT_SECONDS,
+	MIN_MAX_TOKEN_LIFETIME_SECONDS,
 	MIN_PUSH_SECRET_LENGTH,
 } from './transport/token';
 
@@ -133,7 +135,8 @@ export class PipelinePush implements INodeType {
 						type: 'number',
 						typeOptions: { minValue: 256, maxValue: 1048576 },
 						default: 16384,
-						description: 'Larger client messages are refused (MESSAGE_TOO_LARGE); over 1 MiB the connection is closed',
+						description:
+							'A larger client message closes its connection (code 1009, read no further than its frame header, not answered)',
 					},
 					{
 						displayName: 'Max Subscriptions per Connection',
@@ -147,7 +150,7 @@ export class PipelinePush implements INodeType {
 						displayName: 'Max Token Lifetime (Seconds)',
 						name: 'maxTokenLifetimeSeconds',
 						type: 'number',
-						typeOptions: { minValue: 60, maxValue: MAX_TOKEN_LIFETIME_LIMIT_SECONDS },
+						typeOptions: { minValue: MIN_MAX_TOKEN_LIFETIME_SECONDS, maxValue: MAX_TOKEN_LIFETIME_LIMIT_SECONDS },
 						default: DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
 						description:
 							'A token whose expiry lies further ahead than this (plus 60 s of clock skew) is refused, whoever minted it; at most 604800 (7 days)',
@@ -217,10 +220,8 @@ export class PipelinePush implements INodeType {
 				host,
 				secret,
 				allowQueryToken: options.allowQueryToken === true,
-				maxTokenLifetimeSeconds: Math.min(
-					options.maxTokenLifetimeSeconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
-					MAX_TOKEN_LIFETIME_LIMIT_SECONDS,
-				),
+				// NaN, a string or an empty value gives the default (fails closed), over 7 days is cut to 7 days
+				maxTokenLifetimeSeconds: effectiveMaxTokenLifetime(options.maxTokenLifetimeSeconds),
 				maxMessageBytes: options.maxMessageBytes ?? DEFAULT_LIMITS.maxMessageBytes,
 				maxIdsPerMessage: maxSubscriptions,
 				maxSubscriptions,

@@ -14,6 +14,11 @@ import { createHmac } from 'node:crypto';
 import {
 	checkPushToken,
 	CLOCK_SKEW_SECONDS,
+	DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
+	effectiveClockSkew,
+	effectiveMaxTokenLifetime,
+	MAX_TOKEN_LIFETIME_LIMIT_SECONDS,
+	MIN_MAX_TOKEN_LIFETIME_SECONDS,
 	mintPushToken,
 	userIdProblem,
 	verifyPushToken,
@@ -69,6 +74,52 @@ test('expiry: accepted until exp + 60 s of skew, then "expired"; a token living 
 	assert.equal(verifyPushToken('alice', v1, SECRET), false);
 	assert.throws(() => mintPushToken('alice', SECRET, { expiresInSeconds: 0 }), /expiresInSeconds/);
 	assert.throws(() => mintPushToken('alice', SECRET, { expiresInSeconds: 8 * 86400 }), /7 days/);
+});
+
+test('Max Token Lifetime and clock skew fail closed: NaN, non-numeric, empty or too small give the default, never "every expiry accepted"', () => {
+	for (const bad of [NaN, undefined, null, '', 'abc', '3600', Infinity, -Infinity, 0, 59, -1, {}, []])
+		assert.equal(effectiveMaxTokenLifetime(bad), DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, String(bad));
+	assert.equal(effectiveMaxTokenLifetime(MIN_MAX_TOKEN_LIFETIME_SECONDS), MIN_MAX_TOKEN_LIFETIME_SECONDS);
+	assert.equal(effectiveMaxTokenLifetime(3600), 3600);
+	assert.equal(effectiveMaxTokenLifetime(1e12), MAX_TOKEN_LIFETIME_LIMIT_SECONDS);
+	for (const bad of [NaN, undefined, '', 'abc', -1, Infinity])
+		assert.equal(effectiveClockSkew(bad), CLOCK_SKEW_SECONDS);
+	assert.equal(effectiveClockSkew(0), 0);
+	assert.equal(effectiveClockSkew(3600), CLOCK_SKEW_SECONDS);
+	const now = 1_800_000_000_000;
+	// a 7-day token against a server whose Max Token Lifetime is NaN / a string / empty: checked against 1 day
+	const week = mintPushToken('alice', SECRET, { expiresInSeconds: MAX_TOKEN_LIFETIME_LIMIT_SECONDS, now });
+	for (const bad of [NaN, 'abc', '', Infinity] as unknown as number[])
+		assert.deepEqual(checkPushToken('alice', week, SECRET, { now, maxLifetimeSeconds: bad }), {
+			ok: false,
+			reason: 'too_long',
+		});
+	// a NaN skew does not keep an expired token alive
+	const hour = mintPushToken('alice', SECRET, { expiresInSeconds: 3600, now });
+	assert.deepEqual(checkPushToken('alice', hour, SECRET, { now: now + 2 * 3600_000, skewSeconds: NaN }), {
+		ok: false,
+		reason: 'expired',
+	});
+});
+
+test('property: the effective Max Token Lifetime is always a finite bound from 60 s to 7 days, the skew from 0 to 60 s', () => {
+	fc.assert(
+		fc.property(fc.oneof(fc.anything(), fc.double(), fc.integer(), hostileString(20)), (value) => {
+			const max = effectiveMaxTokenLifetime(value);
+			assert.ok(
+				Number.isFinite(max) && max >= MIN_MAX_TOKEN_LIFETIME_SECONDS && max <= MAX_TOKEN_LIFETIME_LIMIT_SECONDS,
+			);
+			if (
+				typeof value === 'number' &&
+				value >= MIN_MAX_TOKEN_LIFETIME_SECONDS &&
+				value <= MAX_TOKEN_LIFETIME_LIMIT_SECONDS
+			)
+				assert.equal(max, value);
+			const skew = effectiveClockSkew(value);
+			assert.ok(Number.isFinite(skew) && skew >= 0 && skew <= CLOCK_SKEW_SECONDS);
+		}),
+		propertyParams('push max token lifetime'),
+	);
 });
 
 test('mintPushToken refuses a short secret and a bad user_id, naming the problem, never the secret', () => {

@@ -18,7 +18,10 @@ import { z } from 'zod';
 import { userIdProblem } from './token';
 
 export interface ProtocolLimits {
-	/** Largest client message accepted (UTF-8 bytes); larger ones are refused (MESSAGE_TOO_LARGE). */
+	/**
+	 * Largest client message accepted (UTF-8 bytes). PushServer closes a connection sending a larger one (1009,
+	 * ws maxPayload) before it reaches parseClientMessage, which refuses it MESSAGE_TOO_LARGE for other callers.
+	 */
 	maxMessageBytes: number;
 	/** Most request_ids one message may carry (also the per-connection cap, see PushServer). */
 	maxIdsPerMessage: number;

@@ -15,15 +15,18 @@
  *
  * Resource bounds (security review H1–H3, M4, M5): the server owns its `http.Server` (headers and request
  * timeouts, a cap on raw TCP sockets); a connection is refused with HTTP 503 before the upgrade when
- * Max Connections sessions are open or Max Unauthenticated sessions are waiting for auth; each connection
- * may send MESSAGE_BURST messages at once and MESSAGES_PER_SECOND on average (more: RATE_LIMITED); a
- * connection whose unsent output exceeds MAX_BUFFERED_BYTES is terminated; `stop()` ends within
- * STOP_TIMEOUT_MS whatever the peers do.
+ * Max Connections sessions are open or Max Unauthenticated sessions are waiting for auth; a message over
+ * Max Message Size closes its connection (1009, from the frame header: ws buffers at most Max Message Size
+ * per connection); each connection may send MESSAGE_BURST messages at once and MESSAGES_PER_SECOND on
+ * average (more: dropped, with at most one RATE_LIMITED answer per refill interval; MAX_RATE_LIMITED_FRAMES
+ * dropped in a row close it with 1008); a connection whose unsent output exceeds MAX_BUFFERED_BYTES is
+ * terminated; `stop()` ends within STOP_TIMEOUT_MS whatever the peers do.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import {
+	DEFAULT_LIMITS,
 	logSafe,
 	parseClientMessage,
 	parseQueryString,
@@ -33,7 +36,7 @@ import {
 	type Refusal,
 } from './protocol';
 import { answerOf, type PushedAnswer, type RunRow, type RunStore } from './runs';
-import { checkPushToken, CLOCK_SKEW_SECONDS } from './token';
+import { checkPushToken, effectiveClockSkew, effectiveMaxTokenLifetime } from './token';
 
 export interface PushLogger {
 	info(message: string): void;
@@ -50,7 +53,7 @@ export interface PushServerOptions extends ProtocolLimits {
 	 * DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, 1 day): a token minted for longer is refused (UNAUTHORIZED).
 	 */
 	maxTokenLifetimeSeconds?: number;
-	/** Clock skew allowed on a token's expiry (seconds; default CLOCK_SKEW_SECONDS, 60; tests shorten it). */
+	/** Clock skew allowed on a token's expiry (seconds, 0–60; default CLOCK_SKEW_SECONDS, 60; tests shorten it). */
 	clockSkewSeconds?: number;
 	/**
 	 * Whether the connection URL may carry user_id, token and request_id (default false: the query form is
@@ -87,18 +90,40 @@ export interface PushServerOptions extends ProtocolLimits {
 
 /** The WebSocket path the server answers on. */
 export const PUSH_PATH = '/api/ws';
-/** Hard cap of a frame at the ws layer (bytes): beyond it ws closes the connection with 1009. */
+/**
+ * Greatest Max Message Size (bytes). The ws layer's maxPayload is the server's Max Message Size (at most
+ * this): a message announcing more in its frame header closes the connection with CLOSE_MESSAGE_TOO_BIG
+ * before its payload is read, so ws never buffers more than Max Message Size per connection.
+ */
 export const HARD_MAX_PAYLOAD = 1024 * 1024;
+/** Smallest Max Message Size (bytes; the node option's minimum). */
+export const MIN_MESSAGE_BYTES = 256;
 /** Close codes: bad token, no authentication in time. */
 export const CLOSE_UNAUTHORIZED = 4401;
 export const CLOSE_AUTH_TIMEOUT = 4408;
+/** Close code (RFC 6455 "message too big") of a message over Max Message Size; sent by ws, with no refusal message. */
+export const CLOSE_MESSAGE_TOO_BIG = 1009;
+/** Close code (RFC 6455 "policy violation") after MAX_RATE_LIMITED_FRAMES frames dropped in a row by the rate limit. */
+export const CLOSE_POLICY_VIOLATION = 1008;
+/**
+ * Frames in a row a connection may send over the rate limit (each dropped unread) before it is closed with
+ * CLOSE_POLICY_VIOLATION (a frame within the limit resets the count). A client that only exceeds the limit
+ * now and then is slowed, a flood is cut: at the defaults a flood gets MESSAGE_BURST answers, a RATE_LIMITED
+ * or two, and the close.
+ */
+export const MAX_RATE_LIMITED_FRAMES = 100;
+/** A connection closed for flooding is terminated if the peer has not completed the close within this (ms). */
+export const FLOOD_CLOSE_GRACE_MS = 1_000;
 /**
  * Most unsent output per connection (bytes, ws's `bufferedAmount`: the socket's write queue). Nothing is
  * sent to a connection above it: it is terminated (a client that does not read cannot grow the server's
  * memory by more than this plus one message).
  */
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
-/** Messages a connection may send at once, and on average per second after that (more: RATE_LIMITED). */
+/**
+ * Messages a connection may send at once, and on average per second after that. A frame beyond is dropped
+ * unread; it is answered RATE_LIMITED at most once per refill interval (1000 / messages per second ms).
+ */
 export const MESSAGE_BURST = 20;
 export const MESSAGES_PER_SECOND = 5;
 /** Default time for a complete HTTP upgrade request (ms). */
@@ -130,14 +155,19 @@ interface Session {
 	/** Token bucket of the message rate limit. */
 	tokens: number;
 	refilled: number;
+	/** Frames dropped in a row by the rate limit (closed 1008 at MAX_RATE_LIMITED_FRAMES). */
+	limitedInARow: number;
+	/** When the last RATE_LIMITED answer was sent (ms since the epoch; 0: never). */
+	limitedAnsweredAt: number;
 	/** Request ids already handed to onDelivered on this connection. */
 	emitted: Set<string>;
 }
 
 /**
- * Malformed-message refusals logged per connection (INVALID_MESSAGE, MESSAGE_TOO_LARGE,
- * TOO_MANY_SUBSCRIPTIONS, NOT_AUTHENTICATED, RATE_LIMITED); later ones are still answered, and counted in
- * one line when the connection closes. UNAUTHORIZED and SUBSCRIPTION_REFUSED are always logged, with the ids.
+ * Malformed-message refusals logged per connection (INVALID_MESSAGE, TOO_MANY_SUBSCRIPTIONS,
+ * NOT_AUTHENTICATED, RATE_LIMITED); later ones are still answered, and counted in one line when the
+ * connection closes. UNAUTHORIZED and SUBSCRIPTION_REFUSED are always logged, with the ids, and so is a
+ * close for an oversize message (1009) or a flood (1008).
  */
 export const MAX_LOGGED_REFUSALS = 20;
 
@@ -154,7 +184,19 @@ export class PushServer {
 	private readonly waiting = new Map<string, Set<Session>>();
 	private heartbeat?: NodeJS.Timeout;
 
-	constructor(private readonly options: PushServerOptions) {}
+	/** Max Message Size in force (bytes): the option when it is a number from MIN_MESSAGE_BYTES, at most HARD_MAX_PAYLOAD; else the default. */
+	private readonly maxMessageBytes: number;
+	private readonly limits: ProtocolLimits;
+
+	constructor(private readonly options: PushServerOptions) {
+		const asked = options.maxMessageBytes;
+		// a NaN would turn both limits off (ws takes `maxPayload | 0`, 0 meaning none): fail closed to the default
+		this.maxMessageBytes =
+			typeof asked === 'number' && Number.isFinite(asked) && asked >= MIN_MESSAGE_BYTES
+				? Math.min(Math.floor(asked), HARD_MAX_PAYLOAD)
+				: DEFAULT_LIMITS.maxMessageBytes;
+		this.limits = { maxMessageBytes: this.maxMessageBytes, maxIdsPerMessage: options.maxIdsPerMessage };
+	}
 
 	/** Listening address (port resolved when 0 was asked for). */
 	get port(): number {
@@ -212,7 +254,9 @@ export class PushServer {
 		const wss = new WebSocketServer({
 			server: http,
 			path: PUSH_PATH,
-			maxPayload: HARD_MAX_PAYLOAD,
+			// checked on the frame header (and on the running total of a fragmented message): a larger message
+			// closes the connection with 1009 before its payload is read or answered
+			maxPayload: this.maxMessageBytes,
 			clientTracking: false,
 			perMessageDeflate: false,
 			verifyClient: (_info, done) => {
@@ -290,6 +334,8 @@ export class PushServer {
 			queue: Promise.resolve(),
 			tokens: this.options.messageBurst ?? MESSAGE_BURST,
 			refilled: Date.now(),
+			limitedInARow: 0,
+			limitedAnsweredAt: 0,
 			emitted: new Set(),
 		};
 		this.sessions.add(session);
@@ -301,18 +347,21 @@ export class PushServer {
 		session.authTimer.unref?.();
 		ws.on('pong', () => (session.alive = true));
 		ws.on('close', () => this.forget(session));
-		ws.on('error', () => this.forget(session));
+		ws.on('error', (error: Error & { code?: string }) => {
+			// ws has already closed the connection (1009) when a frame header announced more than maxPayload
+			if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH')
+				this.logClose(session, `${CLOSE_MESSAGE_TOO_BIG}: a message over ${this.maxMessageBytes} bytes`);
+			this.forget(session);
+		});
 		ws.on('message', (data: RawData, isBinary: boolean) => {
-			const bytes = Array.isArray(data)
-				? data.reduce((n, b) => n + b.length, 0)
-				: (data as Buffer | ArrayBuffer).byteLength;
-			if (!this.allow(session, bytes)) return;
+			// frames that arrive after a close (a flood the peer keeps sending) are dropped unread
+			if (ws.readyState !== WebSocket.OPEN || !this.allow(session)) return;
 			const frame = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
-			const parsed = parseClientMessage(frame, isBinary, this.options);
+			const parsed = parseClientMessage(frame, isBinary, this.limits);
 			if (!parsed.ok) return this.refuseMessage(session, parsed.refusal);
 			this.enqueue(session, parsed.message);
 		});
-		const query = parseQueryString((request.url ?? '').split('?')[1] ?? '', this.options);
+		const query = parseQueryString((request.url ?? '').split('?')[1] ?? '', this.limits);
 		if (query && !this.options.allowQueryToken)
 			this.refuseMessage(
 				session,
@@ -326,30 +375,56 @@ export class PushServer {
 	}
 
 	/**
-	 * Token bucket: false (and RATE_LIMITED answered) when the connection sends faster than allowed. A frame
-	 * of `bytes` costs one token per started Max Message Size (so an oversize frame costs more than one; at
-	 * most the whole burst): a client sending 1 MB frames is rate-limited after the first until the bucket
-	 * is full again, and a refused frame is never decoded.
+	 * Token bucket, one token per message (every message is at most Max Message Size: ws closes the
+	 * connection on a larger one). False when the connection sends faster than allowed: the frame is dropped
+	 * and never decoded, RATE_LIMITED is answered at most once per refill interval (1000 / rate ms; a flood
+	 * gets no answer per frame), and MAX_RATE_LIMITED_FRAMES dropped in a row close the connection
+	 * (CLOSE_POLICY_VIOLATION; terminated after FLOOD_CLOSE_GRACE_MS if the peer does not complete the close).
 	 */
-	private allow(session: Session, bytes: number): boolean {
+	private allow(session: Session): boolean {
 		const now = Date.now();
 		const burst = this.options.messageBurst ?? MESSAGE_BURST;
 		const rate = this.options.messagesPerSecond ?? MESSAGES_PER_SECOND;
-		const cost = Math.min(burst, Math.max(1, Math.ceil(bytes / this.options.maxMessageBytes)));
 		session.tokens = Math.min(burst, session.tokens + ((now - session.refilled) / 1000) * rate);
 		session.refilled = now;
-		if (session.tokens >= cost) {
-			session.tokens -= cost;
+		if (session.tokens >= 1) {
+			session.tokens -= 1;
+			session.limitedInARow = 0;
 			return true;
 		}
-		this.refuseMessage(
-			session,
-			refuse(
-				'RATE_LIMITED',
-				`message: at most ${rate} messages per second (burst ${burst}; a frame costs one per ${this.options.maxMessageBytes} bytes)`,
-			),
-		);
+		if (++session.limitedInARow >= MAX_RATE_LIMITED_FRAMES) {
+			this.logClose(
+				session,
+				`${CLOSE_POLICY_VIOLATION}: ${MAX_RATE_LIMITED_FRAMES} messages in a row over the rate limit`,
+			);
+			const { ws } = session;
+			ws.close(CLOSE_POLICY_VIOLATION, 'rate limit');
+			setTimeout(() => ws.terminate(), FLOOD_CLOSE_GRACE_MS).unref?.();
+			this.forget(session);
+			return false;
+		}
+		// the first drop is always answered; then once per refill interval (never again when nothing refills)
+		const interval = rate > 0 ? 1000 / rate : Infinity;
+		if (session.limitedAnsweredAt === 0 || now - session.limitedAnsweredAt >= interval) {
+			session.limitedAnsweredAt = now;
+			this.refuseMessage(
+				session,
+				refuse(
+					'RATE_LIMITED',
+					`message: at most ${rate} messages per second (burst ${burst}); messages over the limit are dropped, ${MAX_RATE_LIMITED_FRAMES} in a row close the connection`,
+				),
+			);
+		}
 		return false;
+	}
+
+	/**
+	 * Logs (warn) that the server closed `session`'s connection for `why` (1009, 1008): always, like
+	 * UNAUTHORIZED, as it happens at most once per connection and is what an attack looks like.
+	 */
+	private logClose(session: Session, why: string): void {
+		const who = session.userId !== null ? ` (user_id ${logSafe(session.userId)})` : '';
+		this.options.logger.warn(`Pipeline Push: closed the connection from ${session.remote}${who}: ${why}`);
 	}
 
 	/** Handles `message` after the connection's earlier messages (one at a time per connection). */
@@ -412,9 +487,11 @@ export class PushServer {
 			this.refuseMessage(session, refuse('UNAUTHORIZED', 'user_id: this connection is authenticated as another user'));
 			return false;
 		}
+		const maxLifetime = effectiveMaxTokenLifetime(this.options.maxTokenLifetimeSeconds);
+		const skew = effectiveClockSkew(this.options.clockSkewSeconds);
 		const check = checkPushToken(userId, token, this.options.secret, {
-			maxLifetimeSeconds: this.options.maxTokenLifetimeSeconds,
-			skewSeconds: this.options.clockSkewSeconds,
+			maxLifetimeSeconds: maxLifetime,
+			skewSeconds: skew,
 		});
 		if (!check.ok) {
 			// the token is never logged, nor echoed
@@ -422,7 +499,7 @@ export class PushServer {
 				check.reason === 'expired'
 					? 'token: expired; get a fresh one'
 					: check.reason === 'too_long'
-						? `token: lives longer than this server's Max Token Lifetime (${this.options.maxTokenLifetimeSeconds ?? 'default'} s)`
+						? `token: lives longer than this server's Max Token Lifetime (${maxLifetime} s)`
 						: 'token: not valid for this user_id';
 			this.refuseMessage(session, refuse('UNAUTHORIZED', why), userId);
 			session.ws.close(CLOSE_UNAUTHORIZED, 'unauthorized');
@@ -437,10 +514,7 @@ export class PushServer {
 				session.ws.close(CLOSE_UNAUTHORIZED, 'token expired');
 			},
 			// setTimeout's longest delay is 2^31 − 1 ms (24.8 days); Max Token Lifetime is at most 7 days
-			Math.min(
-				MAX_TIMER_MS,
-				Math.max(0, (check.expiresAt + (this.options.clockSkewSeconds ?? CLOCK_SKEW_SECONDS)) * 1000 - Date.now()),
-			),
+			Math.min(MAX_TIMER_MS, Math.max(0, (check.expiresAt + skew) * 1000 - Date.now())),
 		);
 		session.expiryTimer.unref?.();
 		// answered for each valid token, also a fresh one sent on an authenticated connection (`auth` again)

@@ -22,6 +22,8 @@ export const DEFAULT_TOKEN_LIFETIME_SECONDS = 3600;
 /** Default and greatest Max Token Lifetime of the server (seconds): 1 day and 7 days. */
 export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
 export const MAX_TOKEN_LIFETIME_LIMIT_SECONDS = 7 * 86_400;
+/** Shortest Max Token Lifetime the server takes (seconds; the node option's minimum). */
+export const MIN_MAX_TOKEN_LIFETIME_SECONDS = 60;
 /** A token's shape: version, expiry (Unix seconds, at most 12 digits), 43 base64url characters. */
 const TOKEN = /^v2\.([1-9][0-9]{0,11})\.([A-Za-z0-9_-]{43})$/;
 
@@ -75,12 +77,36 @@ function mac(userId: string, exp: number, secret: string): string {
 	return createHmac('sha256', secret).update(`${PUSH_TOKEN_PREFIX}${exp}:${userId}`, 'utf8').digest('base64url');
 }
 
+/**
+ * The Max Token Lifetime enforced for a configured `value` (seconds): a finite number of at least
+ * MIN_MAX_TOKEN_LIFETIME_SECONDS, cut to MAX_TOKEN_LIFETIME_LIMIT_SECONDS; anything else (absent, NaN,
+ * ±Infinity, a string, an empty value, below the minimum) gives DEFAULT_MAX_TOKEN_LIFETIME_SECONDS. It fails
+ * closed: a bad setting never turns the check off (`Math.min(NaN, …)` would accept every expiry).
+ */
+export function effectiveMaxTokenLifetime(value: unknown): number {
+	if (typeof value !== 'number' || !Number.isFinite(value) || value < MIN_MAX_TOKEN_LIFETIME_SECONDS)
+		return DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
+	return Math.min(value, MAX_TOKEN_LIFETIME_LIMIT_SECONDS);
+}
+
+/**
+ * The clock skew allowed for a configured `value` (seconds): a finite number from 0 to CLOCK_SKEW_SECONDS;
+ * anything else (absent, NaN, negative, a string) gives CLOCK_SKEW_SECONDS (`exp + NaN` would never expire).
+ */
+export function effectiveClockSkew(value: unknown): number {
+	if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return CLOCK_SKEW_SECONDS;
+	return Math.min(value, CLOCK_SKEW_SECONDS);
+}
+
 export interface VerifyOptions {
 	/** The clock (ms since the epoch; default Date.now()). */
 	now?: number;
-	/** Greatest lifetime accepted (seconds from now to `exp`; default DEFAULT_MAX_TOKEN_LIFETIME_SECONDS). */
+	/**
+	 * Greatest lifetime accepted (seconds from now to `exp`; default DEFAULT_MAX_TOKEN_LIFETIME_SECONDS; see
+	 * effectiveMaxTokenLifetime for what a bad value gives).
+	 */
 	maxLifetimeSeconds?: number;
-	/** Clock skew allowed (seconds; default CLOCK_SKEW_SECONDS). */
+	/** Clock skew allowed (seconds, 0 to CLOCK_SKEW_SECONDS; default and for a bad value CLOCK_SKEW_SECONDS). */
 	skewSeconds?: number;
 }
 
@@ -120,9 +146,9 @@ export function checkPushToken(
 	const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 	if (!timingSafeEqual(digest(match[2]), digest(expected))) return invalid;
 	const now = Math.floor((options.now ?? Date.now()) / 1000);
-	const skew = options.skewSeconds ?? CLOCK_SKEW_SECONDS;
+	const skew = effectiveClockSkew(options.skewSeconds);
 	if (now > exp + skew) return { ok: false, reason: 'expired' };
-	const max = options.maxLifetimeSeconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
+	const max = effectiveMaxTokenLifetime(options.maxLifetimeSeconds);
 	if (exp - now > max + skew) return { ok: false, reason: 'too_long' };
 	return { ok: true, expiresAt: exp };
 }
