@@ -57,12 +57,17 @@ export function messageWithLinks(base: string, messageId = 5100) {
  * demo and the e2e tests name their page server explicitly this way. The caller removes `path.dirname(file)`.
  */
 export function wf31AllowingPages(base: string): string {
+	const { hostname, port } = new URL(base);
+	return wf31WithOptions({ allowedPrivateAddresses: hostname, allowedPorts: port });
+}
+
+/** A copy of WF31 with these Options on its Fetch URL node (as wf31AllowingPages; the caller removes its folder). */
+export function wf31WithOptions(options: { allowedPrivateAddresses?: string; allowedPorts?: string }): string {
 	const file = path.join(__dirname, '..', '..', 'workflows-json', 'WF31_url_fetcher.json');
 	const workflow = JSON.parse(fs.readFileSync(file, 'utf8'));
-	const { hostname, port } = new URL(base);
 	for (const node of workflow.nodes) {
 		if (node.type !== 'n8n-nodes-contracts.knowledgeBot') continue;
-		node.parameters.options = { ...node.parameters.options, allowedPrivateAddresses: hostname, allowedPorts: port };
+		node.parameters.options = { ...node.parameters.options, ...options };
 	}
 	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-wf31-'));
 	const copy = path.join(dir, 'WF31_url_fetcher.json');

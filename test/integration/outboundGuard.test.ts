@@ -13,10 +13,14 @@
  * before a packet is sent (a broken guard cannot reach 169.254.169.254 from here).
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, test } from '@jest/globals';
@@ -30,10 +34,12 @@ import {
 	type Connector,
 	type Resolver,
 } from '../../nodes/KnowledgeBot/transport/outbound';
+import { TooLargeError } from '../../nodes/KnowledgeBot/transport/http';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { knowledgeRunner } from '../helpers/knowledgeOps';
 import { runWorkflow, stopEngine } from '../helpers/n8nEngine';
+import { testSkipIf } from '../helpers/skip';
 
 /** A loopback listener counting the requests it gets; it answers an internal page. */
 interface Listener {
@@ -348,4 +354,124 @@ test('guardedGet on raw loopback spellings (user info, trailing dot, odd IPv4 fo
 		assert.ok(!error.url.includes('good'));
 	}
 	assert.deepEqual(inside4.hits, []);
+});
+
+/** A self-signed certificate for `localhost` made by openssl (null when openssl is not installed). */
+function selfSigned(): { key: string; cert: string } | null {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'guard-tls-'));
+	try {
+		const made = spawnSync(
+			'openssl',
+			[
+				'req',
+				'-x509',
+				'-newkey',
+				'rsa:2048',
+				'-nodes',
+				'-days',
+				'1',
+				'-subj',
+				'/CN=localhost',
+				'-addext',
+				'subjectAltName=DNS:localhost',
+				'-keyout',
+				path.join(dir, 'key.pem'),
+				'-out',
+				path.join(dir, 'cert.pem'),
+			],
+			{ stdio: 'ignore' },
+		);
+		if (made.status !== 0) return null;
+		return {
+			key: fs.readFileSync(path.join(dir, 'key.pem'), 'utf8'),
+			cert: fs.readFileSync(path.join(dir, 'cert.pem'), 'utf8'),
+		};
+	} catch {
+		return null;
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+}
+const TLS = selfSigned();
+
+testSkipIf(TLS ? null : 'openssl is not installed: no certificate for the HTTPS case')(
+	'HTTPS through the guard: the socket goes to the checked address with the URL host as server name; the certificate is verified',
+	async () => {
+		const names: Array<string | undefined> = [];
+		const server = https.createServer({ key: TLS!.key, cert: TLS!.cert }, (req, res) => res.end('over TLS'));
+		server.on('secureConnection', (socket: tls.TLSSocket) => names.push(socket.servername || undefined));
+		await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+		const port = (server.address() as AddressInfo).port;
+		const resolve: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
+		const policy = parseOutboundPolicy('localhost', String(port));
+		try {
+			// the system connector verifies against the system CAs: a self-signed certificate is refused
+			await assert.rejects(
+				guardedGet(`https://localhost:${port}/`, { timeoutMs: 5000, maxBytes: 100, policy, resolve }),
+				/self[- ]signed/i,
+			);
+			// trusting this certificate (and only it), the same fetch succeeds with SNI `localhost`
+			const trusting: Connector = (target) => {
+				assert.deepEqual([target.address, target.tls, target.servername], ['127.0.0.1', true, 'localhost']);
+				return tls.connect({ host: target.address, port: target.port, servername: target.servername, ca: TLS!.cert });
+			};
+			const res = await guardedGet(`https://localhost:${port}/page`, {
+				timeoutMs: 5000,
+				maxBytes: 100,
+				policy,
+				resolve,
+				connect: trusting,
+			});
+			assert.equal(res.body.toString(), 'over TLS');
+			assert.equal(res.url, `https://localhost:${port}/page`);
+			assert.deepEqual(names, ['localhost'], 'SNI: the URL host, not the address');
+			// not allowlisted: refused before any handshake
+			await assert.rejects(
+				guardedGet(`https://localhost:${port}/`, {
+					timeoutMs: 5000,
+					maxBytes: 100,
+					policy: parseOutboundPolicy('', String(port)),
+					resolve,
+					connect: trusting,
+				}),
+				BlockedAddressError,
+			);
+			assert.equal(names.length, 1);
+		} finally {
+			server.closeAllConnections();
+			await new Promise((r) => server.close(r));
+		}
+	},
+);
+
+test('guardedGet: gzip bodies decoded (the size limit counts decoded bytes); more than 5 redirects is a RedirectError; an allowlisted loop of 5 is followed', async () => {
+	const { gzipSync } = await import('node:zlib');
+	const page = Buffer.from('compressed page '.repeat(100));
+	const loop = await listen('127.0.0.1', (req, res) => {
+		const m = /^\/hop\/(\d+)$/.exec(req.url ?? '');
+		if (m && Number(m[1]) > 0) res.writeHead(302, { location: `/hop/${Number(m[1]) - 1}` }).end();
+		else if (m) res.writeHead(200).end('landed');
+		else res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'text/plain' }).end(gzipSync(page));
+	});
+	try {
+		const policy = parseOutboundPolicy('127.0.0.1', String(loop.port));
+		const base = `http://127.0.0.1:${loop.port}`;
+		const res = await guardedGet(`${base}/gz`, { timeoutMs: 5000, maxBytes: 10_000, policy });
+		assert.deepEqual(res.body, page);
+		await assert.rejects(
+			guardedGet(`${base}/gz`, { timeoutMs: 5000, maxBytes: page.length - 1, policy }),
+			TooLargeError,
+		);
+		const five = await guardedGet(`${base}/hop/5`, { timeoutMs: 5000, maxBytes: 100, policy });
+		assert.equal(five.body.toString(), 'landed');
+		assert.equal(five.url, `${base}/hop/0`);
+		const before = loop.hits.length;
+		await assert.rejects(guardedGet(`${base}/hop/6`, { timeoutMs: 5000, maxBytes: 100, policy }), {
+			name: 'RedirectError',
+			code: 'TOO_MANY_REDIRECTS',
+		});
+		assert.equal(loop.hits.length - before, 6, 'the 7th request is never sent');
+	} finally {
+		await loop.close();
+	}
 });
