@@ -20,7 +20,7 @@ import {
 	type Connector,
 	type Resolver,
 } from '../../nodes/KnowledgeBot/transport/outbound';
-import { propertyParams } from '../helpers/property';
+import { hostileString, propertyParams } from '../helpers/property';
 
 /** Address → the range the guard must see (anything but 'unicast' is refused). */
 const REFUSED: Array<[string, string]> = [
@@ -337,7 +337,19 @@ function urlStrings(): fc.Arbitrary<string> {
 			fc.string({ maxLength: 20 }),
 		)
 		.map(([scheme, user, h, port, rest]) => `${scheme}://${user}${h}${port}/${rest}`);
-	return fc.oneof(built, fc.webUrl({ withQueryParameters: true, withFragments: true }), fc.string({ maxLength: 80 }));
+	const huge = fc.constantFrom(
+		`http://${'a'.repeat(100_000)}.example/`,
+		`http://public.example/${'x'.repeat(200_000)}`,
+		`http://${'1.'.repeat(5000)}1/`,
+		`http://[${'0:'.repeat(7)}1]/\u0000`,
+	);
+	return fc.oneof(
+		built,
+		fc.webUrl({ withQueryParameters: true, withFragments: true }),
+		hostileString(80),
+		fc.tuple(fc.constantFrom('http://', 'https://'), hostileString(40)).map(([a, b]) => a + b),
+		huge,
+	);
 }
 
 test('property: for arbitrary URL strings the guard refuses or connects only to a public unicast address on 80/443', async () => {
@@ -384,4 +396,34 @@ test('property: for arbitrary URL strings the guard refuses or connects only to 
 	);
 	// both outcomes occur (the generator reaches the connect step, and refusals)
 	assert.ok(seen.refused > 0 && seen.connected > 0, JSON.stringify(seen));
+});
+
+test('property: the allowlist options take any text: a policy whose ports are 1–65535 and whose entries are valid, or an OutboundPolicyError naming the option', () => {
+	const entry = fc.oneof(
+		hostileString(24),
+		fc.ipV4(),
+		fc.ipV6(),
+		fc.domain(),
+		fc.tuple(fc.ipV4(), fc.integer({ min: -1, max: 40 })).map(([ip, bits]) => `${ip}/${bits}`),
+		fc.integer({ min: -5, max: 70_000 }).map(String),
+		fc.tuple(fc.integer({ min: 0, max: 70_000 }), fc.integer({ min: 0, max: 70_000 })).map(([a, b]) => `${a}-${b}`),
+	);
+	const list = fc.array(entry, { maxLength: 6 }).map((parts) => parts.join(', '));
+	fc.assert(
+		fc.property(list, list, (addresses, ports) => {
+			let policy;
+			try {
+				policy = parseOutboundPolicy(addresses, ports);
+			} catch (error) {
+				assert.ok(error instanceof OutboundPolicyError, String(error));
+				assert.ok(['Allowed Private Addresses', 'Allowed Ports'].includes(error.option));
+				return;
+			}
+			assert.ok(policy.ports.size > 0);
+			for (const p of policy.ports) assert.ok(Number.isInteger(p) && p >= 1 && p <= 65535, String(p));
+			for (const h of policy.hosts) assert.match(h, /^(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)*$/);
+			for (const [, bits] of policy.cidrs) assert.ok(bits >= 0 && bits <= 128);
+		}),
+		propertyParams('outbound policy: parsed or refused by name'),
+	);
 });
