@@ -451,7 +451,10 @@ test('guardedGet: gzip bodies decoded (the size limit counts decoded bytes); mor
 		const m = /^\/hop\/(\d+)$/.exec(req.url ?? '');
 		if (m && Number(m[1]) > 0) res.writeHead(302, { location: `/hop/${Number(m[1]) - 1}` }).end();
 		else if (m) res.writeHead(200).end('landed');
-		else res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'text/plain' }).end(gzipSync(page));
+		else if (req.url === '/gz-stall') {
+			res.writeHead(200, { 'content-encoding': 'gzip' });
+			res.write(gzipSync(page).subarray(0, 20)); // then nothing more: the time limit ends it
+		} else res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'text/plain' }).end(gzipSync(page));
 	});
 	try {
 		const policy = parseOutboundPolicy('127.0.0.1', String(loop.port));
@@ -462,6 +465,9 @@ test('guardedGet: gzip bodies decoded (the size limit counts decoded bytes); mor
 			guardedGet(`${base}/gz`, { timeoutMs: 5000, maxBytes: page.length - 1, policy }),
 			TooLargeError,
 		);
+		await assert.rejects(guardedGet(`${base}/gz-stall`, { timeoutMs: 300, maxBytes: 10_000, policy }), {
+			name: 'TimeoutError',
+		});
 		const five = await guardedGet(`${base}/hop/5`, { timeoutMs: 5000, maxBytes: 100, policy });
 		assert.equal(five.body.toString(), 'landed');
 		assert.equal(five.url, `${base}/hop/0`);

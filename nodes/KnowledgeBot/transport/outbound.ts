@@ -26,7 +26,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import type { Duplex } from 'node:stream';
+import { pipeline, type Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { domainToASCII } from 'node:url';
 import zlib from 'node:zlib';
@@ -363,14 +363,22 @@ function request(url: URL, to: ConnectTarget, connect: Connector, signal: AbortS
 	});
 }
 
+/** The body decoded from its Content-Encoding (gzip, deflate, br); an error of the answer ends the decoder too. */
 function decoded(res: http.IncomingMessage): NodeJS.ReadableStream {
 	const encoding = String(res.headers['content-encoding'] ?? '')
 		.trim()
 		.toLowerCase();
-	if (encoding === 'gzip' || encoding === 'x-gzip') return res.pipe(zlib.createGunzip());
-	if (encoding === 'deflate') return res.pipe(zlib.createInflate());
-	if (encoding === 'br') return res.pipe(zlib.createBrotliDecompress());
-	return res;
+	const decoder =
+		encoding === 'gzip' || encoding === 'x-gzip'
+			? zlib.createGunzip()
+			: encoding === 'deflate'
+				? zlib.createInflate()
+				: encoding === 'br'
+					? zlib.createBrotliDecompress()
+					: null;
+	if (!decoder) return res;
+	pipeline(res, decoder, () => undefined);
+	return decoder;
 }
 
 async function readBody(
