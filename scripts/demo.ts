@@ -573,7 +573,9 @@ async function openPush(n8nUrl: string, port: number, metrics: boolean): Promise
 	let client: PushClient | undefined;
 	try {
 		client = await connectWhenUp(endpoint);
-		client.auth('demo-user', mintPushToken('demo-user', PUSH_SECRET));
+		// a day, the node's default Max Token Lifetime: the demo's client stays connected while the demo runs
+		// (a real backend mints short-lived tokens, 1 h by default, and the client re-authenticates)
+		client.auth('demo-user', mintPushToken('demo-user', PUSH_SECRET, { expiresInSeconds: 86_400 }));
 		const authed = await client.next((m) => m.type === 'authenticated' || m.type === 'error', 10_000);
 		console.log(`  ws client connected → ${JSON.stringify(authed)}\n`);
 		if (authed.type !== 'authenticated') throw new Error('not authenticated');

@@ -52,6 +52,8 @@ const ARANGO_ROUTE: Route<Operation, { db: Database; run: RunInfo }, { db: Datab
  * fields, ../shared/node/identity.ts): 401 UNAUTHENTICATED / 403 IDENTITY_CLAIM_INVALID /
  * 403 IDENTITY_MISMATCH fail the item before any request to ArangoDB.
  */
+// Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): it writes (locks, merges, archives, proposals, baselines) with ids and revisions an agent would choose.
+// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class ArangoCas implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'ArangoCAS',
@@ -59,7 +61,6 @@ export class ArangoCas implements INodeType {
 		icon: 'file:arangoCas.svg',
 		group: ['transform'],
 		version: 1,
-		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
 		description:
 			'Atomic, compare-and-swap document-graph operations on ArangoDB (lock, merge, archive, baseline, AI analysis)',

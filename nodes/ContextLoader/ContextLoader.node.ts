@@ -17,6 +17,8 @@ import { loadContext } from '../shared/acl/loadContext';
  * normalised `ctx` every workflow passes on (SuccessEnvelope with `data.ctx`). A refused or failed item
  * (403 / 404 / 422 / 5xx) goes to the error output with the ctx known so far, for WF99.
  */
+// Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): it reads only, but builds the ACL ctx (role, membership, visibility) of whatever tenant, user and chat it is given: a model filling those in could hand a chat member someone else's context.
+// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class ContextLoader implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Context Loader',
@@ -24,7 +26,6 @@ export class ContextLoader implements INodeType {
 		icon: 'file:contextLoader.svg',
 		group: ['transform'],
 		version: 1,
-		usableAsTool: true,
 		description: 'Builds the ACL ctx of a Telegram request: role, membership, visibility, chat policy (WF00c)',
 		defaults: { name: 'Context Loader' },
 		inputs: [NodeConnectionTypes.Main],

@@ -25,6 +25,8 @@ import { recordError, type RecordResult } from './actions/record';
  * running under ctx.job_claim_token — a late error never revives a finished or re-claimed job), and a
  * database that could not be written is stated in `error.details.write_failures`.
  */
+// Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): it writes ops.errors rows (and marks jobs failed): an agent could forge or flood the error record.
+// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class ErrorPipe implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Error Pipe',
@@ -32,7 +34,6 @@ export class ErrorPipe implements INodeType {
 		icon: 'file:errorPipe.svg',
 		group: ['transform'],
 		version: 1,
-		usableAsTool: true,
 		subtitle: '={{"ErrorEnvelope v1 → " + $parameter["source"]}}',
 		description: 'Turns any error item into an ErrorEnvelope v1 and records it in ops.errors (WF99)',
 		defaults: { name: 'Error Pipe' },

@@ -84,6 +84,8 @@ const KNOWLEDGE_ROUTE: Route<KnowledgeOperation, Pool, KnowledgeContext> = {
  * seed's output. Failures go to the error output as `{ error: { message, kind, status_code, retryable,
  * details, ctx, error_context } }` for the Error Pipe (WF99); ctx.job_id lets WF99 retry the job.
  */
+// Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): it fetches URLs, downloads files, calls models and writes documents, chunks and jobs.
+// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class KnowledgeBot implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Knowledge Bot',
@@ -91,7 +93,6 @@ export class KnowledgeBot implements INodeType {
 		icon: 'file:knowledgeBot.svg',
 		group: ['transform'],
 		version: 1,
-		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
 		description:
 			'Telegram knowledge bot steps: process updates, fetch URLs and files, extract and chunk documents (seed 003)',

@@ -77,6 +77,8 @@ const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string
  * default (Identity fields, ../shared/node/identity.ts: 401/403 kind auth before any SQL), and Get
  * Status answers only the run's owner (404 for anyone else, as for an unknown id).
  */
+// Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): it writes (captures runs, claims and finishes jobs) and deletes (retention).
+// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class PipelineCapture implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Pipeline Capture',
@@ -85,7 +87,6 @@ export class PipelineCapture implements INodeType {
 		group: ['transform'],
 		version: [1, 2],
 		defaultVersion: 2,
-		usableAsTool: true,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
 		description:
 			'Exactly-once pipeline runs (seed 001 state machine), model calls with retries, and the job queue in PostgreSQL',

@@ -19,7 +19,11 @@ import { contractsPushApiTest } from './transport/credentialTest';
 import { DEFAULT_LIMITS } from './transport/protocol';
 import { pgRunStore } from './transport/runs';
 import { startPushService, type PushService } from './transport/service';
-import { MIN_PUSH_SECRET_LENGTH } from './transport/token';
+import {
+	DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
+	MAX_TOKEN_LIFETIME_LIMIT_SECONDS,
+	MIN_PUSH_SECRET_LENGTH,
+} from './transport/token';
 
 /**
  * Pipeline Push — seed 001 §3 step 4, variant B: pushes a run's answer over a WebSocket when it
@@ -28,10 +32,12 @@ import { MIN_PUSH_SECRET_LENGTH } from './transport/token';
  * re-checking every pending subscription after each reconnect and every Recheck Interval.
  *
  * Protocol (docs/nodes/pipeline-push.md): `{"type":"auth","user_id","token"}`, then
- * `{"type":"subscribe","request_ids":[…]}` (or both in the URL's query string). Pushed: exactly
+ * `{"type":"subscribe","request_ids":[…]}` (or both in the URL's query string, when Allow Token in URL is
+ * on; off by default). Pushed: exactly
  * `{ request_id, status: "completed", answer }` or `{ request_id, status: "failed", error }`, once per
  * subscription, also for a run finished before the subscription (catch-up). A client may subscribe only
- * to its own user's runs (the token is HMAC-SHA256 of user_id with the Contracts Push API secret);
+ * to its own user's runs (the token is HMAC-SHA256 of user_id and an expiry with the Contracts Push API
+ * secret, refused after its expiry + 60 s or when it lives longer than Max Token Lifetime);
  * unknown and foreign ids are refused alike. Refusals are logged without the token: UNAUTHORIZED and
  * SUBSCRIPTION_REFUSED always (with the ids), malformed messages up to 20 per connection (then counted).
  *
@@ -39,7 +45,7 @@ import { MIN_PUSH_SECRET_LENGTH } from './transport/token';
  * one per request_id and connection: `{ request_id, user_id, status }`, no answer text); in a manual
  * test run, the first pushed answer. Resource bounds: see transport/server.ts and the docs' Limits.
  */
-// A trigger is never a tool an AI agent could call (security review L14): no usableAsTool.
+// Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): a trigger is never a tool an AI agent could call (security review L14).
 // eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class PipelinePush implements INodeType {
 	description: INodeTypeDescription = {
@@ -75,6 +81,14 @@ export class PipelinePush implements INodeType {
 				placeholder: 'Add option',
 				default: {},
 				options: [
+					{
+						displayName: 'Allow Token in URL',
+						name: 'allowQueryToken',
+						type: 'boolean',
+						default: false,
+						description:
+							'Whether a client may put user_id, token and request_id in the connection URL (?user_id=…&token=…) instead of the first message. Off by default: a URL ends up in proxy access logs, with the token.',
+					},
 					{
 						displayName: 'Auth Timeout (Seconds)',
 						name: 'authTimeoutSeconds',
@@ -130,6 +144,15 @@ export class PipelinePush implements INodeType {
 						description: 'Most pending request_ids one connection may wait for (TOO_MANY_SUBSCRIPTIONS)',
 					},
 					{
+						displayName: 'Max Token Lifetime (Seconds)',
+						name: 'maxTokenLifetimeSeconds',
+						type: 'number',
+						typeOptions: { minValue: 60, maxValue: MAX_TOKEN_LIFETIME_LIMIT_SECONDS },
+						default: DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
+						description:
+							'A token whose expiry lies further ahead than this (plus 60 s of clock skew) is refused, whoever minted it; at most 604800 (7 days)',
+					},
+					{
 						displayName: 'Max Unauthenticated Connections',
 						name: 'maxUnauthenticated',
 						type: 'number',
@@ -166,6 +189,8 @@ export class PipelinePush implements INodeType {
 		const port = this.getNodeParameter('port', 5681) as number;
 		const options = this.getNodeParameter('options', {}) as {
 			host?: string;
+			allowQueryToken?: boolean;
+			maxTokenLifetimeSeconds?: number;
 			emitDeliveries?: boolean;
 			maxMessageBytes?: number;
 			maxSubscriptions?: number;
@@ -191,6 +216,11 @@ export class PipelinePush implements INodeType {
 				port,
 				host,
 				secret,
+				allowQueryToken: options.allowQueryToken === true,
+				maxTokenLifetimeSeconds: Math.min(
+					options.maxTokenLifetimeSeconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
+					MAX_TOKEN_LIFETIME_LIMIT_SECONDS,
+				),
 				maxMessageBytes: options.maxMessageBytes ?? DEFAULT_LIMITS.maxMessageBytes,
 				maxIdsPerMessage: maxSubscriptions,
 				maxSubscriptions,

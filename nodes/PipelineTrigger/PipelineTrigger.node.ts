@@ -22,6 +22,8 @@ import { optionsCollection } from '../shared/node/properties';
  * Output: one item per event `{ id, status, operation }` (operation INSERT / UPDATE, or CATCHUP).
  * Events can repeat; the Pipeline Capture node's Capture makes acting on them exactly once.
  */
+// Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): a trigger is never a tool an AI agent could call.
+// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class PipelineTrigger implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Pipeline Trigger',
@@ -29,7 +31,6 @@ export class PipelineTrigger implements INodeType {
 		icon: 'file:pipelineTrigger.svg',
 		group: ['trigger'],
 		version: 1,
-		usableAsTool: true,
 		description: 'Starts a workflow when a pipeline run changes status (LISTEN with reconnect and catch-up)',
 		eventTriggerDescription: 'Waiting for pipeline run changes',
 		defaults: { name: 'Pipeline Trigger' },

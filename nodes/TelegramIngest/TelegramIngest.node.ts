@@ -65,6 +65,8 @@ async function rawBodyOf(
  * With Options → Respond to Webhook (the shipped WF10), a success also answers the webhook call at once
  * (200, `successAnswer`), so no Respond to Webhook node runs on the success path (issue 14).
  */
+// Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): it stores updates and enqueues jobs, and takes the webhook secret.
+// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class TelegramIngest implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Telegram Ingest',
@@ -72,7 +74,6 @@ export class TelegramIngest implements INodeType {
 		icon: 'file:telegramIngest.svg',
 		group: ['transform'],
 		version: 1,
-		usableAsTool: true,
 		subtitle: '={{"update → job " + $parameter["jobType"]}}',
 		description: 'Stores a Telegram webhook update exactly once and enqueues its job (WF10)',
 		defaults: { name: 'Telegram Ingest' },

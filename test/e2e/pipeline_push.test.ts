@@ -139,13 +139,18 @@ test('subscribe → POST /api/query → the answer is pushed, exactly as the see
 	assert.match(String(pushed.answer), /^Answer to: /);
 }, 120_000);
 
-test('subscribe after completion (query-string form) → the answer is pushed at subscription', async () => {
+test('subscribe after completion → the answer is pushed at subscription; the query-string form is off by default', async () => {
 	const id = await ask('push-user-2', 'Answer me later');
 	const done = await until('completion', async () => {
 		const r = await row(id);
 		return r.status === 'COMPLETED' ? r : undefined;
 	});
-	const c = await client(`?user_id=push-user-2&token=${mintPushToken('push-user-2', PUSH_SECRET)}&request_id=${id}`);
+	const byUrl = await client(
+		`?user_id=push-user-2&token=${mintPushToken('push-user-2', PUSH_SECRET)}&request_id=${id}`,
+	);
+	assert.match((await byUrl.next((m) => m.type === 'error')).message!, /Allow Token in URL/);
+	const c = await authed('push-user-2');
+	c.subscribe(id);
 	assert.deepEqual(await c.answerFor(id), { request_id: id, status: 'completed', answer: done.final_answer });
 }, 120_000);
 

@@ -202,3 +202,21 @@ test('Reuse Credential: keyed by the workflow and credential ids n8n gives the n
 	assert.ok([...runs, ...offRuns].every((r) => r.output('Telegram Ingest', 0).length === 1));
 	clearExecutionPools();
 });
+
+test('a NUL in the X-Trace-Id header → the error output with 400 naming traceId (was a 500); a clean traceparent is kept', async () => {
+	const bad = webhookItem(bot.secret, textWithUrls());
+	(bad.json.headers as Record<string, string>)['x-trace-id'] = 'trace\u0000id';
+	const good = webhookItem(bot.secret, textWithUrls());
+	(good.json.headers as Record<string, string>).traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+	const result = await ingest(SHIPPED, [bad, good]);
+	assert.equal(result.error, undefined);
+	const [failed] = result.output('Telegram Ingest', 1);
+	const error = failed.json.error as { status_code: number; kind: string; details: Record<string, unknown> };
+	assert.deepEqual([error.status_code, error.kind, error.details.field], [400, 'validation', 'traceId']);
+	assert.ok(!JSON.stringify(error).includes('trace\\u0000id'), 'the bad value is not repeated');
+	const [done] = result.output('Telegram Ingest', 0);
+	assert.equal(
+		SuccessEnvelope.parse(done.json).meta.correlation.trace_id,
+		'00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+	);
+});

@@ -203,6 +203,11 @@ test('Job → Get Stats: counts per status, oldest queued age, runs/failures in 
 	assert.deepEqual(s.counts, { queued: 3, running: 1, succeeded: 2, failed: 0, dead: 1 });
 	assert.ok(Math.abs(s.oldest_queued_age_seconds! - 300) < 5, `oldest queued ≈ 300 s: ${s.oldest_queued_age_seconds}`);
 	assert.ok(Math.abs(s.oldest_due_wait_seconds! - 100) < 5, `oldest due waited ≈ 100 s: ${s.oldest_due_wait_seconds}`);
+	// the running job was locked just now (locked_at = now())
+	assert.ok(
+		s.oldest_running_age_seconds! >= 0 && s.oldest_running_age_seconds! < 5,
+		`oldest lock ≈ 0 s: ${s.oldest_running_age_seconds}`,
+	);
 	const inWindow = runs.filter(([, , ago]) => ago < 3600);
 	assert.equal(s.runs, inWindow.length);
 	assert.equal(s.failures, inWindow.filter(([st]) => st !== 'succeeded').length);

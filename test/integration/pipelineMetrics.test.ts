@@ -30,6 +30,7 @@ import {
 import type { PipelineContext } from '../../nodes/PipelineCapture/actions/types';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { recordLlmCall, storableLabel } from '../../nodes/shared/llm/calls';
+import { RELEASE_STALE } from '../../nodes/shared/jobs/statements';
 import { replaceUnstorable } from '../../nodes/shared/sanitize';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -270,6 +271,47 @@ test('after a completed, a failed (timeout, 503) and a waiting run, the scrape s
 	assert.equal(v('contracts_jobs', { job_type: 'metrics_job', status: 'running' }), 0);
 	assert.ok(v('contracts_job_oldest_queued_age_seconds', { job_type: 'metrics_job' }) >= 0);
 	assert.equal(m.family('contracts_job_run_duration_seconds').type, 'HISTOGRAM');
+});
+
+test('stuck work: the age of the oldest running lock and of the oldest queued job per job type; Release Stale brings it down', async () => {
+	// a job held `running` by a worker that died 20 minutes ago, a live one claimed 10 s ago, a job queued 10 minutes
+	// ago; another type with only a finished job (no lock, nothing queued: both gauges absent for it)
+	const { rows } = await db.pool.query(
+		`INSERT INTO ops.jobs (job_type, status, attempts, locked_by, locked_at, claim_token, created_at, next_run_at, finished_at)
+		 VALUES ('stuck_a', 'running', 1, 'dead-worker', now() - interval '1200 seconds', gen_random_uuid(), now() - interval '1300 seconds', now() - interval '1300 seconds', NULL),
+		        ('stuck_a', 'running', 1, 'live-worker', now() - interval '10 seconds', gen_random_uuid(), now() - interval '20 seconds', now() - interval '20 seconds', NULL),
+		        ('stuck_a', 'queued', 0, NULL, NULL, NULL, now() - interval '600 seconds', now() - interval '600 seconds', NULL),
+		        ('stuck_b', 'succeeded', 1, NULL, NULL, NULL, now() - interval '50 seconds', now() - interval '50 seconds', now())
+		 RETURNING id`,
+	);
+	assert.equal(rows.length, 4);
+	const near = (value: number, expected: number, what: string) =>
+		assert.ok(Math.abs(value - expected) < 5, `${what}: ${value}, expected about ${expected}`);
+	let m = (await scrape()).parsed;
+	assert.equal(m.family('contracts_job_oldest_running_age_seconds').type, 'GAUGE');
+	near(m.value('contracts_job_oldest_running_age_seconds', { job_type: 'stuck_a' }), 1200, 'oldest running lock');
+	near(m.value('contracts_job_oldest_queued_age_seconds', { job_type: 'stuck_a' }), 600, 'oldest queued');
+	assert.equal(m.value('contracts_jobs', { job_type: 'stuck_a', status: 'running' }), 2);
+	const labelsOf = (name: string) => m.family(name).metrics.map((x) => x.labels?.job_type);
+	assert.ok(!labelsOf('contracts_job_oldest_running_age_seconds').includes('stuck_b'), 'absent: none running');
+	assert.ok(!labelsOf('contracts_job_oldest_queued_age_seconds').includes('stuck_b'), 'absent: none queued');
+	// the example alert of docs/metrics.md fires: the lock is older than WF90's Release Stale timeout (900 s)
+	assert.ok(m.value('contracts_job_oldest_running_age_seconds', { job_type: 'stuck_a' }) > 900);
+	// Release Stale (WF90, 900 s) puts the dead worker's job back: the lock age drops to the live one's, and the
+	// released job is now the oldest queued (by created_at)
+	await db.pool.query(RELEASE_STALE, [900, 100]);
+	m = (await scrape()).parsed;
+	near(
+		m.value('contracts_job_oldest_running_age_seconds', { job_type: 'stuck_a' }),
+		10,
+		'oldest running lock after release',
+	);
+	near(
+		m.value('contracts_job_oldest_queued_age_seconds', { job_type: 'stuck_a' }),
+		1300,
+		'oldest queued after release',
+	);
+	await db.pool.query("DELETE FROM ops.jobs WHERE job_type IN ('stuck_a', 'stuck_b')");
 });
 
 test('llm_calls rows: the run, the module, the outcome, the status and the tokens of each attempt — no URL, key or header', async () => {

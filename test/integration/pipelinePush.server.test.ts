@@ -127,7 +127,8 @@ test('a run finished before the subscription is pushed at subscription (catch-up
 		'UPDATE maas.pipeline_runs SET status = \'FAILED\', error = \'{"message":"model failed after 4 attempts","kind":"upstream"}\' WHERE id = $1',
 		[failed],
 	);
-	const c = await client(`?user_id=bob&token=${mintPushToken('bob', SECRET)}&request_id=${done},${failed}`);
+	const c = await authed('bob');
+	c.subscribe(done, failed);
 	assert.deepEqual(await c.answerFor(done), { request_id: done, status: 'completed', answer: 'early' });
 	assert.deepEqual(await c.answerFor(failed), {
 		request_id: failed,
@@ -374,6 +375,98 @@ test('H1: more than MESSAGE_BURST messages at once are refused RATE_LIMITED', as
 		await c.next(() => c.messages.filter((m) => m.type === 'error').length >= MESSAGE_BURST + 10, 5000, 'refusals');
 		const limited = c.messages.filter((m) => m.code === 'RATE_LIMITED').length;
 		assert.ok(limited >= 10, `RATE_LIMITED ${limited}`);
+	} finally {
+		await server.stop();
+	}
+});
+
+test('oversize frames count against the rate limit: 30 one-MB frames at 10/s → one MESSAGE_TOO_LARGE, the rest RATE_LIMITED', async () => {
+	const { server, url: own } = await ownServer({ messageBurst: undefined, messagesPerSecond: undefined });
+	try {
+		const big = await ownAuthed(own, 'big-user');
+		const small = await ownAuthed(own, 'small-user');
+		const frame = 'x'.repeat(1_000_000);
+		for (let i = 0; i < 30; i++) {
+			big.send(frame);
+			small.send('x'.repeat(100));
+			await new Promise((r) => setTimeout(r, 100));
+		}
+		const errors = (c: PushClient) => c.messages.filter((m) => m.type === 'error');
+		await big.next(() => errors(big).length >= 30, 10_000, '30 answers');
+		await small.next(() => errors(small).length >= 30, 10_000, '30 answers');
+		const count = (c: PushClient, code: string) => errors(c).filter((m) => m.code === code).length;
+		console.log(
+			`1 MB frames: ${count(big, 'MESSAGE_TOO_LARGE')} MESSAGE_TOO_LARGE, ${count(big, 'RATE_LIMITED')} RATE_LIMITED; 100 B frames: ${count(small, 'INVALID_MESSAGE')} INVALID_MESSAGE, ${count(small, 'RATE_LIMITED')} RATE_LIMITED`,
+		);
+		// the first costs the whole burst (20); it refills at 5/s, so none of the next 29 (2.9 s) is affordable
+		assert.equal(count(big, 'MESSAGE_TOO_LARGE'), 1);
+		assert.equal(count(big, 'RATE_LIMITED'), 29);
+		// small frames at the same pace stay within the limit (burst 20, 5/s: 30 in 3 s)
+		assert.equal(count(small, 'RATE_LIMITED'), 0);
+		assert.equal(count(small, 'INVALID_MESSAGE'), 30);
+		// once the bucket is full again, the connection is usable
+		await new Promise((r) => setTimeout(r, 4100));
+		const id = await newRun('big-user');
+		big.subscribe(id);
+		assert.deepEqual((await big.next((m) => m.type === 'subscribed')).request_ids, [id]);
+	} finally {
+		await server.stop();
+	}
+});
+
+test('token expiry: an expired or too long-lived token is refused 4401; a connection closes when its token expires unless re-authenticated', async () => {
+	const { server, url: own } = await ownServer({ clockSkewSeconds: 0, maxTokenLifetimeSeconds: 3600 });
+	try {
+		const expired = await PushClient.connect(own);
+		clients.push(expired);
+		expired.auth('exp-user', mintPushToken('exp-user', SECRET, { expiresInSeconds: 60, now: Date.now() - 120_000 }));
+		assert.match((await expired.next((m) => m.type === 'error')).message!, /^token: expired/);
+		assert.equal((await expired.waitClosed()).code, CLOSE_UNAUTHORIZED);
+		const long = await PushClient.connect(own);
+		clients.push(long);
+		long.auth('exp-user', mintPushToken('exp-user', SECRET, { expiresInSeconds: 7200 }));
+		assert.match((await long.next((m) => m.type === 'error')).message!, /Max Token Lifetime/);
+		assert.equal((await long.waitClosed()).code, CLOSE_UNAUTHORIZED);
+		// a token valid for 1 s: the connection is closed when it expires
+		const short = await PushClient.connect(own);
+		const renewed = await PushClient.connect(own);
+		clients.push(short, renewed);
+		const t0 = Date.now();
+		for (const c of [short, renewed]) {
+			c.auth('exp-user', mintPushToken('exp-user', SECRET, { expiresInSeconds: 1 }));
+			const ok = await c.next((m) => m.type === 'authenticated');
+			assert.equal(typeof ok.expires_at, 'number');
+		}
+		renewed.auth('exp-user', mintPushToken('exp-user', SECRET, { expiresInSeconds: 60 }));
+		await renewed.next((m) => m.type === 'authenticated' && (m.expires_at as number) > Date.now() / 1000 + 30);
+		const closed = await short.waitClosed(5000);
+		console.log(`closed ${Date.now() - t0} ms after a 1 s token: ${closed.code} ${closed.reason}`);
+		assert.deepEqual(closed, { code: CLOSE_UNAUTHORIZED, reason: 'token expired' });
+		await new Promise((r) => setTimeout(r, 1000));
+		assert.equal(renewed.closed, undefined, 'a fresh token keeps the connection');
+		const id = await newRun('exp-user');
+		renewed.subscribe(id);
+		assert.deepEqual((await renewed.next((m) => m.type === 'subscribed')).request_ids, [id]);
+	} finally {
+		await server.stop();
+	}
+});
+
+test('the query-string form is off by default (refused, naming the option); Allow Token in URL turns it on', async () => {
+	const id = await newRun('query-user');
+	await complete(id, 'by url');
+	const query = `?user_id=query-user&token=${mintPushToken('query-user', SECRET)}&request_id=${id}`;
+	const off = await client(query);
+	const refusal = await off.next((m) => m.type === 'error');
+	assert.equal(refusal.code, 'INVALID_MESSAGE');
+	assert.match(refusal.message!, /Allow Token in URL/);
+	await new Promise((r) => setTimeout(r, 300));
+	assert.equal(off.messages.filter((m) => m.type === 'authenticated' || m.request_id === id).length, 0);
+	const { server, url: own } = await ownServer({ allowQueryToken: true });
+	try {
+		const on = await PushClient.connect(`${own}${query}`);
+		clients.push(on);
+		assert.deepEqual(await on.answerFor(id), { request_id: id, status: 'completed', answer: 'by url' });
 	} finally {
 		await server.stop();
 	}

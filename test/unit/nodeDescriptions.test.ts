@@ -66,3 +66,8 @@ for (const name of NODES) {
 		assert.deepEqual(JSON.parse(JSON.stringify(description)), expected[name]);
 	});
 }
+
+test('no node is usable as an AI agent tool (docs/contracts-and-secrets.md, "Nodes as AI tools")', () => {
+	const tools = NODES.filter((name) => nodeOf(name).description.usableAsTool !== undefined);
+	assert.deepEqual(tools, []);
+});

@@ -5,7 +5,8 @@
  * - `{ "type": "auth", "user_id": string, "token": string }`
  * - `{ "type": "subscribe", "request_ids": [uuid, …], "user_id"?: string, "token"?: string }`
  *   (user_id + token authenticate in the same message)
- * The connection URL may carry the same: `/api/ws?user_id=…&token=…&request_id=<uuid>[,<uuid>…]`.
+ * The connection URL may carry the same, `/api/ws?user_id=…&token=…&request_id=<uuid>[,<uuid>…]`, only when the
+ * server allows it (PushServerOptions.allowQueryToken, node option Allow Token in URL; off by default).
  *
  * Server → client: the answers, exactly `{ request_id, status: "completed", answer }` or
  * `{ request_id, status: "failed", error }`, and control messages that all have a `type`:

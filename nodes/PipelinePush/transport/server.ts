@@ -33,7 +33,7 @@ import {
 	type Refusal,
 } from './protocol';
 import { answerOf, type PushedAnswer, type RunRow, type RunStore } from './runs';
-import { verifyPushToken } from './token';
+import { checkPushToken, CLOCK_SKEW_SECONDS } from './token';
 
 export interface PushLogger {
 	info(message: string): void;
@@ -45,6 +45,18 @@ export interface PushServerOptions extends ProtocolLimits {
 	host: string;
 	/** The Contracts Push API credential's secret (verifies tokens; never logged). */
 	secret: string;
+	/**
+	 * Greatest token lifetime accepted (seconds from now to the token's expiry; default
+	 * DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, 1 day): a token minted for longer is refused (UNAUTHORIZED).
+	 */
+	maxTokenLifetimeSeconds?: number;
+	/** Clock skew allowed on a token's expiry (seconds; default CLOCK_SKEW_SECONDS, 60; tests shorten it). */
+	clockSkewSeconds?: number;
+	/**
+	 * Whether the connection URL may carry user_id, token and request_id (default false: the query form is
+	 * refused with INVALID_MESSAGE, because a query string ends up in proxy access logs).
+	 */
+	allowQueryToken?: boolean;
 	/** Most subscriptions pending on one connection. */
 	maxSubscriptions: number;
 	/**
@@ -94,6 +106,8 @@ export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 /** stop() resolves within this time (ms), whatever the peers do; close frames get STOP_GRACE_MS of it. */
 export const STOP_TIMEOUT_MS = 3_000;
 export const STOP_GRACE_MS = 500;
+/** Longest delay setTimeout takes (ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Request ids remembered per connection for "emitted once" (the oldest is forgotten beyond it). */
 export const MAX_EMITTED_IDS = 1000;
 
@@ -104,6 +118,8 @@ interface Session {
 	pending: Set<string>;
 	alive: boolean;
 	authTimer?: NodeJS.Timeout;
+	/** Closes the connection (4401) when its token expires (+ CLOCK_SKEW_SECONDS); reset by a fresh auth. */
+	expiryTimer?: NodeJS.Timeout;
 	remote: string;
 	/** Malformed-message refusals logged for this connection (at most MAX_LOGGED_REFUSALS). */
 	logged: number;
@@ -287,31 +303,51 @@ export class PushServer {
 		ws.on('close', () => this.forget(session));
 		ws.on('error', () => this.forget(session));
 		ws.on('message', (data: RawData, isBinary: boolean) => {
-			if (!this.allow(session)) return;
+			const bytes = Array.isArray(data)
+				? data.reduce((n, b) => n + b.length, 0)
+				: (data as Buffer | ArrayBuffer).byteLength;
+			if (!this.allow(session, bytes)) return;
 			const frame = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
 			const parsed = parseClientMessage(frame, isBinary, this.options);
 			if (!parsed.ok) return this.refuseMessage(session, parsed.refusal);
 			this.enqueue(session, parsed.message);
 		});
 		const query = parseQueryString((request.url ?? '').split('?')[1] ?? '', this.options);
-		if (query && !query.ok) this.refuseMessage(session, query.refusal);
+		if (query && !this.options.allowQueryToken)
+			this.refuseMessage(
+				session,
+				refuse(
+					'INVALID_MESSAGE',
+					'query string: user_id, token and request_id in the URL are off on this server (node option Allow Token in URL); send {"type":"auth",…} as the first message',
+				),
+			);
+		else if (query && !query.ok) this.refuseMessage(session, query.refusal);
 		else if (query) this.enqueue(session, query.message);
 	}
 
-	/** Token bucket: false (and RATE_LIMITED answered) when the connection sends faster than allowed. */
-	private allow(session: Session): boolean {
+	/**
+	 * Token bucket: false (and RATE_LIMITED answered) when the connection sends faster than allowed. A frame
+	 * of `bytes` costs one token per started Max Message Size (so an oversize frame costs more than one; at
+	 * most the whole burst): a client sending 1 MB frames is rate-limited after the first until the bucket
+	 * is full again, and a refused frame is never decoded.
+	 */
+	private allow(session: Session, bytes: number): boolean {
 		const now = Date.now();
 		const burst = this.options.messageBurst ?? MESSAGE_BURST;
 		const rate = this.options.messagesPerSecond ?? MESSAGES_PER_SECOND;
+		const cost = Math.min(burst, Math.max(1, Math.ceil(bytes / this.options.maxMessageBytes)));
 		session.tokens = Math.min(burst, session.tokens + ((now - session.refilled) / 1000) * rate);
 		session.refilled = now;
-		if (session.tokens >= 1) {
-			session.tokens -= 1;
+		if (session.tokens >= cost) {
+			session.tokens -= cost;
 			return true;
 		}
 		this.refuseMessage(
 			session,
-			refuse('RATE_LIMITED', `message: at most ${rate} messages per second (burst ${burst})`),
+			refuse(
+				'RATE_LIMITED',
+				`message: at most ${rate} messages per second (burst ${burst}; a frame costs one per ${this.options.maxMessageBytes} bytes)`,
+			),
 		);
 		return false;
 	}
@@ -365,22 +401,50 @@ export class PushServer {
 		}
 	}
 
-	/** True when authenticated as `userId`; otherwise refuses (and closes on a bad token). */
+	/**
+	 * True when authenticated as `userId`; otherwise refuses (and closes 4401 on a bad, expired or too
+	 * long-lived token). A connection already authenticated as `userId` may send a fresh token for the same
+	 * user (auth again) before its token expires: the new expiry replaces the old one. The connection is
+	 * closed (4401 "token expired") when its token's expiry + CLOCK_SKEW_SECONDS passes.
+	 */
 	private authenticate(session: Session, userId: string, token: string): boolean {
-		if (session.userId !== null) {
-			if (session.userId === userId) return true;
+		if (session.userId !== null && session.userId !== userId) {
 			this.refuseMessage(session, refuse('UNAUTHORIZED', 'user_id: this connection is authenticated as another user'));
 			return false;
 		}
-		if (!verifyPushToken(userId, token, this.options.secret)) {
+		const check = checkPushToken(userId, token, this.options.secret, {
+			maxLifetimeSeconds: this.options.maxTokenLifetimeSeconds,
+			skewSeconds: this.options.clockSkewSeconds,
+		});
+		if (!check.ok) {
 			// the token is never logged, nor echoed
-			this.refuseMessage(session, refuse('UNAUTHORIZED', 'token: not valid for this user_id'), userId);
+			const why =
+				check.reason === 'expired'
+					? 'token: expired; get a fresh one'
+					: check.reason === 'too_long'
+						? `token: lives longer than this server's Max Token Lifetime (${this.options.maxTokenLifetimeSeconds ?? 'default'} s)`
+						: 'token: not valid for this user_id';
+			this.refuseMessage(session, refuse('UNAUTHORIZED', why), userId);
 			session.ws.close(CLOSE_UNAUTHORIZED, 'unauthorized');
 			return false;
 		}
 		session.userId = userId;
 		if (session.authTimer) clearTimeout(session.authTimer);
-		this.send(session, { type: 'authenticated', user_id: userId });
+		if (session.expiryTimer) clearTimeout(session.expiryTimer);
+		session.expiryTimer = setTimeout(
+			() => {
+				this.send(session, refuse('UNAUTHORIZED', 'token: expired; reconnect with a fresh one'));
+				session.ws.close(CLOSE_UNAUTHORIZED, 'token expired');
+			},
+			// setTimeout's longest delay is 2^31 − 1 ms (24.8 days); Max Token Lifetime is at most 7 days
+			Math.min(
+				MAX_TIMER_MS,
+				Math.max(0, (check.expiresAt + (this.options.clockSkewSeconds ?? CLOCK_SKEW_SECONDS)) * 1000 - Date.now()),
+			),
+		);
+		session.expiryTimer.unref?.();
+		// answered for each valid token, also a fresh one sent on an authenticated connection (`auth` again)
+		this.send(session, { type: 'authenticated', user_id: userId, expires_at: check.expiresAt });
 		return true;
 	}
 
@@ -488,6 +552,7 @@ export class PushServer {
 	private forget(session: Session): void {
 		if (!this.sessions.delete(session)) return;
 		if (session.authTimer) clearTimeout(session.authTimer);
+		if (session.expiryTimer) clearTimeout(session.expiryTimer);
 		for (const id of [...session.pending]) this.unregister(session, id);
 		if (session.unlogged)
 			this.options.logger.warn(

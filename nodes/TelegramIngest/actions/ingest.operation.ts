@@ -14,7 +14,9 @@
  * Errors (ContractError, status code → kind):
  *  - 400 validation: bot key missing/malformed; a body that is not a Telegram update (not UTF-8/JSON,
  *    not an object, not an Update: the failing field is named) — that body is kept in
- *    raw.telegram_quarantine first (`details.quarantine_id`), the ops.errors row comes from WF99;
+ *    raw.telegram_quarantine first (`details.quarantine_id`), the ops.errors row comes from WF99; a
+ *    trace id header (traceparent / X-Trace-Id) with a control character (NUL included), a lone surrogate
+ *    or more than 256 characters (details.field `traceId`; nothing written, ctx.trace_id null);
  *  - 401 auth: no X-Telegram-Bot-Api-Secret-Token header (checked before the bot is looked up);
  *  - 403 auth: no enabled bot with that key, or a wrong secret — the same status, kind and message, so a
  *    caller cannot probe which bot keys exist (details.reason `unknown_bot` / `wrong_secret` tells the
@@ -42,6 +44,7 @@ import type { ItemState } from '../../shared/node/runItems';
 import { withTransaction } from '../../shared/postgres/pool';
 import { rememberSecrets } from '../../shared/redact';
 import { classifyBody, safeText, type Body, type Classified, type QuarantineReason } from './body';
+import { hasLoneSurrogate } from './exactJson';
 import { botCacheOf, type Bot } from './botCache';
 import { FIND_QUARANTINED, INGEST, LOCK_UPDATE, LOOKUP_BOT, NEITHER_SQLSTATE, QUARANTINE } from './sql';
 
@@ -56,7 +59,10 @@ export interface IngestInput {
 	update: unknown;
 	/** Incoming correlation id (e.g. an X-Correlation-Id header); used only when it is a UUID. */
 	correlationId?: unknown;
-	/** External trace id (traceparent / X-Trace-Id), or null. */
+	/**
+	 * External trace id (traceparent / X-Trace-Id), or null. A string that is not a storable trace id
+	 * (traceIdProblem) is a 400 `validation` (details.field `traceId`), after the bot checks.
+	 */
 	traceId?: unknown;
 	/** ops.jobs.job_type of the created job. */
 	jobType: string;
@@ -75,6 +81,27 @@ const RAW = { operation: 'insert', table: 'raw.telegram_updates' } as const;
 const QUARANTINE_TABLE = { operation: 'insert', table: 'raw.telegram_quarantine' } as const;
 /** SQLSTATE classes of a value the database refuses (data exception, program limit such as stack depth). */
 const DATA_SQLSTATE = /^(22|54)/;
+
+/** Longest trace id accepted (characters): a W3C traceparent is 55. */
+export const MAX_TRACE_ID_LENGTH = 256;
+// eslint-disable-next-line no-control-regex
+const HEADER_CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+
+/**
+ * Why `traceId` (a header value) cannot be kept as ctx.trace_id (null when it can, or when it is not a
+ * string: then there is no trace id): longer than MAX_TRACE_ID_LENGTH, a control character other than
+ * tab (NUL included: PostgreSQL text and jsonb cannot hold it), or a lone surrogate. The message names the
+ * header, never the value.
+ */
+export function traceIdProblem(traceId: unknown): string | null {
+	if (typeof traceId !== 'string') return null;
+	if (traceId.length > MAX_TRACE_ID_LENGTH)
+		return `invalid trace id header (traceparent / X-Trace-Id): longer than ${MAX_TRACE_ID_LENGTH} characters`;
+	if (HEADER_CONTROL.test(traceId))
+		return 'invalid trace id header (traceparent / X-Trace-Id): a control character (NUL included)';
+	if (hasLoneSurrogate(traceId)) return 'invalid trace id header (traceparent / X-Trace-Id): a lone surrogate';
+	return null;
+}
 
 /** Compared against when no enabled bot has the key (never equal to a header: it is not a valid one). */
 const UNKNOWN_BOT_SECRET = '\u0000no bot';
@@ -143,9 +170,11 @@ function meta(run: Run, ids: { chat_id?: unknown; message_id?: unknown; job_id?:
 /** Runs the ingest for one item. `state.ctx` is set first, so a failure still carries it. */
 export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemState): Promise<SuccessEnvelope> {
 	// update_id / chat_id / message_id are set below as the Ctx schema's CtxId: a number when exact, else the text
+	// A trace id that cannot be stored is not put into ctx (ctx travels to ops.errors): refused 400 below.
+	const traceProblem = traceIdProblem(input.traceId);
 	const ctx = newCtx({
 		correlation_id: isUuid(input.correlationId) ? input.correlationId : newCorrelationId(),
-		trace_id: typeof input.traceId === 'string' && input.traceId !== '' ? input.traceId : null,
+		trace_id: traceProblem === null && typeof input.traceId === 'string' && input.traceId !== '' ? input.traceId : null,
 		workflow: input.workflow,
 		node: input.nodeName,
 		tenant_id: null,
@@ -201,6 +230,14 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	ctx.bot_id = bot.bot_id;
 
 	if (!matched) throw forbidden('wrong_secret');
+
+	// A header byte the database cannot hold is the caller's error, like the same byte in a request field: 400.
+	if (traceProblem !== null)
+		throw ContractError.badRequest(
+			traceProblem,
+			{ field: 'traceId' },
+			{ operation: 'validate', table: 'raw.telegram_updates' },
+		);
 
 	const run: Run = { pool, input, ctx, bot };
 	const classified = classifyBody(input.rawBody, input.update);

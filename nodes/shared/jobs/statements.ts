@@ -207,7 +207,8 @@ WITH jobs AS (
          count(*) FILTER (WHERE status = 'failed')::int AS failed,
          count(*) FILTER (WHERE status = 'dead')::int AS dead,
          extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'queued'))::float8 AS oldest_queued_age_seconds,
-         extract(epoch FROM now() - min(next_run_at) FILTER (WHERE status = 'queued' AND next_run_at <= now()))::float8 AS oldest_due_wait_seconds
+         extract(epoch FROM now() - min(next_run_at) FILTER (WHERE status = 'queued' AND next_run_at <= now()))::float8 AS oldest_due_wait_seconds,
+         extract(epoch FROM now() - min(locked_at) FILTER (WHERE status = 'running'))::float8 AS oldest_running_age_seconds
   FROM ops.jobs
   WHERE $3::text[] IS NULL OR job_type = ANY($3::text[])
   GROUP BY job_type
@@ -229,7 +230,7 @@ WITH jobs AS (
 SELECT t.job_type,
        coalesce(jobs.queued, 0) AS queued, coalesce(jobs.running, 0) AS running,
        coalesce(jobs.succeeded, 0) AS succeeded, coalesce(jobs.failed, 0) AS failed, coalesce(jobs.dead, 0) AS dead,
-       jobs.oldest_queued_age_seconds, jobs.oldest_due_wait_seconds,
+       jobs.oldest_queued_age_seconds, jobs.oldest_due_wait_seconds, jobs.oldest_running_age_seconds,
        coalesce(runs.runs, 0) AS runs, coalesce(runs.failures, 0) AS failures, runs.p50_ms, runs.p95_ms
 FROM types t LEFT JOIN jobs ON jobs.job_type = t.job_type LEFT JOIN runs ON runs.job_type = t.job_type
 ORDER BY t.job_type`;

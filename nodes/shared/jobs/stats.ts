@@ -17,6 +17,11 @@ export interface JobTypeStats {
 	oldest_queued_age_seconds: number | null;
 	/** How long the oldest due queued job has waited past its next_run_at, seconds (null: none due). */
 	oldest_due_wait_seconds: number | null;
+	/**
+	 * now − locked_at of the running job claimed longest ago, seconds (null: none running): a job held
+	 * `running` by a dead worker grows it until Release Stale puts the job back.
+	 */
+	oldest_running_age_seconds: number | null;
 	/** Attempts (ops.job_runs) finished in the window. */
 	window_seconds: number;
 	runs: number;
@@ -61,6 +66,7 @@ export async function jobStats(
 		},
 		oldest_queued_age_seconds: num(r.oldest_queued_age_seconds),
 		oldest_due_wait_seconds: num(r.oldest_due_wait_seconds),
+		oldest_running_age_seconds: num(r.oldest_running_age_seconds),
 		window_seconds: window,
 		runs: Number(r.runs),
 		failures: Number(r.failures),

@@ -5,10 +5,11 @@
  * registered type plus every type found in ops.jobs).
  * Output: one item per job type, sorted by job_type:
  * `{ job_type, counts: { queued, running, succeeded, failed, dead }, oldest_queued_age_seconds,
- *    oldest_due_wait_seconds, window_seconds, runs, failures, run_ms: { p50, p95 } }` —
+ *    oldest_due_wait_seconds, oldest_running_age_seconds, window_seconds, runs, failures, run_ms: { p50, p95 } }` —
  *  - counts: jobs per status now;
  *  - oldest_queued_age_seconds: now − created_at of the oldest queued job (null: none queued);
  *  - oldest_due_wait_seconds: how long the oldest due queued job has waited past next_run_at (null: none due);
+ *  - oldest_running_age_seconds: now − locked_at of the running job claimed longest ago (null: none running);
  *  - runs / failures: attempts (ops.job_runs) finished in the last window_seconds, and of those the failed
  *    ones (run status failed, retry or dead);
  *  - run_ms: p50 / p95 of those attempts' finished_at − started_at in ms (percentile_cont; null: no run).

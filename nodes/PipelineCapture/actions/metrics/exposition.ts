@@ -353,6 +353,14 @@ function jobMetrics(registry: Registry, jobs: JobTypeStats[], r: Rollup): void {
 	series(
 		registry,
 		'gauge',
+		'contracts_job_oldest_running_age_seconds',
+		'Age of the oldest running lock per job type: now − locked_at of the job claimed longest ago (absent: none running)',
+		['job_type'],
+		present((j) => j.oldest_running_age_seconds),
+	);
+	series(
+		registry,
+		'gauge',
 		'contracts_job_oldest_due_wait_seconds',
 		'How long the oldest due queued job has waited past next_run_at (absent: none due)',
 		['job_type'],
