@@ -61,7 +61,7 @@ import { freePort, m17Copy, pushCredential } from '../test/helpers/push';
 import { PushClient } from '../test/helpers/pushClient';
 import { mintPushToken } from '../nodes/PipelinePush/transport/token';
 import { bearer, mint } from '../test/helpers/jwt';
-import { messageWithLinks, startPageServer } from '../test/helpers/pageServer';
+import { messageWithLinks, startPageServer, wf31AllowingPages } from '../test/helpers/pageServer';
 import {
 	channelPost,
 	documentMessage,
@@ -299,9 +299,14 @@ async function main() {
 		.map((f) => path.join(ROOT, 'workflows-json', f))
 		.concat(pushFile);
 	const savingCopy = cluster ? wf10SavingCopy() : null;
+	// the page server is on 127.0.0.1, which the shipped WF31 refuses: this copy allowlists it (issue 25)
+	const fetcherCopy = wf31AllowingPages(pages.base);
+	cleanup.add('remove the WF31 copy', () => fs.rmSync(path.dirname(fetcherCopy), { recursive: true, force: true }));
 	const importStarted = Date.now();
 	await instance.importAndPublish(
-		savingCopy ? files.map((f) => (path.basename(f) === 'WF10_telegram_ingest.json' ? savingCopy : f)) : files,
+		files
+			.map((f) => (savingCopy && path.basename(f) === 'WF10_telegram_ingest.json' ? savingCopy : f))
+			.map((f) => (path.basename(f) === 'WF31_url_fetcher.json' ? fetcherCopy : f)),
 	);
 	if (savingCopy) fs.rmSync(path.dirname(savingCopy), { recursive: true, force: true });
 	console.log(

@@ -20,6 +20,7 @@ import type { TelegramCredential } from './transport/botApi';
 import { contractsEmbeddingsApiTest, contractsTelegramApiTest } from './transport/credentialTest';
 import { embedTexts, type EmbeddingsCredential } from './transport/embeddings';
 import { fetchSender, httpGet, httpPostJson } from './transport/http';
+import { guardedGet } from './transport/outbound';
 
 /** A JSON parameter as n8n gives it: a non-blank string is parsed (bad JSON throws a SyntaxError). */
 function parsed(value: unknown): unknown {
@@ -43,11 +44,16 @@ const KNOWLEDGE_ROUTE: Route<KnowledgeOperation, Pool, KnowledgeContext> = {
 		const req = parsed(fn.getNodeParameter('req', itemIndex, {}));
 		return { ctx, correlationIds: [ctx.correlation_id, isRecord(req) ? req.correlation_id : undefined], input: req };
 	},
-	context: (fn, pool, { itemIndex, state, correlationId }) => ({
+	context: (fn, pool, { itemIndex, state, correlationId, options }) => ({
 		pool,
 		state,
 		correlationId,
 		http: httpGet,
+		fetchUrl: guardedGet,
+		outbound: {
+			allowedAddresses: typeof options.allowedPrivateAddresses === 'string' ? options.allowedPrivateAddresses : '',
+			allowedPorts: typeof options.allowedPorts === 'string' ? options.allowedPorts : '',
+		},
 		telegram: async () => (await fn.getCredentials('contractsTelegramApi', itemIndex)) as unknown as TelegramCredential,
 		embed: async (model, texts, task) =>
 			embedTexts(
@@ -119,6 +125,26 @@ export class KnowledgeBot implements INodeType {
 			requestProperty('The req of the seed-003 workflow this operation implements (see the README for each shape)'),
 			contextProperty(),
 			optionsCollection(
+				{
+					displayName: 'Allowed Ports',
+					name: 'allowedPorts',
+					type: 'string',
+					default: '80, 443',
+					placeholder: '80, 443, 8000-8100',
+					description:
+						'Ports a fetched URL and each of its redirects may name, separated by commas: numbers and ranges (empty: 80 and 443)',
+					displayOptions: { show: { '/resource': ['url'], '/operation': ['fetch'] } },
+				},
+				{
+					displayName: 'Allowed Private Addresses',
+					name: 'allowedPrivateAddresses',
+					type: 'string',
+					default: '',
+					placeholder: 'intranet.example.com, 10.0.0.0/8',
+					description:
+						'Host names, IP addresses and CIDRs this node may fetch from although they are not public (separated by commas). Empty: only public unicast addresses; a name on the list may resolve to any address except unspecified, multicast and broadcast.',
+					displayOptions: { show: { '/resource': ['url'], '/operation': ['fetch'] } },
+				},
 				workflowLabelOption(
 					'',
 					'Value of meta.source and ctx.workflow (default: the seed workflow of the operation, e.g. WF20)',

@@ -6,13 +6,14 @@
  * naming the node, and the job is failed, never lost.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
 import { startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
 import { pdfWithText } from '../helpers/documents';
-import { ARTICLE, messageWithLinks, startPageServer } from '../helpers/pageServer';
+import { ARTICLE, messageWithLinks, startPageServer, wf31AllowingPages } from '../helpers/pageServer';
 import { documentMessage } from '../helpers/updates';
 import { JOB_TYPES } from '../../nodes/shared/jobs/registry';
 
@@ -24,6 +25,7 @@ let botApi: BotApiStandIn;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('../../scripts/lib/n8n');
 let base: string;
+let fetcherCopy: string | undefined;
 
 beforeAll(async () => {
 	db = await setupDatabase();
@@ -42,9 +44,12 @@ beforeAll(async () => {
 		'WF40_chunker.json',
 		'WF90_job_runner.json',
 	];
+	// the page server is on 127.0.0.1: WF31 fetches from it only because this copy allowlists it (issue 25)
+	const copy = wf31AllowingPages(base);
+	fetcherCopy = copy;
 	n8n = await startN8n(
 		db.url,
-		workflows.map((f) => path.join(WORKFLOWS, f)),
+		workflows.map((f) => (f === 'WF31_url_fetcher.json' ? copy : path.join(WORKFLOWS, f))),
 		['telegram'],
 		[harness.telegramCredential(botApi.baseUrl, botApi.token)],
 	);
@@ -55,6 +60,7 @@ afterAll(async () => {
 	await botApi?.close();
 	await pages?.close();
 	await db?.drop();
+	if (fetcherCopy) fs.rmSync(path.dirname(fetcherCopy), { recursive: true, force: true });
 });
 
 async function deliver(update: unknown) {

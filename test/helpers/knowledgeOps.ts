@@ -5,6 +5,7 @@ import type { KnowledgeOperation } from '../../nodes/KnowledgeBot/actions/types'
 import type { TelegramCredential } from '../../nodes/KnowledgeBot/transport/botApi';
 import { embedTexts, type EmbeddingsCredential } from '../../nodes/KnowledgeBot/transport/embeddings';
 import { fetchSender, httpGet, httpPostJson } from '../../nodes/KnowledgeBot/transport/http';
+import { guardedGet, type Connector, type Resolver } from '../../nodes/KnowledgeBot/transport/outbound';
 import { ContractError } from '../../nodes/shared/errors';
 import type { LlmCredential } from '../../nodes/shared/llm/generate';
 
@@ -15,10 +16,26 @@ export interface RunnerCredentials {
 	llm?: () => LlmCredential;
 }
 
+/**
+ * URL → Fetch's guard: the node's Options → Allowed Private Addresses / Allowed Ports (none by default: the
+ * pages on 127.0.0.1 are refused unless a test names them), and a resolver / connector to inject.
+ */
+export interface RunnerOutbound {
+	allowedAddresses?: string;
+	allowedPorts?: string;
+	resolve?: Resolver;
+	connect?: Connector;
+}
+
 const CLOSED = 'http://127.0.0.1:9';
 
 /** `run(op, req)` → `{ data, ctx }`; `failure(op, req)` → the ContractError it must raise. */
-export function knowledgeRunner(pool: () => Pool, correlationId: string, credentials: RunnerCredentials = {}) {
+export function knowledgeRunner(
+	pool: () => Pool,
+	correlationId: string,
+	credentials: RunnerCredentials = {},
+	outbound: RunnerOutbound = {},
+) {
 	const telegram = credentials.telegram ?? (() => ({ accessToken: 'unset', baseUrl: CLOSED }));
 	const embeddings = credentials.embeddings ?? (() => ({ api: 'gemini' as const, baseUrl: CLOSED }));
 	const llm = credentials.llm ?? (() => ({ api: 'openai' as const, baseUrl: CLOSED }));
@@ -30,6 +47,9 @@ export function knowledgeRunner(pool: () => Pool, correlationId: string, credent
 				state,
 				correlationId,
 				http: httpGet,
+				fetchUrl: (url, options) =>
+					guardedGet(url, { ...options, resolve: outbound.resolve, connect: outbound.connect }),
+				outbound: { allowedAddresses: outbound.allowedAddresses, allowedPorts: outbound.allowedPorts },
 				postJson: httpPostJson,
 				telegram: async () => telegram(),
 				embed: (model, texts, task) => embedTexts(httpPostJson, embeddings(), model, texts, task),

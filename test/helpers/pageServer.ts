@@ -2,8 +2,11 @@
  * A small web server on 127.0.0.1 serving an HTML article and a PDF (the pages WF31 fetches in the
  * e2e test and the demo), and a Telegram message linking both, as Telegram sends it.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { pdfWithText } from './documents';
 import { newUpdateId } from './updates';
 
@@ -45,4 +48,29 @@ export function messageWithLinks(base: string, messageId = 5100) {
 			],
 		},
 	};
+}
+
+/**
+ * Writes a copy of workflows-json/WF31_url_fetcher.json whose Fetch URL node may fetch from the page server
+ * at `base` (Options → Allowed Private Addresses: its host, Allowed Ports: its port), into a fresh temp
+ * folder; returns the file. The shipped WF31 refuses 127.0.0.1 (issue 25's outbound-request guard): the
+ * demo and the e2e tests name their page server explicitly this way. The caller removes `path.dirname(file)`.
+ */
+export function wf31AllowingPages(base: string): string {
+	const { hostname, port } = new URL(base);
+	return wf31WithOptions({ allowedPrivateAddresses: hostname, allowedPorts: port });
+}
+
+/** A copy of WF31 with these Options on its Fetch URL node (as wf31AllowingPages; the caller removes its folder). */
+export function wf31WithOptions(options: { allowedPrivateAddresses?: string; allowedPorts?: string }): string {
+	const file = path.join(__dirname, '..', '..', 'workflows-json', 'WF31_url_fetcher.json');
+	const workflow = JSON.parse(fs.readFileSync(file, 'utf8'));
+	for (const node of workflow.nodes) {
+		if (node.type !== 'n8n-nodes-contracts.knowledgeBot') continue;
+		node.parameters.options = { ...node.parameters.options, ...options };
+	}
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-wf31-'));
+	const copy = path.join(dir, 'WF31_url_fetcher.json');
+	fs.writeFileSync(copy, JSON.stringify(workflow, null, 2));
+	return copy;
 }

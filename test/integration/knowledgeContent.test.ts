@@ -75,9 +75,13 @@ const GROUP: Record<string, unknown> = {
 	message_version_id: null,
 };
 
-const runner = knowledgeRunner(() => db.pool, CORRELATION, {
-	telegram: () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }),
-});
+// the page server is on 127.0.0.1: URL → Fetch's guard refuses it unless the node's options name it
+const runner = knowledgeRunner(
+	() => db.pool,
+	CORRELATION,
+	{ telegram: () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }) },
+	{ allowedAddresses: '127.0.0.1', allowedPorts: '1024-65535' },
+);
 const run = async (op: Parameters<typeof runner.run>[0], req: unknown) => (await runner.run(op, req)).data;
 const failure = runner.failure;
 async function urlId(pathname: string, ctx = GROUP) {
@@ -272,4 +276,44 @@ test('File → Download: over 20 MB the Bot API is not called and the document r
 	const limited = await failure(downloadOperation, req);
 	assert.deepEqual([limited.kind, limited.retryable], ['rate_limit', true]);
 	assert.equal((await run(downloadOperation, req)).status, 'pending');
+});
+
+test('File → Download: a file_path that would leave the file directory (dot segments, query, fragment, backslash, encoded slash, control character) is not downloaded: 502 UNSAFE_FILE_PATH, not retried', async () => {
+	const paths = [
+		'../../x',
+		'documents/../../../bot123/getMe',
+		'%2e%2e/%2E%2E/admin',
+		'documents/.%2e/x',
+		'documents/file.pdf?x=1',
+		'documents/file.pdf#x',
+		'documents\\..\\..\\x',
+		'documents//file.pdf',
+		'documents/%2F..%2Fx',
+		'documents/fi\nle.pdf',
+		'documents/.',
+	];
+	for (const [k, unsafe] of paths.entries()) {
+		const req = await sentFile(`AgADunsafe${k}`, Buffer.from('%PDF-1.4'));
+		botApi.files.set(req.file_id, { path: unsafe, body: Buffer.from('%PDF-1.4'), type: 'application/pdf' });
+		const before = botApi.requests.length;
+		const error = await failure(downloadOperation, req);
+		assert.deepEqual(
+			[error.statusCode, error.retryable, error.details.code],
+			[502, false, 'UNSAFE_FILE_PATH'],
+			JSON.stringify(unsafe),
+		);
+		assert.deepEqual(
+			botApi.requests.slice(before),
+			['/bot<token>/getFile'],
+			`${JSON.stringify(unsafe)}: only getFile was asked, no download`,
+		);
+	}
+	// an ordinary nested path is still downloaded
+	const ok = await sentFile('AgADnested', pdfWithText('Nested path'));
+	botApi.files.set(ok.file_id, {
+		path: 'documents/sub/file_7.pdf',
+		body: pdfWithText('Nested path'),
+		type: 'application/pdf',
+	});
+	assert.equal((await run(downloadOperation, ok)).status, 'pending');
 });

@@ -3,7 +3,8 @@ import type { Pool } from 'pg';
 import type { ItemState } from '../../shared/node/runItems';
 import type { Operation as RouterOperation } from '../../shared/node/router';
 import type { EmbeddingModel } from '../transport/embeddings';
-import type { HttpGet, HttpPostJson } from '../transport/http';
+import type { HttpGet, HttpPostJson, HttpResponse } from '../transport/http';
+import type { OutboundPolicy } from '../transport/outbound';
 import type { LlmCredential, Sender } from '../../shared/llm/generate';
 import type { TelegramCredential } from '../transport/botApi';
 
@@ -17,8 +18,19 @@ export interface KnowledgeContext {
 	state: ItemState;
 	/** correlation_id of the item (kept from req/ctx, else generated once). */
 	correlationId: string;
-	/** GET with time and size limits (URL → Fetch, File → Download). */
+	/** GET with time and size limits, unguarded: admin-configured URLs only (the Bot API of File → Download). */
 	http: HttpGet;
+	/**
+	 * GET of a URL that came from outside (URL → Fetch) through the outbound-request guard
+	 * (../transport/outbound.ts guardedGet): `timeoutMs` for the whole fetch (ms), `maxBytes` of the body.
+	 * @throws BlockedAddressError, RedirectError, TooLargeError, a timeout or network error
+	 */
+	fetchUrl: (
+		url: string,
+		options: { timeoutMs: number; maxBytes: number; policy: OutboundPolicy },
+	) => Promise<HttpResponse>;
+	/** The node's Options → Allowed Private Addresses and Allowed Ports, as entered (URL → Fetch). */
+	outbound: { allowedAddresses?: string; allowedPorts?: string };
 	/** The Contracts Telegram Bot API credential of the node (File → Download only). */
 	telegram: () => Promise<TelegramCredential>;
 	/** JSON POST with a time limit (Bot API sendMessage). */

@@ -3,6 +3,9 @@
  * ≥ 1 hour) and the download from `<baseUrl>/file/bot<token>/<file_path>`, up to 20 MB — and the
  * answer's `sendMessage` (WF51), and `getMe` / `getWebhookInfo` for the transport watchdog (WF11).
  * Credentials: the Contracts Telegram Bot API credential (`contractsTelegramApi`: accessToken, baseUrl).
+ * The download URL: the Bot API base URL is the admin's (as configured); the `file_path` getFile answers is
+ * checked (`staysInFileDirectory`) so it cannot point the download at another path, host or port, and no
+ * Bot API call follows a redirect (issue 25).
  * Secrets: the base URL is checked before a URL is built (`checkedBaseUrl`: http(s), no whitespace, no
  * user info; a ContractError 500 `validation` BAD_CREDENTIAL_URL otherwise), and every error that leaves
  * this module — BotApiError (message and Telegram's description, which a server may echo the path into)
@@ -89,7 +92,8 @@ async function get(
  * @returns `{ file_path, file_size }`: a relative path (e.g. `documents/file_0.pdf`)
  * @throws ContractError 502 `upstream` LOCAL_MODE_FILE_PATH, not retryable, when the path is absolute or
  *         holds the token (a `--local` Bot API server answers `/var/lib/telegram-bot-api/<token>/…`: the
- *         path is never returned, stored or quoted); BotApiError (HTTP status and Telegram's description, e.g. 400 "Bad Request: file is too big");
+ *         path is never returned, stored or quoted); ContractError 502 UNSAFE_FILE_PATH, not retryable, when the
+ *         path would leave the file directory (staysInFileDirectory); BotApiError (HTTP status and Telegram's description, e.g. 400 "Bad Request: file is too big");
  *         ContractError 500 BAD_CREDENTIAL_URL; a RedactedError for a network failure or a timeout
  */
 export async function getFile(
@@ -124,12 +128,44 @@ export async function getFile(
 			{ operation: 'download' },
 		);
 	}
+	if (!staysInFileDirectory(filePath)) throw unsafeFilePath();
 	return { file_path: filePath, file_size: json.result.file_size ?? null };
 }
 
 /**
+ * Whether a getFile `file_path` names a file under the download directory `<base>/file/bot<token>/` and
+ * nothing else: no dot segments (also percent-encoded), no empty segment, no query or fragment, no
+ * backslash, no percent-encoded slash or backslash, no control character or space. So the path the Bot
+ * API answers can never turn the download into a request for another path, host or port (the download
+ * itself never follows a redirect).
+ */
+export function staysInFileDirectory(filePath: string): boolean {
+	if (filePath === '' || /[\\?#\s\p{Cc}]/u.test(filePath) || /%(2f|5c|00)/i.test(filePath)) return false;
+	return filePath.split('/').every((segment) => {
+		let decoded: string;
+		try {
+			decoded = decodeURIComponent(segment);
+		} catch {
+			return false;
+		}
+		return decoded !== '' && decoded !== '.' && decoded !== '..';
+	});
+}
+
+function unsafeFilePath(): ContractError {
+	return ContractError.upstream(
+		"getFile answered a file_path that would leave the Bot API's file directory (a dot segment, query, fragment, backslash or control character): not downloaded",
+		502,
+		false,
+		{ code: 'UNSAFE_FILE_PATH' },
+		{ operation: 'download' },
+	);
+}
+
+/**
  * @returns the answer; its `url` with the token redacted
- * @throws BotApiError for a non-200 answer; TooLargeError past `maxBytes`; as getFile otherwise
+ * @throws BotApiError for a non-200 answer; TooLargeError past `maxBytes`; ContractError 502 UNSAFE_FILE_PATH
+ *   when `filePath` would leave `<base>/file/bot<token>/` (nothing is requested); as getFile otherwise
  */
 export async function downloadFile(
 	http: HttpGet,
@@ -139,7 +175,20 @@ export async function downloadFile(
 	maxBytes: number,
 ): Promise<HttpResponse> {
 	const { base, redact } = telegramTransport(credential);
-	const res = await get(http, redact, `${base}/file/bot${credential.accessToken}/${filePath}`, { timeoutMs, maxBytes });
+	if (!staysInFileDirectory(filePath)) throw unsafeFilePath();
+	const directory = `${base}/file/bot${credential.accessToken}/`;
+	const url = `${directory}${filePath}`;
+	// the URL parser's view agrees: same origin, still under the directory, no query or fragment
+	const parsed = new URL(url);
+	const parsedDirectory = new URL(directory);
+	if (
+		parsed.origin !== parsedDirectory.origin ||
+		!parsed.pathname.startsWith(parsedDirectory.pathname) ||
+		parsed.search !== '' ||
+		parsed.hash !== ''
+	)
+		throw unsafeFilePath();
+	const res = await get(http, redact, url, { timeoutMs, maxBytes });
 	if (res.status !== 200) throw answerError('file download', res.status, undefined, redact);
 	return { ...res, url: redact.string(res.url) };
 }

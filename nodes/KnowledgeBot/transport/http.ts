@@ -1,6 +1,8 @@
 /**
- * The HTTP of the Knowledge Bot: GET with a time limit and a size limit (URL fetches WF31, Telegram
- * file downloads WF32), a JSON POST (embeddings, sendMessage) and the model call's sender (WF51).
+ * The HTTP of the Knowledge Bot to admin-configured URLs: GET with a time limit and a size limit (the Bot
+ * API: getFile and the file download of WF32, the watchdog's getMe / getWebhookInfo), a JSON POST
+ * (embeddings, sendMessage) and the model call's sender (WF51). A URL that comes from outside (a posted
+ * link, URL → Fetch of WF31) never goes through here: ./outbound.ts guardedGet fetches it (issue 25).
  * GET:
  * The body is read as a stream and abandoned as soon as it passes `maxBytes`, so a huge page never
  * fills memory. Redirects are followed (up to fetch's default of 20) unless `redirect: 'manual'` is given

@@ -11,7 +11,9 @@
  *   message_version_id } }` (+ file_name, mime_type, file_size as WF20 enqueues them; timeout_ms 30000).
  * Output: `{ blob_object_id, document_id, file_unique_id, status, extract_job_id }`.
  * Errors: 422 `req.<field>`; 502 upstream retryable (Bot API 5xx/429, network, timeout); 400-class Bot API
- *   answers (file_id expired or unknown) 502 not retryable; 500 validation BAD_CREDENTIAL_URL (the
+ *   answers (file_id expired or unknown) 502 not retryable; 502 UNSAFE_FILE_PATH, not retryable (getFile
+ *   answered a file_path with a dot segment, query, fragment, backslash or control character: the download
+ *   is not requested, issue 25); 500 validation BAD_CREDENTIAL_URL (the
  *   credential's Base URL is not an http(s) URL); 503/500 db. No message carries the bot token.
  */
 import { z } from 'zod';

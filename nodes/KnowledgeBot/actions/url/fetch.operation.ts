@@ -9,8 +9,14 @@
  * options: timeout_ms (default 15000), max_bytes (default 10 MiB).
  * Output: `{ url_fetch_id, document_id, status: "pending" | "done" | "error", http_status, extract_job_id }`
  *   (`done`: the body is the one already extracted; `error`: the server answered 4xx — recorded, not retried).
+ * The GET goes through the outbound-request guard (../../transport/outbound.ts, issue 25): public unicast
+ * addresses on ports 80/443 only, checked on the address connected to and on every redirect hop, unless the
+ * node's Options → Allowed Private Addresses / Allowed Ports say more.
  * Errors: 422 `req.<field>`; 404 URL_NOT_FOUND; 502 upstream retryable for 5xx/429, a network failure
- *   or a timeout (the failed attempt is still recorded); 413 TOO_LARGE (recorded); 503/500 db.
+ *   or a timeout (the failed attempt is still recorded); 413 TOO_LARGE (recorded); 403 `auth` BLOCKED_ADDRESS,
+ *   not retryable (the guard refused the URL or a redirect hop: recorded as an `error` attempt, nothing was
+ *   sent to it, no document); 502 TOO_MANY_REDIRECTS / BAD_REDIRECT, not retryable (recorded); 500
+ *   `validation` BAD_OUTBOUND_OPTION (an allowlist option names no host, address, CIDR or port); 503/500 db.
  */
 import type { Pool } from 'pg';
 import { z } from 'zod';
@@ -18,6 +24,7 @@ import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request'
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
 import { TooLargeError } from '../../transport/http';
+import { BlockedAddressError, OutboundPolicyError, parseOutboundPolicy, RedirectError } from '../../transport/outbound';
 import { SourceCtx } from '../../../shared/contracts/sourceCtx';
 import { enqueueOnce } from '../../../shared/jobs/enqueue';
 import { JOB_TYPES } from '../../../shared/jobs/registry';
@@ -71,9 +78,20 @@ export const fetchOperation: KnowledgeOperation = {
 	action: 'Fetch a URL',
 	description: 'Download a normalized URL into a stored body and a pending document, and enqueue its extraction (WF31)',
 	workflow: 'WF31',
-	async execute({ pool, state, correlationId, http }, raw) {
+	async execute({ pool, state, correlationId, fetchUrl, outbound }, raw) {
 		const req = parseRequest(FetchUrlRequest, raw, { table: 'content.urls' });
 		Object.assign(state.ctx!, { tenant_id: req.tenant_id, chat_id: req.ctx.chat_id, trace_id: req.trace_id ?? null });
+		let policy;
+		try {
+			policy = parseOutboundPolicy(outbound.allowedAddresses, outbound.allowedPorts);
+		} catch (error) {
+			if (!(error instanceof OutboundPolicyError)) throw error;
+			throw ContractError.configuration(
+				`Options → ${error.option}: ${error.message}`,
+				{ code: 'BAD_OUTBOUND_OPTION', option: error.option, entry: error.entry },
+				{ operation: 'validate', table: 'content.urls' },
+			);
+		}
 		let rows: { normalized_url: string }[];
 		try {
 			rows = (
@@ -94,8 +112,39 @@ export const fetchOperation: KnowledgeOperation = {
 		const url = rows[0].normalized_url;
 		let res;
 		try {
-			res = await http(url, { timeoutMs: req.timeout_ms, maxBytes: req.max_bytes });
+			res = await fetchUrl(url, { timeoutMs: req.timeout_ms, maxBytes: req.max_bytes, policy });
 		} catch (error) {
+			if (error instanceof BlockedAddressError) {
+				const urlFetchId = await recordFailure(pool, req.url_id, {
+					final_url: error.url,
+					error: `${error.code}: ${error.message}`,
+				});
+				throw ContractError.forbidden(
+					`${url}: refused by the outbound-request guard: ${error.message}`,
+					{
+						code: error.code,
+						reason: error.reason,
+						range: error.range ?? null,
+						url: error.url,
+						url_fetch_id: urlFetchId,
+					},
+					{ operation: 'fetch', table: 'content.urls' },
+				);
+			}
+			if (error instanceof RedirectError) {
+				const urlFetchId = await recordFailure(pool, req.url_id, { final_url: error.url, error: error.message });
+				throw ContractError.upstream(
+					`${url}: ${error.message}`,
+					502,
+					false,
+					{
+						code: error.code,
+						url: error.url,
+						url_fetch_id: urlFetchId,
+					},
+					{ operation: 'fetch', table: 'content.urls' },
+				);
+			}
 			if (error instanceof TooLargeError) {
 				await recordFailure(pool, req.url_id, { error: error.message });
 				throw ContractError.upstream(
