@@ -160,6 +160,30 @@ export const CASES = {
 			],
 		),
 	},
+	/** A 20 s Wait (in-process: under 65 s), long enough to kill the worker that runs it (queue mode). */
+	slow: {
+		path: 'test/catch-all/slow',
+		rowWorkflow: 'TEST catch-all — slow',
+		node: null,
+		workflow: workflow(
+			'TestCatchAllSlow',
+			'TEST catch-all — slow',
+			[
+				webhook('TestCatchAllSlow', 'test/catch-all/slow'),
+				{
+					name: 'Wait 20 s',
+					type: 'n8n-nodes-base.wait',
+					typeVersion: 1.1,
+					parameters: { resume: 'timeInterval', amount: 20, unit: 'seconds' },
+				},
+				{ name: 'After the Wait', type: 'n8n-nodes-base.noOp', typeVersion: 1, parameters: {} },
+			],
+			[
+				['Webhook', 'Wait 20 s'],
+				['Wait 20 s', 'After the Wait'],
+			],
+		),
+	},
 	/**
 	 * The error branch's "Call WF99" itself fails (it names a workflow that does not exist). Stop and Error has
 	 * no output, so its error output cannot be used: the branches start at a refused HTTP Request.
