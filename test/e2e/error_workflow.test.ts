@@ -5,8 +5,9 @@
  * no error output, an error branch whose "Call WF99" itself fails — each row with the execution id, the workflow, the node and meta.source of the
  * catch-all; and none for an execution whose error branch recorded the failure before it failed anyway
  * (the catch-all ran and found the branch's row: ops.error_executions names it). A workflow that hits its
- * timeout (settings.executionTimeout) is cancelled by n8n 2.4.8 without starting any error workflow: no row
- * (what n8n does, pinned here; docs/nodes/error-pipe.md says what recovers the work). Test workflows:
+ * timeout (settings.executionTimeout) is cancelled by regular mode's main, by timer, without starting any
+ * error workflow: no row (what n8n does, pinned here; in queue mode it gets its row:
+ * queue_mode_error_workflow.test.ts; docs/nodes/error-pipe.md says what recovers the work). Test workflows:
  * test/helpers/catchAllWorkflows.ts. Queue mode (a worker killed mid-execution): queue_mode_error_workflow.test.ts.
  */
 import assert from 'node:assert/strict';
@@ -87,7 +88,7 @@ test('a node that throws with no error output → exactly one catch-all row', as
 	assert.deepEqual(await claimOf(row.details.execution_id), [{ error_id: row.id, recorded_by: 'catch_all' }]);
 }, 120_000);
 
-test('a workflow that hits its timeout: n8n 2.4.8 cancels it and starts no error workflow → no row (docs/nodes/error-pipe.md)', async () => {
+test('a workflow that hits its timeout in regular mode: n8n 2.4.8 cancels it by timer and starts no error workflow → no row (docs/nodes/error-pipe.md)', async () => {
 	// n8n's timeout cancels the execution (status "canceled"); the cancel hook carries no resultData.error,
 	// which is what n8n's executeErrorWorkflow needs, and the end-of-run hook is skipped for a cancelled run.
 	// If a later n8n starts the error workflow here, this fails: then it must be exactly one catch-all row.

@@ -8,7 +8,9 @@
  * Bull's lock and stalled-check times are shortened here (QUEUE_WORKER_LOCK_DURATION 10 s,
  * QUEUE_WORKER_STALLED_INTERVAL 5 s; n8n's defaults are 60 s and 30 s) so the test does not wait 90 s.
  * Also: a node that throws with no error output, run on a worker → one catch-all row (the worker runs the
- * error workflow's hook). Skipped (with the reason) when Redis does not answer at 127.0.0.1:6379.
+ * error workflow's hook); a workflow that hits its timeout on a worker → one row (a worker checks the
+ * timeout between nodes and ends the run with the timeout error in its result; regular mode's main cancels
+ * it by timer instead and starts no error workflow: error_workflow.test.ts). Skipped (with the reason) when Redis does not answer at 127.0.0.1:6379.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -33,11 +35,15 @@ beforeAll(async () => {
 	process.env.QUEUE_WORKER_LOCK_DURATION = '10000';
 	process.env.QUEUE_WORKER_STALLED_INTERVAL = '5000';
 	db = await setupDatabase();
-	files.push(writeTestWorkflow(CASES.slow.workflow), writeTestWorkflow(CASES.throws.workflow));
+	files.push(
+		writeTestWorkflow(CASES.slow.workflow),
+		writeTestWorkflow(CASES.throws.workflow),
+		writeTestWorkflow(CASES.timeout.workflow),
+	);
 	n8n = await startQueueN8n(
 		db.url,
 		[...['WF99e_catch_all.json', 'WF99_global_err_handler.json'].map((f) => path.join(WORKFLOWS, f)), ...files],
-		[CASES.slow.path, CASES.throws.path],
+		[CASES.slow.path, CASES.throws.path, CASES.timeout.path],
 		{ workers: 2, concurrency: 5 },
 	);
 }, 20 * 60_000);
@@ -94,6 +100,28 @@ testSkipIf(skipReason)(
 );
 
 testSkipIf(skipReason)(
+	'a workflow that hits its timeout on a worker → cancelled after the running node, the catch-all runs: exactly one row',
+	async () => {
+		// a worker checks the timeout between nodes (no timer, unlike regular mode's main): the run ends
+		// "canceled" with a TimeoutExecutionCancelledError in its result, and that starts the error workflow
+		const c = CASES.timeout;
+		await start(c.path);
+		const rows = await settledRows(db.pool, c.rowWorkflow, { timeoutMs: 60_000, settleMs: 6_000 });
+		assert.equal(rows.length, 1, `${JSON.stringify(rows)}\n${n8n.logs()}`);
+		const [row] = rows;
+		assert.equal(row.source, 'WF99e catch-all');
+		assert.match(row.message, /timed out/);
+		assert.equal(row.node, c.node, 'the node that ran when the time was up');
+		console.log(`timeout row: node ${JSON.stringify(row.node)}, message ${JSON.stringify(row.message)}`);
+		assert.deepEqual(await executionRecord(row.details.execution_id), {
+			status: 'canceled',
+			workflowId: c.workflow.id,
+		});
+	},
+	180_000,
+);
+
+testSkipIf(skipReason)(
 	'a worker killed mid-execution → n8n fails the stalled job and runs the catch-all: exactly one row',
 	async () => {
 		const c = CASES.slow;
@@ -129,7 +157,9 @@ testSkipIf(skipReason)(
 		// the execution was not run again on the surviving worker (maxStalledCount 0)
 		const survivor = n8n.workers[1 - victim];
 		assert.equal(survivor.startedExecutions().filter((e) => e === executionId).length, 0);
+		// the restarted worker's recovery from its event log finds the execution ended already: still one row
 		await n8n.startWorker(victim);
+		assert.equal((await settledRows(db.pool, c.rowWorkflow, { settleMs: 8_000 })).length, 1);
 	},
 	300_000,
 );
