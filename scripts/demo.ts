@@ -109,6 +109,7 @@ const OWNER = {
 const ROOT = path.join(__dirname, '..');
 const SECRET = 'demo-Secret_token';
 const WORKFLOWS = [
+	'WF99e_catch_all.json',
 	'WF99_global_err_handler.json',
 	'WF10_telegram_ingest.json',
 	'WF20_update_processor.json',

@@ -11,7 +11,7 @@ import type { Pool } from 'pg';
 import { runItems } from '../shared/node/runItems';
 import { ERRORPIPE_CONTRACT_VERSION } from '../shared/contracts/ctx';
 import { fallbackEnvelope, normalizeErrorItem, type NormalizedError } from './actions/normalize';
-import { recordError, type RecordResult } from './actions/record';
+import { recordError, recordOncePerExecution, type RecordResult } from './actions/record';
 
 /**
  * Error Pipe — WF99, the global error handler, in one node (seed 002 §1, seed 003 WF99).
@@ -24,6 +24,11 @@ import { recordError, type RecordResult } from './actions/record';
  * (its `outcome`, also `error.details.job_outcome`: queued / dead / failed, or `stale` when the job is not
  * running under ctx.job_claim_token — a late error never revives a finished or re-claimed job), and a
  * database that could not be written is stated in `error.details.write_failures`.
+ * Every row names the failed n8n execution (`details.execution_id`): the Error Trigger's `execution.id`, or
+ * the execution that called this workflow (WF99 called by an error branch), else this node's own. With
+ * **Once per Failed Execution** (the catch-all error workflow WF99e, issue 25 §2) the row is written only
+ * when no row of that execution exists yet (`_internal.execution.outcome`: `recorded` | `already_recorded`,
+ * migration 019's ops.error_executions); the envelope is returned either way.
  */
 // Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): it writes ops.errors rows (and marks jobs failed): an agent could forge or flood the error record.
 // eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
@@ -56,6 +61,14 @@ export class ErrorPipe implements INodeType {
 				required: true,
 				description: 'Value of meta.source in the envelope: the workflow that handles the error',
 			},
+			{
+				displayName: 'Once per Failed Execution',
+				name: 'oncePerExecution',
+				type: 'boolean',
+				default: false,
+				description:
+					'Whether to write the row only when no ops.errors row of the failed execution exists yet (an error branch recorded it, or this ran for it before). For an error workflow (Error Trigger → Error Pipe): the execution is the one the Error Trigger names.',
+			},
 		],
 	};
 
@@ -72,6 +85,14 @@ export class ErrorPipe implements INodeType {
 		} catch (error) {
 			poolFailure = error;
 		}
+		// The failed execution when the item names none: the caller's (WF99 called by an error branch, or the
+		// error workflow started for a failed execution), else this execution.
+		let executionId: string | null = null;
+		try {
+			executionId = this.getExecutionContext()?.parentExecutionId ?? this.getExecutionId() ?? null;
+		} catch {
+			// an engine without an execution context (tests): the item's own execution id, if any, is used
+		}
 		// The handler never throws: whatever happens to one item, it still gets its envelope (and, when the
 		// database answers, its row), so runItems' stop mode never fails an Error Pipe item.
 		return runItems(this, async (item, itemIndex) => {
@@ -81,21 +102,31 @@ export class ErrorPipe implements INodeType {
 			} catch {
 				// an unreadable parameter must not cost the item its envelope: the default source is used
 			}
+			let oncePerExecution = false;
+			try {
+				oncePerExecution = this.getNodeParameter('oncePerExecution', itemIndex, false) === true;
+			} catch {
+				// unreadable: every item gets its row (the default)
+			}
 			let normalized: NormalizedError;
 			try {
-				normalized = normalizeErrorItem(item?.json, { source });
+				normalized = normalizeErrorItem(item?.json, { source, executionId });
 			} catch (error) {
 				normalized = {
 					envelope: fallbackEnvelope(error, { source }, item?.json),
 					jobId: null,
 					contractVersion: ERRORPIPE_CONTRACT_VERSION,
 					jobClaimToken: null,
+					executionId: null,
 				};
 			}
 			const { envelope, jobId, contractVersion, jobClaimToken } = normalized;
-			const recording = pool
-				? recordError(pool, envelope, jobId, contractVersion, jobClaimToken)
-				: Promise.reject(poolFailure);
+			if (oncePerExecution) envelope.error.details.recorded_by = 'catch_all';
+			const recording: Promise<RecordResult> = !pool
+				? Promise.reject(poolFailure)
+				: oncePerExecution
+					? recordOncePerExecution(pool, envelope, normalized.executionId, contractVersion)
+					: recordError(pool, envelope, jobId, contractVersion, jobClaimToken);
 			const recorded = await recording.catch(
 				(error): RecordResult => ({
 					error_id: null,
@@ -111,6 +142,7 @@ export class ErrorPipe implements INodeType {
 				error_id: recorded.error_id,
 				job_path: recorded.job,
 				write_failures: recorded.write_failures,
+				...(recorded.execution ? { execution: recorded.execution } : {}),
 			};
 			return { json: envelope as unknown as INodeExecutionData['json'] };
 		});

@@ -16,6 +16,11 @@ const EMBEDDINGS = { contractsEmbeddingsApi: { id: 'embContracts01', name: 'Cont
 const LLM = { contractsLlmApi: { id: 'llmContracts01', name: 'Contracts LLM' } };
 /** The Error Pipe (seed 002 §2.3) every error branch calls. */
 const WF99 = { id: 'WF99ErrorPipe', name: 'WF99 — Global ERR Handler' };
+/**
+ * The catch-all error workflow (issue 25 §2): every shipped workflow names it in settings.errorWorkflow, so a
+ * failure no error branch caught still gets its ops.errors row (workflows-json/WF99e_catch_all.json).
+ */
+const CATCH_ALL = { id: 'WF99eCatchAll', name: 'WF99e — Catch-All Error Workflow' };
 
 /** A deterministic UUID (version-5 layout) of `parts` joined with "/". */
 function uuidOf(...parts) {
@@ -122,7 +127,7 @@ function workflowBuilder(id, name) {
 		name,
 		nodes,
 		connections,
-		settings: { executionOrder: 'v1' },
+		settings: { executionOrder: 'v1', errorWorkflow: CATCH_ALL.id },
 		pinData: {},
 		active: false,
 		tags: [],
@@ -138,6 +143,7 @@ function outputDir(argv, sub = '') {
 
 module.exports = {
 	CALL_WF99_PARAMETERS,
+	CATCH_ALL,
 	EMBEDDINGS,
 	LLM,
 	PG,

@@ -124,7 +124,7 @@ beforeAll(async () => {
 		});
 	n8n = await startN8n(
 		db.url,
-		[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files],
+		[path.join(WORKFLOWS, 'WF99e_catch_all.json'), path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files],
 		CALLS.map((c) => c.path),
 		[arangoCredential(arango.url), jwtCredential(SECRET)],
 	);

@@ -42,6 +42,7 @@ beforeAll(async () => {
 	embeddings = await startEmbeddings();
 	await model.up();
 	const workflows = [
+		'WF99e_catch_all.json',
 		'WF99_global_err_handler.json',
 		'WF10_telegram_ingest.json',
 		'WF11_transport_watchdog.json',

@@ -34,6 +34,7 @@ beforeAll(async () => {
 	base = pages.base;
 	botApi = await startBotApi();
 	const workflows = [
+		'WF99e_catch_all.json',
 		'WF99_global_err_handler.json',
 		'WF10_telegram_ingest.json',
 		'WF20_update_processor.json',

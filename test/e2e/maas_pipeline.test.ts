@@ -50,7 +50,7 @@ beforeAll(async () => {
 		.map((f) => path.join(MAAS, f));
 	n8n = await startN8n(
 		db.url,
-		[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas],
+		[path.join(WORKFLOWS, 'WF99e_catch_all.json'), path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...maas],
 		['api/query'],
 		[llmCredential(model.url), jwtCredential(SECRET)],
 	);

@@ -53,7 +53,12 @@ beforeAll(async () => {
 	proxied.host = `127.0.0.1:${proxy.port}`;
 	n8n = await startN8n(
 		db.url,
-		[path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...pipeline, m17File],
+		[
+			path.join(WORKFLOWS, 'WF99e_catch_all.json'),
+			path.join(WORKFLOWS, 'WF99_global_err_handler.json'),
+			...pipeline,
+			m17File,
+		],
 		['api/query'],
 		[
 			llmCredential(model.url),

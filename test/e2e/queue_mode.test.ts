@@ -53,7 +53,9 @@ beforeAll(async () => {
 	n8n = await startQueueN8n(
 		db.url,
 		[
-			...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)),
+			...['WF99e_catch_all.json', 'WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) =>
+				path.join(WORKFLOWS, f),
+			),
 			wf10File,
 			runnerFile,
 		],

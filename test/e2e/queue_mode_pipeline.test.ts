@@ -62,7 +62,13 @@ beforeAll(async () => {
 		.map((f) => path.join(MAAS, f));
 	n8n = await startQueueN8n(
 		db.url,
-		[...['WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) => path.join(WORKFLOWS, f)), ...maas, runnerFile],
+		[
+			...['WF99e_catch_all.json', 'WF99_global_err_handler.json', 'WF40_chunker.json'].map((f) =>
+				path.join(WORKFLOWS, f),
+			),
+			...maas,
+			runnerFile,
+		],
 		['api/query', 'test/wf90-run'],
 		{
 			workers: 2,

@@ -32,6 +32,7 @@ beforeAll(async () => {
 	n8n = await startN8n(
 		db.url,
 		[
+			path.join(WORKFLOWS, 'WF99e_catch_all.json'),
 			path.join(WORKFLOWS, 'WF99_global_err_handler.json'),
 			path.join(WORKFLOWS, 'WF00c_context_loader.json'),
 			path.join(__dirname, 'workflows', 'test_wf00c_caller.json'),

@@ -32,6 +32,7 @@ beforeAll(async () => {
 	n8n = await startN8n(
 		proxied.toString(),
 		[
+			path.join(WORKFLOWS, 'WF99e_catch_all.json'),
 			path.join(WORKFLOWS, 'WF99_global_err_handler.json'),
 			path.join(WORKFLOWS, 'WF10_telegram_ingest.json'),
 			path.join(__dirname, 'workflows', 'test_wf99_caller.json'),

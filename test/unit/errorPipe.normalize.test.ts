@@ -244,10 +244,8 @@ test('fields the Error Pipe does not know are kept in details.input; an object m
 				workflow: { id: '7', name: 'WF10' },
 			},
 			'Workflow failed',
-			{
-				execution: { id: '42', error: { message: 'Workflow failed', stack: 'Error: at x' }, lastNodeExecuted: 'HTTP' },
-				workflow: { id: '7', name: 'WF10' },
-			},
+			// kept in details.execution instead (see the Error Trigger test)
+			undefined,
 		],
 	];
 	for (const [label, item, message, input] of cases) {

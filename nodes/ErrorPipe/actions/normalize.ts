@@ -9,7 +9,9 @@
  * `description`/`reason`/`text`/`error` string — else its JSON text — is the message), `description`,
  * `errorMessage`, `reason`, `detail`, `statusCode`, `error` (a string, an n8n NodeApiError/NodeOperationError
  * JSON, or the `{ error: {...} }` object this package's nodes emit on their error output), `n8nDetails`,
- * `execution.error.message` (n8n's Error Trigger), `test_mode`, `test_case`, `_test_job_id`. Every other
+ * `execution` + `workflow` (n8n's Error Trigger: `execution.id`, `.error`, `.lastNodeExecuted`, `.mode`,
+ * `.retryOf`, `.executionContext.parentExecutionId`; `workflow.id`, `.name`; or `trigger.error` when no
+ * execution started), `test_mode`, `test_case`, `_test_job_id`. Every other
  * field, and the fields of `error`/`n8nDetails` not used, are kept in `error.details.input` (sanitised,
  * the first copy dropped when details run out of budget; of `error.node` only id/name/type/typeVersion).
  */
@@ -25,6 +27,11 @@ import { absent, fitOrText, INT4_MAX, positiveInt } from './columns';
 export interface NormalizeOptions {
 	/** `meta.source` of the envelope: "WF99" unless the node says otherwise. */
 	source: string;
+	/**
+	 * The n8n execution the error belongs to when the item names none (issue 25 §2): the Error Pipe node
+	 * passes the execution that called its workflow (WF99 called by an error branch), else its own.
+	 */
+	executionId?: string | null;
 	now?: Date;
 	newId?: () => string;
 }
@@ -43,6 +50,18 @@ export interface NormalizedError {
 	 * `stale`, never the tokenless fallback.
 	 */
 	jobClaimToken: string | null;
+	/**
+	 * The failed n8n execution (also `details.execution_id`): the Error Trigger's `execution.id`, else
+	 * error_context/ctx `execution_id`, else `options.executionId`; null when none fits (1–128 characters of
+	 * `A–Z a–z 0–9 _ . : -`, or a non-negative integer; another value is kept in `details.invalid_execution_id`).
+	 */
+	executionId: string | null;
+}
+
+/** An n8n execution id (a digit string in 2.4.8) that can key ops.error_executions, else null. */
+export function executionIdOf(value: unknown): string | null {
+	if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? String(value) : null;
+	return typeof value === 'string' && /^[A-Za-z0-9_.:-]{1,128}$/.test(value) ? value : null;
 }
 
 /** ctx.job_claim_token: the UUID, null when none was given (older workflows), else `<invalid: type>`. */
@@ -75,7 +94,18 @@ function messageText(value: unknown): string | undefined {
 }
 
 /** Top-level fields whose whole value is copied elsewhere in the envelope (ctx, error_context, _internal …). */
-const CONSUMED_FIELDS = new Set(['ctx', '_ctx', 'error_context', '_err', 'test_mode', 'test_case', '_test_job_id']);
+const CONSUMED_FIELDS = new Set([
+	'ctx',
+	'_ctx',
+	'error_context',
+	'_err',
+	'test_mode',
+	'test_case',
+	'_test_job_id',
+	'execution',
+	'trigger',
+	'workflow',
+]);
 /** Fields of `error` the envelope carries already (ctx, kind, details → node_details …). */
 const CONSUMED_ERROR_FIELDS = new Set([
 	'ctx',
@@ -204,7 +234,13 @@ export function normalizeErrorItem(input: unknown, options: NormalizeOptions): N
 		} catch {
 			envelope = fallbackEnvelope('unreadable error', options, null);
 		}
-		return { envelope, jobId: null, contractVersion: ERRORPIPE_CONTRACT_VERSION, jobClaimToken: null };
+		return {
+			envelope,
+			jobId: null,
+			contractVersion: ERRORPIPE_CONTRACT_VERSION,
+			jobClaimToken: null,
+			executionId: null,
+		};
 	}
 }
 
@@ -233,7 +269,10 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	const contextIn: Record<string, unknown> | null =
 		given || (stamped && Object.keys(stamped).length) ? { ...stamped, ...given } : null;
 
-	const execution = recordAt(json, 'execution'); // n8n's Error Trigger: { execution: { error: { message } }, workflow }
+	// n8n's Error Trigger: { execution: { id, error, lastNodeExecuted, mode, … }, workflow: { id, name } }
+	// (or { trigger: { error, mode }, workflow } when the failure came before an execution existed)
+	const execution = recordAt(json, 'execution') ?? recordAt(json, 'trigger');
+	const failedWorkflow = recordAt(json, 'workflow');
 	const rawMessage = firstString(
 		messageText(contextIn?.error_message),
 		messageText(json.message),
@@ -247,6 +286,7 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 		json.detail,
 		err?.detail,
 		messageText(field(execution?.error, 'message')),
+		messageText(field(execution?.error, 'description')),
 		typeof input === 'string' ? input : undefined,
 	);
 	const message = rawMessage === undefined ? 'Unknown error' : clean.text(rawMessage);
@@ -266,6 +306,13 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	const malformed = incoming.find((v) => !isUuid(v));
 	if (malformed !== undefined) extra.invalid_correlation_id = clean.asText(malformed);
 	const correlationId = (incoming.find(isUuid) as string | undefined) ?? (options.newId ?? newCorrelationId)();
+	const givenExecution = [execution?.id, contextIn?.execution_id, ctxIn.execution_id, options.executionId].find(
+		(v) => !absent(v),
+	);
+	const executionId = fitOrText(clean, extra, 'execution_id', givenExecution, executionIdOf);
+	if (executionId !== null) extra.execution_id = executionId;
+	const failedExecution = execution ? errorTriggerExecution(clean, execution, failedWorkflow) : undefined;
+	if (failedExecution) extra.execution = failedExecution;
 	const tenantId = fitOrText(clean, extra, 'tenant_id', ctxIn.tenant_id, (v) => (isUuid(v) ? v : null));
 	const jobId = fitOrText(clean, extra, 'job_id', ctxIn.job_id, (v) => positiveInt(v, Number.MAX_SAFE_INTEGER));
 	const contractVersion =
@@ -279,6 +326,7 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 		err?.http_code,
 		err?.httpCode,
 		n8nDetails?.httpCode,
+		field(execution?.error, 'httpCode'),
 	];
 	const code = httpCode(...statusCandidates);
 	const firstGiven = statusCandidates.find((v) => !absent(v));
@@ -321,8 +369,13 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	if (input_ !== undefined) extra.input = input_;
 
 	const str = (value: unknown) => (typeof value === 'string' ? clean.text(value) : null);
-	const workflow = firstString(ctxIn.workflow, contextIn?.workflow);
-	const node = firstString(contextIn?.node, ctxIn.node);
+	const workflow = firstString(ctxIn.workflow, contextIn?.workflow, failedWorkflow?.name, failedWorkflow?.id);
+	const node = firstString(
+		contextIn?.node,
+		ctxIn.node,
+		field(field(execution?.error, 'node'), 'name'),
+		execution?.lastNodeExecuted,
+	);
 	const chatId = ctxIn.chat_id;
 	const envelope = failure({
 		status_code: statusCode,
@@ -360,7 +413,37 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 		jobId,
 		contractVersion,
 		jobClaimToken: jobId === null ? null : claimTokenOf(ctxIn.job_claim_token),
+		executionId,
 	};
+}
+
+/**
+ * What the Error Trigger said of the failed execution (`details.execution`), sanitised: its id, mode,
+ * retryOf, lastNodeExecuted, url, the workflow's id and name, the caller's execution
+ * (`executionContext.parentExecutionId`) and the error without its node's parameters (only id, name, type,
+ * typeVersion of `error.node`: parameters may hold values typed in by hand).
+ */
+function errorTriggerExecution(
+	clean: Sanitizer,
+	execution: Record<string, unknown>,
+	workflow: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+	const out: Record<string, unknown> = {};
+	const exec = mergeOwn(execution);
+	for (const key of ['id', 'mode', 'retryOf', 'lastNodeExecuted', 'url'] as const)
+		if (!absent(exec[key])) setOwn(out, key, exec[key]);
+	const parent = field(exec.executionContext, 'parentExecutionId');
+	if (!absent(parent)) out.parentExecutionId = parent;
+	if (workflow) out.workflow = { id: workflow.id ?? null, name: workflow.name ?? null };
+	if (isRecord(exec.error)) {
+		const error = mergeOwn(exec.error);
+		if (isRecord(error.node)) {
+			const node = mergeOwn(error.node);
+			error.node = Object.fromEntries(NODE_FIELDS.filter((k) => node[k] !== undefined).map((k) => [k, node[k]]));
+		}
+		out.error = error;
+	}
+	return clean.object(out);
 }
 
 /**

@@ -52,6 +52,8 @@ export interface RecordResult {
 		| { executed: true; job_id: number; outcome: JobOutcome; status: string | null; next_run_at: string | null };
 	/** Write failures, each naming the table. Empty when everything was recorded. */
 	write_failures: Array<{ table: string; message: string; sqlstate: string | null }>;
+	/** recordOncePerExecution only: what it did with the failed execution's claim. */
+	execution?: ExecutionClaim;
 }
 
 export { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS };
@@ -280,6 +282,113 @@ async function settleUnknownOutcome(
 		client?.removeListener('error', ignoreClientError);
 		client?.release(broken instanceof Error ? broken : undefined);
 	}
+}
+
+/**
+ * The catch-all's row (issue 25 §2, migration 019): claims the failed execution ($13) under the ops.errors
+ * id taken up front ($14) and inserts the row (parameters $1–$12 as INSERT_ERROR) only when the claim is
+ * new. A claim held by an uncommitted statement is waited for (ON CONFLICT), so two catch-alls, or a
+ * catch-all and an error branch's row, never both write one execution's first row. No row returned = the
+ * execution was claimed already (read it with EXECUTION_CLAIM).
+ */
+const RECORD_ONCE_PER_EXECUTION = `
+WITH claim AS (
+  INSERT INTO ops.error_executions (execution_id, error_id, recorded_by)
+  VALUES ($13, $14::bigint, 'catch_all')
+  ON CONFLICT (execution_id) DO NOTHING
+  RETURNING error_id
+), err AS (
+  INSERT INTO ops.errors
+    (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
+  SELECT $14::bigint, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12 FROM claim
+  RETURNING id
+)
+SELECT id AS error_id FROM err`;
+
+/** Who recorded execution $1 first: its ops.errors row and `branch` | `catch_all`; no row when nobody did. */
+const EXECUTION_CLAIM = `SELECT error_id, recorded_by FROM ops.error_executions WHERE execution_id = $1`;
+
+/** What the catch-all did: wrote the row, or found the execution recorded already (by whom, which row). */
+export interface ExecutionClaim {
+	execution_id: string;
+	/** `recorded`: this item's row is the execution's row; `already_recorded`: an earlier row is (no row written). */
+	outcome: 'recorded' | 'already_recorded';
+	/** The execution's row (this one's when recorded). */
+	error_id: number;
+	recorded_by: 'branch' | 'catch_all';
+}
+
+/**
+ * Records the envelope once per failed n8n execution (the Error Pipe's "Once per Failed Execution", the
+ * catch-all error workflow): one `ops.errors` row unless a row of that execution exists (an error branch
+ * recorded it, or this catch-all ran for it before). Conditional on the claim read in the same statement;
+ * safe to retry: a statement whose reply was lost is sent again with the same id, and finds its own claim
+ * when it had committed. `executionId` null (an Error Trigger item without an execution, e.g. a trigger
+ * that failed to activate): recorded as recordError does. The job path does not run (a catch-all item has
+ * no ctx.job_id). Never throws.
+ */
+export async function recordOncePerExecution(
+	pool: Pool,
+	envelope: ErrorEnvelope,
+	executionId: string | null,
+	contractVersion: number,
+): Promise<RecordResult> {
+	if (executionId === null) return recordError(pool, envelope, null, contractVersion);
+	const corr = envelope.meta.correlation;
+	const result: RecordResult = {
+		error_id: null,
+		job: { executed: false },
+		write_failures: [],
+	};
+	const params = [
+		corr.correlation_id,
+		corr.tenant_id,
+		null,
+		corr.workflow,
+		corr.node,
+		envelope.error.kind,
+		envelope.status_code,
+		envelope.error.retryable,
+		envelope.error.message,
+		envelope.error.details,
+		contractVersion,
+		envelope.meta.source,
+		executionId,
+	];
+	try {
+		const errorId = Number((await pool.query(NEXT_ERROR_ID)).rows[0].id);
+		let rows: Array<{ error_id: string }>;
+		try {
+			({ rows } = await pool.query(RECORD_ONCE_PER_EXECUTION, [...params, errorId]));
+		} catch (error) {
+			if (rolledBack(error)) throw error;
+			// the reply was lost (committed or not): the same statement again, on another connection, either
+			// writes the row (the first never committed) or finds this id's own claim
+			({ rows } = await pool.query(RECORD_ONCE_PER_EXECUTION, [...params, errorId]));
+		}
+		if (rows.length) {
+			result.error_id = Number(rows[0].error_id);
+			result.execution = {
+				execution_id: executionId,
+				outcome: 'recorded',
+				error_id: errorId,
+				recorded_by: 'catch_all',
+			};
+		} else {
+			const claim = (await pool.query(EXECUTION_CLAIM, [executionId])).rows[0];
+			const own = claim && Number(claim.error_id) === errorId;
+			result.error_id = claim ? Number(claim.error_id) : null;
+			result.execution = {
+				execution_id: executionId,
+				outcome: own ? 'recorded' : 'already_recorded',
+				error_id: claim ? Number(claim.error_id) : errorId,
+				recorded_by: claim?.recorded_by ?? 'catch_all',
+			};
+		}
+	} catch (error) {
+		result.write_failures.push(failureOf('ops.errors', error));
+	}
+	return result;
 }
 
 function ignoreClientError(): void {

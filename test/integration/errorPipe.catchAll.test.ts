@@ -1,0 +1,265 @@
+/**
+ * Issue 25 §2: the catch-all error workflow's row (Error Pipe "Once per Failed Execution",
+ * recordOncePerExecution, migration 019) against the real PostgreSQL: one ops.errors row per failed n8n
+ * execution, none when an error branch recorded that execution already, exactly one when many catch-alls
+ * race for it, and one when the statement's reply is lost and it is sent again. Plus a fast-check property:
+ * for any Error Trigger item (hostile ids, names, messages) the catch-all gives one valid envelope and at
+ * most one row per execution id that fits, never throwing.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, test } from '@jest/globals';
+import fc from 'fast-check';
+import { Pool } from 'pg';
+import { ErrorEnvelope } from '../../nodes/shared/contracts/envelope';
+import { executionIdOf, normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
+import { recordError, recordOncePerExecution } from '../../nodes/ErrorPipe/actions/record';
+import { setupDatabase, type TestDatabase } from '../helpers/db';
+import { hostileId, hostileString, propertyParams } from '../helpers/property';
+import { TcpProxy } from '../helpers/tcpProxy';
+
+let db: TestDatabase;
+let proxy: TcpProxy;
+let proxied: Pool;
+beforeAll(async () => {
+	db = await setupDatabase();
+	const target = new URL(db.url);
+	proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+	await proxy.up();
+	proxied = new Pool({
+		host: '127.0.0.1',
+		port: proxy.port,
+		database: target.pathname.slice(1),
+		user: decodeURIComponent(target.username || 'postgres'),
+		password: decodeURIComponent(target.password) || undefined,
+		max: 4,
+	});
+	proxied.on('error', () => undefined);
+});
+afterAll(async () => {
+	await proxied?.end();
+	await proxy?.down();
+	await db?.drop();
+});
+
+const CATCH_ALL = { source: 'WF99e catch-all' };
+let nextExecution = 1_000_000;
+
+/** The item n8n 2.4.8's Error Trigger emits for a failed execution (execute-error-workflow.js). */
+function errorTriggerItem(executionId: string, message = `boom ${randomUUID()}`) {
+	return {
+		execution: {
+			id: executionId,
+			url: `http://127.0.0.1:5678/workflow/wfX/executions/${executionId}`,
+			error: {
+				message,
+				stack: 'NodeOperationError: boom\n    at Code',
+				node: {
+					id: 'n1',
+					name: 'Throw',
+					type: 'n8n-nodes-base.code',
+					typeVersion: 2,
+					parameters: { jsCode: 's3cret' },
+				},
+			},
+			lastNodeExecuted: 'Throw',
+			mode: 'webhook',
+			executionContext: { version: 1, establishedAt: 1, source: 'webhook' },
+		},
+		workflow: { id: 'wfX', name: 'Test — throws' },
+	};
+}
+
+/** The catch-all: normalize (as the node does) + recordOncePerExecution. */
+async function catchAll(pool: Pool, item: unknown) {
+	const normalized = normalizeErrorItem(item, CATCH_ALL);
+	normalized.envelope.error.details.recorded_by = 'catch_all';
+	const result = await recordOncePerExecution(
+		pool,
+		normalized.envelope,
+		normalized.executionId,
+		normalized.contractVersion,
+	);
+	return { ...result, envelope: normalized.envelope, executionId: normalized.executionId };
+}
+
+async function rowsOf(executionId: string) {
+	const { rows } = await db.pool.query(
+		`SELECT id, workflow, node, source, message, details FROM ops.errors WHERE details->>'execution_id' = $1 ORDER BY id`,
+		[executionId],
+	);
+	return rows;
+}
+
+test('an Error Trigger item: one row with the execution id, workflow, node and meta.source of the catch-all', async () => {
+	const id = String(nextExecution++);
+	const item = errorTriggerItem(id);
+	const result = await catchAll(db.pool, item);
+	assert.deepEqual(result.write_failures, []);
+	assert.equal(result.execution?.outcome, 'recorded');
+	const rows = await rowsOf(id);
+	assert.equal(rows.length, 1);
+	assert.equal(Number(rows[0].id), result.error_id);
+	assert.equal(rows[0].workflow, 'Test — throws');
+	assert.equal(rows[0].node, 'Throw');
+	assert.equal(rows[0].source, 'WF99e catch-all');
+	assert.equal(rows[0].message, item.execution.error.message);
+	assert.equal(rows[0].details.recorded_by, 'catch_all');
+	assert.equal(rows[0].details.execution.workflow.id, 'wfX');
+	assert.equal(rows[0].details.execution.lastNodeExecuted, 'Throw');
+	assert.ok(!JSON.stringify(rows[0]).includes('s3cret'), 'the failed node parameters are not copied');
+	const claim = await db.pool.query('SELECT error_id, recorded_by FROM ops.error_executions WHERE execution_id = $1', [
+		id,
+	]);
+	assert.deepEqual(claim.rows, [{ error_id: String(result.error_id), recorded_by: 'catch_all' }]);
+	ErrorEnvelope.parse(result.envelope);
+	assert.equal(result.envelope.meta.source, 'WF99e catch-all');
+});
+
+test('an execution an error branch recorded already: the catch-all writes nothing and names that row', async () => {
+	const id = String(nextExecution++);
+	// the error branch: WF99's Error Pipe, called by execution `id` (its execution context names the caller)
+	const branch = normalizeErrorItem(
+		{ ctx: { correlation_id: randomUUID(), workflow: 'WF10' }, error_context: { node: 'Lookup Bot' }, message: 'x' },
+		{ source: 'WF99', executionId: id },
+	);
+	const recorded = await recordError(db.pool, branch.envelope, null, branch.contractVersion);
+	assert.equal(branch.executionId, id);
+	// a second item of the same execution still gets its row (every branch item is recorded)
+	const second = normalizeErrorItem({ message: 'y' }, { source: 'WF99', executionId: id });
+	await recordError(db.pool, second.envelope, null, second.contractVersion);
+	const result = await catchAll(db.pool, errorTriggerItem(id));
+	assert.deepEqual(result.write_failures, []);
+	assert.deepEqual(result.execution, {
+		execution_id: id,
+		outcome: 'already_recorded',
+		error_id: recorded.error_id,
+		recorded_by: 'branch',
+	});
+	assert.equal(result.error_id, recorded.error_id);
+	assert.deepEqual(
+		(await rowsOf(id)).map((r) => r.source),
+		['WF99', 'WF99'],
+		'the two branch rows, no catch-all row',
+	);
+});
+
+test('20 catch-alls racing for one execution (and again later): exactly one row', async () => {
+	const id = String(nextExecution++);
+	const results = await Promise.all(Array.from({ length: 20 }, () => catchAll(db.pool, errorTriggerItem(id))));
+	const again = await catchAll(db.pool, errorTriggerItem(id));
+	const rows = await rowsOf(id);
+	assert.equal(rows.length, 1);
+	const all = [...results, again];
+	assert.equal(all.filter((r) => r.execution?.outcome === 'recorded').length, 1);
+	assert.ok(all.every((r) => r.error_id === Number(rows[0].id) && r.write_failures.length === 0));
+});
+
+test('a catch-all racing an error branch whose statement is still open: one row, the branch row', async () => {
+	const id = String(nextExecution++);
+	const client = await db.pool.connect();
+	try {
+		await client.query('BEGIN');
+		const branch = normalizeErrorItem({ message: 'branch' }, { source: 'WF99', executionId: id });
+		await client.query(
+			`INSERT INTO ops.errors (correlation_id, kind, status_code, retryable, message, details, source)
+			 VALUES ($1, 'unknown', 500, false, 'branch', $2::jsonb, 'WF99')`,
+			[branch.envelope.meta.correlation.correlation_id, branch.envelope.error.details],
+		);
+		const pending = catchAll(db.pool, errorTriggerItem(id));
+		await new Promise((resolve) => setTimeout(resolve, 300));
+		await client.query('COMMIT');
+		const result = await pending;
+		assert.equal(result.execution?.outcome, 'already_recorded');
+		assert.equal(result.execution?.recorded_by, 'branch');
+	} finally {
+		client.release();
+	}
+	assert.deepEqual(
+		(await rowsOf(id)).map((r) => r.source),
+		['WF99'],
+	);
+});
+
+test('the reply of the catch-all statement lost after its commit: sent again, still one row, reported recorded', async () => {
+	const id = String(nextExecution++);
+	const item = errorTriggerItem(id, `lost reply ${randomUUID()}`);
+	const droppedBefore = proxy.dropped;
+	proxy.dropReplyTo(item.execution.error.message);
+	const result = await catchAll(proxied, item);
+	assert.equal(proxy.dropped, droppedBefore + 1, 'the reply of the statement was dropped');
+	const rows = await rowsOf(id);
+	assert.equal(rows.length, 1);
+	assert.deepEqual(result.write_failures, []);
+	assert.equal(result.execution?.outcome, 'recorded');
+	assert.equal(result.error_id, Number(rows[0].id));
+});
+
+test('an Error Trigger item without an execution (a trigger that failed): recorded, no claim', async () => {
+	const message = `trigger ${randomUUID()}`;
+	const result = await catchAll(db.pool, {
+		trigger: { error: { message }, mode: 'trigger' },
+		workflow: { id: 'w', name: 'W' },
+	});
+	assert.equal(result.executionId, null);
+	assert.deepEqual(result.write_failures, []);
+	const { rows } = await db.pool.query('SELECT workflow FROM ops.errors WHERE message = $1', [message]);
+	assert.deepEqual(rows, [{ workflow: 'W' }]);
+});
+
+test('the database down: the envelope still comes back, the failed write named', async () => {
+	const down = new Pool({ host: '127.0.0.1', port: 1, connectionTimeoutMillis: 500 });
+	down.on('error', () => undefined);
+	try {
+		const result = await catchAll(down, errorTriggerItem(String(nextExecution++)));
+		assert.equal(result.error_id, null);
+		assert.equal(result.write_failures[0].table, 'ops.errors');
+		ErrorEnvelope.parse(result.envelope);
+	} finally {
+		await down.end();
+	}
+});
+
+test('property: any Error Trigger item gives one valid envelope and at most one row per execution id, never throwing', async () => {
+	const anyId = fc.oneof(hostileId(), hostileString(40), fc.nat().map(String), fc.constant(undefined));
+	const item = fc.record(
+		{
+			execution: fc.record(
+				{
+					id: anyId,
+					error: fc.record(
+						{ message: hostileString(200), node: fc.record({ name: hostileString(20) }) },
+						{ requiredKeys: [] },
+					),
+					lastNodeExecuted: hostileString(20),
+					mode: hostileString(10),
+				},
+				{ requiredKeys: [] },
+			),
+			workflow: fc.record({ id: anyId, name: hostileString(40) }, { requiredKeys: [] }),
+		},
+		{ requiredKeys: [] },
+	);
+	await fc.assert(
+		fc.asyncProperty(item, fc.integer({ min: 1, max: 3 }), async (input, times) => {
+			const results = [];
+			for (let i = 0; i < times; i++) results.push(await catchAll(db.pool, input));
+			for (const r of results) {
+				ErrorEnvelope.parse(r.envelope);
+				assert.deepEqual(r.write_failures, []);
+			}
+			const executionId = results[0].executionId;
+			assert.equal(executionId, executionIdOf((input.execution as { id?: unknown } | undefined)?.id));
+			if (executionId !== null) {
+				const { rows } = await db.pool.query(
+					`SELECT count(*)::int AS n FROM ops.errors WHERE details->>'execution_id' = $1`,
+					[executionId],
+				);
+				assert.equal(rows[0].n, 1);
+				nextExecution++;
+				await db.pool.query("DELETE FROM ops.errors WHERE details->>'execution_id' = $1", [executionId]);
+			}
+		}),
+		propertyParams('catch-all Error Trigger items', { numRuns: 2_000 }),
+	);
+}, 600_000);
