@@ -21,6 +21,15 @@ import { requestSender } from '../shared/llm/requestSender';
 import { pipelineDefinition } from './engine/definition';
 import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './engine/calculationNodes';
 
+/** The node's run index in this execution (a loop runs it again with the next one; Retry On Fail does not). */
+function runIndexOf(fn: IExecuteFunctions): number {
+	try {
+		return fn.getExecuteData?.()?.runIndex ?? 0;
+	} catch {
+		return 0;
+	}
+}
+
 /**
  * How Pipeline Capture routes an item: the Webhook's x-correlation-id header (else the item's
  * correlation_id), the operation called as `execute(pipelineContext, input)` (Finish Job: all items in
@@ -44,6 +53,7 @@ const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string
 		pool,
 		definition: () => pipelineDefinition(pool),
 		worker: (typeof options.worker === 'string' && options.worker) || `n8n-${executionId}`,
+		callKey: `${executionId}:${node}:${runIndexOf(fn)}:${itemIndex}`,
 		origin: { workflow, node },
 		runProcessor: externalProcessorRunner(
 			calculationNodesOf(fn, itemIndex, resource, operationValue),
