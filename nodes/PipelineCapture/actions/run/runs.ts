@@ -285,7 +285,7 @@ export async function completeStep(
 					? input.result
 					: JSON.stringify(input.result);
 	const draft = input.draft_context === undefined || input.draft_context === null ? null : String(input.draft_context);
-	// refused before the run is held: a value PostgreSQL refuses would fail the final write after the processors
+	// refused before any processor runs: a value PostgreSQL refuses would fail the final write after them
 	for (const [field, v] of [
 		['result', input.result],
 		['draft_context', draft],

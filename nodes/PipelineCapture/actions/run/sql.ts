@@ -124,7 +124,7 @@ ${warningRows('(SELECT id, correlation_id FROM maas.pipeline_runs WHERE id = $1)
  * A failed processor of the capture holder ($1 run, $2 the state it holds it in, $3 its current token):
  * counts it; at the `$6`th failure of the run (0: no limit) the run ends FAILED with error $5 (jsonb), else
  * it goes back to $4 (a Capture's source state: RELEASE, the capture token cleared) or, with $4 null,
- * stays where it is under capture token $7 (Complete Step: the worker's own token back, so it may retry). No row: the holder had
+ * stays where it is under capture token $7 (Complete Step: the worker's own token, kept, so it may retry). No row: the holder had
  * lost the run meanwhile (released, failed), and nothing was changed. A run given back this way is not
  * notified (migration 012's trigger condition): the Sweep re-emits it after lost_after_seconds.
  */
