@@ -615,9 +615,13 @@ export async function archiveRun(pool: Pool, input: { run_id: unknown; summary: 
 	return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id };
 }
 
-/** FAILED after an aborted Complete Step ($2 its source state, $3 the capture token, $4 the error). */
+/**
+ * FAILED after an aborted Complete Step ($2 its source state, $3 the capture token, $4 the error); the token's
+ * digest is recorded as for a completed step, so a retry after a lost reply is answered as a replay (FAILED).
+ */
 const FAIL_AFTER_ABORT = `
 UPDATE maas.pipeline_runs
-SET status = 'FAILED', previous_transition = 'CASCADE_LIMIT', error = $4::jsonb, capture_token = NULL, updated_at = now()
+SET status = 'FAILED', previous_transition = 'CASCADE_LIMIT', error = $4::jsonb, capture_token = NULL,
+    completed_steps = array_append(completed_steps, md5($3::text)), updated_at = now()
 WHERE id = $1 AND status = $2 AND capture_token = $3
 RETURNING *`;
