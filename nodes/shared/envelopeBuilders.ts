@@ -9,9 +9,9 @@ import {
 	ErrorEnvelope,
 	MAX_PUBLIC_FIELD_LENGTH,
 	MAX_PUBLIC_MESSAGE_LENGTH,
+	ErrorKind,
 	PublicError,
 	SuccessEnvelope,
-	type ErrorKind,
 } from './contracts/envelope';
 import { isRecord, toJsonObject } from './json';
 
@@ -122,6 +122,39 @@ function validationField(details: Record<string, unknown>): string | undefined {
 	return undefined;
 }
 
+/**
+ * The `message` of a PublicError: a 4xx keeps `message` (cut to MAX_PUBLIC_MESSAGE_LENGTH; a blank one says
+ * "request refused"), a 5xx says only what kind of failure it was (SERVER_FAILURE) and that the
+ * correlation id finds it. Pure.
+ */
+export function publicMessage(status_code: number, kind: ErrorKind, message: string): string {
+	if (status_code >= 500)
+		return `${SERVER_FAILURE[kind] ?? SERVER_FAILURE.unknown} (status ${status_code}); the correlation_id identifies it in the error log`;
+	return message.trim() === '' ? `request refused (status ${status_code})` : capped(message, MAX_PUBLIC_MESSAGE_LENGTH);
+}
+
+/**
+ * The `error` a FAILED pipeline run is answered with (Get Status, Pipeline Push; issue 25 §4): the
+ * public message of the stored `maas.pipeline_runs.error` (`{ message, kind, status_code, correlation_id }`
+ * from M11–M13's Fail Error, `{ message, code: "CASCADE_LIMIT", … }`, or any object a Fail was given).
+ * Only a stored 4xx `status_code` (400–499) with a string `message` keeps that message; anything else —
+ * no status, a 5xx, a rows stored before the fix with WF99's raw message — answers the fixed text of its
+ * `kind` (ErrorKind, else `unknown`) with status 500 when none is stored. Pure; never throws.
+ */
+export function publicRunError(error: unknown): string {
+	const stored = isRecord(error) ? error : {};
+	const status =
+		typeof stored.status_code === 'number' &&
+		Number.isInteger(stored.status_code) &&
+		stored.status_code >= 400 &&
+		stored.status_code <= 599
+			? stored.status_code
+			: 500;
+	const kind = ErrorKind.safeParse(stored.kind);
+	const message = typeof stored.message === 'string' ? stored.message : '';
+	return publicMessage(status, kind.success ? kind.data : 'unknown', message);
+}
+
 /** What `publicError` reads: an ErrorEnvelope's status, kind, message, correlation id and details. */
 export interface PublicErrorInit {
 	status_code: number;
@@ -140,12 +173,7 @@ export interface PublicErrorInit {
  * @throws ZodError when the status, kind or correlation id is out of contract
  */
 export function publicError(init: PublicErrorInit): PublicError {
-	const message =
-		init.status_code >= 500
-			? `${SERVER_FAILURE[init.kind] ?? SERVER_FAILURE.unknown} (status ${init.status_code}); the correlation_id identifies it in the error log`
-			: init.message.trim() === ''
-				? `request refused (status ${init.status_code})`
-				: capped(init.message, MAX_PUBLIC_MESSAGE_LENGTH);
+	const message = publicMessage(init.status_code, init.kind, init.message);
 	const field = init.kind === 'validation' ? validationField(init.details ?? {}) : undefined;
 	return PublicError.parse({
 		ok: false,

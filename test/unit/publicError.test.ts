@@ -16,7 +16,7 @@ import {
 	PublicError,
 	type ErrorKind,
 } from '../../nodes/shared/contracts/envelope';
-import { failure, publicError } from '../../nodes/shared/envelopeBuilders';
+import { failure, publicError, publicRunError } from '../../nodes/shared/envelopeBuilders';
 import { errorJson } from '../../nodes/shared/node/runItems';
 import { ContractError } from '../../nodes/shared/errors';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
@@ -266,4 +266,34 @@ test('every shipped Respond to Webhook node fed by a Call WF99 node answers {{ $
 		}
 	}
 	assert.equal(checked, 14, 'the Respond Error nodes of A31–A37, M00, M01, M18 and WF10');
+});
+
+test("a FAILED run's stored error answers only its public message (Get Status, Pipeline Push)", () => {
+	const fixed = (text: string, status = 500) =>
+		`${text} (status ${status}); the correlation_id identifies it in the error log`;
+	// rows stored before the fix: WF99's raw message of a 5xx, CASCADE_LIMIT's reason, a Fail with a bare message
+	assert.equal(
+		publicRunError({ message: `Generate failed after 4 attempts ${MARK}`, kind: 'upstream', status_code: 502 }),
+		fixed('a service this request depends on failed', 502),
+	);
+	assert.equal(
+		publicRunError({ message: `cascade stopped at ${MARK}`, code: 'CASCADE_LIMIT', stopped_at: 'B', attempted: 10 }),
+		fixed('the request could not be completed'),
+	);
+	assert.equal(publicRunError({ message: MARK }), fixed('the request could not be completed'));
+	assert.equal(
+		publicRunError({ message: 'the query is too long', kind: 'validation', status_code: 422 }),
+		'the query is too long',
+	);
+	for (const odd of [null, MARK, 42, [], { message: 7 }, { status_code: 404 }, { status_code: 4.5, message: MARK }])
+		assert.ok(!publicRunError(odd).includes(MARK) && publicRunError(odd).length > 0, JSON.stringify(odd));
+	fc.assert(
+		fc.property(fc.anything(), hostileString(2000), (status, message) => {
+			const answer = publicRunError({ status_code: status, kind: 'db', message: `${message}${MARK}` });
+			const is4xx = typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 499;
+			assert.equal(answer.includes(MARK), is4xx && message.length + MARK.length <= MAX_PUBLIC_MESSAGE_LENGTH);
+			assert.ok(answer.length >= 1 && answer.length <= MAX_PUBLIC_MESSAGE_LENGTH + 200);
+		}),
+		propertyParams('public run error'),
+	);
 });
