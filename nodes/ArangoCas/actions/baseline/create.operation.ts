@@ -102,7 +102,8 @@ export const CreateBaselineInput = z.object({
 		.max(512, 'must be ≤ 512 characters')
 		.nullish()
 		.transform((v) => v ?? null),
-	user_id: UserId,
+	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
+	user_id: UserId.nullable(),
 });
 
 /**
@@ -139,7 +140,7 @@ export const createBaseline: Operation = {
 			description: 'Tag of the baseline (unique per document), e.g. v1.0',
 		},
 		{ displayName: 'Title', name: 'title', description: 'Title of the baseline, e.g. MVP Release' },
-		...identityFields("Who creates the baseline (stored as the baseline's created_by)"),
+		...identityFields("Who creates the baseline (stored as the baseline's created_by)", 'user_id', { sinceVersion: 2 }),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(CreateBaselineInput, raw, 'baselines');
