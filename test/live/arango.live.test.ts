@@ -101,6 +101,15 @@ testSkipIf(SKIP)(
 		await unlock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: locked.data.atom_rev }, RUN);
 		const released = await atomDoc(atom._key);
 		assert.deepEqual([released.locked_by, released.unlocked_by], [null, 'u1'], 'issue 25: unlocked_by names the user');
+		// unlocking an atom that is not locked writes nothing: same _rev, unlocked_by kept
+		const again = await unlock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: released._rev }, RUN);
+		assert.equal(again.data.atom_rev, released._rev);
+		const unchanged = await atomDoc(atom._key);
+		assert.deepEqual([unchanged._rev, unchanged.unlocked_by], [released._rev, 'u1']);
+		// a new lock clears unlocked_by
+		await lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: released._rev }, RUN);
+		const relocked = await atomDoc(atom._key);
+		assert.deepEqual([relocked.locked_by, relocked.unlocked_by], ['u2', null]);
 	},
 );
 
@@ -448,6 +457,8 @@ testSkipIf(SKIP)('live: unlock expired clears only expired locks', async () => {
 	const result = await unlockExpired.execute(db, {}, RUN);
 	assert.ok((result.data.unlocked as { id: string }[]).some((u) => u.id === atom._id));
 	assert.equal((await atomDoc(other._key)).locked_by, 'u9');
+	const cleared = await atomDoc(atom._key);
+	assert.deepEqual([cleared.locked_by, cleared.unlocked_by], [null, 'system:expired']);
 });
 
 testSkipIf(SKIP)('live: analysis context, result and error artifacts', async () => {
