@@ -57,8 +57,10 @@ test('Create baseline: CAS-touches every snapshotted atom before inserting, so a
 	);
 	assert.match(
 		query,
-		/FOR item IN \(outcome == "OK" \? reachable : \[\]\)\s+UPDATE \{ _key: item\.key, _rev: item\.rev \} WITH \{ baselined_at: now \} IN atoms OPTIONS \{ ignoreRevs: false \}/,
+		/FOR item IN \(outcome == "OK" \? reachable : \[\]\)\s+UPDATE \{ _key: item\.key, _rev: item\.rev \} WITH \{ baselined_at: now, baselined_by: @user_id \} IN atoms OPTIONS \{ ignoreRevs: false \}/,
 	);
+	// issue 25 review: the snapshot edges name their creator too
+	assert.match(query, /type: "snapshot_item", snapshotted_at: now, created_by: @user_id \} INTO baseline_items/);
 	assert.ok(
 		query.indexOf('IN atoms') < query.indexOf('INTO baselines'),
 		'atoms are touched before anything else is written',
