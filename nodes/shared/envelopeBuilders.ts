@@ -101,7 +101,8 @@ const SERVER_FAILURE: Record<ErrorKind, string> = {
 	db: 'the database could not complete the request',
 	upstream: 'a service this request depends on failed',
 	rate_limit: 'too many requests',
-	auth: 'the request could not be authorised',
+	// a 5xx auth is our own credential refused upstream: internal, so nothing about authorisation
+	auth: 'the request could not be completed',
 	validation: 'the service is not configured to handle this request',
 	not_found: 'the request could not be completed',
 	conflict: 'the request could not be completed',

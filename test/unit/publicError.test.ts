@@ -142,6 +142,9 @@ test('a 5xx answers a fixed text naming its kind, never its own message (servers
 		assertPublicOnly(p);
 		assert.match(p.message, /correlation_id/);
 	}
+	// a 5xx auth is our credential refused upstream (internal): the answer says nothing of authorisation
+	const upstreamAuth = publicError({ status_code: 502, kind: 'auth', message: MARK, correlation_id: CORRELATION_ID });
+	assert.doesNotMatch(upstreamAuth.message, /auth|credential|token/i);
 });
 
 test('only a validation error carries a field; a long message is cut, a pair never split', () => {

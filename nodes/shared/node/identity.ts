@@ -1,7 +1,9 @@
 /**
  * Who is calling: the Identity fields of the operations that act as a user (ArangoCAS atom.lock,
- * atom.unlock, atom.archive, proposal.merge; PipelineCapture run.createRun, run.getStatus), and the
- * resolver that turns them and the input item into the operation's `user_id`.
+ * atom.unlock, atom.archive, proposal.create (its author), proposal.merge, proposal.reject, baseline.create,
+ * analysis.loadContext / saveResult / saveError — the last five from node version 2; PipelineCapture
+ * run.createRun, run.getStatus), and the resolver that turns them and the input item into the operation's
+ * `user_id`.
  *
  * - Identity "Verified Token Claim" (`token`, the default): `user_id` is a claim (default `sub`) of the
  *   item's `json.jwtPayload`, which n8n's Webhook node puts on its item after verifying the caller's JWT
