@@ -516,5 +516,5 @@ test('A3.8: the published cron workflow runs the expired-lock sweep within a min
 	}
 	const sweep = arango.queries().find((q) => /ignoreErrors: true/.test(q.query));
 	assert.ok(sweep, 'no Unlock Expired query within 75 s');
-	assert.deepEqual(sweep.bindVars, { batch_size: 500 });
+	assert.deepEqual(sweep.bindVars, { batch_size: 500, unlocked_by: 'system:expired' });
 }, 90_000);
