@@ -70,7 +70,7 @@ export class ErrorPipe implements INodeType {
 				type: 'boolean',
 				default: false,
 				description:
-					'Whether to write the row only when no ops.errors row of the failed execution exists yet (an error branch recorded it, or this ran for it before). For an error workflow (Error Trigger → Error Pipe): the execution is the one the Error Trigger names.',
+					"Whether to write the row only when this failure of the execution has no ops.errors row yet (an error branch recorded the same node's error, or this ran for it before). For an error workflow (Error Trigger → Error Pipe): the execution is the one the Error Trigger names, keyed with this n8n instance's ID.",
 			},
 		],
 	};
