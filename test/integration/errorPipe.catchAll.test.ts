@@ -343,6 +343,24 @@ test('the reply of the catch-all statement lost after its commit: sent again, st
 	assert.equal(result.error_id, Number(rows[0].id));
 });
 
+test('the claim gone between the statement and its read (its row deleted): error_id null, not the unused id', async () => {
+	const id = String(nextExecution++);
+	const first = await catchAll(db.pool, errorTriggerItem(id));
+	// the real pool, its claim read preceded by deleting the execution's row (the claim goes with it)
+	const racing = Object.create(db.pool) as Pool;
+	racing.query = (async (text: string, params?: unknown[]) => {
+		if (typeof text === 'string' && /FROM ops\.error_executions WHERE/.test(text))
+			await db.pool.query('DELETE FROM ops.errors WHERE id = $1', [first.error_id]);
+		return db.pool.query(text, params);
+	}) as Pool['query'];
+	const result = await catchAll(racing, errorTriggerItem(id));
+	assert.deepEqual(result.write_failures, []);
+	assert.equal(result.error_id, null);
+	assert.equal(result.execution?.outcome, 'already_recorded');
+	assert.equal(result.execution?.error_id, null);
+	assert.equal((await rowsOf(id)).length, 0);
+});
+
 test('an Error Trigger item without an execution (a trigger that failed): recorded, no claim', async () => {
 	const message = `trigger ${randomUUID()}`;
 	const result = await catchAll(db.pool, {
