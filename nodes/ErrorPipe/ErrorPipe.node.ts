@@ -137,7 +137,9 @@ export class ErrorPipe implements INodeType {
 				? Promise.reject(poolFailure)
 				: oncePerExecution
 					? recordOncePerExecution(pool, envelope, normalized.executionId, contractVersion, {
-							instanceId,
+							// the sanitised copy in details: the key an error branch's row claims with (migration 018)
+							instanceId:
+								typeof envelope.error.details.instance_id === 'string' ? envelope.error.details.instance_id : null,
 							failedNode: normalized.failedNode,
 						})
 					: recordError(pool, envelope, jobId, contractVersion, jobClaimToken);
