@@ -205,14 +205,14 @@ function stepWorkflow(s) {
 			`Fail Error (${source})`,
 			[1200, y],
 			[
-				['fail_error.message', 'string', '={{ $json.error.message }}'],
-				['fail_error.kind', 'string', '={{ $json.error.kind }}'],
-				['fail_error.status_code', 'number', '={{ $json.status_code }}'],
+				['fail_error.message', 'string', '={{ $json.public.message }}'],
+				['fail_error.kind', 'string', '={{ $json.public.kind }}'],
+				['fail_error.status_code', 'number', '={{ $json.public.status_code }}'],
 				['fail_error.correlation_id', 'string', '={{ $json.meta.correlation.correlation_id }}'],
 			],
 			{
 				notes:
-					"The run's error from WF99's ErrorEnvelope, one field per assignment (seed 002 §3.1: no object literals in expressions).",
+					"The run's error from WF99's public answer (issue 25 §4: never the internal message), one field per assignment (seed 002 §3.1: no object literals in expressions).",
 			},
 		);
 		const failRunNode = wf.add(

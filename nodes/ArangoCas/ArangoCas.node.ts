@@ -48,9 +48,14 @@ const ARANGO_ROUTE: Route<Operation, { db: Database; run: RunInfo }, { db: Datab
  * 423 LOCKED, 422 validation, 503 ArangoDB unreachable) go to the error output as
  * `{ error: { message, kind, status_code, retryable, details: { code, … }, ctx, error_context } }`,
  * which the Error Pipe (WF99) turns into an ErrorEnvelope and records in ops.errors.
- * Lock, Unlock, Archive and Merge act as the user of the item's verified JWT by default (Identity
- * fields, ../shared/node/identity.ts): 401 UNAUTHENTICATED / 403 IDENTITY_CLAIM_INVALID /
- * 403 IDENTITY_MISMATCH fail the item before any request to ArangoDB.
+ * Every operation that writes for a user (Lock, Unlock, Archive, Create Proposal, Merge, Reject, Create
+ * Baseline) and AI Analysis (Load Context, Save Result, Save Error) acts as the user of the item's verified
+ * JWT by default (Identity fields, ../shared/node/identity.ts): 401 UNAUTHENTICATED / 403
+ * IDENTITY_CLAIM_INVALID / 403 IDENTITY_MISMATCH fail the item before any request to ArangoDB. Unlock
+ * Expired acts as no user ("system:expired").
+ * Node versions: 2 (default). On version 1 Create Baseline, Reject, Load Context, Save Result and Save
+ * Error have no Identity fields and record no user (created_by/rejected_by/requested_by null), as before
+ * they took one, so a workflow saved then keeps running; the other operations are the same on both.
  */
 // Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): it writes (locks, merges, archives, proposals, baselines) with ids and revisions an agent would choose.
 // eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
@@ -60,7 +65,10 @@ export class ArangoCas implements INodeType {
 		name: 'arangoCas',
 		icon: 'file:arangoCas.svg',
 		group: ['transform'],
-		version: 1,
+		// 2: Create Baseline, Reject, Load Context, Save Result and Save Error take the Identity fields
+		// (default Verified Token Claim); on 1 they have none and act as no one, as saved workflows expect.
+		version: [1, 2],
+		defaultVersion: 2,
 		subtitle: '={{ $parameter["resource"] + ": " + $parameter["operation"] }}',
 		description:
 			'Atomic, compare-and-swap document-graph operations on ArangoDB (lock, merge, archive, baseline, AI analysis)',

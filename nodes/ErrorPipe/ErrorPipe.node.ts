@@ -24,11 +24,14 @@ import { recordError, recordOncePerExecution, type RecordResult } from './action
  * (its `outcome`, also `error.details.job_outcome`: queued / dead / failed, or `stale` when the job is not
  * running under ctx.job_claim_token — a late error never revives a finished or re-claimed job), and a
  * database that could not be written is stated in `error.details.write_failures`.
- * Every row names the failed n8n execution (`details.execution_id`): the Error Trigger's `execution.id`, or
- * the execution that called this workflow (WF99 called by an error branch), else this node's own. With
- * **Once per Failed Execution** (the catch-all error workflow WF99e, issue 25 §2) the row is written only
- * when no row of that execution exists yet (`_internal.execution.outcome`: `recorded` | `already_recorded`,
- * migration 019's ops.error_executions); the envelope is returned either way.
+ * Every row names the failed n8n execution (`details.execution_id`, with n8n's `details.instance_id`): the
+ * Error Trigger's `execution.id`, else the execution that called this workflow (WF99 called by an error
+ * branch), else this node's own (an id the item names is only `details.item_execution_id`). With
+ * **Once per Failed Execution** (the catch-all error workflow WF99e, issue 25 §2) the execution is only the
+ * Error Trigger's `execution.id`, and the row is written only when that failure has no row yet
+ * (`_internal.execution.outcome`: `recorded` | `already_recorded`, migration 018's ops.error_executions;
+ * a failure of another node than an error branch recorded gets its row, linked by `branch_error_id`);
+ * the envelope is returned either way.
  */
 // Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): it writes ops.errors rows (and marks jobs failed): an agent could forge or flood the error record.
 // eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
@@ -67,7 +70,7 @@ export class ErrorPipe implements INodeType {
 				type: 'boolean',
 				default: false,
 				description:
-					'Whether to write the row only when no ops.errors row of the failed execution exists yet (an error branch recorded it, or this ran for it before). For an error workflow (Error Trigger → Error Pipe): the execution is the one the Error Trigger names.',
+					"Whether to write the row only when this failure of the execution has no ops.errors row yet (an error branch recorded the same node's error, or this ran for it before). For an error workflow (Error Trigger → Error Pipe): the execution is the one the Error Trigger names, keyed with this n8n instance's ID.",
 			},
 		],
 	};
@@ -93,6 +96,13 @@ export class ErrorPipe implements INodeType {
 		} catch {
 			// an engine without an execution context (tests): the item's own execution id, if any, is used
 		}
+		// n8n's instance: execution ids are per n8n database, the claim is keyed on both (migration 018)
+		let instanceId: string | null = null;
+		try {
+			instanceId = this.getInstanceId() || null;
+		} catch {
+			// unknown: the claim's instance is ''
+		}
 		// The handler never throws: whatever happens to one item, it still gets its envelope (and, when the
 		// database answers, its row), so runItems' stop mode never fails an Error Pipe item.
 		return runItems(this, async (item, itemIndex) => {
@@ -110,7 +120,7 @@ export class ErrorPipe implements INodeType {
 			}
 			let normalized: NormalizedError;
 			try {
-				normalized = normalizeErrorItem(item?.json, { source, executionId });
+				normalized = normalizeErrorItem(item?.json, { source, executionId, instanceId, oncePerExecution });
 			} catch (error) {
 				normalized = {
 					envelope: fallbackEnvelope(error, { source }, item?.json),
@@ -118,6 +128,7 @@ export class ErrorPipe implements INodeType {
 					contractVersion: ERRORPIPE_CONTRACT_VERSION,
 					jobClaimToken: null,
 					executionId: null,
+					failedNode: null,
 				};
 			}
 			const { envelope, jobId, contractVersion, jobClaimToken } = normalized;
@@ -125,7 +136,12 @@ export class ErrorPipe implements INodeType {
 			const recording: Promise<RecordResult> = !pool
 				? Promise.reject(poolFailure)
 				: oncePerExecution
-					? recordOncePerExecution(pool, envelope, normalized.executionId, contractVersion)
+					? recordOncePerExecution(pool, envelope, normalized.executionId, contractVersion, {
+							// the sanitised copy in details: the key an error branch's row claims with (migration 018)
+							instanceId:
+								typeof envelope.error.details.instance_id === 'string' ? envelope.error.details.instance_id : null,
+							failedNode: normalized.failedNode,
+						})
 					: recordError(pool, envelope, jobId, contractVersion, jobClaimToken);
 			const recorded = await recording.catch(
 				(error): RecordResult => ({

@@ -129,6 +129,8 @@ export class KnowledgeBot implements INodeType {
 					displayName: 'Allowed Ports',
 					name: 'allowedPorts',
 					type: 'string',
+					// a fixed value, never from item data (an expression over a chat's items could open the allowlist)
+					noDataExpression: true,
 					default: '80, 443',
 					placeholder: '80, 443, 8000-8100',
 					description:
@@ -139,6 +141,8 @@ export class KnowledgeBot implements INodeType {
 					displayName: 'Allowed Private Addresses',
 					name: 'allowedPrivateAddresses',
 					type: 'string',
+					// a fixed value, never from item data (an expression over a chat's items could open the allowlist)
+					noDataExpression: true,
 					default: '',
 					placeholder: 'intranet.example.com, 10.0.0.0/8',
 					description:

@@ -8,10 +8,14 @@ import {
 	Correlation,
 	ErrorEnvelope,
 	MAX_PUBLIC_FIELD_LENGTH,
+	MAX_PUBLIC_CURRENT_REVS,
 	MAX_PUBLIC_MESSAGE_LENGTH,
+	PUBLIC_CODE_PATTERN,
+	PUBLIC_DOCUMENT_ID_PATTERN,
+	PUBLIC_REV_PATTERN,
+	ErrorKind,
 	PublicError,
 	SuccessEnvelope,
-	type ErrorKind,
 } from './contracts/envelope';
 import { isRecord, toJsonObject } from './json';
 
@@ -97,7 +101,8 @@ const SERVER_FAILURE: Record<ErrorKind, string> = {
 	db: 'the database could not complete the request',
 	upstream: 'a service this request depends on failed',
 	rate_limit: 'too many requests',
-	auth: 'the request could not be authorised',
+	// a 5xx auth is our own credential refused upstream: internal, so nothing about authorisation
+	auth: 'the request could not be completed',
 	validation: 'the service is not configured to handle this request',
 	not_found: 'the request could not be completed',
 	conflict: 'the request could not be completed',
@@ -122,31 +127,103 @@ function validationField(details: Record<string, unknown>): string | undefined {
 	return undefined;
 }
 
+/**
+ * The `message` of a PublicError: a 4xx keeps `message` (cut to MAX_PUBLIC_MESSAGE_LENGTH; a blank one says
+ * "request refused"), a 5xx says only what kind of failure it was (SERVER_FAILURE) and that the
+ * correlation id finds it. Pure.
+ */
+export function publicMessage(status_code: number, kind: ErrorKind, message: string): string {
+	if (status_code >= 500)
+		return `${SERVER_FAILURE[kind] ?? SERVER_FAILURE.unknown} (status ${status_code}); the correlation_id identifies it in the error log`;
+	return message.trim() === '' ? `request refused (status ${status_code})` : capped(message, MAX_PUBLIC_MESSAGE_LENGTH);
+}
+
+/**
+ * The `error` a FAILED pipeline run is answered with (Get Status, Pipeline Push; issue 25 §4): the
+ * public message of the stored `maas.pipeline_runs.error` (`{ message, kind, status_code, correlation_id }`
+ * from M11–M13's Fail Error, `{ message, code: "CASCADE_LIMIT", … }`, or any object a Fail was given).
+ * Only a stored 4xx `status_code` (400–499) with a string `message` keeps that message; anything else —
+ * no status, a 5xx, a rows stored before the fix with WF99's raw message — answers the fixed text of its
+ * `kind` (ErrorKind, else `unknown`) with status 500 when none is stored. Pure; never throws.
+ */
+export function publicRunError(error: unknown): string {
+	const stored = isRecord(error) ? error : {};
+	const status =
+		typeof stored.status_code === 'number' &&
+		Number.isInteger(stored.status_code) &&
+		stored.status_code >= 400 &&
+		stored.status_code <= 599
+			? stored.status_code
+			: 500;
+	const kind = ErrorKind.safeParse(stored.kind);
+	const message = typeof stored.message === 'string' ? stored.message : '';
+	return publicMessage(status, kind.success ? kind.data : 'unknown', message);
+}
+
+/** 9999-12-31T23:59:59.999Z: the last time `toISOString` writes with a four-digit year. */
+const MAX_ISO_TIME_MS = 253_402_300_799_999;
+
+/** `details.node_details` (a node's ContractError details, as the Error Pipe keeps them), else `details`. */
+function reasonDetails(details: Record<string, unknown>): Record<string, unknown> {
+	return isRecord(details.node_details) ? details.node_details : details;
+}
+
+/** The allowlisted retry facts of a conflict/locked error (see PublicError); anything out of shape is left out. */
+function retryFacts(details: Record<string, unknown>): Partial<PublicError> {
+	const facts: Partial<PublicError> = {};
+	const rev = (value: unknown) => typeof value === 'string' && PUBLIC_REV_PATTERN.test(value);
+	if (details.current_rev === null || rev(details.current_rev))
+		facts.current_rev = details.current_rev as string | null;
+	const revs = details.current_revs;
+	if (isRecord(revs)) {
+		const entries = Object.entries(revs);
+		if (
+			entries.length <= MAX_PUBLIC_CURRENT_REVS &&
+			entries.every(([id, value]) => PUBLIC_DOCUMENT_ID_PATTERN.test(id) && (value === null || rev(value)))
+		)
+			facts.current_revs = Object.fromEntries(entries) as Record<string, string | null>;
+	}
+	const until = details.locked_until;
+	// ms since epoch (ArangoCAS's locks) or the seed's ISO string (DATE_ADD)
+	const time =
+		typeof until === 'number' && Number.isFinite(until)
+			? new Date(until)
+			: typeof until === 'string' && until.length <= 64 && !Number.isNaN(Date.parse(until))
+				? new Date(until)
+				: undefined;
+	const ms = time?.getTime() ?? Number.NaN;
+	if (ms >= 0 && ms <= MAX_ISO_TIME_MS) facts.locked_until = new Date(ms).toISOString();
+	return facts;
+}
+
 /** What `publicError` reads: an ErrorEnvelope's status, kind, message, correlation id and details. */
 export interface PublicErrorInit {
 	status_code: number;
 	kind: ErrorKind;
 	message: string;
 	correlation_id: string;
-	/** `error.details` (or the `extra_details` given to `failure`): only its validation field is read. */
+	/**
+	 * `error.details` (or the `extra_details` given to `failure`): only its validation field, `code` and, for
+	 * a conflict/locked error, current_rev/current_revs/locked_until are read (from `node_details` when present).
+	 */
 	details?: Record<string, unknown>;
 }
 
 /**
- * The PublicError (issue 25 §4) of an error: `{ ok: false, status_code, kind, message, correlation_id, field? }`.
- * A 4xx keeps its message (cut to MAX_PUBLIC_MESSAGE_LENGTH); a 5xx says only what kind of failure it was and
- * that the correlation id finds it (its own message stays in ops.errors). `field` only for kind `validation`.
- * Pure; never reads the input, headers, ctx or `_internal`.
+ * The PublicError (issue 25 §4) of an error: `{ ok: false, status_code, kind, message, correlation_id, field?,
+ * code?, current_rev?, current_revs?, locked_until? }`. A 4xx keeps its message (cut to MAX_PUBLIC_MESSAGE_LENGTH);
+ * a 5xx says only what kind of failure it was and that the correlation id finds it (its own message stays in
+ * ops.errors). `field` only for kind `validation`; `code` when `details.code` matches PUBLIC_CODE_PATTERN;
+ * current_rev/current_revs/locked_until only for kind `conflict`/`locked`, each only when well-formed
+ * (`locked_until` given in ms since epoch or as a date string is answered as ISO 8601). Pure; never reads the
+ * input, headers, ctx, `_internal` or any other detail (`locked_by`, `arango_message`, `missing`, …).
  * @throws ZodError when the status, kind or correlation id is out of contract
  */
 export function publicError(init: PublicErrorInit): PublicError {
-	const message =
-		init.status_code >= 500
-			? `${SERVER_FAILURE[init.kind] ?? SERVER_FAILURE.unknown} (status ${init.status_code}); the correlation_id identifies it in the error log`
-			: init.message.trim() === ''
-				? `request refused (status ${init.status_code})`
-				: capped(init.message, MAX_PUBLIC_MESSAGE_LENGTH);
+	const message = publicMessage(init.status_code, init.kind, init.message);
 	const field = init.kind === 'validation' ? validationField(init.details ?? {}) : undefined;
+	const reason = reasonDetails(init.details ?? {});
+	const code = typeof reason.code === 'string' && PUBLIC_CODE_PATTERN.test(reason.code) ? reason.code : undefined;
 	return PublicError.parse({
 		ok: false,
 		status_code: init.status_code,
@@ -154,6 +231,8 @@ export function publicError(init: PublicErrorInit): PublicError {
 		message,
 		correlation_id: init.correlation_id,
 		...(field === undefined ? {} : { field }),
+		...(code === undefined ? {} : { code }),
+		...(init.kind === 'conflict' || init.kind === 'locked' ? retryFacts(reason) : {}),
 	});
 }
 

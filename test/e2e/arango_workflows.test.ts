@@ -277,6 +277,8 @@ test('a stale _rev → 409 public answer; the current _rev in its one ops.errors
 	assert.equal(res.status, 409, res.text);
 	const answer = publicAnswer(res);
 	assert.equal(answer.kind, 'conflict');
+	// what a client retries with (issue 25 §4 review): the machine reason and the current _rev
+	assert.deepEqual([answer.code, answer.current_rev], ['REV_CONFLICT', '_a9']);
 	const row = await errorRow(answer);
 	assert.deepEqual(row.details.node_details, {
 		code: 'REV_CONFLICT',
@@ -393,8 +395,14 @@ test("A's valid token cannot release B's lock (423, ops.errors row); B's token c
 		const body = { atom_id: 'atom_uuid_v5', expected_rev: '_a1' };
 		const asA = await call({ ...byPath('arango/unlock'), body }, token('user_A'));
 		assert.equal(asA.status, 423, asA.text);
-		const answer = publicAnswer(asA);
+		const answer = publicAnswer(asA, ['user_B']);
 		assert.equal(answer.kind, 'locked');
+		assert.equal(answer.code, 'LOCKED');
+		assert.match(
+			String(answer.locked_until),
+			/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
+			'the lock end, never its owner',
+		);
 		assert.equal(sentQueries()[0].bindVars.user_id, 'user_A');
 		const row = await errorRow(answer);
 		assert.deepEqual([row.node, row.status_code], ['Unlock Atom', 423]);
@@ -508,5 +516,5 @@ test('A3.8: the published cron workflow runs the expired-lock sweep within a min
 	}
 	const sweep = arango.queries().find((q) => /ignoreErrors: true/.test(q.query));
 	assert.ok(sweep, 'no Unlock Expired query within 75 s');
-	assert.deepEqual(sweep.bindVars, { batch_size: 500 });
+	assert.deepEqual(sweep.bindVars, { batch_size: 500, unlocked_by: 'system:expired' });
 }, 90_000);

@@ -3,8 +3,9 @@
  * (workflows-json/WF99e_catch_all.json, Error Trigger → Error Pipe "Once per Failed Execution") writes
  * exactly one ops.errors row for each failed execution no error branch recorded — a node that throws with
  * no error output, an error branch whose "Call WF99" itself fails — each row with the execution id, the workflow, the node and meta.source of the
- * catch-all; and none for an execution whose error branch recorded the failure before it failed anyway
- * (the catch-all ran and found the branch's row: ops.error_executions names it). A workflow that hits its
+ * catch-all; and, for an execution whose error branch recorded one node's failure before another node
+ * failed anyway, the branch row plus one catch-all row linked to it (details.branch_error_id; the claim in
+ * ops.error_executions stays the branch's). A workflow that hits its
  * timeout (settings.executionTimeout) is cancelled by regular mode's main, by timer, without starting any
  * error workflow: no row (what n8n does, pinned here; in queue mode it gets its row:
  * queue_mode_error_workflow.test.ts; docs/nodes/error-pipe.md says what recovers the work). Test workflows:
@@ -19,6 +20,7 @@ import {
 	CASES,
 	CATCH_ALL_ID,
 	errorSequence,
+	rowsOfWorkflow,
 	settledRows,
 	writeTestWorkflow,
 	type ErrorRow,
@@ -65,6 +67,7 @@ function assertCatchAllRow(rows: ErrorRow[], workflow: string, node: string) {
 	assert.match(String(row.details.execution_id), /^\d+$/);
 	assert.equal(row.details.execution.id, row.details.execution_id);
 	assert.equal(row.details.recorded_by, 'catch_all');
+	assert.match(String(row.details.instance_id), /^.{1,256}$/, "n8n's instance id");
 	return row;
 }
 
@@ -106,26 +109,25 @@ test('an error branch whose "Call WF99" fails → exactly one catch-all row, nam
 	assertCatchAllRow(await settledRows(db.pool, c.rowWorkflow), c.rowWorkflow, c.node);
 }, 120_000);
 
-test('a failure the error branch recorded, then the execution failed: one row (the branch one), the catch-all wrote none', async () => {
+test('the error branch recorded one node, then another node failed: the branch row and one catch-all row linked to it', async () => {
 	const c = CASES.branchRecorded;
 	const before = await errorSequence(db.pool);
 	await start(c.path);
-	const rows = await settledRows(db.pool, c.rowWorkflow);
-	assert.equal(rows.length, 1, `exactly one row: ${JSON.stringify(rows)}\n${n8n.logs()}`);
-	const [row] = rows;
-	assert.equal(row.source, 'WF99');
-	assert.equal(row.node, 'Fetch');
-	// WF99 ran as a sub-execution: its Error Pipe recorded the caller's execution
-	assert.match(String(row.details.execution_id), /^\d+$/);
-	assert.deepEqual(await claimOf(row.details.execution_id), [{ error_id: row.id, recorded_by: 'branch' }]);
-	// the catch-all ran for that execution (it took an id up front) and wrote nothing
-	const deadline = Date.now() + 30_000;
-	while (Date.now() < deadline && (await errorSequence(db.pool)) < before + 2)
+	const deadline = Date.now() + 60_000;
+	while (Date.now() < deadline && (await rowsOfWorkflow(db.pool, c.rowWorkflow)).length < 2)
 		await new Promise((r) => setTimeout(r, 250));
-	assert.equal(await errorSequence(db.pool), before + 2, 'the branch row and the catch-all attempt: two ids');
-	assert.equal((await settledRows(db.pool, c.rowWorkflow, { settleMs: 1_000 })).length, 1);
-	const all = await db.pool.query("SELECT count(*)::int AS n FROM ops.errors WHERE details->>'execution_id' = $1", [
-		row.details.execution_id,
-	]);
-	assert.equal(all.rows[0].n, 1);
+	const rows = await settledRows(db.pool, c.rowWorkflow, { settleMs: 2_000 });
+	assert.equal(rows.length, 2, `two rows: ${JSON.stringify(rows)}\n${n8n.logs()}`);
+	const [branch, catchAll] = rows;
+	assert.equal(branch.source, 'WF99');
+	assert.equal(branch.node, c.node);
+	// WF99 ran as a sub-execution: its Error Pipe recorded the caller's execution, of this n8n instance
+	assert.match(String(branch.details.execution_id), /^\d+$/);
+	assert.equal(branch.details.instance_id, catchAll.details.instance_id);
+	assertCatchAllRow([catchAll], c.rowWorkflow, c.failNode);
+	assert.equal(catchAll.details.execution_id, branch.details.execution_id);
+	assert.equal(catchAll.details.branch_error_id, Number(branch.id));
+	// the execution's claim stays the branch row's
+	assert.deepEqual(await claimOf(branch.details.execution_id), [{ error_id: branch.id, recorded_by: 'branch' }]);
+	assert.equal(await errorSequence(db.pool), before + 2, 'the branch row and the catch-all row: two ids');
 }, 120_000);

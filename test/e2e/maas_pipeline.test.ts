@@ -189,16 +189,22 @@ test('a model that always fails: the run ends FAILED after the retries, ops.erro
 		const id = (await ask('user-4', { user_id: 'user-4', query: 'doomed' })).json.request_id as string;
 		const done = await until('the failure', finished(id), 90_000);
 		assert.equal(done.status, 'failed');
-		assert.match(String(done.error), /failed after 4 attempts/);
+		// the caller reads the public text only (issue 25 §4); the model's message stays in ops.errors
+		assert.match(String(done.error), /^a service this request depends on failed \(status 5\d\d\); the correlation_id/);
+		assert.doesNotMatch(String(done.error), /attempts|Generate|model/);
 		// The error rows of this run (the Archivist of an earlier run may fail on the same model too).
 		const { rows } = await db.pool.query(
 			"SELECT node, kind, retryable FROM ops.errors WHERE details->'ctx'->>'run_id' = $1",
 			[id],
 		);
 		assert.deepEqual(rows, [{ node: 'Generate', kind: 'upstream', retryable: true }]);
-		// the run's error is built from WF99's envelope field by field (Fail Error, no object literal: seed 002 §3.1)
+		// the run's error is built from WF99's public answer field by field (Fail Error, no object literal: seed 002 §3.1)
 		const stored = (await db.pool.query('SELECT error FROM maas.pipeline_runs WHERE id = $1', [id])).rows[0].error;
-		assert.match(String(stored.message), /failed after 4 attempts/);
+		assert.equal(stored.message, done.error);
+		const logged = await db.pool.query('SELECT message FROM ops.errors WHERE correlation_id::text = $1', [
+			stored.correlation_id,
+		]);
+		assert.match(String(logged.rows[0]?.message), /failed after 4 attempts/, 'ops.errors keeps the real message');
 		assert.equal(stored.kind, 'upstream');
 		assert.equal(typeof stored.status_code, 'number');
 		assert.ok(stored.status_code >= 500, `status_code ${stored.status_code}`);

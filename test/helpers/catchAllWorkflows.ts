@@ -122,11 +122,16 @@ export const CASES = {
 			{ executionTimeout: 1 },
 		),
 	},
-	/** An error branch records a refused request through WF99, then the execution fails anyway. */
+	/**
+	 * An error branch records a refused request (node Fetch) through WF99, then the execution fails anyway at
+	 * another node (Fail After Recording): another failure, so the catch-all writes its row too, linked to
+	 * the branch row by details.branch_error_id.
+	 */
 	branchRecorded: {
 		path: 'test/catch-all/branch',
 		rowWorkflow: 'TEST catch-all — branch',
 		node: 'Fetch',
+		failNode: 'Fail After Recording',
 		workflow: workflow(
 			'TestCatchAllBranch',
 			'TEST catch-all — branch',

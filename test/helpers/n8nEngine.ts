@@ -214,6 +214,8 @@ export interface EngineNode {
 	/** As stored in the workflow (strings starting with `=` are expressions). */
 	parameters?: Record<string, unknown>;
 	onError?: INode['onError'];
+	/** The node's typeVersion as saved in the workflow (default 1). */
+	typeVersion?: number;
 	/** Credential type → the credential's name (its data comes from `RunOptions.credentials`). */
 	credentials?: Record<string, string>;
 }
@@ -277,7 +279,7 @@ export async function runWorkflow(options: RunOptions): Promise<EngineRun> {
 			id: `node-${k}`,
 			name: n.name,
 			type,
-			typeVersion: 1,
+			typeVersion: n.typeVersion ?? 1,
 			position: [200 * (k + 1), 0],
 			parameters: (n.parameters ?? {}) as INode['parameters'],
 			...(n.onError ? { onError: n.onError } : {}),

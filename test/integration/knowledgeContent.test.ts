@@ -278,7 +278,7 @@ test('File → Download: over 20 MB the Bot API is not called and the document r
 	assert.equal((await run(downloadOperation, req)).status, 'pending');
 });
 
-test('File → Download: a file_path that would leave the file directory (dot segments, query, fragment, backslash, encoded slash, control character) is not downloaded: 502 UNSAFE_FILE_PATH, not retried', async () => {
+test('File → Download: a file_path that would leave the file directory (dot segments, also with parameters `..;`, double-encoded `%252e`, query, fragment, backslash, encoded slash, control character) is not downloaded: 502 UNSAFE_FILE_PATH, not retried', async () => {
 	const paths = [
 		'../../x',
 		'documents/../../../bot123/getMe',
@@ -291,6 +291,14 @@ test('File → Download: a file_path that would leave the file directory (dot se
 		'documents/%2F..%2Fx',
 		'documents/fi\nle.pdf',
 		'documents/.',
+		'documents/..;/..;/bot123/getMe',
+		'..;jsessionid=1/x',
+		'documents/.;x/file.pdf',
+		'documents/;x/file.pdf',
+		'documents/%2e%2e;/x',
+		'a%252e%252e/b',
+		'documents/%252e%252e/%252e%252e/x',
+		'documents/file%2525.pdf',
 	];
 	for (const [k, unsafe] of paths.entries()) {
 		const req = await sentFile(`AgADunsafe${k}`, Buffer.from('%PDF-1.4'));

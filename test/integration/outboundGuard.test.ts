@@ -481,3 +481,55 @@ test('guardedGet: gzip bodies decoded (the size limit counts decoded bytes); mor
 		await loop.close();
 	}
 });
+
+test.each([
+	['followed', '/final'],
+	['refused (port not allowed)', 'http://127.0.0.1:1/elsewhere'],
+])(
+	'guardedGet: a redirect hop whose body streams on is closed as soon as the redirect is %s (not at the time limit)',
+	async (_, location) => {
+		let hopClosed: number | null = null;
+		let written = 0;
+		const server = await listen('127.0.0.1', (req, res) => {
+			if (req.url !== '/endless-redirect') return void res.writeHead(200).end('landed');
+			res.writeHead(302, { location });
+			const chunk = Buffer.alloc(64 * 1024, 0x61);
+			const tick = setInterval(() => {
+				res.write(chunk);
+				written += chunk.length;
+			}, 2);
+			res.on('close', () => {
+				clearInterval(tick);
+				hopClosed = Date.now();
+			});
+		});
+		try {
+			const policy = parseOutboundPolicy('127.0.0.1', String(server.port));
+			const outcome = await guardedGet(`http://127.0.0.1:${server.port}/endless-redirect`, {
+				timeoutMs: 30_000,
+				maxBytes: 100,
+				policy,
+			}).then(
+				(res) => res.body.toString(),
+				(e: unknown) => (e instanceof BlockedAddressError ? e.reason : String(e)),
+			);
+			const at = Date.now();
+			assert.equal(outcome, location === '/final' ? 'landed' : 'port');
+			assert.deepEqual(server.hits, location === '/final' ? ['/endless-redirect', '/final'] : ['/endless-redirect']);
+			// the hop's socket closes within a moment of the return, far below the 30 s time limit
+			for (let waited = 0; hopClosed === null && waited < 2000; waited += 20)
+				await new Promise((r) => setTimeout(r, 20));
+			assert.ok(
+				hopClosed !== null,
+				`the redirect hop is still open 2 s after guardedGet returned (${written} bytes sent)`,
+			);
+			assert.ok(hopClosed - at < 2000);
+			const after = written;
+			await new Promise((r) => setTimeout(r, 200));
+			assert.equal(written, after, 'nothing more is streamed after the close');
+			assert.ok(written < 8 * 1024 * 1024, `${written} bytes streamed before the close`);
+		} finally {
+			await server.close();
+		}
+	},
+);

@@ -141,7 +141,7 @@ test('a run finished before the subscription is pushed at subscription (catch-up
 	assert.deepEqual(await c.answerFor(failed), {
 		request_id: failed,
 		status: 'failed',
-		error: 'model failed after 4 attempts',
+		error: 'a service this request depends on failed (status 500); the correlation_id identifies it in the error log',
 	});
 });
 

@@ -198,11 +198,21 @@ test('Fail: from any non-terminal state, with the error; the polling answer says
 	const { request_id } = await createRun(db.pool, { user_id: 'u5', query: 'q' });
 	await capture(db.pool, def, { run_id: request_id, transition: 'CAPTURE_ANALYSIS', worker: 'w' });
 	await failRun(db.pool, def, { run_id: request_id, error: { message: 'model timed out 3 times' } });
+	// the stored message is internal (no 4xx status): the caller reads the fixed text (issue 25 §4)
 	assert.deepEqual(await getStatus(db.pool, { run_id: request_id, user_id: 'u5' }), {
 		request_id,
 		status: 'failed',
-		error: 'model timed out 3 times',
+		error: 'the request could not be completed (status 500); the correlation_id identifies it in the error log',
 	});
+	const refused = await createRun(db.pool, { user_id: 'u5', query: 'q' });
+	await failRun(db.pool, def, {
+		run_id: refused.request_id,
+		error: { message: 'the query is too long', kind: 'validation', status_code: 422 },
+	});
+	assert.equal(
+		(await getStatus(db.pool, { run_id: refused.request_id, user_id: 'u5' })).error,
+		'the query is too long',
+	);
 });
 
 test('Sweep: a run stuck in progress goes back to waiting (its old worker can no longer complete); a waiting run is re-emitted', async () => {

@@ -101,6 +101,15 @@ testSkipIf(SKIP)(
 		await unlock.execute(db, { atom_id: atom._key, user_id: 'u1', expected_rev: locked.data.atom_rev }, RUN);
 		const released = await atomDoc(atom._key);
 		assert.deepEqual([released.locked_by, released.unlocked_by], [null, 'u1'], 'issue 25: unlocked_by names the user');
+		// unlocking an atom that is not locked writes nothing: same _rev, unlocked_by kept
+		const again = await unlock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: released._rev }, RUN);
+		assert.equal(again.data.atom_rev, released._rev);
+		const unchanged = await atomDoc(atom._key);
+		assert.deepEqual([unchanged._rev, unchanged.unlocked_by], [released._rev, 'u1']);
+		// a new lock clears unlocked_by
+		await lock.execute(db, { atom_id: atom._key, user_id: 'u2', expected_rev: released._rev }, RUN);
+		const relocked = await atomDoc(atom._key);
+		assert.deepEqual([relocked.locked_by, relocked.unlocked_by], ['u2', null]);
 	},
 );
 
@@ -152,7 +161,12 @@ testSkipIf(SKIP)('live: merge switches the edge, archives, activates, links, reb
 		})
 	).all();
 	assert.equal(links.filter((l) => l._from === winner._id).length, 0, 'winner link removed');
-	assert.ok(links.filter((l) => l._to === winner._id).every((l) => l.outdated === true && l.rebased_from === atom._id));
+	assert.ok(
+		links
+			.filter((l) => l._to === winner._id)
+			.every((l) => l.outdated === true && l.rebased_from === atom._id && l.rebased_by === 'u1'),
+		'rebased links name who merged',
+	);
 	const replaces = await (
 		await db.query({ query: 'FOR r IN revision_links FILTER r._from == @w RETURN r', bindVars: { w: winner._id } })
 	).all();
@@ -386,6 +400,15 @@ testSkipIf(SKIP)(
 		assert.equal(baseline.data.items_snapshotted, 1);
 		// issue 25: the baseline document names who created it
 		assert.equal((await db.collection('baselines').document(String(baseline.data.baseline_id))).created_by, 'u1');
+		// and so do its snapshot edges and the atoms it froze
+		const items = await (
+			await db.query({
+				query: 'FOR i IN baseline_items FILTER i._from == @b RETURN i.created_by',
+				bindVars: { b: baseline.data.baseline_id },
+			})
+		).all();
+		assert.deepEqual(items, ['u1']);
+		assert.equal((await atomDoc(atom._key)).baselined_by, 'u1');
 		const again = await rejection(
 			createBaseline.execute(db, { doc_id: doc._id, version_tag: 'v1.0', user_id: 'u1' }, RUN),
 		);
@@ -418,6 +441,8 @@ testSkipIf(SKIP)('live: archive removes the structure edges and keeps the atom; 
 		{ target_active_id: atom._key, new_content: 'alt', author: 'u1' },
 		RUN,
 	);
+	const link = await db.collection('proposal_links').document(String(created.data.proposal_link_id));
+	assert.equal(link.created_by, 'u1', 'the proposal link names its creator');
 	const rejected = await rejectProposal.execute(
 		db,
 		{
@@ -448,6 +473,8 @@ testSkipIf(SKIP)('live: unlock expired clears only expired locks', async () => {
 	const result = await unlockExpired.execute(db, {}, RUN);
 	assert.ok((result.data.unlocked as { id: string }[]).some((u) => u.id === atom._id));
 	assert.equal((await atomDoc(other._key)).locked_by, 'u9');
+	const cleared = await atomDoc(atom._key);
+	assert.deepEqual([cleared.locked_by, cleared.unlocked_by], [null, 'system:expired']);
 });
 
 testSkipIf(SKIP)('live: analysis context, result and error artifacts', async () => {

@@ -91,7 +91,7 @@ test("the Error Trigger's item: execution id, workflow and node in the envelope;
 
 test('an execution id that cannot key a row is kept as text, not used', () => {
 	const { executionId, envelope } = normalizeErrorItem(
-		{ execution: { id: 'a\u0000b', error: { message: 'm' } } },
+		{ execution: { id: 'a\u0000b', error: { message: 'm' } }, workflow: { id: 'W' } },
 		{ source: 'x' },
 	);
 	assert.equal(executionId, null);
@@ -100,4 +100,42 @@ test('an execution id that cannot key a row is kept as text, not used', () => {
 	// an error branch's item: the execution the Error Pipe was called by
 	assert.equal(normalizeErrorItem({ message: 'm' }, { source: 'WF99', executionId: '77' }).executionId, '77');
 	assert.equal(normalizeErrorItem({ message: 'm' }, { source: 'WF99' }).executionId, null);
+});
+
+test("an error branch's item: the engine's execution wins over any the item names (kept as item_execution_id)", () => {
+	const hostile = {
+		message: 'm',
+		error_context: { execution_id: '999999' },
+		ctx: { execution_id: '999998' },
+		execution: { id: '999997' },
+	};
+	const { executionId, envelope } = normalizeErrorItem(hostile, { source: 'WF99', executionId: '77' });
+	assert.equal(executionId, '77');
+	assert.equal(envelope.error.details.execution_id, '77');
+	assert.equal(envelope.error.details.item_execution_id, '999999');
+	// not an Error Trigger's item (no workflow): its `execution` is not read, and kept in details.input
+	assert.deepEqual((envelope.error.details.input as Record<string, unknown>).execution, { id: '999997' });
+	assert.equal(envelope.error.details.execution, undefined);
+	// the same id as the engine's: no item_execution_id
+	const same = normalizeErrorItem({ message: 'm', ctx: { execution_id: '77' } }, { source: 'WF99', executionId: '77' });
+	assert.equal(same.envelope.error.details.item_execution_id, undefined);
+});
+
+test("Once per Failed Execution: only the Error Trigger's execution.id names the execution (a failed trigger: none)", () => {
+	const options = { source: 'WF99e catch-all', executionId: '500', oncePerExecution: true, instanceId: 'inst-1' };
+	const trigger = normalizeErrorItem(
+		{ trigger: { error: { message: 'activation failed' }, mode: 'trigger' }, workflow: { id: 'W', name: 'W' } },
+		options,
+	);
+	assert.equal(trigger.executionId, null, "not WF99e's own execution");
+	assert.equal(trigger.envelope.error.details.execution_id, undefined);
+	assert.equal(trigger.envelope.error.details.instance_id, 'inst-1');
+	const ctxOnly = normalizeErrorItem({ message: 'm', ctx: { execution_id: '12' } }, options);
+	assert.equal(ctxOnly.executionId, null);
+	const item = normalizeErrorItem(
+		{ execution: { id: '13', lastNodeExecuted: 'Last', error: { message: 'm' } }, workflow: { id: 'W' } },
+		options,
+	);
+	assert.equal(item.executionId, '13');
+	assert.equal(item.failedNode, 'Last');
 });

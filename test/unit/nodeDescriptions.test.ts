@@ -71,3 +71,16 @@ test('no node is usable as an AI agent tool (docs/contracts-and-secrets.md, "Nod
 	const tools = NODES.filter((name) => nodeOf(name).description.usableAsTool !== undefined);
 	assert.deepEqual(tools, []);
 });
+
+test('the outbound allowlist options of Knowledge Bot take no data expression (docs/contracts-and-secrets.md, "Outbound requests")', () => {
+	const options = nodeOf('KnowledgeBot').description.properties.find((p) => p.name === 'options');
+	const fields = (options?.options ?? []) as Array<{ name: string; noDataExpression?: boolean }>;
+	const allowlist = fields.filter((f) => ['allowedPorts', 'allowedPrivateAddresses'].includes(f.name));
+	assert.deepEqual(
+		allowlist.map((f) => [f.name, f.noDataExpression]),
+		[
+			['allowedPorts', true],
+			['allowedPrivateAddresses', true],
+		],
+	);
+});

@@ -16,6 +16,7 @@ import {
 	isPublicUnicast,
 	OutboundPolicyError,
 	parseOutboundPolicy,
+	refusal,
 	type ConnectTarget,
 	type Connector,
 	type Resolver,
@@ -106,6 +107,19 @@ describe('parseOutboundPolicy', () => {
 		['127.1', undefined, 'Allowed Private Addresses'],
 		['http://x', undefined, 'Allowed Private Addresses'],
 		['a..b', undefined, 'Allowed Private Addresses'],
+		['10.1/16', undefined, 'Allowed Private Addresses'],
+		['192.168/16', undefined, 'Allowed Private Addresses'],
+		['10/8', undefined, 'Allowed Private Addresses'],
+		['010.0.0.0/8', undefined, 'Allowed Private Addresses'],
+		['0x7f.0.0.1/32', undefined, 'Allowed Private Addresses'],
+		['2130706433/32', undefined, 'Allowed Private Addresses'],
+		['10.0.0.0/08', undefined, 'Allowed Private Addresses'],
+		['::ffff:010.0.0.1/104', undefined, 'Allowed Private Addresses'],
+		['::ffff:0x7f.0.0.1', undefined, 'Allowed Private Addresses'],
+		['010.0.0.1', undefined, 'Allowed Private Addresses'],
+		['fe80::1%eth0', undefined, 'Allowed Private Addresses'],
+		['fe80::%eth0/10', undefined, 'Allowed Private Addresses'],
+		['fe80::/10%eth0', undefined, 'Allowed Private Addresses'],
 		['', '0', 'Allowed Ports'],
 		['', '65536', 'Allowed Ports'],
 		['', '90-80', 'Allowed Ports'],
@@ -294,6 +308,40 @@ describe('guardedGet with an injected resolver and a connect spy', () => {
 		assert.equal((await refused('http://224.0.0.1/', resolve, connectSpy(), wildcard)).range, 'multicast');
 	});
 
+	test('embedded IPv4: unspecified, multicast and broadcast in a mapped or compatible form are never permitted; a v4 CIDR covers the mapped form', async () => {
+		const never: Array<[string, string]> = [
+			['::ffff:0.0.0.0', 'unspecified'],
+			['::ffff:0.1.2.3', 'unspecified'],
+			['::ffff:224.0.0.1', 'multicast'],
+			['::ffff:255.255.255.255', 'broadcast'],
+			['::0.0.0.0', 'unspecified'],
+			['::e000:1', 'multicast'],
+			['::ffff:ffff:ffff', 'broadcast'],
+		];
+		const everything = parseOutboundPolicy('::/0, 0.0.0.0/0, *.corp.example', '');
+		for (const [address, range] of never) {
+			assert.equal(refusal(address, everything, false), range, `${address} under ::/0`);
+			assert.equal(refusal(address, everything, true), range, `${address} from an allowlisted name`);
+			const resolve = tableResolver({ 'zero.corp.example': [address] });
+			const connect = connectSpy();
+			assert.equal((await refused('http://zero.corp.example/', resolve, connect, everything)).range, range);
+			assert.equal((await refused(`http://[${address}]/`, resolve, connect, everything)).range, range);
+			assert.deepEqual(connect.targets, []);
+		}
+		// an IPv4 CIDR covers the mapped and the compatible form of its addresses, nothing else
+		const ten = parseOutboundPolicy('10.0.0.0/8', '');
+		assert.equal(refusal('::ffff:10.1.2.3', ten, false), null);
+		assert.equal(refusal('::a01:203', ten, false), null);
+		assert.equal(refusal('::ffff:11.1.2.3', ten, false), 'ipv4Mapped');
+		assert.equal(refusal('::ffff:127.0.0.1', ten, false), 'ipv4Mapped');
+		// no allowlist: mapped, compatible, NAT64 and 6to4 forms stay refused, also of public addresses
+		for (const address of ['::ffff:8.8.8.8', '::808:808', '::ffff:10.1.2.3', '64:ff9b::808:808', '2002:808:808::'])
+			assert.notEqual(refusal(address, DEFAULT_POLICY, false), null, address);
+		// ::1 is not an IPv4-compatible form: [::1] on the allowlist still permits it
+		assert.equal(refusal('::1', parseOutboundPolicy('[::1]', ''), false), null);
+		assert.equal(refusal('::1', everything, false), null);
+	});
+
 	test('a name that resolves to nothing is refused as unresolved', async () => {
 		const error = await refused('http://nowhere.example/', tableResolver({}), connectSpy());
 		assert.equal(error.reason, 'unresolved');
@@ -362,7 +410,7 @@ test('property: for arbitrary URL strings the guard refuses or connects only to 
 	};
 	const pool = ['10.0.0.1', '8.8.8.8', '::1', '2001:4860::8888', '100.64.1.1', 'fd00::1', '1.1.1.1', '0.0.0.0'];
 	const resolve: Resolver = async (hostname) =>
-		(named[hostname] ?? [pool[hostname.length % pool.length]]).map((address) => ({
+		(Object.hasOwn(named, hostname) ? named[hostname] : [pool[hostname.length % pool.length]]).map((address) => ({
 			address,
 			family: net.isIPv6(address) ? 6 : 4,
 		}));
@@ -405,6 +453,12 @@ test('property: the allowlist options take any text: a policy whose ports are 1â
 		fc.ipV6(),
 		fc.domain(),
 		fc.tuple(fc.ipV4(), fc.integer({ min: -1, max: 40 })).map(([ip, bits]) => `${ip}/${bits}`),
+		fc.tuple(fc.ipV6(), fc.integer({ min: -1, max: 130 })).map(([ip, bits]) => `${ip}/${bits}`),
+		fc.tuple(fc.ipV4Extended(), fc.nat(33)).map(([ip, bits]) => `${ip}/${bits}`),
+		fc.tuple(fc.ipV6(), fc.constantFrom('%eth0', '%1', '%')).map(([ip, zone]) => ip + zone),
+		fc
+			.tuple(fc.nat(255), fc.option(fc.nat(255), { nil: undefined }), fc.nat(32))
+			.map(([a, b, bits]) => `${a}${b === undefined ? '' : `.${b}`}/${bits}`),
 		fc.integer({ min: -5, max: 70_000 }).map(String),
 		fc.tuple(fc.integer({ min: 0, max: 70_000 }), fc.integer({ min: 0, max: 70_000 })).map(([a, b]) => `${a}-${b}`),
 	);
@@ -423,6 +477,17 @@ test('property: the allowlist options take any text: a policy whose ports are 1â
 			for (const p of policy.ports) assert.ok(Number.isInteger(p) && p >= 1 && p <= 65535, String(p));
 			for (const h of policy.hosts) assert.match(h, /^(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)*$/);
 			for (const [, bits] of policy.cidrs) assert.ok(bits >= 0 && bits <= 128);
+			// every address or CIDR entry kept is spelled plainly: four decimal IPv4 parts, no zone id
+			const kept = addresses
+				.split(/[\s,;]+/)
+				.filter((e) => e && (e.includes('/') || net.isIP(e.replace(/^\[|\]$/g, ''))));
+			for (const entry of kept) {
+				assert.ok(!entry.includes('%'), `zone id kept: ${entry}`);
+				const address = entry.replace(/^\[|\]$/g, '').split('/')[0];
+				const tail = /(?:^|:)([^:]*\.[^:]*)$/.exec(address)?.[1];
+				if (tail) assert.match(tail, /^(0|[1-9]\d{0,2})(\.(0|[1-9]\d{0,2})){3}$/, `loose IPv4 kept: ${entry}`);
+			}
+			assert.equal(policy.cidrs.length, kept.length);
 		}),
 		propertyParams('outbound policy: parsed or refused by name'),
 	);

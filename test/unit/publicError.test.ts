@@ -16,14 +16,28 @@ import {
 	PublicError,
 	type ErrorKind,
 } from '../../nodes/shared/contracts/envelope';
-import { failure, publicError } from '../../nodes/shared/envelopeBuilders';
+import { failure, publicError, publicRunError } from '../../nodes/shared/envelopeBuilders';
 import { errorJson } from '../../nodes/shared/node/runItems';
 import { ContractError } from '../../nodes/shared/errors';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { hostileString, propertyParams } from '../helpers/property';
+import { ArangoStub, CONFLICT_1200 } from '../helpers/arangoHttp';
+import { failure as arangoFailure } from '../helpers/arangoOps';
+import { RESOURCES } from '../../nodes/ArangoCas/actions';
 
 const CORRELATION_ID = '6f1d2c3b-4a59-4e68-8f7a-0b1c2d3e4f50';
-const KEYS = new Set(['ok', 'status_code', 'kind', 'message', 'correlation_id', 'field']);
+const KEYS = new Set([
+	'ok',
+	'status_code',
+	'kind',
+	'message',
+	'correlation_id',
+	'field',
+	'code',
+	'current_rev',
+	'current_revs',
+	'locked_until',
+]);
 /** A marker put in every place the answer must not come from: it never appears in a public answer. */
 const MARK = 'INTERNAL-ONLY-7c1e';
 
@@ -78,6 +92,7 @@ test('a 422 keeps its message and names the field; a 403 names no field; both wi
 		message: 'invalid input: version_tag is required',
 		correlation_id: CORRELATION_ID,
 		field: 'version_tag',
+		code: 'VALIDATION',
 	});
 
 	const refused = normalizeErrorItem(
@@ -96,6 +111,7 @@ test('a 422 keeps its message and names the field; a 403 names no field; both wi
 		kind: 'auth',
 		message: 'the token\'s claim "sub" is missing',
 		correlation_id: CORRELATION_ID,
+		code: 'IDENTITY_CLAIM_INVALID',
 	});
 });
 
@@ -126,6 +142,9 @@ test('a 5xx answers a fixed text naming its kind, never its own message (servers
 		assertPublicOnly(p);
 		assert.match(p.message, /correlation_id/);
 	}
+	// a 5xx auth is our credential refused upstream (internal): the answer says nothing of authorisation
+	const upstreamAuth = publicError({ status_code: 502, kind: 'auth', message: MARK, correlation_id: CORRELATION_ID });
+	assert.doesNotMatch(upstreamAuth.message, /auth|credential|token/i);
 });
 
 test('only a validation error carries a field; a long message is cut, a pair never split', () => {
@@ -188,6 +207,25 @@ test("property: for any error item, the Error Pipe envelope's public answer is a
 		'unknown',
 	);
 	const clean = (max: number) => hostileString(max).filter((s) => !s.includes(MARK));
+	const rev = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/), hostileString(80), fc.constant(null));
+	const retryFactsArb = fc.record(
+		{
+			current_rev: fc.oneof(rev, fc.anything()),
+			current_revs: fc.oneof(
+				fc.dictionary(fc.oneof(fc.stringMatching(/^atoms\/[a-z0-9_]{1,20}$/), hostileString(40)), rev, {
+					maxKeys: 120,
+				}),
+				fc.anything(),
+			),
+			locked_until: fc.oneof(
+				fc.integer({ min: -1e15, max: 1e15 }),
+				fc.double(),
+				fc.date().map((d) => (Number.isNaN(d.getTime()) ? 'x' : d.toISOString())),
+				hostileString(80),
+			),
+		},
+		{ requiredKeys: [] },
+	);
 	const hostileRequest = fc.record({
 		headers: fc.dictionary(
 			hostileString(16),
@@ -205,14 +243,22 @@ test("property: for any error item, the Error Pipe envelope's public answer is a
 			fc.option(clean(300)),
 			fc.option(fc.uuid()),
 			hostileRequest,
-			(kind, status, message, field, correlationId, request) => {
+			fc.option(fc.oneof(fc.stringMatching(/^[A-Z_]{1,64}$/), hostileString(80))),
+			retryFactsArb,
+			(kind, status, message, field, correlationId, request, code, facts) => {
 				const item = {
 					...request,
 					error: {
 						message,
 						kind,
 						status_code: status,
-						details: field === null ? { code: MARK } : { code: MARK, field },
+						details: {
+							code: code ?? MARK,
+							...(field === null ? {} : { field }),
+							...facts,
+							locked_by: `user ${MARK}`,
+							arango_message: MARK,
+						},
 						ctx: correlationId === null ? { secret: MARK } : { correlation_id: correlationId, secret: MARK },
 						error_context: { node: MARK, table: MARK },
 					},
@@ -225,6 +271,13 @@ test("property: for any error item, the Error Pipe envelope's public answer is a
 				assert.deepEqual([answer.status_code, answer.kind], [envelope.status_code, envelope.error.kind]);
 				if (answer.status_code >= 500) assert.match(answer.message, /correlation_id/);
 				if (answer.field !== undefined) assert.equal(answer.kind, 'validation');
+				if (answer.code !== undefined) assert.equal(answer.code, code);
+				if (code !== null && /^[A-Z_]{1,64}$/.test(code)) assert.equal(answer.code, code);
+				if (answer.kind !== 'conflict' && answer.kind !== 'locked')
+					for (const key of ['current_rev', 'current_revs', 'locked_until']) assert.ok(!(key in answer), key);
+				// (the Error Pipe stores JSON: a non-JSON value such as Infinity became null)
+				if (typeof answer.current_rev === 'string') assert.equal(answer.current_rev, facts.current_rev);
+				if (answer.locked_until !== undefined) assert.ok(!Number.isNaN(Date.parse(answer.locked_until)));
 			},
 		),
 		propertyParams('public error projection'),
@@ -266,4 +319,124 @@ test('every shipped Respond to Webhook node fed by a Call WF99 node answers {{ $
 		}
 	}
 	assert.equal(checked, 14, 'the Respond Error nodes of A31–A37, M00, M01, M18 and WF10');
+});
+
+test("a FAILED run's stored error answers only its public message (Get Status, Pipeline Push)", () => {
+	const fixed = (text: string, status = 500) =>
+		`${text} (status ${status}); the correlation_id identifies it in the error log`;
+	// rows stored before the fix: WF99's raw message of a 5xx, CASCADE_LIMIT's reason, a Fail with a bare message
+	assert.equal(
+		publicRunError({ message: `Generate failed after 4 attempts ${MARK}`, kind: 'upstream', status_code: 502 }),
+		fixed('a service this request depends on failed', 502),
+	);
+	assert.equal(
+		publicRunError({ message: `cascade stopped at ${MARK}`, code: 'CASCADE_LIMIT', stopped_at: 'B', attempted: 10 }),
+		fixed('the request could not be completed'),
+	);
+	assert.equal(publicRunError({ message: MARK }), fixed('the request could not be completed'));
+	assert.equal(
+		publicRunError({ message: 'the query is too long', kind: 'validation', status_code: 422 }),
+		'the query is too long',
+	);
+	for (const odd of [null, MARK, 42, [], { message: 7 }, { status_code: 404 }, { status_code: 4.5, message: MARK }])
+		assert.ok(!publicRunError(odd).includes(MARK) && publicRunError(odd).length > 0, JSON.stringify(odd));
+	fc.assert(
+		fc.property(fc.anything(), hostileString(2000), (status, message) => {
+			const answer = publicRunError({ status_code: status, kind: 'db', message: `${message}${MARK}` });
+			const is4xx = typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 499;
+			assert.equal(answer.includes(MARK), is4xx && message.length + MARK.length <= MAX_PUBLIC_MESSAGE_LENGTH);
+			assert.ok(answer.length >= 1 && answer.length <= MAX_PUBLIC_MESSAGE_LENGTH + 200);
+		}),
+		propertyParams('public run error'),
+	);
+});
+
+test('a conflict answers its code and the facts a client retries with; a lock its end time; never locked_by', () => {
+	const conflict = publicError({
+		status_code: 409,
+		kind: 'conflict',
+		message: 'atoms/a1: _rev conflict: the document changed since it was read',
+		correlation_id: CORRELATION_ID,
+		details: {
+			node_details: {
+				code: 'REV_CONFLICT',
+				arango_error_num: 1200,
+				arango_message: `AQL: conflict [node #9: UpdateNode] ${MARK}`,
+				expected_rev: '_r1',
+				current_rev: '_r2',
+				current_revs: { 'atoms/a1': '_r2', 'atoms/p1': null },
+			},
+		},
+	});
+	assert.deepEqual(assertPublicOnly(conflict), {
+		ok: false,
+		status_code: 409,
+		kind: 'conflict',
+		message: 'atoms/a1: _rev conflict: the document changed since it was read',
+		correlation_id: CORRELATION_ID,
+		code: 'REV_CONFLICT',
+		current_rev: '_r2',
+		current_revs: { 'atoms/a1': '_r2', 'atoms/p1': null },
+	});
+	const locked = publicError({
+		status_code: 423,
+		kind: 'locked',
+		message: 'atoms/a1: locked by another user',
+		correlation_id: CORRELATION_ID,
+		details: { node_details: { code: 'LOCKED', locked_by: `user ${MARK}`, locked_until: Date.UTC(2026, 10, 28, 7) } },
+	});
+	assert.deepEqual(
+		[locked.code, locked.locked_until, 'locked_by' in locked],
+		['LOCKED', '2026-11-28T07:00:00.000Z', false],
+	);
+	// the facts are for conflicts and locks only; a code out of pattern, too many revs, an odd time: left out
+	const other = publicError({
+		status_code: 404,
+		kind: 'not_found',
+		message: 'atoms/a1: not found',
+		correlation_id: CORRELATION_ID,
+		details: { code: 'NOT_FOUND', current_rev: '_r2', locked_until: 1 },
+	});
+	assert.deepEqual([other.code, 'current_rev' in other, 'locked_until' in other], ['NOT_FOUND', false, false]);
+	const odd = publicError({
+		status_code: 409,
+		kind: 'conflict',
+		message: 'm',
+		correlation_id: CORRELATION_ID,
+		details: {
+			code: 'lower-case',
+			current_rev: 7,
+			current_revs: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`atoms/a${i}`, '_r'])),
+			locked_until: 1e20,
+		},
+	});
+	assert.deepEqual(Object.keys(odd).sort(), ['correlation_id', 'kind', 'message', 'ok', 'status_code']);
+});
+
+test("every ArangoCAS operation's lost race (1200) answers REV_CONFLICT publicly with the re-read revisions", async () => {
+	const merge = RESOURCES.flatMap((r) => r.operations).find((o) => o.value === 'merge')!;
+	const stub = new ArangoStub()
+		.begin('500')
+		.cursorError(...CONFLICT_1200)
+		.abort('500')
+		.cursor([
+			['structure_links/e1', '_e2'],
+			['atoms/a1', '_a4'],
+			['atoms/p1', null],
+		]);
+	const error = await arangoFailure(merge, stub.database(), {
+		winner_proposal_id: 'p1',
+		current_active_id: 'a1',
+		user_id: 'user_123',
+		structure_edge_id: 'structure_links/e1',
+		expected_edge_rev: '_e1',
+	});
+	const { envelope } = normalizeErrorItem(webhookErrorItem(error), { source: 'WF99' });
+	const answer = assertPublicOnly(envelope.public);
+	assert.deepEqual(
+		[answer.status_code, answer.code, answer.current_rev, answer.current_revs],
+		[409, 'REV_CONFLICT', '_e2', { 'structure_links/e1': '_e2', 'atoms/a1': '_a4', 'atoms/p1': null }],
+	);
+	assert.doesNotMatch(answer.message, /AQL|node #|UpdateNode/);
+	ArangoStub.reset();
 });

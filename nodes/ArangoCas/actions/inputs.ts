@@ -35,7 +35,7 @@ export const Rev = z
 	.transform((value) => value.replace(/^W\//, '').replace(/^"(.*)"$/, '$1'))
 	.pipe(z.string().min(1, 'is required').max(64));
 
-/** A user id (who locks, merges, archives). */
+/** A user id: the actor an operation stores (locked_by, unlocked_by, archived_by, merged_by, author, rejected_by, created_by, …). */
 export const UserId = z.string({ required_error: 'is required' }).trim().min(1, 'is required').max(256);
 
 /**

@@ -66,7 +66,7 @@ export interface ConflictReport {
 	known?: Record<string, unknown>;
 	/** One read-only query after the conflict; its details are added. Best effort: a throw adds nothing. */
 	reread?: () => Promise<Record<string, unknown>>;
-	/** Replaces ArangoDB's message (which names no document); ArangoDB's follows in brackets. */
+	/** Replaces the 409's fixed message; ArangoDB's own text stays in `details.arango_message` (./errors.ts). */
 	message?: string;
 }
 
@@ -92,17 +92,9 @@ export async function onWriteConflict<T>(work: () => Promise<T>, report: Conflic
 			Object.assign(error.details, details);
 			throw error;
 		}
-		throw new ContractError(
-			`${report.message} (${error.message})`,
-			error.statusCode,
-			error.kind,
-			error.retryable,
-			details,
-			error.where,
-			{
-				cause: error.cause,
-			},
-		);
+		throw new ContractError(report.message, error.statusCode, error.kind, error.retryable, details, error.where, {
+			cause: error.cause,
+		});
 	}
 }
 

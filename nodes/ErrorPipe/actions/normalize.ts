@@ -28,10 +28,19 @@ export interface NormalizeOptions {
 	/** `meta.source` of the envelope: "WF99" unless the node says otherwise. */
 	source: string;
 	/**
-	 * The n8n execution the error belongs to when the item names none (issue 25 §2): the Error Pipe node
-	 * passes the execution that called its workflow (WF99 called by an error branch), else its own.
+	 * The n8n execution the error belongs to, from the engine (issue 25 §2): the Error Pipe node passes the
+	 * execution that called its workflow (WF99 called by an error branch), else its own. It wins over an id
+	 * the item names (error_context/ctx `execution_id`, kept as `details.item_execution_id`); only an Error
+	 * Trigger item's `execution.id` comes first (that item is the engine's). Not used with `oncePerExecution`.
 	 */
 	executionId?: string | null;
+	/**
+	 * "Once per Failed Execution" (the catch-all): the execution is only an Error Trigger item's `execution.id`
+	 * (none for an item without one, e.g. `trigger.error`: no claim), never the engine's nor another field.
+	 */
+	oncePerExecution?: boolean;
+	/** n8n's instance id (getInstanceId()), stored as `details.instance_id`: with the execution id it names the execution. */
+	instanceId?: string | null;
 	now?: Date;
 	newId?: () => string;
 }
@@ -56,6 +65,30 @@ export interface NormalizedError {
 	 * `A–Z a–z 0–9 _ . : -`, or a non-negative integer; another value is kept in `details.invalid_execution_id`).
 	 */
 	executionId: string | null;
+	/**
+	 * The node that failed, by the Error Trigger item (`execution.error.node.name`, else
+	 * `execution.lastNodeExecuted`), else the envelope's node (`meta.correlation.node`); null when none is named.
+	 */
+	failedNode: string | null;
+}
+
+/**
+ * An item shaped like n8n's Error Trigger output: `workflow` an object and `execution` (a failed execution)
+ * or `trigger` (a trigger that failed before an execution existed) an object. Only such an item's
+ * `execution`/`trigger`/`workflow` are read as the Error Trigger's (and left out of `details.input`).
+ */
+export function isErrorTriggerItem(json: Record<string, unknown>): boolean {
+	const own = mergeOwn(json);
+	return isRecord(own.workflow) && (isRecord(own.execution) || isRecord(own.trigger));
+}
+
+/** Query parameters whose values are secrets (`?api_key=…`): their values are replaced in the kept error text. */
+const SECRET_QUERY =
+	/([?&;](?:api[_-]?key|apikey|key|token|access[_-]?token|auth|secret|password|passwd|pwd|sig|signature)=)[^&#\s"'<>]*/gi;
+
+/** `text` with the values of secret query parameters replaced by [REDACTED]. */
+export function redactQuerySecrets(text: string): string {
+	return text.replace(SECRET_QUERY, '$1[REDACTED]');
 }
 
 /** An n8n execution id (a digit string in 2.4.8) that can key ops.error_executions, else null. */
@@ -94,18 +127,9 @@ function messageText(value: unknown): string | undefined {
 }
 
 /** Top-level fields whose whole value is copied elsewhere in the envelope (ctx, error_context, _internal …). */
-const CONSUMED_FIELDS = new Set([
-	'ctx',
-	'_ctx',
-	'error_context',
-	'_err',
-	'test_mode',
-	'test_case',
-	'_test_job_id',
-	'execution',
-	'trigger',
-	'workflow',
-]);
+const CONSUMED_FIELDS = new Set(['ctx', '_ctx', 'error_context', '_err', 'test_mode', 'test_case', '_test_job_id']);
+/** …and, of an Error Trigger item only (isErrorTriggerItem), these (details.execution). */
+const CONSUMED_TRIGGER_FIELDS = new Set([...CONSUMED_FIELDS, 'execution', 'trigger', 'workflow']);
 /** Fields of `error` the envelope carries already (ctx, kind, details → node_details …). */
 const CONSUMED_ERROR_FIELDS = new Set([
 	'ctx',
@@ -131,6 +155,7 @@ function unusedFields(
 	json: Record<string, unknown>,
 	usedStrings: Array<string | undefined>,
 	code: number | null,
+	errorTrigger: boolean,
 ): Record<string, unknown> {
 	const used = new Set(usedStrings.filter((v): v is string => v !== undefined));
 	const rest: Record<string, unknown> = {};
@@ -159,7 +184,7 @@ function unusedFields(
 		keep(fields, name === 'error' ? CONSUMED_ERROR_FIELDS : new Set(['nodeType']), part);
 		top[name] = Object.keys(part).length ? part : undefined;
 	}
-	keep(top, CONSUMED_FIELDS, rest);
+	keep(top, errorTrigger ? CONSUMED_TRIGGER_FIELDS : CONSUMED_FIELDS, rest);
 	for (const key of Object.keys(rest)) if (rest[key] === undefined) delete rest[key];
 	return rest;
 }
@@ -240,6 +265,7 @@ export function normalizeErrorItem(input: unknown, options: NormalizeOptions): N
 			contractVersion: ERRORPIPE_CONTRACT_VERSION,
 			jobClaimToken: null,
 			executionId: null,
+			failedNode: null,
 		};
 	}
 }
@@ -271,8 +297,9 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 
 	// n8n's Error Trigger: { execution: { id, error, lastNodeExecuted, mode, … }, workflow: { id, name } }
 	// (or { trigger: { error, mode }, workflow } when the failure came before an execution existed)
-	const execution = recordAt(json, 'execution') ?? recordAt(json, 'trigger');
-	const failedWorkflow = recordAt(json, 'workflow');
+	const errorTrigger = isErrorTriggerItem(json);
+	const execution = errorTrigger ? (recordAt(json, 'execution') ?? recordAt(json, 'trigger')) : undefined;
+	const failedWorkflow = errorTrigger ? recordAt(json, 'workflow') : undefined;
 	const rawMessage = firstString(
 		messageText(contextIn?.error_message),
 		messageText(json.message),
@@ -306,11 +333,20 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	const malformed = incoming.find((v) => !isUuid(v));
 	if (malformed !== undefined) extra.invalid_correlation_id = clean.asText(malformed);
 	const correlationId = (incoming.find(isUuid) as string | undefined) ?? (options.newId ?? newCorrelationId)();
-	const givenExecution = [execution?.id, contextIn?.execution_id, ctxIn.execution_id, options.executionId].find(
-		(v) => !absent(v),
-	);
+	// The failed execution: an Error Trigger item's execution.id (the engine's), else the engine's id given by
+	// the node; an id the item names elsewhere never keys the claim (a hostile item could claim another
+	// execution): it is kept as details.item_execution_id. The catch-all uses execution.id only.
+	const triggerExecution = recordAt(json, 'execution') === execution ? execution?.id : undefined;
+	const itemExecution = [contextIn?.execution_id, ctxIn.execution_id].find((v) => !absent(v));
+	const givenExecution = options.oncePerExecution
+		? triggerExecution
+		: [triggerExecution, options.executionId, itemExecution].find((v) => !absent(v));
 	const executionId = fitOrText(clean, extra, 'execution_id', givenExecution, executionIdOf);
 	if (executionId !== null) extra.execution_id = executionId;
+	if (itemExecution !== undefined && itemExecution !== givenExecution)
+		extra.item_execution_id = clean.asText(itemExecution);
+	if (typeof options.instanceId === 'string' && options.instanceId !== '')
+		extra.instance_id = clean.text(options.instanceId, MAX_ID_TEXT_LENGTH, true);
 	const failedExecution = execution ? errorTriggerExecution(clean, execution, failedWorkflow) : undefined;
 	if (failedExecution) extra.execution = failedExecution;
 	const tenantId = fitOrText(clean, extra, 'tenant_id', ctxIn.tenant_id, (v) => (isUuid(v) ? v : null));
@@ -364,18 +400,16 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 	if (json._test_job_id !== undefined) internal._test_job_id = clean.value(json._test_job_id) ?? null;
 	if (!isRecord(input) && input !== undefined) extra.input = clean.value(input) ?? null; // a non-object item, kept
 	// What the Error Pipe did not use, kept last (the first copy dropped when the budget runs out).
-	const rest = isRecord(input) ? unusedFields(json, [rawMessage, rawErrorMessage, rawNodeType], code) : {};
+	const rest = isRecord(input)
+		? unusedFields(json, [rawMessage, rawErrorMessage, rawNodeType], code, errorTrigger)
+		: {};
 	const input_ = Object.keys(rest).length ? clean.object(rest) : undefined;
 	if (input_ !== undefined) extra.input = input_;
 
 	const str = (value: unknown) => (typeof value === 'string' ? clean.text(value) : null);
 	const workflow = firstString(ctxIn.workflow, contextIn?.workflow, failedWorkflow?.name, failedWorkflow?.id);
-	const node = firstString(
-		contextIn?.node,
-		ctxIn.node,
-		field(field(execution?.error, 'node'), 'name'),
-		execution?.lastNodeExecuted,
-	);
+	const triggerNode = firstString(field(field(execution?.error, 'node'), 'name'), execution?.lastNodeExecuted);
+	const node = firstString(contextIn?.node, ctxIn.node, triggerNode);
 	const chatId = ctxIn.chat_id;
 	const envelope = failure({
 		status_code: statusCode,
@@ -414,8 +448,19 @@ function buildEnvelope(input: unknown, options: NormalizeOptions): NormalizedErr
 		contractVersion,
 		jobClaimToken: jobId === null ? null : claimTokenOf(ctxIn.job_claim_token),
 		executionId,
+		failedNode: triggerNode === undefined ? (envelope.meta.correlation.node ?? null) : clean.text(triggerNode),
 	};
 }
+
+/**
+ * The fields of the Error Trigger's `execution.error` kept in `details.execution.error` (with `node`'s
+ * id/name/type/typeVersion and the first MAX_STACK_LENGTH characters of `stack`). Everything else —
+ * `errorResponse`, `cause`, `context`, `options` (an HTTP client's url, headers and body) — is left out:
+ * it may carry a request's secrets.
+ */
+const TRIGGER_ERROR_FIELDS = ['name', 'message', 'description', 'httpCode', 'lineNumber', 'timestamp', 'functionality'];
+/** Characters of `execution.error.stack` kept. */
+const MAX_STACK_LENGTH = 2000;
 
 /**
  * What the Error Trigger said of the failed execution (`details.execution`), sanitised: its id, mode,
@@ -437,11 +482,18 @@ function errorTriggerExecution(
 	if (workflow) out.workflow = { id: workflow.id ?? null, name: workflow.name ?? null };
 	if (isRecord(exec.error)) {
 		const error = mergeOwn(exec.error);
+		const kept: Record<string, unknown> = {};
+		for (const key of TRIGGER_ERROR_FIELDS) {
+			const value = error[key];
+			if (absent(value)) continue;
+			setOwn(kept, key, typeof value === 'string' ? redactQuerySecrets(value) : value);
+		}
+		if (typeof error.stack === 'string') kept.stack = redactQuerySecrets(error.stack.slice(0, MAX_STACK_LENGTH));
 		if (isRecord(error.node)) {
 			const node = mergeOwn(error.node);
-			error.node = Object.fromEntries(NODE_FIELDS.filter((k) => node[k] !== undefined).map((k) => [k, node[k]]));
+			kept.node = Object.fromEntries(NODE_FIELDS.filter((k) => node[k] !== undefined).map((k) => [k, node[k]]));
 		}
-		out.error = error;
+		out.error = kept;
 	}
 	return clean.object(out);
 }

@@ -285,56 +285,101 @@ async function settleUnknownOutcome(
 }
 
 /**
- * The catch-all's row (issue 25 §2, migration 019): claims the failed execution ($13) under the ops.errors
- * id taken up front ($14) and inserts the row (parameters $1–$12 as INSERT_ERROR) only when the claim is
- * new. A claim held by an uncommitted statement is waited for (ON CONFLICT), so two catch-alls, or a
- * catch-all and an error branch's row, never both write one execution's first row. No row returned = the
- * execution was claimed already (read it with EXECUTION_CLAIM).
+ * How long (seconds: 7 days) a claim of an execution suppresses a new row. An older claim is taken for an
+ * execution id used again (n8n's ids restart with a new n8n database): a new failure replaces it. Migration
+ * 018's trigger (an error branch's row) uses the same window.
+ */
+export const CLAIM_STALE_AFTER_SECONDS = 7 * 24 * 3600;
+
+/**
+ * The catch-all's row (issue 25 §2, migration 018): claims the failed execution ($13 instance id, $14
+ * execution id, $17 the failing node) under the ops.errors id taken up front ($15) and inserts the row
+ * (parameters $1–$12 as INSERT_ERROR) only when
+ *  - nobody claimed it (a new claim), or the claim is older than $16 seconds (replaced: a new failure);
+ *  - or an error branch claimed it for another node (its row is kept as the execution's first; this row
+ *    is linked to it by details.branch_error_id and noted in catch_all_error_id, once).
+ * The claim's row is locked and the WHERE re-read on the committed version (ON CONFLICT DO UPDATE), so two
+ * catch-alls, or a catch-all and an error branch's row, never both write one failure's row. No row
+ * returned = the failure was recorded already (read it with EXECUTION_CLAIM).
  */
 const RECORD_ONCE_PER_EXECUTION = `
 WITH claim AS (
-  INSERT INTO ops.error_executions (execution_id, error_id, recorded_by)
-  VALUES ($13, $14::bigint, 'catch_all')
-  ON CONFLICT (execution_id) DO NOTHING
+  INSERT INTO ops.error_executions AS c (instance_id, execution_id, error_id, recorded_by, node)
+  VALUES ($13, $14, $15::bigint, 'catch_all', $17::text)
+  ON CONFLICT (instance_id, execution_id) DO UPDATE SET
+    error_id = CASE WHEN c.created_at < now() - make_interval(secs => $16) THEN EXCLUDED.error_id ELSE c.error_id END,
+    recorded_by = CASE WHEN c.created_at < now() - make_interval(secs => $16) THEN 'catch_all' ELSE c.recorded_by END,
+    node = CASE WHEN c.created_at < now() - make_interval(secs => $16) THEN EXCLUDED.node ELSE c.node END,
+    catch_all_error_id = CASE WHEN c.created_at < now() - make_interval(secs => $16) THEN NULL ELSE EXCLUDED.error_id END,
+    created_at = CASE WHEN c.created_at < now() - make_interval(secs => $16) THEN now() ELSE c.created_at END
+  WHERE c.created_at < now() - make_interval(secs => $16)
+     OR (c.recorded_by = 'branch' AND c.catch_all_error_id IS NULL AND c.node IS DISTINCT FROM EXCLUDED.node)
   RETURNING error_id
 ), err AS (
   INSERT INTO ops.errors
     (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
-  SELECT $14::bigint, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12 FROM claim
-  RETURNING id
+  SELECT $15::bigint, $1, $2, $3, $4, $5, $6, $7, $8, $9,
+         $10::jsonb || CASE WHEN claim.error_id <> $15::bigint
+                            THEN jsonb_build_object('branch_error_id', claim.error_id) ELSE '{}'::jsonb END,
+         $11, $12
+  FROM claim
+  RETURNING id, details->'branch_error_id' AS branch_error_id
 )
-SELECT id AS error_id FROM err`;
+SELECT id AS error_id, branch_error_id FROM err`;
 
-/** Who recorded execution $1 first: its ops.errors row and `branch` | `catch_all`; no row when nobody did. */
-const EXECUTION_CLAIM = `SELECT error_id, recorded_by FROM ops.error_executions WHERE execution_id = $1`;
+/** Who recorded execution ($1 instance, $2 id) first: its ops.errors row, `branch` | `catch_all`, the node, the catch-all's linked row. */
+const EXECUTION_CLAIM = `
+SELECT error_id, recorded_by, node, catch_all_error_id
+FROM ops.error_executions WHERE instance_id = $1 AND execution_id = $2`;
 
-/** What the catch-all did: wrote the row, or found the execution recorded already (by whom, which row). */
+/** What the catch-all did: wrote the row, or found the failure recorded already (by whom, which row). */
 export interface ExecutionClaim {
+	/** The n8n instance (getInstanceId(); '' when unknown) and its execution id: together they key the claim. */
+	instance_id: string;
 	execution_id: string;
-	/** `recorded`: this item's row is the execution's row; `already_recorded`: an earlier row is (no row written). */
+	/**
+	 * `recorded`: this item's row is written (the execution's first, or — `branch_error_id` set — a failure of
+	 * another node than the error branch recorded); `already_recorded`: an earlier row is (no row written).
+	 */
 	outcome: 'recorded' | 'already_recorded';
-	/** The execution's row (this one's when recorded). */
-	error_id: number;
+	/** This item's row when recorded, else the row that records the failure; null when none can be named. */
+	error_id: number | null;
 	recorded_by: 'branch' | 'catch_all';
+	/** The error branch's row this row is linked to (a failure of another node in the same execution). */
+	branch_error_id?: number;
+}
+
+export interface OncePerExecutionOptions {
+	/** n8n's instance id (IExecuteFunctions.getInstanceId()); '' or absent when unknown. */
+	instanceId?: string | null;
+	/** The failing node (the Error Trigger's execution.error.node.name, else lastNodeExecuted); default: envelope's node. */
+	failedNode?: string | null;
+	/** CLAIM_STALE_AFTER_SECONDS unless given (seconds). */
+	staleAfterSeconds?: number;
 }
 
 /**
- * Records the envelope once per failed n8n execution (the Error Pipe's "Once per Failed Execution", the
- * catch-all error workflow): one `ops.errors` row unless a row of that execution exists (an error branch
- * recorded it, or this catch-all ran for it before). Conditional on the claim read in the same statement;
- * safe to retry: a statement whose reply was lost is sent again with the same id, and finds its own claim
- * when it had committed. `executionId` null (an Error Trigger item without an execution, e.g. a trigger
- * that failed to activate): recorded as recordError does. The job path does not run (a catch-all item has
- * no ctx.job_id). Never throws.
+ * Records the envelope once per failure of an n8n execution (the Error Pipe's "Once per Failed Execution",
+ * the catch-all error workflow): one `ops.errors` row unless that failure has one (an error branch recorded
+ * the same node's error in that execution within CLAIM_STALE_AFTER_SECONDS, or this catch-all ran for it
+ * before). Conditional on the claim read in the same statement; safe to retry: a statement whose reply was
+ * lost is sent again with the same id, and finds its own claim when it had committed. `executionId` null (an
+ * Error Trigger item without an execution, e.g. a trigger that failed to activate): recorded as
+ * recordError does. When the claim cannot be made (PostgreSQL answered with an error, e.g. 42P01: migration
+ * 018 missing), the row is still written, as recordError does, with `details.claim_failed` = the SQLSTATE.
+ * The job path does not run (a catch-all item has no ctx.job_id). Never throws.
  */
 export async function recordOncePerExecution(
 	pool: Pool,
 	envelope: ErrorEnvelope,
 	executionId: string | null,
 	contractVersion: number,
+	options: OncePerExecutionOptions = {},
 ): Promise<RecordResult> {
 	if (executionId === null) return recordError(pool, envelope, null, contractVersion);
 	const corr = envelope.meta.correlation;
+	const instanceId = typeof options.instanceId === 'string' ? options.instanceId : '';
+	const failedNode = options.failedNode === undefined ? corr.node : options.failedNode;
 	const result: RecordResult = {
 		error_id: null,
 		job: { executed: false },
@@ -353,40 +398,73 @@ export async function recordOncePerExecution(
 		envelope.error.details,
 		contractVersion,
 		envelope.meta.source,
+		instanceId,
 		executionId,
 	];
+	const staleAfter = options.staleAfterSeconds ?? CLAIM_STALE_AFTER_SECONDS;
+	let errorId: number;
 	try {
-		const errorId = Number((await pool.query(NEXT_ERROR_ID)).rows[0].id);
-		let rows: Array<{ error_id: string }>;
+		errorId = Number((await pool.query(NEXT_ERROR_ID)).rows[0].id);
+	} catch (error) {
+		result.write_failures.push(failureOf('ops.errors', error));
+		return result;
+	}
+	try {
+		let rows: Array<{ error_id: string; branch_error_id: string | number | null }>;
 		try {
-			({ rows } = await pool.query(RECORD_ONCE_PER_EXECUTION, [...params, errorId]));
+			({ rows } = await pool.query(RECORD_ONCE_PER_EXECUTION, [...params, errorId, staleAfter, failedNode ?? null]));
 		} catch (error) {
 			if (rolledBack(error)) throw error;
 			// the reply was lost (committed or not): the same statement again, on another connection, either
 			// writes the row (the first never committed) or finds this id's own claim
-			({ rows } = await pool.query(RECORD_ONCE_PER_EXECUTION, [...params, errorId]));
+			({ rows } = await pool.query(RECORD_ONCE_PER_EXECUTION, [...params, errorId, staleAfter, failedNode ?? null]));
 		}
+		const base = { instance_id: instanceId, execution_id: executionId };
 		if (rows.length) {
 			result.error_id = Number(rows[0].error_id);
+			const branch = rows[0].branch_error_id;
 			result.execution = {
-				execution_id: executionId,
+				...base,
 				outcome: 'recorded',
 				error_id: errorId,
 				recorded_by: 'catch_all',
+				...(branch !== null && branch !== undefined ? { branch_error_id: Number(branch) } : {}),
 			};
+			if (branch !== null && branch !== undefined) envelope.error.details.branch_error_id = Number(branch);
 		} else {
-			const claim = (await pool.query(EXECUTION_CLAIM, [executionId])).rows[0];
-			const own = claim && Number(claim.error_id) === errorId;
-			result.error_id = claim ? Number(claim.error_id) : null;
+			const claim = (await pool.query(EXECUTION_CLAIM, [instanceId, executionId])).rows[0];
+			const first = claim ? Number(claim.error_id) : null;
+			const linked = claim?.catch_all_error_id ? Number(claim.catch_all_error_id) : null;
+			const own = first === errorId || linked === errorId;
+			// the claim vanished (its row deleted since): no row can be named
+			result.error_id = own ? errorId : first;
 			result.execution = {
-				execution_id: executionId,
+				...base,
 				outcome: own ? 'recorded' : 'already_recorded',
-				error_id: claim ? Number(claim.error_id) : errorId,
-				recorded_by: claim?.recorded_by ?? 'catch_all',
+				error_id: own ? errorId : first,
+				recorded_by: linked === errorId ? 'catch_all' : (claim?.recorded_by ?? 'catch_all'),
+				...(linked === errorId && first !== null ? { branch_error_id: first } : {}),
 			};
 		}
 	} catch (error) {
-		result.write_failures.push(failureOf('ops.errors', error));
+		if (!rolledBack(error)) {
+			result.write_failures.push(failureOf('ops.errors', error));
+			return result;
+		}
+		// the claim could not be made (e.g. 42P01: ops.error_executions missing): the row is written anyway,
+		// unclaimed, as an error branch's would be — a lost row is worse than a second one
+		const code = (error as DatabaseError).code as string;
+		envelope.error.details.claim_failed = code;
+		const fallback = await recordError(pool, envelope, null, contractVersion);
+		if (fallback.error_id !== null)
+			fallback.execution = {
+				instance_id: instanceId,
+				execution_id: executionId,
+				outcome: 'recorded',
+				error_id: fallback.error_id,
+				recorded_by: 'catch_all',
+			};
+		return fallback;
 	}
 	return result;
 }

@@ -134,8 +134,10 @@ export async function getFile(
 
 /**
  * Whether a getFile `file_path` names a file under the download directory `<base>/file/bot<token>/` and
- * nothing else: no dot segments (also percent-encoded), no empty segment, no query or fragment, no
- * backslash, no percent-encoded slash or backslash, no control character or space. So the path the Bot
+ * nothing else: no dot segments (also percent-encoded, or with path parameters: `..;`, `.;x`), no empty
+ * segment (nor one that is only parameters: `;x`), no query or fragment, no backslash, no percent-encoded
+ * slash or backslash, no segment that still holds a `%` once decoded (`%252e%252e`), no control character
+ * or space. So the path the Bot
  * API answers can never turn the download into a request for another path, host or port (the download
  * itself never follows a redirect).
  */
@@ -148,7 +150,10 @@ export function staysInFileDirectory(filePath: string): boolean {
 		} catch {
 			return false;
 		}
-		return decoded !== '' && decoded !== '.' && decoded !== '..';
+		// `..;x` / `.;x` is a dot segment to servers that strip path parameters; a `%` left after decoding is
+		// a double encoding (`%252e%252e`) that a proxy in front of the server may decode once more
+		const beforeParameters = decoded.split(';')[0];
+		return beforeParameters !== '' && beforeParameters !== '.' && beforeParameters !== '..' && !decoded.includes('%');
 	});
 }
 

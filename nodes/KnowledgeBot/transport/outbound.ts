@@ -18,7 +18,10 @@
  *    parser's host is what is checked and connected to.
  * The allowlist (OutboundPolicy, from the node's Options → Allowed Private Addresses / Allowed Ports) lets a
  * deployment fetch from its own network: a host name it names may resolve to any address, an address in one
- * of its CIDRs is permitted. Unspecified (0.0.0.0, ::), multicast and broadcast addresses are never permitted.
+ * of its CIDRs is permitted (an IPv4-mapped or IPv4-compatible address also when its IPv4 address is in an IPv4
+ * CIDR). Unspecified (0.0.0.0, ::), multicast and broadcast addresses are never permitted, also in their
+ * IPv4-mapped or IPv4-compatible form (`::ffff:0.0.0.0`, `::ffff:224.0.0.1`).
+ * Every request still open when guardedGet settles (a redirect hop's body, a refused read) is closed then.
  *
  * A refusal throws BlockedAddressError (code BLOCKED_ADDRESS) before any socket is opened.
  */
@@ -103,9 +106,32 @@ function normalHost(host: string): string {
 }
 
 /**
+ * Whether `text` is an IP address in its plain spelling: IPv4 as four decimal parts without leading zeros
+ * (not `10.1`, `010.0.0.1`, `0x7f.0.0.1`), IPv6 without a zone id (`fe80::1%eth0`) and with any embedded IPv4
+ * part spelled likewise.
+ */
+function strictAddress(text: string): boolean {
+	if (text.includes('%')) return false;
+	if (ipaddr.IPv4.isValidFourPartDecimal(text)) return true;
+	if (!ipaddr.IPv6.isValid(text)) return false;
+	const dotted = /:([^:]*\.[^:]*)$/.exec(text);
+	return !dotted || ipaddr.IPv4.isValidFourPartDecimal(dotted[1]);
+}
+
+/** Whether `text` is `address/prefix` with a strict address (strictAddress) and a decimal prefix (0–32 or 0–128). */
+function strictCidr(text: string): boolean {
+	const m = /^([^/]+)\/(0|[1-9]\d{0,2})$/.exec(text);
+	if (!m || !strictAddress(m[1])) return false;
+	return ipaddr.IPv4.isValidFourPartDecimal(m[1])
+		? ipaddr.IPv4.isValidCIDRFourPartDecimal(text)
+		: ipaddr.IPv6.isValidCIDR(text);
+}
+
+/**
  * The policy of the node's options.
  * @param allowedAddresses host names (`intranet.example`, `*.corp.example`), IP addresses and CIDRs
- *   (`10.0.0.0/8`, `fd00::/8`), separated by commas, spaces or new lines; empty: none
+ *   (`10.0.0.0/8`, `fd00::/8`), separated by commas, spaces or new lines; empty: none. IPv4 is written as
+ *   four decimal parts (`10.0.0.0/8`, not `10/8`, `10.1/16` or `010.0.0.0/8`); no IPv6 zone id (`%eth0`).
  * @param allowedPorts ports (`8080`) and ranges (`8000-8100`), separated likewise; empty: 80 and 443
  * @throws OutboundPolicyError naming the option and the entry
  */
@@ -115,10 +141,9 @@ export function parseOutboundPolicy(allowedAddresses?: string, allowedPorts?: st
 	for (const entry of entries(allowedAddresses)) {
 		const bare = stripBrackets(entry);
 		if (bare.includes('/')) {
-			if (!ipaddr.isValidCIDR(bare))
-				throw new OutboundPolicyError(`not a CIDR: ${entry}`, 'Allowed Private Addresses', entry);
+			if (!strictCidr(bare)) throw new OutboundPolicyError(`not a CIDR: ${entry}`, 'Allowed Private Addresses', entry);
 			cidrs.push(ipaddr.parseCIDR(bare));
-		} else if (ipaddr.IPv4.isValidFourPartDecimal(bare) || ipaddr.IPv6.isValid(bare)) {
+		} else if (strictAddress(bare)) {
 			const ip = ipaddr.parse(bare);
 			cidrs.push([ip, ip.kind() === 'ipv4' ? 32 : 128]);
 		} else {
@@ -151,7 +176,27 @@ function hostAllowed(policy: OutboundPolicy, hostname: string): boolean {
 }
 
 /**
- * Why an address is refused under `policy`, or null when it is permitted.
+ * The IPv4 address embedded in an IPv4-mapped (`::ffff:a.b.c.d`, ::ffff:0:0/96) or IPv4-compatible
+ * (`::a.b.c.d`, ::/96 except `::` and `::1`) IPv6 address, or null. A socket to either form reaches the IPv4
+ * address, so the guard classifies and matches that address too.
+ */
+export function embeddedIPv4(ip: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | null {
+	if (ip.kind() !== 'ipv6') return null;
+	const v6 = ip as ipaddr.IPv6;
+	if (v6.isIPv4MappedAddress()) return v6.toIPv4Address();
+	const bytes = v6.toByteArray();
+	if (bytes.slice(0, 12).some((b) => b !== 0)) return null;
+	const range = v6.range();
+	if (range === 'unspecified' || range === 'loopback') return null;
+	return new ipaddr.IPv4(bytes.slice(12));
+}
+
+/**
+ * Why an address is refused under `policy`, or null when it is permitted. Public unicast passes. Unspecified,
+ * multicast and broadcast are refused whatever the allowlist says, also when embedded in an IPv4-mapped or
+ * IPv4-compatible IPv6 address (`::ffff:0.0.0.0`, `::ffff:224.0.0.1`). Anything else passes when the URL's host
+ * name is allowlisted, or when a CIDR of the policy covers the address or the IPv4 address embedded in it
+ * (`::ffff:10.1.2.3` is covered by `10.0.0.0/8`); else it is refused with its ipaddr.js range (`ipv4Mapped`…).
  * @param allowedHost whether the URL's host name is on the allowlist
  */
 export function refusal(address: string, policy: OutboundPolicy, allowedHost: boolean): string | null {
@@ -164,9 +209,13 @@ export function refusal(address: string, policy: OutboundPolicy, allowedHost: bo
 	const range = addressRange(address);
 	if (range === 'unicast') return null;
 	if (NEVER.has(range)) return range;
+	const inner = embeddedIPv4(ip);
+	const innerRange = inner?.range();
+	if (innerRange && NEVER.has(innerRange)) return innerRange;
 	if (allowedHost) return null;
-	const inCidr = policy.cidrs.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits));
-	return inCidr ? null : range;
+	const covers = (candidate: ipaddr.IPv4 | ipaddr.IPv6) =>
+		policy.cidrs.some(([net, bits]) => net.kind() === candidate.kind() && candidate.match(net, bits));
+	return covers(ip) || (inner !== null && covers(inner)) ? null : range;
 }
 
 /** Why the guard refused a URL; `reason`: scheme, port, address (with the ipaddr.js `range`), unresolved. */
@@ -291,31 +340,44 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  * GET `url` through the guard, following redirects by hand.
  * @returns status, headers (lower-case), body (decoded from gzip/deflate/br, at most `maxBytes`) and the final URL
  * @throws BlockedAddressError (nothing was sent to the refused hop); RedirectError; TooLargeError;
- *   the signal's TimeoutError past `timeoutMs`; a network error (ECONNREFUSED…)
+ *   a DOMException named TimeoutError past `timeoutMs`; a network error (ECONNREFUSED…)
  */
 export const guardedGet: GuardedGet = async (start, options) => {
 	const policy = options.policy ?? DEFAULT_POLICY;
 	const resolve = options.resolve ?? systemResolver;
 	const connect = options.connect ?? systemConnector;
-	const signal = AbortSignal.timeout(options.timeoutMs);
-	let url = checkedUrl(start, policy);
-	for (let hop = 0; ; hop++) {
-		const to = await abortable(target(url, policy, resolve), signal);
-		const res = await request(url, to, connect, signal);
-		if (REDIRECTS.has(res.statusCode ?? 0) && res.headers.location !== undefined) {
-			res.resume();
-			if (hop >= MAX_REDIRECTS)
-				throw new RedirectError(`more than ${MAX_REDIRECTS} redirects`, 'TOO_MANY_REDIRECTS', url.href);
-			let next: URL;
-			try {
-				next = new URL(res.headers.location, url);
-			} catch {
-				throw new RedirectError('redirect to a Location that is not a URL', 'BAD_REDIRECT', url.href);
+	// one signal for every hop: the time limit aborts it, and so does the end of guardedGet (finally), which
+	// closes any request or body still open (a redirect hop's, a refused or failed read's)
+	const controller = new AbortController();
+	const signal = controller.signal;
+	const timer = setTimeout(
+		() => controller.abort(new DOMException(`no answer within ${options.timeoutMs} ms`, 'TimeoutError')),
+		options.timeoutMs,
+	);
+	try {
+		let url = checkedUrl(start, policy);
+		for (let hop = 0; ; hop++) {
+			const to = await abortable(target(url, policy, resolve), signal);
+			const res = await request(url, to, connect, signal);
+			if (REDIRECTS.has(res.statusCode ?? 0) && res.headers.location !== undefined) {
+				// a redirect's body is never read: close its socket now (a body that streams on costs nothing)
+				res.destroy();
+				if (hop >= MAX_REDIRECTS)
+					throw new RedirectError(`more than ${MAX_REDIRECTS} redirects`, 'TOO_MANY_REDIRECTS', url.href);
+				let next: URL;
+				try {
+					next = new URL(res.headers.location, url);
+				} catch {
+					throw new RedirectError('redirect to a Location that is not a URL', 'BAD_REDIRECT', url.href);
+				}
+				url = checkedUrl(next, policy);
+				continue;
 			}
-			url = checkedUrl(next, policy);
-			continue;
+			return await readBody(res, url, options.maxBytes, signal);
 		}
-		return await readBody(res, url, options.maxBytes, signal);
+	} finally {
+		clearTimeout(timer);
+		if (!signal.aborted) controller.abort(new DOMException('guardedGet has settled', 'AbortError'));
 	}
 };
 

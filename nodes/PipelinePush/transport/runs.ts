@@ -4,6 +4,7 @@
  * shared pool (nodes/shared/postgres/pool.ts), so a dropped connection fails one call, never the server.
  */
 import type { Pool } from 'pg';
+import { publicRunError } from '../../shared/envelopeBuilders';
 
 export interface RunRow {
 	id: string;
@@ -16,7 +17,7 @@ export interface RunRow {
 /** The pushed answer: exactly the seed's `{ request_id, status, answer }` / `{ request_id, status, error }`. */
 export type PushedAnswer =
 	| { request_id: string; status: 'completed'; answer: string | null }
-	| { request_id: string; status: 'failed'; error: unknown };
+	| { request_id: string; status: 'failed'; error: string };
 
 export interface RunStore {
 	/** The runs among `ids` whose user_id is `userId` (any status). */
@@ -37,14 +38,14 @@ export function pgRunStore(pool: () => Pool): RunStore {
 	};
 }
 
-/** The answer of a finished run (null while it is not finished); `error` as Get Status gives it. */
+/** The answer of a finished run (null while it is not finished); `error` as Get Status gives it (publicRunError). */
 export function answerOf(row: RunRow): PushedAnswer | null {
 	if (row.status === 'COMPLETED') return { request_id: row.id, status: 'completed', answer: row.final_answer };
 	if (row.status === 'FAILED')
 		return {
 			request_id: row.id,
 			status: 'failed',
-			error: typeof row.error?.message === 'string' ? row.error.message : row.error,
+			error: publicRunError(row.error),
 		};
 	return null;
 }

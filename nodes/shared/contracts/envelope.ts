@@ -89,14 +89,27 @@ export const MAX_PUBLIC_MESSAGE_LENGTH = 500;
 /** Longest `field` of a PublicError (a validation error's field path, e.g. `body.user_id`). */
 export const MAX_PUBLIC_FIELD_LENGTH = 256;
 
+/** A PublicError's `code`: the machine reason (`error.details.code`, e.g. REV_CONFLICT, LOCKED, UNREACHABLE). */
+export const PUBLIC_CODE_PATTERN = /^[A-Z_]{1,64}$/;
+/** An ArangoDB `_rev` as a PublicError carries it. */
+export const PUBLIC_REV_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** An ArangoDB document id ("atoms/a1") as a key of a PublicError's `current_revs` (collection/key characters). */
+export const PUBLIC_DOCUMENT_ID_PATTERN = /^[A-Za-z0-9_-]{1,256}\/[A-Za-z0-9_\-:.@()+,=;$!*'%]{1,254}$/;
+/** Most entries of a PublicError's `current_revs`; a conflict that read more answers none. */
+export const MAX_PUBLIC_CURRENT_REVS = 100;
+
 /**
  * PublicError (issue 25 §4): what an outside caller (a webhook's client, Telegram) is answered when its call
  * is refused or fails — the ErrorEnvelope's `public` projection and nothing more:
- * `{ ok: false, status_code, kind, message, correlation_id, field? }`. `message` is the error's own message
- * for a 4xx (it is about the caller's request) and a fixed text naming only the kind for a 5xx (which may
- * name servers, tables or addresses); `field` is set only for a `validation` error that names one. Everything
- * else (details.input with the request's headers and body, ctx, error_context, `_internal`) stays in
- * ops.errors, found there by `correlation_id`. Strict: an extra key fails validation.
+ * `{ ok: false, status_code, kind, message, correlation_id, field?, code?, current_rev?, current_revs?, locked_until? }`.
+ * `message` is the error's own message for a 4xx (it is about the caller's request) and a fixed text naming
+ * only the kind for a 5xx (which may name servers, tables or addresses); `field` is set only for a
+ * `validation` error that names one; `code` is the machine reason (`details.code`, PUBLIC_CODE_PATTERN) of any
+ * error that has one. Only a `conflict` or `locked` error (ArangoCAS) may carry what a client needs to retry:
+ * `current_rev` (the `_rev` to retry with, null when the document is gone), `current_revs` (document id →
+ * `_rev` or null, at most MAX_PUBLIC_CURRENT_REVS) and `locked_until` (ISO 8601 time the lock ends). Everything
+ * else (details.input with the request's headers and body, ctx, error_context, `_internal`, `locked_by`)
+ * stays in ops.errors, found there by `correlation_id`. Strict: an extra key fails validation.
  */
 export const PublicError = z
 	.object({
@@ -106,6 +119,15 @@ export const PublicError = z
 		message: z.string().min(1).max(MAX_PUBLIC_MESSAGE_LENGTH),
 		correlation_id: z.string().uuid(),
 		field: z.string().min(1).max(MAX_PUBLIC_FIELD_LENGTH).optional(),
+		code: z.string().regex(PUBLIC_CODE_PATTERN).optional(),
+		current_rev: z.string().regex(PUBLIC_REV_PATTERN).nullable().optional(),
+		current_revs: z
+			.record(z.string().regex(PUBLIC_DOCUMENT_ID_PATTERN), z.string().regex(PUBLIC_REV_PATTERN).nullable())
+			.refine((revs) => Object.keys(revs).length <= MAX_PUBLIC_CURRENT_REVS, {
+				message: `at most ${MAX_PUBLIC_CURRENT_REVS} entries`,
+			})
+			.optional(),
+		locked_until: z.string().datetime().optional(),
 	})
 	.strict();
 export type PublicError = z.infer<typeof PublicError>;

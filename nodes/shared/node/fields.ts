@@ -47,12 +47,33 @@ function extraConditions(field: INodeProperties): [string, unknown][] {
 }
 
 /**
+ * Whether a node of version `version` meets a `@version` display condition: one of its entries is that
+ * version, or n8n's `{ _cnd: { gte | gt | lte | lt | eq: n } }` holds for it.
+ */
+export function versionMatches(allowed: unknown[], version: number): boolean {
+	return allowed.some((entry) => {
+		if (typeof entry === 'number') return entry === version;
+		const cnd = (entry as { _cnd?: Record<string, unknown> } | null)?._cnd;
+		if (!cnd) return false;
+		return Object.entries(cnd).every(([op, target]) => {
+			if (typeof target !== 'number') return false;
+			if (op === 'gte') return version >= target;
+			if (op === 'gt') return version > target;
+			if (op === 'lte') return version <= target;
+			if (op === 'lt') return version < target;
+			return op === 'eq' && version === target;
+		});
+	});
+}
+
+/**
  * Whether `field` is shown for this item: each extra condition names a sibling field whose value (its
- * default when unset) must be one of the listed values. n8n drops a hidden parameter from the node,
+ * default when unset) must be one of the listed values, or is `@version` (the node's typeVersion, versionMatches). n8n drops a hidden parameter from the node,
  * and reading an absent parameter throws, so a hidden field is not read at all.
  */
 function isShown(fn: IExecuteFunctions, itemIndex: number, field: INodeProperties, fields: INodeProperties[]): boolean {
 	return extraConditions(field).every(([name, allowed]) => {
+		if (name === '@version') return Array.isArray(allowed) && versionMatches(allowed, fn.getNode().typeVersion);
 		const sibling = fields.find((f) => f.name === name);
 		const value = fn.getNodeParameter(name, itemIndex, sibling?.default) as unknown;
 		return Array.isArray(allowed) && allowed.includes(value);

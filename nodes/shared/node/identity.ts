@@ -1,7 +1,9 @@
 /**
  * Who is calling: the Identity fields of the operations that act as a user (ArangoCAS atom.lock,
- * atom.unlock, atom.archive, proposal.merge; PipelineCapture run.createRun, run.getStatus), and the
- * resolver that turns them and the input item into the operation's `user_id`.
+ * atom.unlock, atom.archive, proposal.create (its author), proposal.merge, proposal.reject, baseline.create,
+ * analysis.loadContext / saveResult / saveError — the last five from node version 2; PipelineCapture
+ * run.createRun, run.getStatus), and the resolver that turns them and the input item into the operation's
+ * `user_id`.
  *
  * - Identity "Verified Token Claim" (`token`, the default): `user_id` is a claim (default `sub`) of the
  *   item's `json.jwtPayload`, which n8n's Webhook node puts on its item after verifying the caller's JWT
@@ -33,11 +35,19 @@ const WHERE = { operation: 'authenticate' };
  * @param who what the user does in this operation, e.g. "Who takes the lock (stored in locked_by)"
  * @param as the input key the identity fills and the body key checked against the token: `user_id`
  *        (field `userId`, "User ID") or `author` (field `author`, "Author")
+ * @param options.sinceVersion the first node version that has the fields (`@version` >= it): on an older
+ *        node they are hidden and the operation acts as no one (`readOperationInput` gives the identity key
+ *        null), as it did before it took an identity — a saved workflow keeps working (ArangoCAS v1)
  */
-export function identityFields(who: string, as: 'user_id' | 'author' = 'user_id'): FieldInit[] {
+export function identityFields(
+	who: string,
+	as: 'user_id' | 'author' = 'user_id',
+	options: { sinceVersion?: number } = {},
+): FieldInit[] {
 	const field =
 		as === 'author' ? { displayName: 'Author', name: 'author' } : { displayName: 'User ID', name: 'userId' };
-	return [
+	const since = options.sinceVersion === undefined ? {} : { '@version': [{ _cnd: { gte: options.sinceVersion } }] };
+	const fields: FieldInit[] = [
 		{
 			displayName: 'Identity',
 			name: 'identity',
@@ -74,6 +84,7 @@ export function identityFields(who: string, as: 'user_id' | 'author' = 'user_id'
 			description: `${who}. Trusted as given: use only behind a caller n8n authenticated.`,
 		},
 	];
+	return fields.map((f) => ({ ...f, show: { ...f.show, ...since } }));
 }
 
 /** The Identity fields' values as `readFields` returns them. */
@@ -175,7 +186,7 @@ function sameUser(value: unknown, identity: string): boolean {
 /**
  * The `user_id` an operation acts as, from its Identity fields and the input item's json.
  * `token` (or unset): `tokenIdentity(json, identity_claim || "sub")`, a string. `field`: the User ID
- * field as read (the operation validates it: 422 when missing).
+ * field as read, null read as missing (the operation validates it: 422 when missing).
  * @param bodyKey the body key checked against the token (`user_id`, or `author`)
  * @throws ContractError 401/403 (see tokenIdentity); 422 VALIDATION for an Identity other than
  *         token/field or an Identity Claim that is not a name of 1–256 characters
@@ -186,7 +197,8 @@ export function resolveUserId(
 	bodyKey = 'user_id',
 ): unknown {
 	const mode = params.identity ?? 'token';
-	if (mode === 'field') return params.user_id;
+	// null only ever means "no Identity fields" (readOperationInput): an empty User ID field stays missing (422)
+	if (mode === 'field') return params.user_id ?? undefined;
 	if (mode !== 'token') throw invalidParam('identity', 'must be token or field');
 	const claim = params.identity_claim ?? DEFAULT_CLAIM;
 	if (typeof claim !== 'string' || claim.trim() === '' || claim.length > MAX_IDENTITY_LENGTH) {
@@ -209,7 +221,7 @@ function identityKey(fields: INodeProperties[]): string {
 /**
  * Reads an operation's fields for one item (`readFields`) and, when it has the Identity fields,
  * replaces `identity`, `identity_claim` and the identity key (`user_id`, or `author` for proposals) by the
- * resolved identity. Both contract nodes call it after setting the item's ctx, so an identity error item
+ * resolved identity (null when the node's version hides the Identity fields: see identityFields `sinceVersion`). Both contract nodes call it after setting the item's ctx, so an identity error item
  * keeps its ctx.
  * @throws ContractError 401/403/422 as resolveUserId
  */
@@ -222,6 +234,8 @@ export function readOperationInput(
 	const input = readFields(fn, itemIndex, fields);
 	if (!hasIdentity(fields)) return input;
 	const key = identityKey(fields);
+	// Identity hidden on this node version (identityFields `sinceVersion`): no user, as before it had one
+	if (!('identity' in input)) return { ...input, [key]: null };
 	const { identity, identity_claim, [key]: value, ...rest } = input;
 	return { ...rest, [key]: resolveUserId({ identity, identity_claim, user_id: value }, json, key) };
 }

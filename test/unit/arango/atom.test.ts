@@ -25,7 +25,10 @@ test('Lock: one CAS query; sends the key, the caller, the expected _rev and the 
 	const [q] = stub.queries();
 	assert.deepEqual(q.bindVars, { atom_key: 'a1', user_id: 'u1', expected_rev: '_rev1', lease_ms: 300_000 });
 	assert.equal(q.trxId, undefined, 'a single query needs no stream transaction');
-	assert.match(q.query, /UPDATE a WITH \{ locked_by: @user_id[\s\S]*OPTIONS \{ ignoreRevs: false \}/);
+	assert.match(
+		q.query,
+		/UPDATE a WITH \{ locked_by: @user_id[\s\S]*OPTIONS \{ ignoreRevs: false(, keepNull: true)? \}/,
+	);
 	assert.deepEqual(result, {
 		statusCode: 200,
 		data: { success: true, atom_id: 'atoms/a1', locked_by: 'u1', locked_until: 1_700_000_300_000, atom_rev: '_rev2' },
@@ -127,6 +130,22 @@ test('Unlock: owner releases with one CAS query', async () => {
 	assertQueriesSafe(stub);
 });
 
+test('Lock clears unlocked_by (keepNull); Unlock of an atom that is not locked writes nothing and answers its _rev', () => {
+	assert.match(
+		LOCK_AQL,
+		/UPDATE a WITH \{ locked_by: @user_id, locked_until: now \+ @lease_ms, unlocked_by: null \} IN atoms OPTIONS \{ ignoreRevs: false, keepNull: true \}/,
+	);
+	assert.match(UNLOCK_AQL, /LET was_locked = atom != null AND atom\.locked_by != null/);
+	assert.match(UNLOCK_AQL, /FOR a IN \(outcome == "OK" AND was_locked \? \[atom\] : \[\]\)\s+UPDATE a/);
+	assert.match(UNLOCK_AQL, /atom_rev: was_locked \? updated\._rev : atom\._rev/);
+});
+
+test('Unlock: an atom that is not locked answers success with its unchanged _rev', async () => {
+	const stub = new ArangoStub().cursor([{ outcome: 'OK', atom_rev: '_rev2' }], { writesExecuted: 0 });
+	const result = await unlock.execute(stub.database(), UNLOCK_INPUT, RUN);
+	assert.deepEqual(result.data, { success: true, atom_id: 'atoms/a1', atom_rev: '_rev2' });
+});
+
 test("Unlock: another user's unexpired lock answers 423; a stale _rev 409", async () => {
 	const stub = new ArangoStub()
 		.cursor([{ outcome: 'LOCKED', locked_by: 'u2', locked_until: 5 }])
@@ -224,10 +243,11 @@ test('Unlock Expired: one query; CAS per atom with ignoreErrors so a renewed loc
 		skipped_conflicts: 1,
 	});
 	const [q] = stub.queries();
-	assert.deepEqual(q.bindVars, { batch_size: 100 });
+	// issue 25 review: a lock cleared by the sweep names no user but the system
+	assert.deepEqual(q.bindVars, { batch_size: 100, unlocked_by: 'system:expired' });
 	assert.match(
 		q.query,
-		/UPDATE atom WITH \{ locked_by: null, locked_until: null \} IN atoms OPTIONS \{ ignoreRevs: false, ignoreErrors: true/,
+		/UPDATE atom WITH \{ locked_by: null, locked_until: null, unlocked_by: @unlocked_by \} IN atoms OPTIONS \{ ignoreRevs: false, ignoreErrors: true/,
 	);
 	assertQueriesSafe(stub);
 });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { publicError } from '../../../nodes/shared/envelopeBuilders';
 import { afterEach, test } from '@jest/globals';
 import { createBaseline } from '../../../nodes/ArangoCas/actions/baseline/create.operation';
 import { ArangoStub } from '../../helpers/arangoHttp';
@@ -56,8 +57,10 @@ test('Create baseline: CAS-touches every snapshotted atom before inserting, so a
 	);
 	assert.match(
 		query,
-		/FOR item IN \(outcome == "OK" \? reachable : \[\]\)\s+UPDATE \{ _key: item\.key, _rev: item\.rev \} WITH \{ baselined_at: now \} IN atoms OPTIONS \{ ignoreRevs: false \}/,
+		/FOR item IN \(outcome == "OK" \? reachable : \[\]\)\s+UPDATE \{ _key: item\.key, _rev: item\.rev \} WITH \{ baselined_at: now, baselined_by: @user_id \} IN atoms OPTIONS \{ ignoreRevs: false \}/,
 	);
+	// issue 25 review: the snapshot edges name their creator too
+	assert.match(query, /type: "snapshot_item", snapshotted_at: now, created_by: @user_id \} INTO baseline_items/);
 	assert.ok(
 		query.indexOf('IN atoms') < query.indexOf('INTO baselines'),
 		'atoms are touched before anything else is written',
@@ -139,6 +142,17 @@ test('Create baseline: unknown doc → 404; a tag used twice (unique index, 1210
 	assert.deepEqual([missing.statusCode, missing.details.missing], [404, ['docs/doc_1']]);
 	const duplicate = await failure(createBaseline, db, INPUT);
 	assert.deepEqual([duplicate.statusCode, duplicate.details.code], [409, 'UNIQUE_VIOLATION']);
+	// the caller reads a fixed message (issue 25 §4); ArangoDB's names the index, kept in details only
+	assert.equal(duplicate.message, 'a document with the same unique values already exists');
+	assert.match(String(duplicate.details.arango_message), /baselines_doc_tag/);
+	const answer = publicError({
+		status_code: duplicate.statusCode,
+		kind: duplicate.kind,
+		message: duplicate.message,
+		correlation_id: '6f1d2c3b-4a59-4e68-8f7a-0b1c2d3e4f50',
+		details: { node_details: duplicate.details },
+	});
+	assert.doesNotMatch(JSON.stringify(answer), /AQL|index|baselines_doc_tag|doc_id, tag|while executing/);
 });
 
 test('Create baseline: version_tag is required (422 naming it)', async () => {

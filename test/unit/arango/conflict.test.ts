@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { afterEach, test } from '@jest/globals';
 import { ContractError } from '../../../nodes/shared/errors';
 import { onWriteConflict, revMap, withCurrentRev } from '../../../nodes/ArangoCas/transport/conflict';
-import { fromArangoError } from '../../../nodes/ArangoCas/transport/errors';
+import { FIXED_MESSAGES, fromArangoError } from '../../../nodes/ArangoCas/transport/errors';
 import { ArangoStub, CONFLICT_1200 } from '../../helpers/arangoHttp';
 
 afterEach(() => ArangoStub.reset());
@@ -16,11 +16,17 @@ const where = { operation: 'update', collection: 'atoms' };
 /** A 1200 as ./errors.ts builds it from an ArangoDB answer. */
 function conflict1200(): ContractError {
 	return new ContractError(
-		'ArangoDB error 1200: AQL: conflict',
+		FIXED_MESSAGES[1200],
 		409,
 		'conflict',
 		false,
-		{ arango_error_num: 1200, arango_http_code: 409, code: 'REV_CONFLICT', current_rev: null },
+		{
+			arango_error_num: 1200,
+			arango_http_code: 409,
+			arango_message: 'AQL: conflict',
+			code: 'REV_CONFLICT',
+			current_rev: null,
+		},
 		where,
 		{ cause: new Error('raw') },
 	);
@@ -85,12 +91,13 @@ test('onWriteConflict: a 1200 gets the known facts and the re-read facts; a new 
 	assert.deepEqual(thrown.details, {
 		arango_error_num: 1200,
 		arango_http_code: 409,
+		arango_message: 'AQL: conflict',
 		code: 'REV_CONFLICT',
 		expected_rev: '_e1',
 		current_rev: '_e2',
 		current_revs: { 'x/1': '_e2' },
 	});
-	assert.equal(thrown.message, 'concurrent write (ArangoDB error 1200: AQL: conflict)');
+	assert.equal(thrown.message, 'concurrent write', "the caller's message, never ArangoDB's text (issue 25 §4)");
 });
 
 test('onWriteConflict: a re-read that throws adds nothing but the known facts', async () => {
@@ -103,11 +110,12 @@ test('onWriteConflict: a re-read that throws adds nothing but the known facts', 
 	assert.deepEqual(thrown.details, {
 		arango_error_num: 1200,
 		arango_http_code: 409,
+		arango_message: 'AQL: conflict',
 		code: 'REV_CONFLICT',
 		current_rev: null,
 		expected_rev: '_e1',
 	});
-	assert.equal(thrown.message, 'ArangoDB error 1200: AQL: conflict');
+	assert.equal(thrown.message, FIXED_MESSAGES[1200]);
 });
 
 test('withCurrentRev: one read of every id (the first is current_rev), after a 1200 from the server', async () => {

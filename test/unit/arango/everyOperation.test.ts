@@ -124,6 +124,11 @@ for (const resource of RESOURCES) {
 					[error.statusCode, error.kind, error.retryable, error.details.code],
 					[f.status, f.kind, f.retryable, f.code],
 				);
+				if (f.status < 500) {
+					// a 4xx message reaches the caller (issue 25 §4): no AQL, plan node, index or collection names
+					assert.doesNotMatch(error.message, /AQL|node #|UpdateNode|index|while executing|ArangoDB error/);
+					assert.match(String(error.details.arango_message), /^AQL: /, "ArangoDB's text stays in the details");
+				}
 				if (reread) {
 					const read = stub.queries().at(-1)!;
 					assert.deepEqual(read.bindVars, cas ? { ids: cas.ids } : traversal!.bindVars, 'the documents are read again');

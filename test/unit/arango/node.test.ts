@@ -27,13 +27,14 @@ function context(
 	items: INodeExecutionData[],
 	params: Record<string, unknown>[],
 	continueOnFail: boolean,
+	typeVersion = 2,
 ): IExecuteFunctions {
 	return {
 		getInputData: () => items,
 		getNode: () => ({
 			name: 'Lock Atom',
 			type: 'n8n-nodes-contracts.arangoCas',
-			typeVersion: 1,
+			typeVersion,
 			position: [0, 0],
 			parameters: {},
 			id: '1',

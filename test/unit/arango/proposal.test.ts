@@ -39,6 +39,8 @@ test('Create proposal: one stream transaction: CAS-touch the active target, then
 	assert.deepEqual(insert.bindVars, { target_key: 'a1', new_content: 'Fixed text', comment: 'typo', author: 'u1' });
 	assert.match(insert.query, /INSERT \{ content: @new_content, status: "proposal"/);
 	assert.match(insert.query, /type: "alternative"[\s\S]*outdated: false/);
+	// issue 25 review: the proposal_links edge names its creator
+	assert.match(insert.query, /created_at: now,\s+created_by: @author\s+\} INTO proposal_links/);
 	assert.deepEqual(
 		stub.requests.map((r) => r.method),
 		['POST', 'POST', 'POST', 'PUT'],
@@ -202,6 +204,11 @@ test('Merge: begin → switch query → unlink query → commit, every step in t
 		allow_outdated: false,
 	});
 	assert.match(sw.query, /UPDATE \{ _key: e\._key, _rev: @expected_edge_rev \} WITH \{ _to: winner_id/);
+	// issue 25 review: the rebased proposal links name who merged
+	assert.match(
+		sw.query,
+		/UPDATE pe WITH \{ _to: winner_id, outdated: true, rebased_from: current_id, rebased_at: now, rebased_by: @user_id \}/,
+	);
 	assert.deepEqual(unlink.bindVars, { winner_id: 'atoms/p1' });
 	assert.match(unlink.query, /REMOVE pe IN proposal_links/);
 	assert.deepEqual(result.data, {
@@ -307,10 +314,11 @@ test("Merge: a 1200 on an atom (the edge unchanged) → current_rev == expected_
 		'a winner gone meanwhile reads null',
 	);
 	assert.deepEqual(error.details.conflict_on, []);
-	assert.match(
+	assert.equal(
 		error.message,
-		/^concurrent write to the structure edge or an atom of this merge; retry with the current revisions \(ArangoDB error 1200: /,
+		'concurrent write to the structure edge or an atom of this merge; retry with the current revisions',
 	);
+	assert.match(String(error.details.arango_message), /^AQL: conflict/, "ArangoDB's text only in the details");
 	assert.ok(stub.isDone());
 });
 

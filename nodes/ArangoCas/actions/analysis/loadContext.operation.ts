@@ -52,7 +52,8 @@ export const LoadContextInput = z.object({
 		.trim()
 		.min(1, 'is required')
 		.max(128, 'must be ≤ 128 characters'),
-	user_id: UserId,
+	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
+	user_id: UserId.nullable(),
 });
 
 export interface Issue {
@@ -89,7 +90,7 @@ export const loadContext: Operation = {
 			required: true,
 			description: 'The prompts.role_key of the agent, e.g. tech_lead or fixer',
 		},
-		...identityFields('Who asks for the analysis (output as requested_by)'),
+		...identityFields('Who asks for the analysis (output as requested_by)', 'user_id', { sinceVersion: 2 }),
 	]),
 	async execute(db, raw, run) {
 		const input = parseInput(LoadContextInput, raw, 'prompts');

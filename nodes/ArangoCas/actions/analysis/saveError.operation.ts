@@ -112,7 +112,8 @@ export const SaveErrorInput = z.object({
 		}),
 	response_text: nullableText(100_000),
 	error_message: nullableText(10_000),
-	user_id: UserId,
+	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
+	user_id: UserId.nullable(),
 });
 
 const ref = { resource: 'analysis', operation: 'saveError' };
@@ -152,7 +153,9 @@ export const saveError: Operation = {
 			default: '={{ $json.error ? ($json.error.message || String($json.error)) : "" }}',
 			description: 'What went wrong, as the HTTP Request node reported it',
 		},
-		...identityFields('Who asked for the analysis (stored as created_by on the ai_error artifact)'),
+		...identityFields('Who asked for the analysis (stored as created_by on the ai_error artifact)', 'user_id', {
+			sinceVersion: 2,
+		}),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(SaveErrorInput, raw, 'artifacts');

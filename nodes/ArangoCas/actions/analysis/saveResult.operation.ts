@@ -104,7 +104,8 @@ export const SaveResultInput = z.object({
 		.nullish()
 		.transform((v) => (v === null || v === undefined ? null : String(v))),
 	ai_response: z.unknown(),
-	user_id: UserId,
+	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
+	user_id: UserId.nullable(),
 });
 
 const ref = { resource: 'analysis', operation: 'saveResult' };
@@ -135,7 +136,9 @@ export const saveResult: Operation = {
 			default: '={{ $json.response }}',
 			description: 'The model\'s answer: { "issues": [{ "description", "severity" }] } as an object or JSON text',
 		},
-		...identityFields('Who asked for the analysis (stored as created_by on the artifacts)'),
+		...identityFields('Who asked for the analysis (stored as created_by on the artifacts)', 'user_id', {
+			sinceVersion: 2,
+		}),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(SaveResultInput, raw, 'artifacts');

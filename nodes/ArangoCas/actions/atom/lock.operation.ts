@@ -12,6 +12,7 @@
  * needs the current `_rev`. An expired lock counts as free; a `locked_until` stored as the seed's ISO
  * string is compared in ms (../lockTime.ts). 409 REV_CONFLICT with `current_rev` (after a lost race,
  * 1200, read again, with `current_revs`: ../../transport/conflict.ts); 422 invalid input.
+ * A lock clears `unlocked_by` (null: the atom is locked, nobody released it since; issue 25).
  * One AQL query (one round trip): the checks read the atom, the CAS UPDATE (`ignoreRevs: false` on
  * the document read) runs only when they pass, and a concurrent change still fails it with 1200 → 409.
  */
@@ -35,7 +36,7 @@ LET outcome = atom == null ? "NOT_FOUND"
   : "OK"
 LET updated = FIRST(
   FOR a IN (outcome == "OK" ? [atom] : [])
-    UPDATE a WITH { locked_by: @user_id, locked_until: now + @lease_ms } IN atoms OPTIONS { ignoreRevs: false }
+    UPDATE a WITH { locked_by: @user_id, locked_until: now + @lease_ms, unlocked_by: null } IN atoms OPTIONS { ignoreRevs: false, keepNull: true }
     RETURN NEW
 )
 RETURN {

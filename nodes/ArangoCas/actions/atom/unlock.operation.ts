@@ -6,7 +6,8 @@
  * Output data: `{ success: true, atom_id, atom_rev }`.
  * Errors: 404 NOT_FOUND; 423 LOCKED when another user holds the lock, expired or not (§3.6.2: only the
  * owner unlocks, `locked_by == null OR locked_by == user_id`; expired locks are cleared by the §3.8 cron,
- * Unlock Expired); an unlocked atom unlocks again as a no-op CAS; 409 REV_CONFLICT with
+ * Unlock Expired); unlocking an atom that is not locked still checks `expected_rev` but writes nothing
+ * (its `_rev` and `unlocked_by` stay; `atom_rev` is the current `_rev`); 409 REV_CONFLICT with
  * `current_rev` (after a lost race, 1200, read again, with `current_revs`: ../../transport/conflict.ts);
  * 422 invalid input. One AQL query.
  */
@@ -25,8 +26,9 @@ LET outcome = atom == null ? "NOT_FOUND"
   : (atom.locked_by != null AND atom.locked_by != @user_id) ? "LOCKED"
   : atom._rev != @expected_rev ? "REV_CONFLICT"
   : "OK"
+LET was_locked = atom != null AND atom.locked_by != null
 LET updated = FIRST(
-  FOR a IN (outcome == "OK" ? [atom] : [])
+  FOR a IN (outcome == "OK" AND was_locked ? [atom] : [])
     UPDATE a WITH { locked_by: null, locked_until: null, unlocked_by: @user_id } IN atoms OPTIONS { ignoreRevs: false, keepNull: true }
     RETURN NEW
 )
@@ -35,7 +37,7 @@ RETURN {
   current_rev: atom._rev,
   locked_by: atom.locked_by,
   locked_until: ${lockedUntilMs('atom')},
-  atom_rev: updated._rev
+  atom_rev: was_locked ? updated._rev : atom._rev
 }`;
 
 export const UnlockInput = z.object({ atom_id: keyIn('atoms'), user_id: UserId, expected_rev: Rev });

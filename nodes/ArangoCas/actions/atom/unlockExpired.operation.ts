@@ -8,7 +8,8 @@
  * those are counted in `skipped_conflicts` (`writesIgnored`). One AQL query; uses the sparse
  * persistent index on atoms.locked_until (two ranges: numbers below now, and every string).
  * `locked_until` in ms (ours) or as the seed's ISO string (DATE_ADD) is compared in ms (../lockTime.ts);
- * an unparsable value is left alone.
+ * an unparsable value is left alone. A cleared lock records `unlocked_by: "system:expired"` (EXPIRED_ACTOR;
+ * issue 25: every write names its actor, here no user).
  */
 import { z } from 'zod';
 import { parseInput } from '../inputs';
@@ -23,8 +24,11 @@ FOR atom IN atoms
   LET until_ms = ${lockedUntilMs('atom')}
   FILTER until_ms != null AND until_ms < now
   LIMIT @batch_size
-  UPDATE atom WITH { locked_by: null, locked_until: null } IN atoms OPTIONS { ignoreRevs: false, ignoreErrors: true, keepNull: true }
+  UPDATE atom WITH { locked_by: null, locked_until: null, unlocked_by: @unlocked_by } IN atoms OPTIONS { ignoreRevs: false, ignoreErrors: true, keepNull: true }
   RETURN { id: NEW._id, atom_rev: NEW._rev }`;
+
+/** The `unlocked_by` of a lock cleared because its lease ended (no user released it). */
+export const EXPIRED_ACTOR = 'system:expired';
 
 export const UnlockExpiredInput = z.object({
 	batch_size: z.coerce
@@ -55,7 +59,7 @@ export const unlockExpired: Operation = {
 		const input = parseInput(UnlockExpiredInput, raw, 'atoms');
 		const result = await runQuery<{ id: string; atom_rev: string }>(db, {
 			query: UNLOCK_EXPIRED_AQL,
-			bindVars: { batch_size: input.batch_size },
+			bindVars: { batch_size: input.batch_size, unlocked_by: EXPIRED_ACTOR },
 			operation: 'update',
 			collection: 'atoms',
 		});

@@ -5,7 +5,8 @@
  *
  * Input: `doc_id` (docs/<key> or key), `version_tag`, `title`, `user_id` (the Identity fields: the verified
  * token's claim by default; 401/403 kind auth, see shared/node/identity.ts — issue 25: stored as the
- * baseline's `created_by`, so every baseline names who froze it).
+ * baseline's `created_by`, so every baseline names who froze it; also each baseline_items edge's `created_by` and
+ * each snapshotted atom's `baselined_by`, beside `baselined_at`. Null on a version-1 node, which has no Identity fields).
  * Output data (201): `{ baseline_id, tag, items_snapshotted, frozen_at (ms), items: [atom ids], created_by }`.
  * Errors: 404 NOT_FOUND (no such doc); 422 ILLEGAL_EDGES with `edges: [{ id, from, to }]` when the doc
  * has direct docs → atoms structure edges (v2.1 constraint: checked before anything is written);
@@ -63,7 +64,7 @@ LET outcome = doc == null ? "NOT_FOUND"
   : "OK"
 LET touched = (
   FOR item IN (outcome == "OK" ? reachable : [])
-    UPDATE { _key: item.key, _rev: item.rev } WITH { baselined_at: now } IN atoms OPTIONS { ignoreRevs: false }
+    UPDATE { _key: item.key, _rev: item.rev } WITH { baselined_at: now, baselined_by: @user_id } IN atoms OPTIONS { ignoreRevs: false }
     RETURN NEW._id
 )
 LET baseline = FIRST(
@@ -73,7 +74,7 @@ LET baseline = FIRST(
 )
 LET snapshotted = (
   FOR item IN (baseline == null ? [] : reachable)
-    INSERT { _from: baseline._id, _to: item.id, order: item.order, type: "snapshot_item", snapshotted_at: now } INTO baseline_items
+    INSERT { _from: baseline._id, _to: item.id, order: item.order, type: "snapshot_item", snapshotted_at: now, created_by: @user_id } INTO baseline_items
     RETURN NEW._to
 )
 RETURN {
@@ -102,7 +103,8 @@ export const CreateBaselineInput = z.object({
 		.max(512, 'must be ≤ 512 characters')
 		.nullish()
 		.transform((v) => v ?? null),
-	user_id: UserId,
+	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
+	user_id: UserId.nullable(),
 });
 
 /**
@@ -139,7 +141,7 @@ export const createBaseline: Operation = {
 			description: 'Tag of the baseline (unique per document), e.g. v1.0',
 		},
 		{ displayName: 'Title', name: 'title', description: 'Title of the baseline, e.g. MVP Release' },
-		...identityFields("Who creates the baseline (stored as the baseline's created_by)"),
+		...identityFields("Who creates the baseline (stored as the baseline's created_by)", 'user_id', { sinceVersion: 2 }),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(CreateBaselineInput, raw, 'baselines');

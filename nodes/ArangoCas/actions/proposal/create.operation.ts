@@ -3,7 +3,8 @@
  * `alternative` proposal_links edge to the active atom; the document structure does not change.
  *
  * Input: `target_active_id`, `new_content`, `comment`, `author` (by default the verified token's `sub`,
- * see nodes/shared/node/identity.ts; a body `author` naming someone else is a 403).
+ * see nodes/shared/node/identity.ts; a body `author` naming someone else is a 403), stored as the proposal's
+ * `author`, the target's `last_proposal_by` and the proposal_links edge's `created_by`.
  * Output data (201): `{ proposal_id, proposal_rev, status: "proposal", proposal_link_id }`.
  * Errors: 404 NOT_FOUND when the target does not exist; 409 INVALID_STATE when it is not active;
  * 409 REV_CONFLICT when a Merge or Archive of the target runs at the same time (1200); 422 invalid input.
@@ -62,7 +63,8 @@ LET link = FIRST(
       outdated: false,
       rebased_from: null,
       rebased_at: null,
-      created_at: now
+      created_at: now,
+      created_by: @author
     } INTO proposal_links
     RETURN NEW
 )

@@ -3,7 +3,8 @@
  * atom in the document, with no lost update and no orphan active atom.
  *
  * Input: `winner_proposal_id`, `current_active_id`, `user_id` (the Identity fields: the verified
- * token's claim by default; 401/403 kind auth, see shared/node/identity.ts), `structure_edge_id`
+ * token's claim by default; 401/403 kind auth, see shared/node/identity.ts; stored as switched_by, archived_by,
+ * activated_by, merged_by and each rebased proposal link's `rebased_by`), `structure_edge_id`
  * (structure_links/<key>), `expected_edge_rev` (or If-Match), `allow_outdated` (default false).
  * Output data (the §3.2 RETURN): `{ success: true, new_active_atom_id, archived_atom_id,
  * structure_edge_id, structure_edge_rev, rebased_proposals_count, rebased_proposals: [{ id, outdated }],
@@ -95,7 +96,7 @@ LET revision_link = FIRST(
 )
 LET rebased = (
   FOR pe IN (switched_edge == null ? [] : other_links)
-    UPDATE pe WITH { _to: winner_id, outdated: true, rebased_from: current_id, rebased_at: now }
+    UPDATE pe WITH { _to: winner_id, outdated: true, rebased_from: current_id, rebased_at: now, rebased_by: @user_id }
       IN proposal_links OPTIONS { ignoreRevs: false }
     RETURN { id: pe._from, outdated: true }
 )

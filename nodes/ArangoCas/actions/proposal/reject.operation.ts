@@ -33,7 +33,8 @@ RETURN { outcome: outcome, status: proposal.status, current_rev: proposal._rev, 
 export const RejectProposalInput = z.object({
 	proposal_id: keyIn('atoms'),
 	expected_proposal_rev: Rev,
-	user_id: UserId,
+	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
+	user_id: UserId.nullable(),
 });
 
 const ref = { resource: 'proposal', operation: 'reject' };
@@ -46,7 +47,7 @@ export const rejectProposal: Operation = {
 	fields: fieldsOf(ref, [
 		{ displayName: 'Proposal ID', name: 'proposalId', required: true, description: 'Key of the proposal atom' },
 		expectedRevField('Expected Proposal Revision', 'expectedProposalRev', 'expected_proposal_rev', 'proposal'),
-		...identityFields('Who rejects the proposal (stored in rejected_by)'),
+		...identityFields('Who rejects the proposal (stored in rejected_by)', 'user_id', { sinceVersion: 2 }),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(RejectProposalInput, raw, 'atoms');

@@ -4,6 +4,7 @@
  * transition / lost capture, 422 invalid input, 503 database unreachable).
  */
 import type { Pool } from 'pg';
+import { publicRunError } from '../../../shared/envelopeBuilders';
 import { isUuid } from '../../../shared/contracts/ids';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { unstorablePath } from '../../../shared/sanitize';
@@ -431,7 +432,8 @@ export async function failRun(
 
 /**
  * Get Status (seed 001 step 4, polling): `{ request_id, status: "processing" }`,
- * `{ request_id, status: "completed", answer }` or `{ request_id, status: "failed", error }`.
+ * `{ request_id, status: "completed", answer }` or `{ request_id, status: "failed", error }`; `error` is the
+ * stored error's public message (publicRunError: a 4xx keeps its message, anything else a fixed text of its kind).
  * `user_id`: the caller; only that user's run is found. `null` reads any user's run (for callers that
  * are not a user, e.g. a maintenance workflow; the Get Status operation always passes its identity).
  * @throws 404 NOT_FOUND for an unknown run and, with the same message and details, for another
@@ -457,7 +459,7 @@ export async function getStatus(pool: Pool, input: { run_id: unknown; user_id: u
 		return {
 			request_id: id,
 			status: 'failed',
-			error: typeof row.error?.message === 'string' ? row.error.message : row.error,
+			error: publicRunError(row.error),
 		};
 	return { request_id: id, status: 'processing' };
 }
