@@ -10,7 +10,14 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
-import { capture, completeStep, createRun, failRun, sweep } from '../../nodes/PipelineCapture/actions/run/runs';
+import {
+	capture,
+	CAPTURE_REPLAY_WINDOW_SECONDS,
+	completeStep,
+	createRun,
+	failRun,
+	sweep,
+} from '../../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { WorkflowDefinition } from '../../nodes/shared/stateMachine';
@@ -193,12 +200,20 @@ test('Fail: reply lost after COMMIT; the retry with the same error is answered r
 	const id = await newRun();
 	await capture(db.pool, plain, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' });
 	const error = { message: 'model down', code: 'UPSTREAM' };
-	const call = () => failRun(proxied, plain, { run_id: id, error });
+	const call = () => failRun(proxied, plain, { run_id: id, error, call_key: 'fail-key-1' });
 	await withLostReply("previous_transition = 'FAIL'", call);
 	const retry = await call();
 	assert.deepEqual([retry.status, retry.replayed, retry.error], ['FAILED', true, error]);
+	assert.equal('fail_key' in retry, false, 'the bookkeeping is not in the output');
 	const after = await row(id);
 	assert.deepEqual([after.status, after.previous_transition, after.error], ['FAILED', 'FAIL', error]);
+	// the same error from another caller (another key, or none) is not this call's replay
+	for (const call_key of ['fail-key-2', null]) {
+		await assert.rejects(
+			failRun(db.pool, plain, { run_id: id, error, call_key }),
+			(e: ContractError) => e.statusCode === 409 && e.details.code === 'ALREADY_TERMINAL',
+		);
+	}
 	await assert.rejects(
 		failRun(db.pool, plain, { run_id: id, error: { message: 'something else' } }),
 		(e: ContractError) => e.statusCode === 409 && e.details.code === 'ALREADY_TERMINAL',
@@ -264,4 +279,87 @@ test('Sweep: reply lost after COMMIT; the retry releases nothing more, the run i
 		completeStep(db.pool, plain, { run_id: id, transition: 'ANALYSIS_DONE', capture_token: stale, result: {} }),
 		(e: ContractError) => e.statusCode === 409,
 	);
+});
+
+test('Capture: the same call key from another worker, or after the replay window, is not a replay (TAKEN, no token)', async () => {
+	const def = withProcessor('NEW', 'CAPTURE_ANALYSIS');
+	const processors = counter();
+	const id = await newRun();
+	const key = JSON.stringify(['instance-a', 'wf', '1', 'Capture', 0, 0]);
+	const first = await capture(
+		db.pool,
+		def,
+		{ run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'n8n-a', capture_key: key },
+		processors,
+	);
+	assert.equal(first.captured, true);
+	// another n8n instance / worker whose execution id collides: same key, another worker
+	const other = await capture(
+		db.pool,
+		def,
+		{ run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'n8n-b', capture_key: key },
+		processors,
+	);
+	assert.deepEqual([other.captured, other.reason, other.replayed], [false, 'TAKEN', undefined]);
+	// the same worker and key, but the capture is older than the replay window (a re-run, an id used again)
+	await db.pool.query(
+		`UPDATE maas.pipeline_runs SET updated_at = now() - make_interval(secs => $2::float8 + 1) WHERE id = $1`,
+		[id, CAPTURE_REPLAY_WINDOW_SECONDS],
+	);
+	const late = await capture(
+		db.pool,
+		def,
+		{ run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'n8n-a', capture_key: key },
+		processors,
+	);
+	assert.deepEqual([late.captured, late.reason, late.replayed], [false, 'TAKEN', undefined]);
+	assert.equal(processors.runs.get(id), 1, 'the processor ran for the winner only');
+});
+
+test("Capture: a retry after the capture's processors succeeded (Retry On Fail re-runs every item) replays without running them again", async () => {
+	const def = withProcessor('NEW', 'CAPTURE_ANALYSIS');
+	const processors = counter();
+	const id = await newRun();
+	const input = { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'n8n-1', capture_key: 'k-processed' };
+	const first = await capture(db.pool, def, input, processors);
+	assert.equal(first.captured, true);
+	assert.equal(processors.runs.get(id), 1);
+	assert.equal((await row(id)).capture_processed, true, 'recorded with the capture');
+	const again = await capture(db.pool, def, input, processors);
+	assert.deepEqual([again.captured, again.replayed], [true, true]);
+	assert.equal(again.run.capture_token, first.run.capture_token);
+	assert.equal(processors.runs.get(id), 1, 'the SYNC processor did not run twice');
+});
+
+test('the retry bookkeeping (completed_steps, capture_key, capture_processed, fail_key) is in no output and not in what processors receive', async () => {
+	const def = withProcessor('ANALYZING', 'ANALYSIS_DONE');
+	const seen: Record<string, unknown>[] = [];
+	const runProcessor = async (_p: unknown, _t: unknown, entity: unknown) => {
+		seen.push(entity as Record<string, unknown>);
+		return { success: true };
+	};
+	const captureDef = withProcessor('NEW', 'CAPTURE_ANALYSIS');
+	const id = await newRun();
+	const input = { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'n8n-1', capture_key: 'k-strip' };
+	const captured = await capture(db.pool, captureDef, input, { runProcessor });
+	const replay = await capture(db.pool, captureDef, input, { runProcessor });
+	const done = await completeStep(
+		db.pool,
+		def,
+		{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: captured.run.capture_token, result: { a: 1 } },
+		{ runProcessor },
+	);
+	const again = await completeStep(db.pool, def, {
+		run_id: id,
+		transition: 'ANALYSIS_DONE',
+		capture_token: captured.run.capture_token,
+		result: { a: 1 },
+	});
+	assert.equal(seen.length, 2);
+	for (const shown of [captured.run, replay.run, done, again, ...seen]) {
+		for (const column of ['completed_steps', 'capture_key', 'capture_processed', 'fail_key']) {
+			assert.equal(column in shown, false, `${column} leaked`);
+		}
+	}
+	assert.equal(again.replayed, true);
 });

@@ -14,6 +14,7 @@ import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../engine/d
 import {
 	ARCHIVE_RUN,
 	CAPTURE,
+	CAPTURE_PROCESSED,
 	completeStepSql,
 	CONTEXT_ANALYSIS,
 	CONTEXT_ARCHIVE,
@@ -32,6 +33,23 @@ import {
 import { countFailure, recordWarnings, warningRows, type StepOptions } from './processorOutcome';
 
 const RUNS = { table: 'maas.pipeline_runs' };
+
+/**
+ * How long after its capture (s) a Capture with the same call key, by the same worker, is recognised as the
+ * retry of that capture (n8n's Retry On Fail waits at most 5 s between at most 5 tries); after it, the
+ * same key is another call (a re-run, an id used again) and loses as TAKEN.
+ */
+export const CAPTURE_REPLAY_WINDOW_SECONDS = 300;
+
+/** Columns of the retry bookkeeping (migration 019): never in an output, nor in what processors receive. */
+const BOOKKEEPING = ['completed_steps', 'capture_key', 'capture_processed', 'fail_key'] as const;
+
+/** The run without its retry bookkeeping (BOOKKEEPING). */
+function publicRun<T extends Record<string, unknown>>(row: T): T {
+	const copy: Record<string, unknown> = { ...row };
+	for (const column of BOOKKEEPING) delete copy[column];
+	return copy as T;
+}
 
 /** A run row as the operations return it. */
 export type RunRow = Record<string, unknown> & { id: string; status: string };
@@ -133,11 +151,12 @@ export interface CaptureResult {
  * failure; the caller gets 400 with `details.failures` and `details.run_status`. ASYNC_NEW_TX failures are
  * recorded as ops.errors warnings and returned in `warnings`.
  * Retry after a lost reply (issue 26): `capture_key` names the call, identically on its retries (the node:
- * execution id, node name, run index, item index) and is stored with the capture (migration 022). A call
- * that finds the run in `edge.to` by `edge.name`, still under a capture token, captured with its own key,
- * is a retry of a capture that committed: it answers `captured: true` with that token and `replayed: true`
- * and runs the processors the first call never reached. No key (null): no replay (a retry loses as TAKEN
- * and the Sweep releases the run after stuck_after_seconds).
+ * n8n instance, workflow, execution, node name, run index, item index) and is stored with the capture
+ * (migration 019). A call that finds the run in `edge.to` by `edge.name`, still under a capture token,
+ * captured by this worker with its own key less than CAPTURE_REPLAY_WINDOW_SECONDS ago, is a retry of a
+ * capture that committed: it answers `captured: true` with that token and `replayed: true`, and runs the
+ * processors only when that capture did not mark them done (`capture_processed`). No key (null): no replay
+ * (a retry loses as TAKEN and the Sweep releases the run after stuck_after_seconds).
  * @throws 404 unknown run; 409 ILLEGAL_TRANSITION (not in the definition, legal ones listed) or
  *         CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG
  */
@@ -170,14 +189,14 @@ export async function capture(
 	// The first step of a run waits for the user's previous run to be archived (seed 001 blocking rule).
 	const blocking = edge.from === definition.initialState;
 	const key = typeof input.capture_key === 'string' && input.capture_key ? input.capture_key : null;
-	const rows = await query<RunRow & { captured: boolean }>(
+	const rows = await query<RunRow & { captured: boolean; fresh: boolean }>(
 		pool,
 		CAPTURE,
-		[id, edge.from, edge.to, edge.name, input.worker, blocking, key],
+		[id, edge.from, edge.to, edge.name, input.worker, blocking, key, CAPTURE_REPLAY_WINDOW_SECONDS],
 		'update',
 	);
 	if (rows.length === 0) throw notFound(id);
-	const { captured, ...first } = rows[0];
+	const { captured, fresh, ...first } = rows[0];
 	// a loser whose snapshot still shows the source state reads the run again: this statement starts after
 	// the winner committed (the UPDATE waited for it), so it is in the source state only when the blocking
 	// rule refused the capture (or the winner's capture was given back since)
@@ -187,12 +206,15 @@ export async function capture(
 		if (now) run = now;
 	}
 	// a retry of this caller's own capture whose reply was lost: the run is where that capture took it,
-	// still under its token, captured with this key: answered as the first call would have been (that call
-	// ran no processor: it failed on this statement), with `replayed: true`
+	// still under its token, captured by this worker with this key less than the replay window ago:
+	// answered as the first call would have been, with `replayed: true`
 	const replay =
 		!captured &&
 		key !== null &&
+		fresh &&
+		run === first &&
 		run.capture_key === key &&
+		run.captured_by === input.worker &&
 		run.status === edge.to &&
 		run.previous_transition === edge.name &&
 		typeof run.capture_token === 'string';
@@ -201,14 +223,16 @@ export async function capture(
 	const result: CaptureResult = {
 		captured: won,
 		reason,
-		run: run as RunRow,
+		run: publicRun(run as RunRow),
 		transition: edge,
 		warnings: [],
 		...(replay ? { replayed: true } : {}),
 	};
 	if (!won || declared.processors.length === 0) return result;
+	// a replay of a capture whose processors succeeded already (its reply was lost after them): not again
+	if (replay && run.capture_processed === true) return result;
 	// the processors see the run as captured, without the capture token (a credential of the worker)
-	const { capture_token, ...entity } = run;
+	const { capture_token, ...entity } = publicRun(run);
 	const processed = await runTransitionProcessors(edge.from, declared, entity, options);
 	if (!processed.ok) {
 		const token = String(capture_token);
@@ -217,8 +241,14 @@ export async function capture(
 		const release = () => pool.query(RELEASE_CAPTURE, [id, edge.to, token, edge.from]);
 		throw await countFailure(pool, PROCESSOR_FAILED, where, abortError(processed, { run_id: id }), release);
 	}
-	// after the capture committed: recording the warnings must not cost the winner its capture token
-	await recordWarnings(pool, processed.warnings, { id, transition: edge.name }, options);
+	// the processors succeeded: marked on the capture (a replay skips them) with the warnings, in one
+	// statement; after the capture committed, a failure here must not cost the winner its capture token
+	const rowsOfWarnings = warningRows(processed.warnings, { id, transition: edge.name }, options);
+	try {
+		await pool.query(CAPTURE_PROCESSED, [id, edge.to, String(capture_token), rowsOfWarnings]);
+	} catch {
+		await recordWarnings(pool, processed.warnings, { id, transition: edge.name }, options);
+	}
 	return { ...result, warnings: processed.warnings };
 }
 
@@ -227,7 +257,7 @@ export async function capture(
  * the target state) and moves the run on, only for the holder of the capture token. Seed 004 order, with
  * the processors before the write (issue 26 item 2): (1) read the run (no lock, nothing written): a token
  * whose step already committed is answered at once with the run as it is now and `replayed: true` (a
- * retry after a lost reply; migration 022's `completed_steps`); a run not in `edge.from` under this token
+ * retry after a lost reply; migration 019's `completed_steps`); a run not in `edge.from` under this token
  * is refused with 409; (2) the engine fires the step's transition and the automated cascade over the run
  * as it will be written, running their processors (sub-workflows) with no connection or lock held;
  * (3) one statement writes the result and the final state, compare-and-set on status + capture token,
@@ -318,7 +348,7 @@ export async function completeStep(
 		draft_context: draft ?? current.draft_context ?? null,
 		capture_token: null,
 	};
-	delete entity.completed_steps;
+	for (const column of BOOKKEEPING) delete entity[column];
 	// refused before anything ran (CRITERION_NOT_MET…): nothing was written, the worker keeps its capture
 	const result: EngineResult = await fireManual(
 		definition,
@@ -341,7 +371,7 @@ export async function completeStep(
 			const [failed] = await query<RunRow>(pool, FAIL_AFTER_ABORT, [id, edge.from, token, failure], 'update');
 			if (failed) {
 				await recordWarnings(pool, result.warnings, step, options);
-				return { ...failed, warnings: result.warnings };
+				return { ...publicRun(failed), warnings: result.warnings };
 			}
 		}
 		const where = { ...step, holding: edge.from, token, backTo: null, restoreToken: token, result, options };
@@ -361,7 +391,7 @@ export async function completeStep(
 		if (doneMeanwhile) return replayed(run as RunRow);
 		throw lostCapture(definition, id, run as RunRow, edge);
 	}
-	return { ...(run as RunRow), warnings: result.warnings };
+	return { ...publicRun(run as RunRow), warnings: result.warnings };
 }
 
 /**
@@ -370,7 +400,7 @@ export async function completeStep(
  * ops.errors). Nothing is written and no processor runs.
  */
 function replayed(run: RunRow): RunRow & { warnings: string[]; replayed: true } {
-	return { ...run, warnings: [], replayed: true };
+	return { ...publicRun(run), warnings: [], replayed: true };
 }
 
 /** 409 ILLEGAL_TRANSITION: the run is not (or no longer) in `edge.from` under this worker's capture. */
@@ -403,7 +433,7 @@ function previousOf(run: Record<string, unknown>): string | null {
 export async function failRun(
 	pool: Pool,
 	definition: WorkflowDefinition,
-	input: { run_id: unknown; error: unknown },
+	input: { run_id: unknown; error: unknown; call_key?: string | null },
 ): Promise<RunRow> {
 	const id = runId(input.run_id);
 	const error =
@@ -413,13 +443,13 @@ export async function failRun(
 	const rows = await query<RunRow & { moved: boolean; same: boolean }>(
 		pool,
 		FAIL_RUN,
-		[id, JSON.stringify(error), nonTerminalStates(definition)],
+		[id, JSON.stringify(error), nonTerminalStates(definition), input.call_key || null],
 		'update',
 	);
 	if (rows.length === 0) throw notFound(id);
 	const { moved, same, ...run } = rows[0];
-	// FAILED by FAIL with this very error: this call's retry after a lost reply (or an identical Fail)
-	if (!moved && same) return { ...(run as RunRow), replayed: true };
+	// FAILED by FAIL with this very error and this caller's key: this call's retry after a lost reply
+	if (!moved && same) return { ...publicRun(run as RunRow), replayed: true };
 	if (!moved) {
 		throw ContractError.conflict(
 			`run ${id} is already ${String(run.status)}`,
@@ -427,7 +457,7 @@ export async function failRun(
 			{ operation: 'update', ...RUNS },
 		);
 	}
-	return run as RunRow;
+	return publicRun(run as RunRow);
 }
 
 /**

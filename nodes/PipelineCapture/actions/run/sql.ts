@@ -19,8 +19,10 @@ SELECT run.id, run.status, run.created_at, (SELECT id FROM log) AS raw_log_id FR
 
 /**
  * Capture ($2 → $3 by transition $4, worker $5, the caller's key $7 stored with it for a retry to recognise
- * its own capture, migration 022): the winner gets `captured = true` and a fresh capture token; a
- * loser gets `captured = false` and the run as it is now; no row: the run does not exist.
+ * its own capture, migration 019; `capture_processed` reset): the winner gets `captured = true` and a fresh
+ * capture token; a loser gets `captured = false`, the run as it is now and `fresh` (the run was last written
+ * less than $8 s ago: a replay of the caller's own capture is only recognised within that window); no row:
+ * the run does not exist.
  * With $6 true (the analysis capture) the run is also refused while an older run of the same user is
  * neither archived nor failed (seed 001 blocking rule: Archivist signal 2 first).
  * The loser's row is the statement's snapshot, which may predate a concurrent winner's commit (the UPDATE
@@ -33,7 +35,7 @@ export const CAPTURE = `
 WITH moved AS (
   UPDATE maas.pipeline_runs r
   SET status = $3, previous_transition = $4, captured_by = $5, capture_token = gen_random_uuid(), capture_key = $7,
-      updated_at = now()
+      capture_processed = false, updated_at = now()
   WHERE r.id = $1 AND r.status = $2
     AND (NOT $6::boolean OR NOT EXISTS (
       SELECT 1 FROM maas.pipeline_runs p
@@ -43,9 +45,25 @@ WITH moved AS (
 ), current AS (
   SELECT r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)
 )
-SELECT true AS captured, moved.* FROM moved
+SELECT true AS captured, true AS fresh, moved.* FROM moved
 UNION ALL
-SELECT false AS captured, current.* FROM current`;
+SELECT false AS captured, current.updated_at > now() - make_interval(secs => $8::float8) AS fresh, current.*
+FROM current`;
+
+/**
+ * After a Capture's processors succeeded: marks the capture ($1 in $2 under token $3) `capture_processed`
+ * (a replay of this capture does not run them again) and records the ASYNC_NEW_TX warnings $4 (jsonb array)
+ * in ops.errors, in one statement. `marked` 0: the holder lost the run meanwhile (nothing written).
+ */
+export const CAPTURE_PROCESSED = `
+WITH marked AS (
+  UPDATE maas.pipeline_runs SET capture_processed = true
+  WHERE id = $1 AND status = $2 AND capture_token = $3
+  RETURNING id, correlation_id
+), warned AS (
+  ${warningRows('marked', '$4')}
+)
+SELECT count(*)::int AS marked FROM marked`;
 
 /** The result columns a step may write, by the state it completes into (allow-list: never from input). */
 export const RESULT_COLUMNS = {
@@ -70,7 +88,7 @@ function warningRows(from: string, array: string): string {
  * fired; token $5): stores the result and the final state in one statement, only while the run is still
  * in $2 under capture token $5 (the processors ran before it, outside any transaction). `draft_context`
  * ($7) is kept when null; $8 the ASYNC_NEW_TX warnings (jsonb array) recorded in ops.errors with it.
- * The token's digest is appended to `completed_steps` (migration 022), so a retry recognises this commit.
+ * The token's digest is appended to `completed_steps` (migration 019), so a retry recognises this commit.
  * A refused write returns the run as committed (`FOR SHARE`, as in CAPTURE) with `moved = false`, and
  * `done = true` when this token's step was completed already (a concurrent duplicate won).
  */
@@ -104,7 +122,7 @@ SELECT false AS moved, md5($5::text) = ANY(current.completed_steps) AS done, cur
 
 /**
  * Complete Step, first statement (a plain read, no lock, nothing written): the run $1 and whether the
- * capture token $2 already completed a step of it (`done`: md5($2) is in `completed_steps`, migration 022).
+ * capture token $2 already completed a step of it (`done`: md5($2) is in `completed_steps`, migration 019).
  * A retry of a Complete Step whose write committed but whose reply was lost finds `done = true` and
  * answers as the first call did, instead of 409.
  */
@@ -145,19 +163,22 @@ FROM counted WHERE r.id = counted.id AND r.status = $2 AND r.capture_token = $3
 RETURNING r.id, r.status, r.processor_failures`;
 
 /**
- * Fail: FAILED with the error, from any non-terminal state ($3). A refused row says whether the run is
- * already FAILED by FAIL with this very error (`same`: a retry of this call after a lost reply).
+ * Fail: FAILED with the error, from any non-terminal state ($3); md5 of the caller's call key $4 (null: none)
+ * stored as `fail_key`. A refused row says whether the run is already FAILED by FAIL with this very error
+ * and this caller's key (`same`: a retry of this call after a lost reply; never for a call without a key).
  */
 export const FAIL_RUN = `
 WITH moved AS (
   UPDATE maas.pipeline_runs
-  SET status = 'FAILED', previous_transition = 'FAIL', error = $2::jsonb, capture_token = NULL, updated_at = now()
+  SET status = 'FAILED', previous_transition = 'FAIL', error = $2::jsonb, capture_token = NULL,
+      fail_key = md5($4::text), updated_at = now()
   WHERE id = $1 AND status = ANY($3::text[])
   RETURNING *
 )
 SELECT true AS moved, false AS same, moved.* FROM moved
 UNION ALL
-SELECT false AS moved, (r.status = 'FAILED' AND r.previous_transition = 'FAIL' AND r.error = $2::jsonb) AS same, r.*
+SELECT false AS moved, (r.status = 'FAILED' AND r.previous_transition = 'FAIL' AND r.error = $2::jsonb
+  AND $4::text IS NOT NULL AND r.fail_key = md5($4::text)) AS same, r.*
 FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`;
 
 /** Get Status: the run $1, only when its owner is $2 (NULL: any owner); another user's run is no row, as an unknown one. */
