@@ -11,7 +11,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { goalsTable, missingGoal, orderGoals, readGoals, type GoalEntry } from './goals';
 
-const BENCHES = ['arango', 'jobs', 'wf10', 'answer', 'captures', 'queue'];
+const BENCHES = ['arango', 'jobs', 'wf10', 'answer', 'captures', 'queue', 'captureSoak'];
 /** The goals each bench records (bench/goals.ts recordGoal calls). */
 const MEASURES: Record<string, GoalEntry['goal'][]> = { jobs: ['P2', 'P3'], wf10: ['P1'], captures: ['P3'] };
 

@@ -99,14 +99,23 @@ const STEPS = [
 	},
 ];
 
-/** A Pipeline Capture node at [x, y] with the error output on. */
-function pipelineCapture(name, [x, y], parameters, notes, credentials = PG) {
+/**
+ * n8n's Retry On Fail for the run operations whose retry after a lost reply is a replay (issue 26,
+ * docs/retry-safety.md "Pipeline runs": Capture, Complete Step, Fail). n8n 2.4.8 re-runs the node while its
+ * first output item is an error item, before the error output gets it: 3 tries, 1000 ms apart; the same
+ * execution, node, run index and item, so the same call key.
+ */
+const RETRY_ON_FAIL = { retryOnFail: true, maxTries: 3, waitBetweenTries: 1000 };
+
+/** A Pipeline Capture node at [x, y] with the error output on (and `extra` node settings, e.g. RETRY_ON_FAIL). */
+function pipelineCapture(name, [x, y], parameters, notes, credentials = PG, extra = {}) {
 	return {
 		name,
 		type: PIPELINE_CAPTURE,
 		typeVersion: PIPELINE_CAPTURE_VERSION,
 		position: [x, y],
 		parameters,
+		...extra,
 		onError: 'continueErrorOutput',
 		credentials,
 		notes,
@@ -128,7 +137,9 @@ function stepWorkflow(s) {
 			'Capture',
 			[240, 0],
 			{ resource: 'run', operation: 'capture', runId: '={{ $json.id }}', transition: s.capture, options },
-			`${s.capture}: exactly one worker goes on; the others stop on Not Captured.`,
+			`${s.capture}: exactly one worker goes on; the others stop on Not Captured. Retry On Fail: a retry after a lost reply gets the same capture back (replayed).`,
+			PG,
+			RETRY_ON_FAIL,
 		),
 	);
 	const load = wf.add(
@@ -161,7 +172,9 @@ function stepWorkflow(s) {
 				options,
 				...s.complete,
 			},
-			`${s.done}: result + next state in one statement (capture-token holder only).`,
+			`${s.done}: result + next state in one statement (capture-token holder only). Retry On Fail: a retry after a lost reply is answered replayed.`,
+			PG,
+			RETRY_ON_FAIL,
 		),
 	);
 	wf.connect(trigger, capture);
@@ -226,7 +239,9 @@ function stepWorkflow(s) {
 					error: '={{ $json.fail_error }}',
 					options: {},
 				},
-				"The run ends FAILED with the envelope's error: nothing stays stuck.",
+				"The run ends FAILED with the envelope's error: nothing stays stuck. Retry On Fail: a retry after a lost reply is answered replayed.",
+				PG,
+				RETRY_ON_FAIL,
 			),
 		);
 		wf.connect(call, failError);

@@ -22,11 +22,35 @@ import { pipelineDefinition } from './engine/definition';
 import { calculationNodesOf, CALCULATION_NODES_PROPERTY, subWorkflowCaller } from './engine/calculationNodes';
 
 /**
+ * The key of one call of this node on one item (issue 26, docs/retry-safety.md "Pipeline runs"): n8n's
+ * instance id, the workflow id, the execution id, the node's name, its run index in the execution (a loop
+ * runs it again with the next one; Retry On Fail does not) and the item index; identical on Retry On Fail,
+ * different for any other call (another n8n instance sharing the database, an n8n database reset that
+ * starts execution ids again at 1, another workflow). Undefined (no replay) when n8n gives no execution id.
+ */
+function callKeyOf(fn: IExecuteFunctions, executionId: string | undefined, node: string, itemIndex: number) {
+	if (!executionId) return undefined;
+	const runIndex = fn.getWorkflowDataProxy(itemIndex).$runIndex;
+	return JSON.stringify([
+		fn.getInstanceId(),
+		String(fn.getWorkflow().id ?? ''),
+		executionId,
+		node,
+		runIndex,
+		itemIndex,
+	]);
+}
+
+/**
  * How Pipeline Capture routes an item: the Webhook's x-correlation-id header (else the item's
  * correlation_id), the operation called as `execute(pipelineContext, input)` (Finish Job: all items in
  * one `executeBatch`), results on "Done" or "Not Captured".
  */
-const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string }, PipelineContext> = {
+const PIPELINE_ROUTE: Route<
+	PipelineOperation,
+	{ pool: Pool; executionId: string; realExecutionId: string | undefined },
+	PipelineContext
+> = {
 	label: 'PipelineCapture',
 	resources: PIPELINE_RESOURCES,
 	outputs: PIPELINE_OUTPUTS,
@@ -34,16 +58,22 @@ const PIPELINE_ROUTE: Route<PipelineOperation, { pool: Pool; executionId: string
 	connect: async (fn) => ({
 		pool: await executionPool(fn, { reuse: false }),
 		executionId: String(fn.getExecutionId() ?? 'manual'),
+		realExecutionId: fn.getExecutionId() ? String(fn.getExecutionId()) : undefined,
 	}),
 	workflow: () => 'MaaS',
 	incoming: (_fn, item) => {
 		const headers = isRecord(item.json.headers) ? item.json.headers : {};
 		return { correlationIds: [headers['x-correlation-id'] ?? item.json.correlation_id] };
 	},
-	context: (fn, { pool, executionId }, { itemIndex, options, workflow, node, resource, operationValue }) => ({
+	context: (
+		fn,
+		{ pool, executionId, realExecutionId },
+		{ itemIndex, options, workflow, node, resource, operationValue },
+	) => ({
 		pool,
 		definition: () => pipelineDefinition(pool),
 		worker: (typeof options.worker === 'string' && options.worker) || `n8n-${executionId}`,
+		callKey: callKeyOf(fn, realExecutionId, node, itemIndex),
 		origin: { workflow, node },
 		runProcessor: externalProcessorRunner(
 			calculationNodesOf(fn, itemIndex, resource, operationValue),

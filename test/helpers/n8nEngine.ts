@@ -214,6 +214,8 @@ export interface EngineNode {
 	/** As stored in the workflow (strings starting with `=` are expressions). */
 	parameters?: Record<string, unknown>;
 	onError?: INode['onError'];
+	/** n8n's Retry On Fail settings of the node (as saved in the workflow). */
+	retry?: Pick<INode, 'retryOnFail' | 'maxTries' | 'waitBetweenTries'>;
 	/** The node's typeVersion as saved in the workflow (default 1). */
 	typeVersion?: number;
 	/** Credential type → the credential's name (its data comes from `RunOptions.credentials`). */
@@ -283,6 +285,7 @@ export async function runWorkflow(options: RunOptions): Promise<EngineRun> {
 			position: [200 * (k + 1), 0],
 			parameters: (n.parameters ?? {}) as INode['parameters'],
 			...(n.onError ? { onError: n.onError } : {}),
+			...(n.retry ?? {}),
 			...(n.credentials
 				? {
 						credentials: Object.fromEntries(

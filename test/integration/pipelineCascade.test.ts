@@ -103,6 +103,25 @@ test('a guarded automated loop hits the visit limit: the run ends FAILED with th
 	assert.equal(stored.previous_transition, 'CASCADE_LIMIT');
 });
 
+test('the same Complete Step again after it ended the run at the cascade limit (a retry after a lost reply): a replay, not 409', async () => {
+	const def = withAutomated([{ name: 'LOOP_OUT', next: 'ASSEMBLING', criterion: always }], {
+		ASSEMBLING: {
+			transitions: [
+				{ name: 'LOOP_BACK', next: 'ANALYZED', criterion: always },
+				{ name: 'ASSEMBLY_DONE', next: 'READY', manual: true },
+				{ name: 'FAIL', next: 'FAILED', manual: true },
+			],
+		},
+	});
+	const { request_id, token } = await captured(def);
+	const call = () =>
+		completeStep(db.pool, def, { run_id: request_id, transition: 'ANALYSIS_DONE', capture_token: token, result: {} });
+	const first = await call();
+	const retry = await call();
+	assert.deepEqual([first.status, retry.status, 'replayed' in retry], ['FAILED', 'FAILED', true]);
+	assert.equal((await row(request_id)).previous_transition, 'CASCADE_LIMIT');
+});
+
 test('processors: SYNC failure → 400 WORKFLOW_FAILED, nothing applied; ASYNC_NEW_TX failure → transition completes; no runner → NO_COMPUTE_MEMBER_FOR_TAG', async () => {
 	const def = withAutomated([
 		{

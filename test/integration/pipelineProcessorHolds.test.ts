@@ -2,7 +2,7 @@
  * Processors of Capture and Complete Step run before the write, outside any transaction (issue 13): no
  * row lock or pool connection is held while a sub-workflow runs; the write is a compare-and-set on the
  * capture token, so a run lost meanwhile (Fail, Sweep) is not overwritten and a duplicate Complete Step
- * runs no processor; failures are counted and end the run FAILED at Max Processor Failures; ASYNC_NEW_TX
+ * writes nothing twice (issue 26: it is answered as a replay); failures are counted and end the run FAILED at Max Processor Failures; ASYNC_NEW_TX
  * warnings are returned and recorded in ops.errors (storable text, whatever the sub-workflow answered);
  * an import that puts processors on FAIL / RELEASE is refused for the pipeline model.
  * Real PostgreSQL; the processors are in-process runners (the n8n sub-workflow path is in
@@ -142,33 +142,39 @@ test("a run failed while Complete Step's processor ran is not overwritten: 409, 
 	);
 });
 
-test('a duplicate Complete Step (same token, at the same time) runs no processor and changes nothing', async () => {
+test('a duplicate Complete Step (same token, at the same time): the step is written once, the other call is answered as a replay', async () => {
+	// issue 26: nothing is held while the processors run (no working token a lost reply could strand), so
+	// a concurrent duplicate with the same token runs its processors too; the compare-and-set lets one
+	// write, and the other, finding its token's step done, answers replayed (not 409)
 	const def = withProcessors('ANALYZING', 'ANALYSIS_DONE', [processor('once')]);
 	const { id, token } = await capturedRun();
 	let calls = 0;
 	let release!: () => void;
 	const gate = new Promise<void>((resolve) => (release = resolve));
 	const options = { runProcessor: async () => (calls++, await gate, true) };
-	const first = completeStep(
-		db.pool,
-		def,
-		{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { n: 1 } },
-		options,
-	);
-	while (calls === 0) await new Promise((r) => setTimeout(r, 5));
-	await assert.rejects(
+	const call = (n: number) =>
 		completeStep(
 			db.pool,
 			def,
-			{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { n: 2 } },
+			{ run_id: id, transition: 'ANALYSIS_DONE', capture_token: token, result: { n } },
 			options,
-		),
-		(e: ContractError) => e.statusCode === 409 && e.details.code === 'ILLEGAL_TRANSITION',
-	);
+		);
+	const first = call(1);
+	while (calls === 0) await new Promise((r) => setTimeout(r, 5));
+	const second = call(2);
+	while (calls === 1) await new Promise((r) => setTimeout(r, 5));
 	release();
-	assert.equal((await first).status, 'ANALYZED');
-	assert.equal(calls, 1, 'the duplicate was refused before its processor');
-	assert.deepEqual((await row(id)).analysis_result, { n: 1 });
+	const answers = await Promise.all([first, second]);
+	assert.deepEqual(answers.map((a) => [a.status, 'replayed' in a]).sort(), [
+		['ANALYZED', false],
+		['ANALYZED', true],
+	]);
+	const written = (await row(id)).analysis_result as { n: number };
+	assert.ok(written.n === 1 || written.n === 2, 'one of the two results, written once');
+	// a later retry with the same token is a replay too: nothing runs, nothing changes
+	const retry = await call(3);
+	assert.equal(calls, 2, 'the retry ran no processor');
+	assert.deepEqual([retry.status, 'replayed' in retry, (await row(id)).analysis_result], ['ANALYZED', true, written]);
 });
 
 test('a refused Complete Step (criterion not met) leaves the worker its capture token', async () => {

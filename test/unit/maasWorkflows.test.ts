@@ -56,3 +56,26 @@ test('each step captures and completes with transitions the Pipeline Capture nod
 	}
 	for (const [what, values] of Object.entries(seen)) assert.equal(values.size, STEP_FILES.length, `distinct ${what}`);
 });
+
+test('every shipped Pipeline Capture node that captures, completes a step or fails a run retries on fail (issue 26: a lost reply is replayed) and keeps its error output', () => {
+	const files = fs
+		.readdirSync(MAAS)
+		.filter((f) => f.endsWith('.json'))
+		.map((f) => path.join(MAAS, f));
+	let checked = 0;
+	for (const file of files) {
+		const wf = JSON.parse(fs.readFileSync(file, 'utf8')) as { nodes: (WorkflowNode & Record<string, unknown>)[] };
+		for (const node of wf.nodes) {
+			if (node.type !== 'n8n-nodes-contracts.pipelineCapture') continue;
+			if (!['capture', 'completeStep', 'fail'].includes(String(node.parameters.operation))) continue;
+			checked++;
+			const where = `${path.basename(file)} ${node.name}`;
+			assert.equal(node.retryOnFail, true, `${where}: Retry On Fail`);
+			assert.ok(Number(node.maxTries) >= 2 && Number(node.maxTries) <= 5, `${where}: maxTries in 2…5`);
+			assert.ok(Number(node.waitBetweenTries) > 0 && Number(node.waitBetweenTries) <= 5000, `${where}: wait 0…5000 ms`);
+			assert.equal(node.onError, 'continueErrorOutput', `${where}: error output kept`);
+		}
+	}
+	// M11–M13: Capture, Complete Step and two Fail Run nodes each
+	assert.equal(checked, 12);
+});

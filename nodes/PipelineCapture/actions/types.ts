@@ -16,6 +16,13 @@ export interface PipelineContext {
 	definition(): Promise<WorkflowDefinition>;
 	/** Worker name for locks and captures: `n8n-<execution id>` unless set. */
 	worker: string;
+	/**
+	 * The key of this call, identical when n8n retries the node (Retry On Fail) and different for every
+	 * other call: `<execution id>:<node name>:<run index>:<item index>`. Capture stores it with its capture
+	 * so that a retry after a lost reply recognises its own commit (docs/retry-safety.md). Optional: none, no
+	 * replay.
+	 */
+	callKey?: string;
 	/** The Contracts LLM API credential and an HTTP sender (Model resource only). */
 	llm(): Promise<{ credential: LlmCredential; send: Sender }>;
 	/**

@@ -11,6 +11,8 @@
  * with no connection or lock held; a SYNC / ASYNC_SAME_TX failure gives the run back (RELEASE, compare-and-set
  * on the capture token) or, at Max Processor Failures, ends it FAILED. `warnings` (output 0): the
  * ASYNC_NEW_TX failures, also recorded in ops.errors.
+ * A retry after a lost reply finds this worker's own capture and answers output 0 again, with the same
+ * capture_token and `replayed: true` (docs/retry-safety.md).
  * Errors: 404 unknown run; 409 ILLEGAL_TRANSITION (legal ones listed); 400 WORKFLOW_FAILED /
  * NO_COMPUTE_MEMBER_FOR_TAG (a processor); 422; 503.
  */
@@ -51,7 +53,12 @@ export const captureOperation: PipelineOperation = {
 		const result = await capture(
 			deps.pool,
 			await deps.definition(),
-			{ run_id: input.run_id, transition: String(input.transition), worker: deps.worker },
+			{
+				run_id: input.run_id,
+				transition: String(input.transition),
+				worker: deps.worker,
+				capture_key: deps.callKey ?? null,
+			},
 			{
 				runProcessor: deps.runProcessor,
 				maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
@@ -66,7 +73,13 @@ export const captureOperation: PipelineOperation = {
 		};
 		return result.captured
 			? {
-					data: { ...base, capture_token: result.run.capture_token, run: result.run, warnings: result.warnings },
+					data: {
+						...base,
+						capture_token: result.run.capture_token,
+						run: result.run,
+						warnings: result.warnings,
+						...(result.replayed ? { replayed: true } : {}),
+					},
 					output: 0,
 				}
 			: { data: { ...base, reason: result.reason }, output: 1 };

@@ -6,7 +6,9 @@
  * The transition's EXTERNAL processors (Calculation Nodes) and the automated cascade run first, with no
  * connection or lock held; then one compare-and-set write (runs.ts completeStep). All or nothing.
  * Output: `{ run_id, status, warnings }` (status FAILED when the cascade hit a limit; `warnings` the
- * ASYNC_NEW_TX failures, also in ops.errors). Errors: 404; 409 ILLEGAL_TRANSITION (run released, failed
+ * ASYNC_NEW_TX failures, also in ops.errors). A retry with a token whose step committed already (its reply
+ * was lost) answers on output 0 with `replayed: true`, the run's status as it is now and no warnings
+ * (docs/retry-safety.md). Errors: 404; 409 ILLEGAL_TRANSITION (run released, failed
  * or completed meanwhile, also while the processors ran; legal transitions listed), 409
  * CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (a processor failed or has no
  * sub-workflow: nothing applied, the run stays captured until Max Processor Failures, then FAILED;
@@ -72,6 +74,7 @@ export const completeStepOperation: PipelineOperation = {
 				origin: deps.origin,
 			},
 		);
-		return { data: { run_id: run.id, status: run.status, warnings: run.warnings }, output: 0 };
+		const data = { run_id: run.id, status: run.status, warnings: run.warnings };
+		return { data: 'replayed' in run ? { ...data, replayed: true } : data, output: 0 };
 	},
 };

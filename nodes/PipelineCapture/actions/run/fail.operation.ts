@@ -1,7 +1,8 @@
 /**
  * Run → Fail: FAILED with the error, from any non-terminal state (seed 001 "* → FAILED").
  * Input: `run_id`, `error` (object or message). Output: `{ run_id, status: "FAILED" }`.
- * Errors: 404; 409 ALREADY_TERMINAL; 422; 503.
+ * A retry after a lost reply (the run FAILED by FAIL with an equal error and this call's key: the same
+ * n8n instance, workflow, execution, node, run index and item) answers the same, with `replayed: true`. Errors: 404; 409 ALREADY_TERMINAL; 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
@@ -22,7 +23,12 @@ export const failOperation: PipelineOperation = {
 		},
 	]),
 	async execute(deps, input) {
-		const run = await failRun(deps.pool, await deps.definition(), { run_id: input.run_id, error: input.error });
-		return { data: { run_id: run.id, status: run.status }, output: 0 };
+		const run = await failRun(deps.pool, await deps.definition(), {
+			run_id: input.run_id,
+			error: input.error,
+			call_key: deps.callKey ?? null,
+		});
+		const data = { run_id: run.id, status: run.status };
+		return { data: 'replayed' in run ? { ...data, replayed: true } : data, output: 0 };
 	},
 };

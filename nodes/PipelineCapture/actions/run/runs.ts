@@ -14,6 +14,7 @@ import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../engine/d
 import {
 	ARCHIVE_RUN,
 	CAPTURE,
+	CAPTURE_PROCESSED,
 	completeStepSql,
 	CONTEXT_ANALYSIS,
 	CONTEXT_ARCHIVE,
@@ -22,17 +23,33 @@ import {
 	CREATE_RUN,
 	FAIL_RUN,
 	GET_RUN,
-	HOLD_FOR_STEP,
 	LOST_WAITING,
 	PROCESSOR_FAILED,
 	RELEASE_CAPTURE,
 	RELEASE_STUCK,
-	RESTORE_TOKEN,
+	READ_FOR_STEP,
 	RESULT_COLUMNS,
 } from './sql';
 import { countFailure, recordWarnings, warningRows, type StepOptions } from './processorOutcome';
 
 const RUNS = { table: 'maas.pipeline_runs' };
+
+/**
+ * How long after its capture (s) a Capture with the same call key, by the same worker, is recognised as the
+ * retry of that capture (n8n's Retry On Fail waits at most 5 s between at most 5 tries); after it, the
+ * same key is another call (a re-run, an id used again) and loses as TAKEN.
+ */
+export const CAPTURE_REPLAY_WINDOW_SECONDS = 300;
+
+/** Columns of the retry bookkeeping (migration 019): never in an output, nor in what processors receive. */
+const BOOKKEEPING = ['completed_steps', 'capture_key', 'capture_processed', 'fail_key'] as const;
+
+/** The run without its retry bookkeeping (BOOKKEEPING). */
+function publicRun<T extends Record<string, unknown>>(row: T): T {
+	const copy: Record<string, unknown> = { ...row };
+	for (const column of BOOKKEEPING) delete copy[column];
+	return copy as T;
+}
 
 /** A run row as the operations return it. */
 export type RunRow = Record<string, unknown> & { id: string; status: string };
@@ -116,6 +133,11 @@ export interface CaptureResult {
 	transition: Edge;
 	/** ASYNC_NEW_TX processor failures (also recorded in ops.errors); empty when none. */
 	warnings: string[];
+	/**
+	 * True when this call found its own earlier capture (same `capture_key`, the run in the transition's
+	 * target under a capture token: the first call's reply was lost) and answered as that call would have.
+	 */
+	replayed?: true;
 }
 
 /**
@@ -128,13 +150,20 @@ export interface CaptureResult {
  * (so the trigger notifies again and a worker retries), or FAILED at the run's `maxProcessorFailures`th
  * failure; the caller gets 400 with `details.failures` and `details.run_status`. ASYNC_NEW_TX failures are
  * recorded as ops.errors warnings and returned in `warnings`.
+ * Retry after a lost reply (issue 26): `capture_key` names the call, identically on its retries (the node:
+ * n8n instance, workflow, execution, node name, run index, item index) and is stored with the capture
+ * (migration 019). A call that finds the run in `edge.to` by `edge.name`, still under a capture token,
+ * captured by this worker with its own key less than CAPTURE_REPLAY_WINDOW_SECONDS ago, is a retry of a
+ * capture that committed: it answers `captured: true` with that token and `replayed: true`, and runs the
+ * processors only when that capture did not mark them done (`capture_processed`). No key (null): no replay
+ * (a retry loses as TAKEN and the Sweep releases the run after stuck_after_seconds).
  * @throws 404 unknown run; 409 ILLEGAL_TRANSITION (not in the definition, legal ones listed) or
  *         CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG
  */
 export async function capture(
 	pool: Pool,
 	definition: WorkflowDefinition,
-	input: { run_id: unknown; transition: string; worker: string },
+	input: { run_id: unknown; transition: string; worker: string; capture_key?: string | null },
 	options: StepOptions = {},
 ): Promise<CaptureResult> {
 	const id = runId(input.run_id);
@@ -159,14 +188,15 @@ export async function capture(
 	}
 	// The first step of a run waits for the user's previous run to be archived (seed 001 blocking rule).
 	const blocking = edge.from === definition.initialState;
-	const rows = await query<RunRow & { captured: boolean }>(
+	const key = typeof input.capture_key === 'string' && input.capture_key ? input.capture_key : null;
+	const rows = await query<RunRow & { captured: boolean; fresh: boolean }>(
 		pool,
 		CAPTURE,
-		[id, edge.from, edge.to, edge.name, input.worker, blocking],
+		[id, edge.from, edge.to, edge.name, input.worker, blocking, key, CAPTURE_REPLAY_WINDOW_SECONDS],
 		'update',
 	);
 	if (rows.length === 0) throw notFound(id);
-	const { captured, ...first } = rows[0];
+	const { captured, fresh, ...first } = rows[0];
 	// a loser whose snapshot still shows the source state reads the run again: this statement starts after
 	// the winner committed (the UPDATE waited for it), so it is in the source state only when the blocking
 	// rule refused the capture (or the winner's capture was given back since)
@@ -175,11 +205,34 @@ export async function capture(
 		const [now] = await query<RunRow>(pool, 'SELECT * FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
 		if (now) run = now;
 	}
-	const reason = captured ? null : blocking && run.status === edge.from ? 'BLOCKED' : 'TAKEN';
-	const result: CaptureResult = { captured, reason, run: run as RunRow, transition: edge, warnings: [] };
-	if (!captured || declared.processors.length === 0) return result;
+	// a retry of this caller's own capture whose reply was lost: the run is where that capture took it,
+	// still under its token, captured by this worker with this key less than the replay window ago:
+	// answered as the first call would have been, with `replayed: true`
+	const replay =
+		!captured &&
+		key !== null &&
+		fresh &&
+		run === first &&
+		run.capture_key === key &&
+		run.captured_by === input.worker &&
+		run.status === edge.to &&
+		run.previous_transition === edge.name &&
+		typeof run.capture_token === 'string';
+	const won = captured || replay;
+	const reason = won ? null : blocking && run.status === edge.from ? 'BLOCKED' : 'TAKEN';
+	const result: CaptureResult = {
+		captured: won,
+		reason,
+		run: publicRun(run as RunRow),
+		transition: edge,
+		warnings: [],
+		...(replay ? { replayed: true } : {}),
+	};
+	if (!won || declared.processors.length === 0) return result;
+	// a replay of a capture whose processors succeeded already (its reply was lost after them): not again
+	if (replay && run.capture_processed === true) return result;
 	// the processors see the run as captured, without the capture token (a credential of the worker)
-	const { capture_token, ...entity } = run;
+	const { capture_token, ...entity } = publicRun(run);
 	const processed = await runTransitionProcessors(edge.from, declared, entity, options);
 	if (!processed.ok) {
 		const token = String(capture_token);
@@ -188,28 +241,38 @@ export async function capture(
 		const release = () => pool.query(RELEASE_CAPTURE, [id, edge.to, token, edge.from]);
 		throw await countFailure(pool, PROCESSOR_FAILED, where, abortError(processed, { run_id: id }), release);
 	}
-	// after the capture committed: recording the warnings must not cost the winner its capture token
-	await recordWarnings(pool, processed.warnings, { id, transition: edge.name }, options);
+	// the processors succeeded: marked on the capture (a replay skips them) with the warnings, in one
+	// statement; after the capture committed, a failure here must not cost the winner its capture token
+	const rowsOfWarnings = warningRows(processed.warnings, { id, transition: edge.name }, options);
+	try {
+		await pool.query(CAPTURE_PROCESSED, [id, edge.to, String(capture_token), rowsOfWarnings]);
+	} catch {
+		await recordWarnings(pool, processed.warnings, { id, transition: edge.name }, options);
+	}
 	return { ...result, warnings: processed.warnings };
 }
 
 /**
  * Complete Step: stores the step's result (analysis_result / final_context_payload / final_answer, by
  * the target state) and moves the run on, only for the holder of the capture token. Seed 004 order, with
- * the processors before the write: (1) swap the capture token for a working token (HOLD_FOR_STEP: a
- * duplicate or late call with the same token is refused here, before any processor runs);
- * (2) the engine fires the step's transition and the automated cascade over the run as it will be
- * written, running their processors (sub-workflows) with no connection or lock held; (3) one statement
- * writes the result and the final state, compare-and-set on status + capture token (a run released,
- * failed or re-captured meanwhile is refused with 409 and nothing is written; the processors' effects
- * outside the run are not undone), and records the ASYNC_NEW_TX warnings in ops.errors.
+ * the processors before the write (issue 26 item 2): (1) read the run (no lock, nothing written): a token
+ * whose step already committed is answered at once with the run as it is now and `replayed: true` (a
+ * retry after a lost reply; migration 019's `completed_steps`); a run not in `edge.from` under this token
+ * is refused with 409; (2) the engine fires the step's transition and the automated cascade over the run
+ * as it will be written, running their processors (sub-workflows) with no connection or lock held;
+ * (3) one statement writes the result and the final state, compare-and-set on status + capture token,
+ * appends the token's digest to `completed_steps` and records the ASYNC_NEW_TX warnings in ops.errors
+ * (a run released, failed or re-captured meanwhile is refused with 409 and nothing is written; the
+ * processors' effects outside the run are not undone; a duplicate with the same token that wrote first
+ * makes this call a replay).
  * All or nothing: a SYNC / ASYNC_SAME_TX processor failure writes nothing of the step (the run stays in
  * its in-progress state under the worker's capture token: retry Complete Step, or Fail) and answers 400 WORKFLOW_FAILED /
  * NO_COMPUTE_MEMBER_FOR_TAG; it is counted, and the run ends FAILED (error.code PROCESSOR_FAILURES) at its
  * `maxProcessorFailures`th failure (details.failures, details.run_status say so). A cascade limit ends the
  * run FAILED from that in-progress state with `error.code` CASCADE_LIMIT and the reason (a retry would
  * loop again), and returns it.
- * @returns the run as written, with `warnings` (ASYNC_NEW_TX failure reasons; empty when none)
+ * @returns the run as written, with `warnings` (ASYNC_NEW_TX failure reasons; empty when none); a replay
+ *          adds `replayed: true` (the run as it is now, `warnings` empty)
  * @throws 404; 409 ILLEGAL_TRANSITION (listing the transitions legal from the run's current state) when
  *         the run is no longer where this worker captured it (released, failed, or completed); 409
  *         CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG
@@ -253,7 +316,7 @@ export async function completeStep(
 					? input.result
 					: JSON.stringify(input.result);
 	const draft = input.draft_context === undefined || input.draft_context === null ? null : String(input.draft_context);
-	// refused before the run is held: a value PostgreSQL refuses would fail the final write after the processors
+	// refused before any processor runs: a value PostgreSQL refuses would fail the final write after them
 	for (const [field, v] of [
 		['result', input.result],
 		['draft_context', draft],
@@ -267,14 +330,16 @@ export async function completeStep(
 			);
 		}
 	}
-	const heldRows = await query<RunRow & { held: boolean }>(pool, HOLD_FOR_STEP, [id, edge.from, token], 'update');
-	if (heldRows.length === 0) throw notFound(id);
-	const { held, ...current } = heldRows[0];
-	if (!held) throw lostCapture(definition, id, current as RunRow, edge);
-	// from here on the run is held under a working token only this call knows
-	const working = String(current.capture_token);
+	const [read] = await query<RunRow & { done: boolean }>(pool, READ_FOR_STEP, [id, token], 'select');
+	if (!read) throw notFound(id);
+	const { done, ...current } = read;
+	// this token's step committed already (a retry after a lost reply): the first call's answer, replayed
+	if (done) return replayed(current as RunRow);
+	if (current.status !== edge.from || current.capture_token !== token)
+		throw lostCapture(definition, id, current as RunRow, edge);
 	// the entity criteria and processors see: the run as this step writes it (result stored, `status` the
-	// step's target, capture token cleared); the engine's lifecycle state is tracked apart
+	// step's target, capture token cleared); the engine's lifecycle state is tracked apart. Nothing is
+	// held while the processors run: the write below is a compare-and-set on the capture token.
 	const entity: Record<string, unknown> = {
 		...current,
 		status: edge.to,
@@ -283,31 +348,16 @@ export async function completeStep(
 		draft_context: draft ?? current.draft_context ?? null,
 		capture_token: null,
 	};
-	// whatever goes wrong below before the run is written, the worker gets its own token back (best effort)
-	const restore = () => pool.query(RESTORE_TOKEN, [id, working, token]);
-	const restoring = async <T>(work: () => Promise<T>): Promise<T> => {
-		try {
-			return await work();
-		} catch (error) {
-			if (!(error instanceof ContractError && error.statusCode === 409)) await restore().catch(() => undefined);
-			throw error;
-		}
-	};
-	let result: EngineResult;
-	try {
-		result = await fireManual(
-			definition,
-			edge.from,
-			edge.name,
-			entity,
-			{ previousTransition: previousOf(current) },
-			options,
-		);
-	} catch (error) {
-		// refused before anything ran (CRITERION_NOT_MET…): the worker keeps its capture as it was
-		await restore().catch(() => undefined);
-		throw error;
-	}
+	for (const column of BOOKKEEPING) delete entity[column];
+	// refused before anything ran (CRITERION_NOT_MET…): nothing was written, the worker keeps its capture
+	const result: EngineResult = await fireManual(
+		definition,
+		edge.from,
+		edge.name,
+		entity,
+		{ previousTransition: previousOf(current) },
+		options,
+	);
 	const step = { id, transition: edge.name };
 	if (!result.ok) {
 		if (result.code === 'CASCADE_LIMIT') {
@@ -318,30 +368,39 @@ export async function completeStep(
 				stopped_at: result.stoppedAt,
 				attempted: result.attempted,
 			});
-			const [failed] = await restoring(() =>
-				query<RunRow>(pool, FAIL_AFTER_ABORT, [id, edge.from, working, failure], 'update'),
-			);
+			const [failed] = await query<RunRow>(pool, FAIL_AFTER_ABORT, [id, edge.from, token, failure], 'update');
 			if (failed) {
 				await recordWarnings(pool, result.warnings, step, options);
-				return { ...failed, warnings: result.warnings };
+				return { ...publicRun(failed), warnings: result.warnings };
 			}
 		}
-		const where = { ...step, holding: edge.from, token: working, backTo: null, restoreToken: token, result, options };
-		throw await countFailure(pool, PROCESSOR_FAILED, where, abortError(result, { run_id: id }), restore);
+		const where = { ...step, holding: edge.from, token, backTo: null, restoreToken: token, result, options };
+		throw await countFailure(pool, PROCESSOR_FAILED, where, abortError(result, { run_id: id }), async () => undefined);
 	}
 	const last = result.fired[result.fired.length - 1];
-	const rows = await restoring(() =>
-		query<RunRow & { moved: boolean }>(
-			pool,
-			completeStepSql(column),
-			[id, edge.from, result.state, last, working, value, draft, warningRows(result.warnings, step, options)],
-			'update',
-		),
+	const rows = await query<RunRow & { moved: boolean; done: boolean }>(
+		pool,
+		completeStepSql(column),
+		[id, edge.from, result.state, last, token, value, draft, warningRows(result.warnings, step, options)],
+		'update',
 	);
 	if (rows.length === 0) throw notFound(id);
-	const { moved, ...run } = rows[0];
-	if (!moved) throw lostCapture(definition, id, run as RunRow, edge);
-	return { ...(run as RunRow), warnings: result.warnings };
+	const { moved, done: doneMeanwhile, ...run } = rows[0];
+	if (!moved) {
+		// a duplicate of this call (same token) wrote first: the step is done once, answered as its writer was
+		if (doneMeanwhile) return replayed(run as RunRow);
+		throw lostCapture(definition, id, run as RunRow, edge);
+	}
+	return { ...publicRun(run as RunRow), warnings: result.warnings };
+}
+
+/**
+ * The answer to a Complete Step whose token's step committed already (a retry after a lost reply, or a
+ * duplicate): the run as it is now, `replayed: true`, and no warnings (the first call recorded them in
+ * ops.errors). Nothing is written and no processor runs.
+ */
+function replayed(run: RunRow): RunRow & { warnings: string[]; replayed: true } {
+	return { ...publicRun(run), warnings: [], replayed: true };
 }
 
 /** 409 ILLEGAL_TRANSITION: the run is not (or no longer) in `edge.from` under this worker's capture. */
@@ -365,27 +424,32 @@ function previousOf(run: Record<string, unknown>): string | null {
 }
 
 /**
- * Fail: FAILED with `error` (an object) from any non-terminal state.
- * @throws 404; 409 ALREADY_TERMINAL when the run is COMPLETED or FAILED already
+ * Fail: FAILED with `error` (an object) from any non-terminal state. A run already FAILED by FAIL with an
+ * equal `error` (jsonb equality) is this call's own commit seen again (a retry after a lost reply): the
+ * run is returned with `replayed: true`, nothing is written.
+ * @throws 404; 409 ALREADY_TERMINAL when the run is COMPLETED, or FAILED otherwise (another error, a cascade
+ *         limit, processor failures)
  */
 export async function failRun(
 	pool: Pool,
 	definition: WorkflowDefinition,
-	input: { run_id: unknown; error: unknown },
+	input: { run_id: unknown; error: unknown; call_key?: string | null },
 ): Promise<RunRow> {
 	const id = runId(input.run_id);
 	const error =
 		input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error)
 			? input.error
 			: { message: String(input.error ?? 'failed') };
-	const rows = await query<RunRow & { moved: boolean }>(
+	const rows = await query<RunRow & { moved: boolean; same: boolean }>(
 		pool,
 		FAIL_RUN,
-		[id, JSON.stringify(error), nonTerminalStates(definition)],
+		[id, JSON.stringify(error), nonTerminalStates(definition), input.call_key || null],
 		'update',
 	);
 	if (rows.length === 0) throw notFound(id);
-	const { moved, ...run } = rows[0];
+	const { moved, same, ...run } = rows[0];
+	// FAILED by FAIL with this very error and this caller's key: this call's retry after a lost reply
+	if (!moved && same) return { ...publicRun(run as RunRow), replayed: true };
 	if (!moved) {
 		throw ContractError.conflict(
 			`run ${id} is already ${String(run.status)}`,
@@ -393,7 +457,7 @@ export async function failRun(
 			{ operation: 'update', ...RUNS },
 		);
 	}
-	return run as RunRow;
+	return publicRun(run as RunRow);
 }
 
 /**
@@ -583,9 +647,13 @@ export async function archiveRun(pool: Pool, input: { run_id: unknown; summary: 
 	return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id };
 }
 
-/** FAILED after an aborted Complete Step ($2 its source state, $3 the capture token, $4 the error). */
+/**
+ * FAILED after an aborted Complete Step ($2 its source state, $3 the capture token, $4 the error); the token's
+ * digest is recorded as for a completed step, so a retry after a lost reply is answered as a replay (FAILED).
+ */
 const FAIL_AFTER_ABORT = `
 UPDATE maas.pipeline_runs
-SET status = 'FAILED', previous_transition = 'CASCADE_LIMIT', error = $4::jsonb, capture_token = NULL, updated_at = now()
+SET status = 'FAILED', previous_transition = 'CASCADE_LIMIT', error = $4::jsonb, capture_token = NULL,
+    completed_steps = array_append(completed_steps, md5($3::text)), updated_at = now()
 WHERE id = $1 AND status = $2 AND capture_token = $3
 RETURNING *`;

@@ -18,8 +18,11 @@ WITH run AS (
 SELECT run.id, run.status, run.created_at, (SELECT id FROM log) AS raw_log_id FROM run`;
 
 /**
- * Capture ($2 → $3 by transition $4): the winner gets `captured = true` and a fresh capture token; a
- * loser gets `captured = false` and the run as it is now; no row: the run does not exist.
+ * Capture ($2 → $3 by transition $4, worker $5, the caller's key $7 stored with it for a retry to recognise
+ * its own capture, migration 019; `capture_processed` reset): the winner gets `captured = true` and a fresh
+ * capture token; a loser gets `captured = false`, the run as it is now and `fresh` (the run was last written
+ * less than $8 s ago: a replay of the caller's own capture is only recognised within that window); no row:
+ * the run does not exist.
  * With $6 true (the analysis capture) the run is also refused while an older run of the same user is
  * neither archived nor failed (seed 001 blocking rule: Archivist signal 2 first).
  * The loser's row is the statement's snapshot, which may predate a concurrent winner's commit (the UPDATE
@@ -31,7 +34,8 @@ SELECT run.id, run.status, run.created_at, (SELECT id FROM log) AS raw_log_id FR
 export const CAPTURE = `
 WITH moved AS (
   UPDATE maas.pipeline_runs r
-  SET status = $3, previous_transition = $4, captured_by = $5, capture_token = gen_random_uuid(), updated_at = now()
+  SET status = $3, previous_transition = $4, captured_by = $5, capture_token = gen_random_uuid(), capture_key = $7,
+      capture_processed = false, updated_at = now()
   WHERE r.id = $1 AND r.status = $2
     AND (NOT $6::boolean OR NOT EXISTS (
       SELECT 1 FROM maas.pipeline_runs p
@@ -41,9 +45,25 @@ WITH moved AS (
 ), current AS (
   SELECT r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)
 )
-SELECT true AS captured, moved.* FROM moved
+SELECT true AS captured, true AS fresh, moved.* FROM moved
 UNION ALL
-SELECT false AS captured, current.* FROM current`;
+SELECT false AS captured, current.updated_at > now() - make_interval(secs => $8::float8) AS fresh, current.*
+FROM current`;
+
+/**
+ * After a Capture's processors succeeded: marks the capture ($1 in $2 under token $3) `capture_processed`
+ * (a replay of this capture does not run them again) and records the ASYNC_NEW_TX warnings $4 (jsonb array)
+ * in ops.errors, in one statement. `marked` 0: the holder lost the run meanwhile (nothing written).
+ */
+export const CAPTURE_PROCESSED = `
+WITH marked AS (
+  UPDATE maas.pipeline_runs SET capture_processed = true
+  WHERE id = $1 AND status = $2 AND capture_token = $3
+  RETURNING id, correlation_id
+), warned AS (
+  ${warningRows('marked', '$4')}
+)
+SELECT count(*)::int AS marked FROM marked`;
 
 /** The result columns a step may write, by the state it completes into (allow-list: never from input). */
 export const RESULT_COLUMNS = {
@@ -68,7 +88,9 @@ function warningRows(from: string, array: string): string {
  * fired; token $5): stores the result and the final state in one statement, only while the run is still
  * in $2 under capture token $5 (the processors ran before it, outside any transaction). `draft_context`
  * ($7) is kept when null; $8 the ASYNC_NEW_TX warnings (jsonb array) recorded in ops.errors with it.
- * A refused write returns the run as committed (`FOR SHARE`, as in CAPTURE) with `moved = false`.
+ * The token's digest is appended to `completed_steps` (migration 019), so a retry recognises this commit.
+ * A refused write returns the run as committed (`FOR SHARE`, as in CAPTURE) with `moved = false`, and
+ * `done = true` when this token's step was completed already (a concurrent duplicate won).
  */
 export function completeStepSql(column: (typeof RESULT_COLUMNS)[keyof typeof RESULT_COLUMNS]): string {
 	const value = column === 'analysis_result' ? '$6::jsonb' : '$6::text';
@@ -84,7 +106,7 @@ export function completeStepSql(column: (typeof RESULT_COLUMNS)[keyof typeof RES
 WITH moved AS (
   UPDATE maas.pipeline_runs
   SET status = $3, previous_transition = $4, ${column} = ${value}, draft_context = coalesce($7::text, draft_context),
-      capture_token = NULL, updated_at = now()
+      capture_token = NULL, completed_steps = array_append(completed_steps, md5($5::text)), updated_at = now()
   WHERE id = $1 AND status = $2 AND capture_token = $5
   RETURNING *
 )${log}, warned AS (
@@ -93,33 +115,19 @@ WITH moved AS (
   SELECT r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)
   FOR SHARE
 )
-SELECT true AS moved, moved.* FROM moved
+SELECT true AS moved, false AS done, moved.* FROM moved
 UNION ALL
-SELECT false AS moved, current.* FROM current`;
+SELECT false AS moved, md5($5::text) = ANY(current.completed_steps) AS done, current.* FROM current`;
 }
 
 /**
- * Complete Step, first statement: the holder of capture token $3 (run $1 in state $2) swaps it for a fresh
- * working token, returned as `capture_token` with `held = true`; otherwise `held = false` and the run as it
- * is. A duplicate or late Complete Step with the same token (an n8n retry, a second worker) is refused
- * here, before any processor runs; `updated_at` is kept (the Sweep measures the step from its capture).
- * The refused caller's row is read `FOR SHARE` (as in CAPTURE), so it reports the committed state.
+ * Complete Step, first statement (a plain read, no lock, nothing written): the run $1 and whether the
+ * capture token $2 already completed a step of it (`done`: md5($2) is in `completed_steps`, migration 019).
+ * A retry of a Complete Step whose write committed but whose reply was lost finds `done = true` and
+ * answers as the first call did, instead of 409.
  */
-export const HOLD_FOR_STEP = `
-WITH held AS (
-  UPDATE maas.pipeline_runs SET capture_token = gen_random_uuid()
-  WHERE id = $1 AND status = $2 AND capture_token = $3
-  RETURNING *
-), current AS (
-  SELECT r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM held)
-  FOR SHARE
-)
-SELECT true AS held, held.* FROM held
-UNION ALL
-SELECT false AS held, current.* FROM current`;
-
-/** Complete Step refused before writing (e.g. CRITERION_NOT_MET): the worker's token $3 back in place of working token $2. */
-export const RESTORE_TOKEN = `UPDATE maas.pipeline_runs SET capture_token = $3 WHERE id = $1 AND capture_token = $2`;
+export const READ_FOR_STEP = `
+SELECT r.*, md5($2::text) = ANY(r.completed_steps) AS done FROM maas.pipeline_runs r WHERE r.id = $1`;
 
 /** A Capture's processor failed and could not be counted: the capture ($1 in $2 under token $3) back to $4, uncounted. */
 export const RELEASE_CAPTURE = `
@@ -134,7 +142,7 @@ ${warningRows('(SELECT id, correlation_id FROM maas.pipeline_runs WHERE id = $1)
  * A failed processor of the capture holder ($1 run, $2 the state it holds it in, $3 its current token):
  * counts it; at the `$6`th failure of the run (0: no limit) the run ends FAILED with error $5 (jsonb), else
  * it goes back to $4 (a Capture's source state: RELEASE, the capture token cleared) or, with $4 null,
- * stays where it is under capture token $7 (Complete Step: the worker's own token back, so it may retry). No row: the holder had
+ * stays where it is under capture token $7 (Complete Step: the worker's own token, kept, so it may retry). No row: the holder had
  * lost the run meanwhile (released, failed), and nothing was changed. A run given back this way is not
  * notified (migration 012's trigger condition): the Sweep re-emits it after lost_after_seconds.
  */
@@ -154,17 +162,24 @@ SET processor_failures = counted.failures,
 FROM counted WHERE r.id = counted.id AND r.status = $2 AND r.capture_token = $3
 RETURNING r.id, r.status, r.processor_failures`;
 
-/** Fail: FAILED with the error, from any non-terminal state ($3). */
+/**
+ * Fail: FAILED with the error, from any non-terminal state ($3); md5 of the caller's call key $4 (null: none)
+ * stored as `fail_key`. A refused row says whether the run is already FAILED by FAIL with this very error
+ * and this caller's key (`same`: a retry of this call after a lost reply; never for a call without a key).
+ */
 export const FAIL_RUN = `
 WITH moved AS (
   UPDATE maas.pipeline_runs
-  SET status = 'FAILED', previous_transition = 'FAIL', error = $2::jsonb, capture_token = NULL, updated_at = now()
+  SET status = 'FAILED', previous_transition = 'FAIL', error = $2::jsonb, capture_token = NULL,
+      fail_key = md5($4::text), updated_at = now()
   WHERE id = $1 AND status = ANY($3::text[])
   RETURNING *
 )
-SELECT true AS moved, moved.* FROM moved
+SELECT true AS moved, false AS same, moved.* FROM moved
 UNION ALL
-SELECT false AS moved, r.* FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`;
+SELECT false AS moved, (r.status = 'FAILED' AND r.previous_transition = 'FAIL' AND r.error = $2::jsonb
+  AND $4::text IS NOT NULL AND r.fail_key = md5($4::text)) AS same, r.*
+FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`;
 
 /** Get Status: the run $1, only when its owner is $2 (NULL: any owner); another user's run is no row, as an unknown one. */
 export const GET_RUN = `SELECT id, status, final_answer, error, created_at, updated_at FROM maas.pipeline_runs WHERE id = $1 AND ($2::text IS NULL OR user_id = $2::text)`;
