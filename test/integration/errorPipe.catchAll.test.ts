@@ -18,31 +18,16 @@ import { executionIdOf, isErrorTriggerItem, normalizeErrorItem } from '../../nod
 import { CLAIM_STALE_AFTER_SECONDS, recordError, recordOncePerExecution } from '../../nodes/ErrorPipe/actions/record';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { hostileId, hostileString, propertyParams } from '../helpers/property';
-import { TcpProxy } from '../helpers/tcpProxy';
+import { closeProxiedDatabase, setupProxiedDatabase } from '../helpers/proxiedDatabase';
+import type { TcpProxy } from '../helpers/tcpProxy';
 
 let db: TestDatabase;
 let proxy: TcpProxy;
 let proxied: Pool;
 beforeAll(async () => {
-	db = await setupDatabase();
-	const target = new URL(db.url);
-	proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
-	await proxy.up();
-	proxied = new Pool({
-		host: '127.0.0.1',
-		port: proxy.port,
-		database: target.pathname.slice(1),
-		user: decodeURIComponent(target.username || 'postgres'),
-		password: decodeURIComponent(target.password) || undefined,
-		max: 4,
-	});
-	proxied.on('error', () => undefined);
+	({ db, proxy, proxied } = await setupProxiedDatabase());
 });
-afterAll(async () => {
-	await proxied?.end();
-	await proxy?.down();
-	await db?.drop();
-});
+afterAll(() => closeProxiedDatabase({ db, proxy, proxied }));
 
 const INSTANCE = `instance-${randomUUID()}`;
 const CATCH_ALL = { source: 'WF99e catch-all', oncePerExecution: true, instanceId: INSTANCE };

@@ -7,36 +7,21 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { normalizeErrorItem } from '../../nodes/ErrorPipe/actions/normalize';
 import { recordError } from '../../nodes/ErrorPipe/actions/record';
 import { claimJobs } from '../../nodes/shared/jobs/queue';
-import { setupDatabase, type TestDatabase } from '../helpers/db';
-import { TcpProxy } from '../helpers/tcpProxy';
+import type { TestDatabase } from '../helpers/db';
+import { closeProxiedDatabase, setupProxiedDatabase } from '../helpers/proxiedDatabase';
+import type { TcpProxy } from '../helpers/tcpProxy';
 
 let db: TestDatabase;
 let proxy: TcpProxy;
 let proxied: Pool;
 beforeAll(async () => {
-	db = await setupDatabase();
-	const target = new URL(db.url);
-	proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
-	await proxy.up();
-	proxied = new Pool({
-		host: '127.0.0.1',
-		port: proxy.port,
-		database: target.pathname.slice(1),
-		user: decodeURIComponent(target.username || 'postgres'),
-		password: decodeURIComponent(target.password) || undefined,
-		max: 4,
-	});
-	proxied.on('error', () => undefined);
+	({ db, proxy, proxied } = await setupProxiedDatabase());
 });
-afterAll(async () => {
-	await proxied?.end();
-	await proxy?.down();
-	await db?.drop();
-});
+afterAll(() => closeProxiedDatabase({ db, proxy, proxied }));
 
 async function claimedJob(type: string) {
 	await db.pool.query(`INSERT INTO ops.jobs (job_type, payload) VALUES ($1, '{}')`, [type]);

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import {
 	capture,
 	CAPTURE_REPLAY_WINDOW_SECONDS,
@@ -21,32 +21,17 @@ import {
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { WorkflowDefinition } from '../../nodes/shared/stateMachine';
-import { setupDatabase, type TestDatabase } from '../helpers/db';
-import { TcpProxy } from '../helpers/tcpProxy';
+import type { TestDatabase } from '../helpers/db';
+import { closeProxiedDatabase, setupProxiedDatabase } from '../helpers/proxiedDatabase';
+import type { TcpProxy } from '../helpers/tcpProxy';
 
 let db: TestDatabase;
 let proxy: TcpProxy;
 let proxied: Pool;
 beforeAll(async () => {
-	db = await setupDatabase();
-	const target = new URL(db.url);
-	proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
-	await proxy.up();
-	proxied = new Pool({
-		host: '127.0.0.1',
-		port: proxy.port,
-		database: target.pathname.slice(1),
-		user: decodeURIComponent(target.username || 'postgres'),
-		password: decodeURIComponent(target.password) || undefined,
-		max: 4,
-	});
-	proxied.on('error', () => undefined);
+	({ db, proxy, proxied } = await setupProxiedDatabase());
 });
-afterAll(async () => {
-	await proxied?.end();
-	await proxy?.down();
-	await db?.drop();
-});
+afterAll(() => closeProxiedDatabase({ db, proxy, proxied }));
 
 const plain = shippedDefinition();
 
