@@ -42,6 +42,10 @@ function run(typeVersion: number, params: Record<string, unknown>[]): Promise<IN
 		}),
 		getCredentials: async () => db.credential,
 		getExecutionId: () => '7',
+		// n8n gives every execute context these; Capture builds its call key from them (issue 26)
+		getInstanceId: () => 'test-instance',
+		getWorkflow: () => ({ id: 'wf-test', name: 'test', active: false }),
+		getWorkflowDataProxy: () => ({ $runIndex: 0 }),
 		getNodeParameter: (name: string, i: number, fallback?: unknown) => (name in params[i] ? params[i][name] : fallback),
 		continueOnFail: () => true,
 	} as unknown as IExecuteFunctions;
