@@ -18,7 +18,8 @@ export const archiveOperation: PipelineOperation = {
 	value: 'archive',
 	name: 'Archive',
 	action: 'Archive a completed pipeline run',
-	description: "Store the run's summary in the long-term memory (LSM) and release the user's next run",
+	description:
+		"Store the run's summary in the long-term memory (LSM) and release the user's next run (after the ARCHIVE transition's processors, if the state machine declares it)",
 	fields: fieldsOf({ resource: 'run', operation: 'archive' }, [
 		{ displayName: 'Run ID', name: 'runId', required: true, description: 'The completed run' },
 		{

@@ -18,7 +18,7 @@ export const failOperation: PipelineOperation = {
 	value: 'fail',
 	name: 'Fail',
 	action: 'Fail a pipeline run',
-	description: 'Mark a run FAILED with its error',
+	description: "Mark a run FAILED with its error (after the FAIL transition's processors, if it has any)",
 	fields: fieldsOf({ resource: 'run', operation: 'fail' }, [
 		{ displayName: 'Run ID', name: 'runId', required: true, description: 'The run that failed' },
 		{

@@ -34,7 +34,8 @@ export const sweepOperation: PipelineOperation = {
 			name: 'stuckAfterSeconds',
 			type: 'number',
 			default: 300,
-			description: 'A run in ANALYZING / ASSEMBLING / RESPONDING unchanged this long is released',
+			description:
+				"A run in ANALYZING / ASSEMBLING / RESPONDING unchanged this long is released (after the RELEASE transition's processors, if it has any)",
 		},
 		{
 			displayName: 'Lost After (Seconds)',
