@@ -4,8 +4,9 @@
  * compare-and-set on what was read. SYNC succeeding: the transition is done and the processor's side
  * effect counted once; SYNC failing: the transition is refused (400 WORKFLOW_FAILED for Fail / Archive,
  * "refused" for the Sweep) and the run left as it was; ASYNC_NEW_TX failing: a warning returned and
- * recorded in ops.errors, the transition done. A Fail whose reply is lost after its COMMIT is retried with
- * the same call key: replayed, its processor not run again. Real PostgreSQL (a TCP proxy for the lost
+ * recorded in ops.errors, the transition done. A Fail, a Sweep and an Archive whose reply is lost after
+ * their COMMIT are retried: the retry is answered as the first call (replayed / nothing more to release),
+ * its processor not run again. Real PostgreSQL (a TCP proxy for the lost
  * reply); the processors are in-process stand-ins that count their runs.
  */
 import assert from 'node:assert/strict';
@@ -343,6 +344,24 @@ test('Sweep, ASYNC_NEW_TX RELEASE processor fails: released anyway, the warning 
 	assert.equal((await row(id)).status, 'NEW');
 });
 
+test('Sweep: the release reply lost after COMMIT; the retry releases nothing more and runs no RELEASE processor again', async () => {
+	const def = withProcessor('RELEASE', 'SYNC');
+	const p = counter();
+	const { id } = await capturedRun();
+	await age(id, 120);
+	const dropped = proxy.dropped;
+	proxy.dropReplyTo("SET status = $5, previous_transition = 'RELEASE'");
+	await assert.rejects(sweep(proxied, def, SWEEP, p), (e: ContractError) => e.statusCode === 503);
+	assert.equal(proxy.dropped, dropped + 1, 'the reply was dropped');
+	assert.deepEqual([(await row(id)).status, p.runs.get(id)], ['NEW', 1], 'the first call released it');
+	const retry = await sweep(proxied, def, SWEEP, p);
+	assert.equal(
+		retry.released.some((r) => r.id === id),
+		false,
+	);
+	assert.equal(p.runs.get(id), 1, 'the retry ran no processor');
+});
+
 test('Sweep: a stuck run completed by its worker while RELEASE ran its processor is not released', async () => {
 	const def = withProcessor('RELEASE', 'SYNC');
 	const { id, token } = await capturedRun();
@@ -396,6 +415,27 @@ test('Archive, SYNC ARCHIVE processor succeeds: archived once, the processor ran
 		rejectsWith(409, 'NOT_ARCHIVABLE'),
 	);
 	assert.equal(p.runs.get(id), 1);
+});
+
+test('Archive: reply lost after COMMIT; the retry is answered replayed with the same lsm_id, the processor ran once', async () => {
+	const def = withProcessor('ARCHIVE', 'SYNC');
+	const p = counter();
+	const id = await completedRun();
+	const call = () => archiveRun(proxied, { run_id: id, summary: 'the summary', tags: ['x'] }, def, p);
+	const dropped = proxy.dropped;
+	proxy.dropReplyTo('INSERT INTO maas.lsm_storage');
+	await assert.rejects(call(), (e: ContractError) => e.statusCode === 503 && e.retryable === true);
+	assert.equal(proxy.dropped, dropped + 1, 'the reply was dropped');
+	assert.ok((await row(id)).archived_at, 'the first call committed');
+	const retry = await call();
+	assert.deepEqual([retry.replayed, retry.warnings], [true, []]);
+	const lsm = await db.pool.query<{ id: string }>('SELECT id FROM maas.lsm_storage WHERE run_id = $1', [id]);
+	assert.deepEqual(
+		lsm.rows.map((r) => Number(r.id)),
+		[retry.lsm_id],
+		'one summary stored, the one the retry names',
+	);
+	assert.equal(p.runs.get(id), 1, 'the retry ran no processor');
 });
 
 test('Archive, SYNC ARCHIVE processor fails: 400 WORKFLOW_FAILED, nothing stored, the run not archived (a later Archive succeeds)', async () => {
