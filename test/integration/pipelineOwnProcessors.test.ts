@@ -241,6 +241,29 @@ test('Fail: a run that moved on while FAIL ran its processors is read again and 
 	assert.deepEqual([after.status, after.analysis_result], ['FAILED', {}], 'the step the worker completed is kept');
 });
 
+test('Fail: a run written again each time FAIL runs its processors is refused after 3 attempts with 409 RUN_CHANGED, not failed', async () => {
+	const def = withProcessor('FAIL', 'SYNC');
+	const { id } = await capturedRun();
+	let calls = 0;
+	await assert.rejects(
+		failRun(
+			db.pool,
+			def,
+			{ run_id: id, error: { message: 'busy' } },
+			{
+				runProcessor: async () => {
+					calls++;
+					await db.pool.query('UPDATE maas.pipeline_runs SET updated_at = clock_timestamp() WHERE id = $1', [id]);
+					return true;
+				},
+			},
+		),
+		(e: ContractError) => rejectsWith(409, 'RUN_CHANGED')(e) && e.details.status === 'ANALYZING',
+	);
+	assert.equal(calls, 3);
+	assert.equal((await row(id)).status, 'ANALYZING');
+});
+
 test('Fail: reply lost after COMMIT; the retry with the same call key is answered replayed, the processor ran once', async () => {
 	const def = withProcessor('FAIL', 'SYNC');
 	const p = counter();

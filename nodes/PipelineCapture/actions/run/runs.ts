@@ -534,21 +534,20 @@ export async function failRun(
 		);
 		if (rows.length === 0) throw notFound(id);
 		const [after] = rows;
-		// written, a concurrent duplicate of this call wrote first, or the run ended meanwhile (409)
-		if (after.moved || after.same || !open.includes(after.status) || attempt >= FAIL_ATTEMPTS) {
-			if (!after.moved && !after.same && open.includes(after.status)) {
-				await recordWarnings(pool, warnings, step, options);
-				throw ContractError.conflict(
-					`run ${id} changed ${FAIL_ATTEMPTS} times while FAIL's processors ran (now ${after.status}); retry Fail`,
-					{ code: 'RUN_CHANGED', run_id: id, status: after.status },
-					{ operation: 'update', ...RUNS },
-				);
-			}
+		// written; or a concurrent duplicate of this call wrote first (replay); or the run ended meanwhile (409)
+		if (after.moved || after.same || !open.includes(after.status)) {
 			if (!after.moved) await recordWarnings(pool, warnings, step, options);
 			return failAnswer(id, after, after.moved ? warnings : []);
 		}
 		// the run moved on while the processors ran (captured, completed, released): FAIL from where it is now
 		await recordWarnings(pool, warnings, step, options);
+		if (attempt >= FAIL_ATTEMPTS) {
+			throw ContractError.conflict(
+				`run ${id} changed ${FAIL_ATTEMPTS} times while FAIL's processors ran (now ${after.status}); retry Fail`,
+				{ code: 'RUN_CHANGED', run_id: id, status: after.status },
+				{ operation: 'update', ...RUNS },
+			);
+		}
 	}
 }
 
