@@ -333,6 +333,15 @@ test('Sweep, SYNC RELEASE processor fails: the run stays in progress under its t
 	assert.match(refused.error!.message, /downstream refused/);
 	const between = await row(id);
 	assert.deepEqual([between.status, between.capture_token, between.processor_failures], ['ANALYZING', token, 1]);
+	// no error output carries it: the Sweep records the failure in ops.errors itself
+	const recorded = await db.pool.query<{ kind: string; status_code: number; details: Record<string, unknown> }>(
+		"SELECT kind, status_code, details FROM ops.errors WHERE details->>'run_id' = $1 AND details->>'transition' = 'RELEASE'",
+		[id],
+	);
+	assert.deepEqual(
+		recorded.rows.map((r) => [r.kind, r.status_code, r.details.code, r.details.severity, r.details.failures]),
+		[['upstream', 400, 'WORKFLOW_FAILED', 'error', 1]],
+	);
 	// the count restarted its stuck clock: the next sweep right away leaves it alone
 	await sweep(db.pool, def, SWEEP, { ...p, maxProcessorFailures: 2 });
 	assert.equal(p.runs.get(id), 1);

@@ -38,6 +38,7 @@ import {
 	LOST_WAITING,
 	PROCESSOR_FAILED,
 	READ_FOR_FAIL,
+	RECORD_WARNINGS,
 	RELEASE_CAPTURE,
 	RELEASE_READ_RUN,
 	RELEASE_STUCK,
@@ -45,7 +46,7 @@ import {
 	RESULT_COLUMNS,
 	STUCK_FOR_RELEASE,
 } from './sql';
-import { countFailure, recordWarnings, warningRows, type StepOptions } from './processorOutcome';
+import { countFailure, failureRows, recordWarnings, warningRows, type StepOptions } from './processorOutcome';
 
 const RUNS = { table: 'maas.pipeline_runs' };
 
@@ -644,7 +645,9 @@ export interface SweptRun {
  * ASYNC_SAME_TX failure refuses the release: the run stays in progress under its worker's token, the
  * failure is counted (PROCESSOR_FAILED, which also restarts its stuck clock: the next try is
  * `stuck_after_seconds` later) and at Max Processor Failures the run ends FAILED (PROCESSOR_FAILURES); it is
- * listed in `refused` with the error (and its ASYNC_NEW_TX warnings recorded).
+ * listed in `refused` with the error, which is also recorded as an ops.errors row (kind upstream, 400,
+ * details.code WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG, details.severity "error"), as are its
+ * ASYNC_NEW_TX warnings.
  * @returns `{ released, refused, waiting }`: `released` and `refused` together at most `limit` rows,
  *          `waiting` at most `limit` rows
  */
@@ -727,6 +730,8 @@ async function releaseWithProcessors(
 		const counted = token
 			? await countFailure(pool, PROCESSOR_FAILED, where, error, async () => undefined)
 			: (await recordWarnings(pool, result.warnings, step, options), error);
+		// no error output carries it (the Sweep lists it on Done): recorded in ops.errors here, best effort
+		await pool.query(RECORD_WARNINGS, [run.id, failureRows(counted, options)]).catch(() => undefined);
 		return {
 			id: run.id,
 			status: typeof counted.details.run_status === 'string' ? counted.details.run_status : run.status,
