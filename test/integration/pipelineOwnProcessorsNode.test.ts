@@ -3,7 +3,8 @@
  * whose executeWorkflow stands in for the calculation node's sub-workflow): with a definition imported
  * that puts processors on FAIL and ARCHIVE, Fail and Archive call the sub-workflows of their Calculation
  * Nodes; a SYNC failure is the error item (ErrorEnvelope, 400 WORKFLOW_FAILED, the run unchanged), an
- * ASYNC_NEW_TX failure is in the Done item's `warnings` and in ops.errors (with the node's name).
+ * ASYNC_NEW_TX failure is in the Done item's `warnings` and in ops.errors (with the node's name); the Sweep lists a
+ * RELEASE refused by its processor as a "refused" item.
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
@@ -175,4 +176,51 @@ test('Archive with a SYNC ARCHIVE processor: success archives the run; no Calcul
 	const error = errors[0].json.error as Record<string, any>;
 	assert.deepEqual([error.status_code, error.details.code], [400, 'NO_COMPUTE_MEMBER_FOR_TAG']);
 	assert.equal((await row(other)).archived_at, null);
+});
+
+test('Sweep with a SYNC RELEASE processor that fails: the stuck run is an item with swept "refused" and the error; one that succeeds is released', async () => {
+	const def = structuredClone(shippedDefinition()) as unknown as {
+		states: Record<string, { transitions?: { name: string; processors?: unknown[] }[] }>;
+	};
+	const tagged = (tag: string) => [
+		{ type: 'EXTERNAL', name: 'audit', executionMode: 'SYNC', config: { calculationNodesTags: tag } },
+	];
+	def.states.ANALYZING.transitions!.find((t) => t.name === 'RELEASE')!.processors = tagged('fail');
+	def.states.ASSEMBLING.transitions!.find((t) => t.name === 'RELEASE')!.processors = tagged('ok');
+	await run([
+		{
+			resource: 'stateMachine',
+			operation: 'import',
+			body: { importMode: 'REPLACE', workflows: [def] },
+			model: 'pipeline_runs',
+			modelVersion: 1,
+		},
+	]);
+	const stuck = await newRun('ANALYZING');
+	const other = await newRun('ASSEMBLING');
+	await db.pool.query(
+		"UPDATE maas.pipeline_runs SET capture_token = gen_random_uuid(), updated_at = now() - interval '1 hour' WHERE id = ANY($1::uuid[])",
+		[[stuck, other]],
+	);
+	const [items] = await run([
+		{
+			resource: 'run',
+			operation: 'sweep',
+			stuckAfterSeconds: 60,
+			lostAfterSeconds: 86_400,
+			limit: 50,
+			calculationNodes,
+		},
+	]);
+	const byId = new Map(
+		items.map((i) => {
+			const data = SuccessEnvelope.parse(i.json).data as { id: string; swept: string; error?: { code: string } };
+			return [data.id, data];
+		}),
+	);
+	assert.deepEqual(
+		[byId.get(stuck)?.swept, byId.get(stuck)?.error?.code, (await row(stuck)).status],
+		['refused', 'WORKFLOW_FAILED', 'ANALYZING'],
+	);
+	assert.deepEqual([byId.get(other)?.swept, (await row(other)).status], ['released', 'ANALYZED']);
 });
