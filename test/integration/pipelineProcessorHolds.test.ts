@@ -4,7 +4,8 @@
  * capture token, so a run lost meanwhile (Fail, Sweep) is not overwritten and a duplicate Complete Step
  * writes nothing twice (issue 26: it is answered as a replay); failures are counted and end the run FAILED at Max Processor Failures; ASYNC_NEW_TX
  * warnings are returned and recorded in ops.errors (storable text, whatever the sub-workflow answered);
- * an import that puts processors on FAIL / RELEASE is refused for the pipeline model.
+ * an import may put processors on FAIL / RELEASE / ARCHIVE (test/integration/pipelineOwnProcessors.test.ts
+ * runs them).
  * Real PostgreSQL; the processors are in-process runners (the n8n sub-workflow path is in
  * test/e2e/pipeline_processors.test.ts).
  */
@@ -338,36 +339,50 @@ test('ASYNC_NEW_TX warnings: returned and recorded in ops.errors as storable tex
 	assert.equal(recorded.rows[0].n, 1);
 });
 
-test('Import for pipeline_runs refuses processors on FAIL and RELEASE (naming them); another model may have them', async () => {
-	const base = structuredClone(shippedDefinition()) as unknown as { name: string; states: Transitions };
-	base.states.ANALYZING.transitions.find((t) => t.name === 'RELEASE')!.processors = [processor('audit')];
-	base.states.NEW.transitions.find((t) => t.name === 'FAIL')!.processors = [processor('audit')];
-	const before = (await db.pool.query('SELECT count(*)::int AS n FROM ops.workflow_definitions')).rows[0].n;
+test('Import for pipeline_runs accepts processors on FAIL, RELEASE and ARCHIVE; ARCHIVE only as COMPLETED → COMPLETED (naming the others)', async () => {
+	// issue 26 item 2: Fail, the Sweep and Archive run their transitions' processors, so a definition may declare them
+	const base = structuredClone(shippedDefinition()) as unknown as {
+		name: string;
+		states: Record<string, { transitions?: Record<string, unknown>[] }>;
+	};
+	const transitions = (state: string) => base.states[state].transitions as { name: string; processors?: unknown[] }[];
+	transitions('ANALYZING').find((t) => t.name === 'RELEASE')!.processors = [processor('audit')];
+	transitions('NEW').find((t) => t.name === 'FAIL')!.processors = [processor('audit')];
+	base.states.COMPLETED = {
+		transitions: [{ name: 'ARCHIVE', next: 'COMPLETED', manual: true, processors: [processor('index')] }],
+	};
 	const ctx = { pool: db.pool } as Parameters<typeof importOperation.execute>[0];
+	const ref = { model: 'pipeline_runs', model_version: 1 };
+	const accepted = await importOperation.execute(ctx, { body: { importMode: 'MERGE', workflows: [base] }, ...ref });
+	assert.equal(accepted.data?.success, true);
+	const stored = await db.pool.query<{ definition: { states: Record<string, { transitions: unknown[] }> } }>(
+		"SELECT definition FROM ops.workflow_definitions WHERE model = 'pipeline_runs' AND name = $1",
+		[base.name],
+	);
+	assert.equal(stored.rows.length, 1);
+	assert.equal(stored.rows[0].definition.states.COMPLETED.transitions.length, 1, 'ARCHIVE stored');
+
+	// ARCHIVE anywhere else, or leaving COMPLETED for another state, is refused and nothing is written
+	const wrong = structuredClone(base);
+	wrong.name = 'wrong-archive';
+	(wrong.states.COMPLETED.transitions as { next: string }[])[0].next = 'FAILED';
+	wrong.states.READY.transitions!.push({ name: 'ARCHIVE', next: 'READY', manual: true });
+	const before = (await db.pool.query('SELECT count(*)::int AS n FROM ops.workflow_definitions')).rows[0].n;
 	await assert.rejects(
-		importOperation.execute(ctx, {
-			body: { importMode: 'MERGE', workflows: [base] },
-			model: 'pipeline_runs',
-			model_version: 1,
-		}),
+		importOperation.execute(ctx, { body: { importMode: 'MERGE', workflows: [wrong] }, ...ref }),
 		(e: ContractError) =>
 			e.statusCode === 400 &&
 			e.details.code === 'VALIDATION_FAILED' &&
 			(e.details.problems as string[]).length === 2 &&
-			(e.details.problems as string[]).some((p) => p.startsWith('states.ANALYZING.transitions[1].processors')) &&
-			(e.details.problems as string[]).some((p) => p.startsWith('states.NEW.transitions[1].processors')),
+			(e.details.problems as string[]).some((p) => p.startsWith('states.COMPLETED.transitions[0]')) &&
+			(e.details.problems as string[]).some((p) => p.startsWith('states.READY.transitions[2]')),
 	);
 	assert.equal(
 		(await db.pool.query('SELECT count(*)::int AS n FROM ops.workflow_definitions')).rows[0].n,
 		before,
 		'a refused import writes nothing',
 	);
-	const other = await importOperation.execute(ctx, {
-		body: { importMode: 'MERGE', workflows: [base] },
-		model: 'orders',
-		model_version: 1,
-	});
-	assert.equal(other.data?.success, true);
+	await db.pool.query("DELETE FROM ops.workflow_definitions WHERE model = 'pipeline_runs'");
 });
 
 test('Complete Step refuses a result PostgreSQL cannot store before holding the run: 422 naming the field, no processor, token kept', async () => {

@@ -2,12 +2,13 @@
  * Issue 26 item 2: processors run outside the step's transaction, so a pool shared with them cannot be
  * starved. 20 concurrent Complete Steps whose processors query PostgreSQL through the same credential and
  * pool (the shipped default: poolConfig, 10 connections, 5 s connect timeout): all finish, no pool timeout,
- * each processor ran once and saw the run unlocked. Real PostgreSQL.
+ * each processor ran once and saw the run unlocked. The same for 20 concurrent Fails (FAIL processors) and
+ * 20 concurrent Archives (ARCHIVE processors). Real PostgreSQL.
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
-import { capture, completeStep } from '../../nodes/PipelineCapture/actions/run/runs';
+import { archiveRun, capture, completeStep, failRun } from '../../nodes/PipelineCapture/actions/run/runs';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { poolConfig } from '../../nodes/shared/postgres/pool';
 import { WorkflowDefinition } from '../../nodes/shared/stateMachine';
@@ -101,6 +102,109 @@ test('20 concurrent Complete Steps, processors querying through the same default
 	const { rows } = await db.pool.query<{ n: number }>(
 		`SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE id = ANY($1::uuid[]) AND status = 'ANALYZED'`,
 		[runs.map((r) => r.id)],
+	);
+	assert.equal(rows[0].n, 20);
+}, 60_000);
+
+/**
+ * A processor that holds one of the pool's connections for 1.5 s (a slow sub-workflow query) and checks the
+ * run's row is not locked by its own operation; `seen` counts its runs per run id.
+ */
+function slowQueryProcessor() {
+	const seen = new Map<string, number>();
+	const locked = { n: 0 };
+	const runProcessor = async (_p: unknown, _t: unknown, entity: unknown) => {
+		const id = (entity as { id: string }).id;
+		const client = await pool.connect();
+		try {
+			await client.query('BEGIN');
+			const held = await client.query('SELECT 1 FROM maas.pipeline_runs WHERE id = $1 FOR UPDATE NOWAIT', [id]).then(
+				() => false,
+				(e: { code?: string }) => e.code === '55P03',
+			);
+			if (held) locked.n++;
+			await client.query('ROLLBACK');
+			await client.query('SELECT pg_sleep(1.5)');
+		} finally {
+			client.release();
+		}
+		seen.set(id, (seen.get(id) ?? 0) + 1);
+		return { success: true };
+	};
+	return { seen, locked, runProcessor };
+}
+
+type States = Record<
+	string,
+	{ transitions?: { name: string; next?: string; manual?: boolean; processors?: unknown[] }[] }
+>;
+const SLOW = [{ type: 'EXTERNAL', name: 'audit', executionMode: 'SYNC', config: { calculationNodesTags: 'audit' } }];
+
+async function capturedRuns(n: number, prefix: string) {
+	const ids: string[] = [];
+	for (let i = 0; i < n; i++) {
+		const { rows } = await pool.query<{ id: string }>(
+			`INSERT INTO maas.pipeline_runs (user_id, user_query) VALUES ($1, 'q') RETURNING id`,
+			[`${prefix}-${i}-${Math.random()}`],
+		);
+		await capture(pool, shippedDefinition(), { run_id: rows[0].id, transition: 'CAPTURE_ANALYSIS', worker: 'w' });
+		ids.push(rows[0].id);
+	}
+	return ids;
+}
+
+function report(what: string, results: PromiseSettledResult<unknown>[], ms: number) {
+	const failures = results
+		.filter((r) => r.status === 'rejected')
+		.map((r) => String((r as PromiseRejectedResult).reason));
+	console.log(
+		`20 concurrent ${what} over a ${pool.options.max}-connection pool: ${ms} ms, failures ${failures.length}`,
+	);
+	return failures;
+}
+
+test('20 concurrent Fails, FAIL processors querying through the same default pool: all finish, no pool timeout', async () => {
+	const base = structuredClone(shippedDefinition()) as unknown as { states: States };
+	for (const state of Object.values(base.states))
+		for (const t of state.transitions ?? []) if (t.name === 'FAIL') t.processors = SLOW;
+	const def = WorkflowDefinition.parse(base);
+	const ids = await capturedRuns(20, 'fail-pool');
+	const p = slowQueryProcessor();
+	const started = Date.now();
+	const results = await Promise.allSettled(
+		ids.map((id, i) => failRun(pool, def, { run_id: id, error: { message: 'stop' }, call_key: `k-${i}` }, p)),
+	);
+	const failures = report('Fails', results, Date.now() - started);
+	assert.deepEqual(failures, [], 'no pool timeout, no error');
+	assert.deepEqual([...p.seen.values()], Array(20).fill(1), 'each processor ran once');
+	assert.equal(p.locked.n, 0, 'no processor found its run locked by its own Fail');
+	const { rows } = await db.pool.query<{ n: number }>(
+		`SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE id = ANY($1::uuid[]) AND status = 'FAILED'`,
+		[ids],
+	);
+	assert.equal(rows[0].n, 20);
+}, 60_000);
+
+test('20 concurrent Archives, ARCHIVE processors querying through the same default pool: all finish, no pool timeout', async () => {
+	const base = structuredClone(shippedDefinition()) as unknown as { states: States };
+	base.states.COMPLETED = { transitions: [{ name: 'ARCHIVE', next: 'COMPLETED', manual: true, processors: SLOW }] };
+	const def = WorkflowDefinition.parse(base);
+	const ids = await capturedRuns(20, 'archive-pool');
+	// straight to COMPLETED (the steps are not what this test measures)
+	await pool.query(
+		`UPDATE maas.pipeline_runs SET status = 'COMPLETED', capture_token = NULL, final_answer = 'a' WHERE id = ANY($1::uuid[])`,
+		[ids],
+	);
+	const p = slowQueryProcessor();
+	const started = Date.now();
+	const results = await Promise.allSettled(ids.map((id) => archiveRun(pool, { run_id: id, summary: 's' }, def, p)));
+	const failures = report('Archives', results, Date.now() - started);
+	assert.deepEqual(failures, [], 'no pool timeout, no error');
+	assert.deepEqual([...p.seen.values()], Array(20).fill(1), 'each processor ran once');
+	assert.equal(p.locked.n, 0, 'no processor found its run locked by its own Archive');
+	const { rows } = await db.pool.query<{ n: number }>(
+		`SELECT count(*)::int AS n FROM maas.pipeline_runs WHERE id = ANY($1::uuid[]) AND archived_at IS NOT NULL`,
+		[ids],
 	);
 	assert.equal(rows[0].n, 20);
 }, 60_000);

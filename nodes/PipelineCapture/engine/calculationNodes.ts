@@ -1,11 +1,15 @@
 /**
  * The "calculation nodes" of seed 004's EXTERNAL processors, in n8n: sub-workflows listed on the Pipeline
- * Capture node (parameter `calculationNodes`, Run → Capture / Complete Step) with the tags each declares,
+ * Capture node (parameter `calculationNodes`, Run → Capture / Complete Step / Fail / Sweep / Archive) with
+ * the tags each declares,
  * called through n8n's own sub-workflow execution (`executeWorkflow` of IExecuteFunctions, as the Execute
  * Workflow node does). Routing and payload: ../../shared/stateMachine/processors.ts.
  */
 import type { IDataObject, IExecuteFunctions, INodeProperties } from 'n8n-workflow';
 import { parseTags, type CalculationNode, type SubWorkflowCaller } from '../../shared/stateMachine';
+
+/** The Run operations that fire transitions, and so run processors (issue 26 item 2: Fail, Sweep, Archive too). */
+export const PROCESSOR_OPERATIONS = ['capture', 'completeStep', 'fail', 'sweep', 'archive'] as const;
 
 export const CALCULATION_NODES_PROPERTY: INodeProperties = {
 	displayName: 'Calculation Nodes',
@@ -15,8 +19,8 @@ export const CALCULATION_NODES_PROPERTY: INodeProperties = {
 	placeholder: 'Add Calculation Node',
 	default: {},
 	description:
-		'Sub-workflows that run the EXTERNAL processors of the state machine (seed 004). A processor goes to the first one listed that declares all the tags of its calculationNodesTags; none → 400 NO_COMPUTE_MEMBER_FOR_TAG. Each sub-workflow starts with "When Executed by Another Workflow" (accept all data), receives { processor, transition, entity? } and answers { success, entity?, error? }.',
-	displayOptions: { show: { resource: ['run'], operation: ['capture', 'completeStep'] } },
+		'Sub-workflows that run the EXTERNAL processors of the state machine (seed 004), on the transitions this operation fires (Capture: CAPTURE_*, Complete Step: *_DONE and the cascade, Fail: FAIL, Sweep: RELEASE, Archive: ARCHIVE). A processor goes to the first one listed that declares all the tags of its calculationNodesTags; none → 400 NO_COMPUTE_MEMBER_FOR_TAG. Each sub-workflow starts with "When Executed by Another Workflow" (accept all data), receives { processor, transition, entity? } and answers { success, entity?, error? }.',
+	displayOptions: { show: { resource: ['run'], operation: [...PROCESSOR_OPERATIONS] } },
 	options: [
 		{
 			displayName: 'Calculation Node',
@@ -50,7 +54,7 @@ export function calculationNodesOf(
 	resource: string,
 	operation: string,
 ): CalculationNode[] {
-	if (resource !== 'run' || (operation !== 'capture' && operation !== 'completeStep')) return [];
+	if (resource !== 'run' || !(PROCESSOR_OPERATIONS as readonly string[]).includes(operation)) return [];
 	const value = fns.getNodeParameter('calculationNodes', itemIndex, {}) as {
 		node?: { workflowId?: unknown; tags?: unknown }[];
 	};

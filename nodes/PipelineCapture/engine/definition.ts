@@ -7,8 +7,11 @@
  *  - `CAPTURE_*` transitions take a waiting run into an in-progress state (one worker wins);
  *  - from an in-progress state, one `*_DONE` transition stores the step's result and moves on, and
  *    `RELEASE` returns the run to its waiting state (Sweep);
- *  - `FAIL` is available from every non-terminal state; terminal states have no transitions;
- *  - `FAIL` and `RELEASE` have no processors (checked at import by `assertPipelineTransitions`).
+ *  - `FAIL` is available from every non-terminal state; terminal states have no transitions (but ARCHIVE);
+ *  - `ARCHIVE`, when declared, leaves `COMPLETED` for `COMPLETED` (archiving is not a state: Archive sets
+ *    `archived_at`); it is how a definition gives Archive processors (checked by `assertPipelineTransitions`);
+ *  - `FAIL`, `RELEASE` and `ARCHIVE` are fired by their own operations (Fail, the Sweep, Archive), never by
+ *    Capture or Complete Step; their processors run as Complete Step's do (issue 26 item 2).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -63,11 +66,34 @@ export function edgesOf(definition: WorkflowDefinition): Edge[] {
 	);
 }
 
-/** The states a run can still leave (they have transitions). */
+/** The states a run can still leave (they have transitions other than ARCHIVE, which stays in COMPLETED). */
 export function nonTerminalStates(definition: WorkflowDefinition): string[] {
 	return Object.entries(definition.states)
-		.filter(([, s]) => s.transitions.length > 0)
+		.filter(([, s]) => s.transitions.some((t) => t.name !== ARCHIVE))
 		.map(([name]) => name);
+}
+
+/** Archive's transition (optional in a definition): `COMPLETED` → `COMPLETED`, manual. */
+export const ARCHIVE = 'ARCHIVE';
+/** The state Archive works on (seed 001: a COMPLETED run is archived, once). */
+export const ARCHIVABLE_STATE = 'COMPLETED';
+
+/**
+ * Transitions the pipeline's own operations fire (Fail → `FAIL`, the Sweep → `RELEASE`, Archive →
+ * `ARCHIVE`); Capture and Complete Step refuse them.
+ */
+export const OWN_TRANSITIONS = ['FAIL', 'RELEASE', ARCHIVE];
+
+/** The enabled transition `name` leaving `state`, or undefined (a disabled one is skipped, seed 004). */
+export function transitionFrom(definition: WorkflowDefinition, state: string, name: string) {
+	return definition.states[state]?.transitions.find((t) => t.name === name && !t.disabled);
+}
+
+/** Whether any enabled transition named `name` has processors (then its operation runs them). */
+export function hasProcessors(definition: WorkflowDefinition, name: string): boolean {
+	return Object.values(definition.states).some((s) =>
+		s.transitions.some((t) => t.name === name && !t.disabled && t.processors.length > 0),
+	);
 }
 
 /**
@@ -87,23 +113,19 @@ export function edgeNamed(definition: WorkflowDefinition, transition: string, fr
 	);
 }
 
-/** Transitions the pipeline fires itself, where no processor can run (see assertPipelineTransitions). */
-export const NO_PROCESSOR_TRANSITIONS = ['FAIL', 'RELEASE'];
-
 /**
- * The pipeline's own rule for an imported definition of model pipeline_runs: `FAIL` and `RELEASE` carry no
- * processors. Pipeline Capture fires them itself — Fail from error paths, RELEASE from the Sweep's
- * Schedule Trigger and after a failed capture processor — where no Calculation Nodes are configured, and a
- * processor that could fail would keep a run from failing or from being released. Refusing them at import
- * keeps a definition from promising processors that would never run.
- * @throws ContractError 400 VALIDATION_FAILED naming each `states.<state>.transitions[<i>].processors`
+ * The pipeline's own rule for an imported definition of model pipeline_runs: `ARCHIVE`, when declared, is
+ * a manual transition of `COMPLETED` back to `COMPLETED` (archiving is not a state; Archive works on
+ * COMPLETED runs only), so that its processors run on Archive. Processors are allowed on every
+ * transition, `FAIL` and `RELEASE` included (issue 26 item 2: Fail, the Sweep and Archive run them).
+ * @throws ContractError 400 VALIDATION_FAILED naming each `states.<state>.transitions[<i>]`
  */
 export function assertPipelineTransitions(definition: WorkflowDefinition): void {
 	const problems = Object.entries(definition.states).flatMap(([state, s]) =>
 		s.transitions.flatMap((t, i) =>
-			NO_PROCESSOR_TRANSITIONS.includes(t.name) && t.processors.length > 0
+			t.name === ARCHIVE && (state !== ARCHIVABLE_STATE || t.next !== ARCHIVABLE_STATE || !t.manual)
 				? [
-						`states.${state}.transitions[${i}].processors: ${t.name} is fired by Pipeline Capture itself (Fail, Sweep), where processors cannot run; remove them`,
+						`states.${state}.transitions[${i}]: ${ARCHIVE} is Archive's transition, a manual ${ARCHIVABLE_STATE} → ${ARCHIVABLE_STATE} (archiving is not a state); declare it only there`,
 					]
 				: [],
 		),

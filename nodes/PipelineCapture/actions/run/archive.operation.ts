@@ -1,8 +1,14 @@
 /**
  * Run → Archive (Archivist signal 2, seed 001): the LLM summary into lsm_storage and the run marked
- * archived, once, in one statement. Output: `{ run_id, lsm_id, next_run_id }` — the user's next NEW run,
- * which the blocking rule held back (send it to the Analyzer), or null.
- * Errors: 404; 409 NOT_ARCHIVABLE (not COMPLETED, or archived already); 422; 503.
+ * archived, once, in one statement. Output: `{ run_id, lsm_id, next_run_id, warnings }` — the user's next
+ * NEW run, which the blocking rule held back (send it to the Analyzer), or null.
+ * When the definition declares `ARCHIVE` (COMPLETED → COMPLETED) with EXTERNAL processors (Calculation
+ * Nodes), they run first with no connection or lock held (runs.ts archiveRun); `warnings` are their
+ * ASYNC_NEW_TX failures (also in ops.errors; empty when none). A retry after a lost reply (archived with
+ * this very summary and tags) answers the same with `replayed: true`, no processor run again.
+ * Errors: 404; 409 NOT_ARCHIVABLE (not COMPLETED, or archived already with another summary); 400
+ * WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (a SYNC / ASYNC_SAME_TX processor failed: nothing stored);
+ * 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
@@ -12,7 +18,8 @@ export const archiveOperation: PipelineOperation = {
 	value: 'archive',
 	name: 'Archive',
 	action: 'Archive a completed pipeline run',
-	description: "Store the run's summary in the long-term memory (LSM) and release the user's next run",
+	description:
+		"Store the run's summary in the long-term memory (LSM) and release the user's next run (after the ARCHIVE transition's processors, if the state machine declares it)",
 	fields: fieldsOf({ resource: 'run', operation: 'archive' }, [
 		{ displayName: 'Run ID', name: 'runId', required: true, description: 'The completed run' },
 		{
@@ -25,10 +32,12 @@ export const archiveOperation: PipelineOperation = {
 		{ displayName: 'Tags', name: 'tags', description: 'Comma-separated tags of the summary' },
 	]),
 	async execute(deps, input) {
-		return {
-			data: await archiveRun(deps.pool, { run_id: input.run_id, summary: input.summary, tags: input.tags }),
-			output: 0,
-			statusCode: 201,
-		};
+		const archived = await archiveRun(
+			deps.pool,
+			{ run_id: input.run_id, summary: input.summary, tags: input.tags },
+			await deps.definition(),
+			{ runProcessor: deps.runProcessor, origin: deps.origin },
+		);
+		return { data: archived, output: 0, statusCode: archived.replayed ? 200 : 201 };
 	},
 };

@@ -1,8 +1,14 @@
 /**
  * Run → Fail: FAILED with the error, from any non-terminal state (seed 001 "* → FAILED").
- * Input: `run_id`, `error` (object or message). Output: `{ run_id, status: "FAILED" }`.
+ * Input: `run_id`, `error` (object or message). Output: `{ run_id, status: "FAILED", warnings }`.
+ * The `FAIL` transition's EXTERNAL processors (Calculation Nodes), when the definition declares some, run
+ * first with no connection or lock held, then one compare-and-set write (runs.ts failRun); `warnings` are
+ * their ASYNC_NEW_TX failures (also in ops.errors; empty when none).
  * A retry after a lost reply (the run FAILED by FAIL with an equal error and this call's key: the same
- * n8n instance, workflow, execution, node, run index and item) answers the same, with `replayed: true`. Errors: 404; 409 ALREADY_TERMINAL; 422; 503.
+ * n8n instance, workflow, execution, node, run index and item) answers the same, with `replayed: true`,
+ * and runs no processor again. Errors: 404; 409 ALREADY_TERMINAL; 409 RUN_CHANGED (the run kept changing
+ * while the processors ran); 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (a SYNC / ASYNC_SAME_TX
+ * processor failed: the run is left as it was); 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
@@ -12,7 +18,7 @@ export const failOperation: PipelineOperation = {
 	value: 'fail',
 	name: 'Fail',
 	action: 'Fail a pipeline run',
-	description: 'Mark a run FAILED with its error',
+	description: "Mark a run FAILED with its error (after the FAIL transition's processors, if it has any)",
 	fields: fieldsOf({ resource: 'run', operation: 'fail' }, [
 		{ displayName: 'Run ID', name: 'runId', required: true, description: 'The run that failed' },
 		{
@@ -23,12 +29,13 @@ export const failOperation: PipelineOperation = {
 		},
 	]),
 	async execute(deps, input) {
-		const run = await failRun(deps.pool, await deps.definition(), {
-			run_id: input.run_id,
-			error: input.error,
-			call_key: deps.callKey ?? null,
-		});
-		const data = { run_id: run.id, status: run.status };
+		const run = await failRun(
+			deps.pool,
+			await deps.definition(),
+			{ run_id: input.run_id, error: input.error, call_key: deps.callKey ?? null },
+			{ runProcessor: deps.runProcessor, origin: deps.origin },
+		);
+		const data = { run_id: run.id, status: run.status, warnings: run.warnings };
 		return { data: 'replayed' in run ? { ...data, replayed: true } : data, output: 0 };
 	},
 };

@@ -56,6 +56,23 @@ export function warningRows(warnings: string[], run: { id: string; transition: s
 	);
 }
 
+/**
+ * A refused transition's failure as ops.errors rows for RECORD_WARNINGS (for an operation that reports it in
+ * its output instead of its error output, the Sweep): kind `upstream`, status 400, `details` the error's
+ * (code WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG, run_id, transition, failures, run_status…) with
+ * `severity: "error"`.
+ */
+export function failureRows(error: ContractError, options: StepOptions): string {
+	return JSON.stringify([
+		{
+			message: storable(error.message),
+			details: { ...error.details, severity: 'error' },
+			workflow: storable(options.origin?.workflow),
+			node: storable(options.origin?.node),
+		},
+	]);
+}
+
 function storable(text: string | null | undefined): string | null {
 	return typeof text === 'string' ? replaceUnstorable(text).text : null;
 }

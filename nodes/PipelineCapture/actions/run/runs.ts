@@ -10,8 +10,19 @@ import { ContractError, fromPgError } from '../../../shared/errors';
 import { unstorablePath } from '../../../shared/sanitize';
 import type { EngineResult, WorkflowDefinition } from '../../../shared/stateMachine';
 import { abortError, evaluate, fireManual, runTransitionProcessors } from '../../../shared/stateMachine';
-import { edgeNamed, edgesOf, nonTerminalStates, type Edge } from '../../engine/definition';
 import {
+	ARCHIVABLE_STATE,
+	ARCHIVE,
+	edgeNamed,
+	edgesOf,
+	hasProcessors,
+	nonTerminalStates,
+	OWN_TRANSITIONS,
+	transitionFrom,
+	type Edge,
+} from '../../engine/definition';
+import {
+	ARCHIVE_REPLAY,
 	ARCHIVE_RUN,
 	CAPTURE,
 	CAPTURE_PROCESSED,
@@ -21,16 +32,21 @@ import {
 	CONTEXT_ASSEMBLY,
 	CONTEXT_RESPONSE,
 	CREATE_RUN,
+	FAIL_READ_RUN,
 	FAIL_RUN,
 	GET_RUN,
 	LOST_WAITING,
 	PROCESSOR_FAILED,
+	READ_FOR_FAIL,
+	RECORD_WARNINGS,
 	RELEASE_CAPTURE,
+	RELEASE_READ_RUN,
 	RELEASE_STUCK,
 	READ_FOR_STEP,
 	RESULT_COLUMNS,
+	STUCK_FOR_RELEASE,
 } from './sql';
-import { countFailure, recordWarnings, warningRows, type StepOptions } from './processorOutcome';
+import { countFailure, failureRows, recordWarnings, warningRows, type StepOptions } from './processorOutcome';
 
 const RUNS = { table: 'maas.pipeline_runs' };
 
@@ -168,6 +184,7 @@ export async function capture(
 ): Promise<CaptureResult> {
 	const id = runId(input.run_id);
 	const edge = edgeNamed(definition, input.transition);
+	if (OWN_TRANSITIONS.includes(edge.name)) throw ownTransition(definition, edge, 'CAPTURE_');
 	const declared = definition.states[edge.from].transitions.find((t) => t.name === edge.name)!;
 	if (declared.criterion) {
 		const [current] = await query<RunRow>(pool, 'SELECT * FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
@@ -285,7 +302,9 @@ export async function completeStep(
 ): Promise<RunRow & { warnings: string[] }> {
 	const id = runId(input.run_id);
 	const edge = edgeNamed(definition, input.transition);
-	const column = RESULT_COLUMNS[edge.to as keyof typeof RESULT_COLUMNS];
+	const column = OWN_TRANSITIONS.includes(edge.name)
+		? undefined
+		: RESULT_COLUMNS[edge.to as keyof typeof RESULT_COLUMNS];
 	if (!column) {
 		throw ContractError.conflict(
 			`transition ${edge.name} is not a step completion (${edge.to} has no result column)`,
@@ -419,37 +438,129 @@ function lostCapture(definition: WorkflowDefinition, id: string, run: RunRow, ed
 	);
 }
 
+/**
+ * 409 ILLEGAL_TRANSITION: `edge` is fired by its own operation (FAIL by Fail, RELEASE by the Sweep, ARCHIVE
+ * by Archive), not by Capture / Complete Step; `legal` lists that operation's transitions (by `prefix`).
+ */
+function ownTransition(definition: WorkflowDefinition, edge: Edge, prefix: string): ContractError {
+	const legal = [...new Set(edgesOf(definition).map((e) => e.name))].filter((n) => n.startsWith(prefix));
+	return ContractError.conflict(
+		`transition ${edge.name} is fired by its own operation (FAIL: Fail, RELEASE: Sweep, ARCHIVE: Archive), not here (legal: ${legal.join(', ')})`,
+		{ code: 'ILLEGAL_TRANSITION', transition: edge.name, legal },
+		{ operation: 'update', ...RUNS },
+	);
+}
+
 function previousOf(run: Record<string, unknown>): string | null {
 	return typeof run.previous_transition === 'string' ? run.previous_transition : null;
 }
 
+/** How often Fail reads the run again when it changed while FAIL's processors ran (then 409 RUN_CHANGED). */
+export const FAIL_ATTEMPTS = 3;
+
 /**
  * Fail: FAILED with `error` (an object) from any non-terminal state. A run already FAILED by FAIL with an
- * equal `error` (jsonb equality) is this call's own commit seen again (a retry after a lost reply): the
- * run is returned with `replayed: true`, nothing is written.
+ * equal `error` (jsonb equality) and this call's key (`call_key`, stored as md5 in `fail_key`) is this
+ * call's own commit seen again (a retry after a lost reply): the run is returned with `replayed: true`,
+ * nothing is written and no processor runs.
+ * Processors (issue 26 item 2): when the definition's `FAIL` leaving the run's state has processors, they
+ * run first, with no transaction or row lock held, over the run as it will be written (status FAILED, the
+ * error, no capture token); then one compare-and-set on what was read (status, capture token,
+ * `updated_at`) writes FAILED and records the ASYNC_NEW_TX warnings in ops.errors. A SYNC / ASYNC_SAME_TX
+ * failure refuses the transition: 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (details.warnings the
+ * ASYNC_NEW_TX failures before it, also recorded), the run left as it was (not counted: Fail is the way
+ * out of a run, Max Processor Failures does not apply). A run written by someone else while the
+ * processors ran is read again and the FAIL of its new state runs (processors included), at most
+ * FAIL_ATTEMPTS times. Without FAIL processors anywhere in the definition: one statement, as before.
+ * @returns the run, `warnings` (ASYNC_NEW_TX failure reasons; empty when none; empty on a replay)
  * @throws 404; 409 ALREADY_TERMINAL when the run is COMPLETED, or FAILED otherwise (another error, a cascade
- *         limit, processor failures)
+ *         limit, processor failures); 409 RUN_CHANGED when it kept changing under the processors; 400
+ *         WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (a FAIL processor failed: the run is unchanged)
  */
 export async function failRun(
 	pool: Pool,
 	definition: WorkflowDefinition,
 	input: { run_id: unknown; error: unknown; call_key?: string | null },
-): Promise<RunRow> {
+	options: StepOptions = {},
+): Promise<RunRow & { warnings: string[] }> {
 	const id = runId(input.run_id);
-	const error =
+	const error = JSON.stringify(
 		input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error)
 			? input.error
-			: { message: String(input.error ?? 'failed') };
-	const rows = await query<RunRow & { moved: boolean; same: boolean }>(
-		pool,
-		FAIL_RUN,
-		[id, JSON.stringify(error), nonTerminalStates(definition), input.call_key || null],
-		'update',
+			: { message: String(input.error ?? 'failed') },
 	);
-	if (rows.length === 0) throw notFound(id);
-	const { moved, same, ...run } = rows[0];
+	const key = input.call_key || null;
+	const open = nonTerminalStates(definition);
+	if (!hasProcessors(definition, 'FAIL')) {
+		const rows = await query<RunRow & { moved: boolean; same: boolean }>(
+			pool,
+			FAIL_RUN,
+			[id, error, open, key],
+			'update',
+		);
+		if (rows.length === 0) throw notFound(id);
+		return failAnswer(id, rows[0], []);
+	}
+	for (let attempt = 1; ; attempt++) {
+		const [read] = await query<RunRow & { same: boolean; read_at: string }>(
+			pool,
+			READ_FOR_FAIL,
+			[id, error, key],
+			'select',
+		);
+		if (!read) throw notFound(id);
+		const { same, read_at, ...current } = read;
+		// FAILED by this very call (a retry after a lost reply): answered as the first call, no processor again
+		if (same || !open.includes(current.status)) return failAnswer(id, { ...current, moved: false, same }, []);
+		const declared = transitionFrom(definition, current.status, 'FAIL');
+		let warnings: string[] = [];
+		if (declared && declared.processors.length > 0) {
+			const entity: Record<string, unknown> = {
+				...publicRun(current as RunRow),
+				status: 'FAILED',
+				previous_transition: 'FAIL',
+				error: JSON.parse(error) as unknown,
+			};
+			delete entity.capture_token; // a credential of the worker: processors never see it
+			const processed = await runTransitionProcessors(current.status, declared, entity, options);
+			warnings = processed.warnings;
+			if (!processed.ok) throw await refused(pool, processed, { id, transition: 'FAIL' }, options);
+		}
+		const step = { id, transition: 'FAIL' };
+		const rows = await query<RunRow & { moved: boolean; same: boolean }>(
+			pool,
+			FAIL_READ_RUN,
+			[id, error, key, current.status, current.capture_token ?? null, read_at, warningRows(warnings, step, options)],
+			'update',
+		);
+		if (rows.length === 0) throw notFound(id);
+		const [after] = rows;
+		// written; or a concurrent duplicate of this call wrote first (replay); or the run ended meanwhile (409)
+		if (after.moved || after.same || !open.includes(after.status)) {
+			if (!after.moved) await recordWarnings(pool, warnings, step, options);
+			return failAnswer(id, after, after.moved ? warnings : []);
+		}
+		// the run moved on while the processors ran (captured, completed, released): FAIL from where it is now
+		await recordWarnings(pool, warnings, step, options);
+		if (attempt >= FAIL_ATTEMPTS) {
+			throw ContractError.conflict(
+				`run ${id} changed ${FAIL_ATTEMPTS} times while FAIL's processors ran (now ${after.status}); retry Fail`,
+				{ code: 'RUN_CHANGED', run_id: id, status: after.status },
+				{ operation: 'update', ...RUNS },
+			);
+		}
+	}
+}
+
+/** Fail's answer from its statement's row: written, a replay (`same`), or 409 ALREADY_TERMINAL. */
+function failAnswer(
+	id: string,
+	row: RunRow & { moved: boolean; same: boolean },
+	warnings: string[],
+): RunRow & { warnings: string[] } {
+	const { moved, same, ...run } = row;
 	// FAILED by FAIL with this very error and this caller's key: this call's retry after a lost reply
-	if (!moved && same) return { ...publicRun(run as RunRow), replayed: true };
+	if (!moved && same) return { ...publicRun(run as RunRow), warnings: [], replayed: true };
 	if (!moved) {
 		throw ContractError.conflict(
 			`run ${id} is already ${String(run.status)}`,
@@ -457,7 +568,25 @@ export async function failRun(
 			{ operation: 'update', ...RUNS },
 		);
 	}
-	return publicRun(run as RunRow);
+	return { ...publicRun(run as RunRow), warnings };
+}
+
+/**
+ * The 400 of a transition refused by a SYNC / ASYNC_SAME_TX processor failure (Fail, Archive): nothing
+ * was written; the ASYNC_NEW_TX warnings before it are in `details.warnings` and recorded in ops.errors.
+ */
+async function refused(
+	pool: Pick<Pool, 'query'>,
+	result: EngineResult,
+	step: { id: string; transition: string },
+	options: StepOptions,
+): Promise<ContractError> {
+	const error = abortError(result, { run_id: step.id, transition: step.transition });
+	if (result.warnings.length > 0) {
+		Object.assign(error.details, { warnings: result.warnings });
+		await recordWarnings(pool, result.warnings, step, options);
+	}
+	return error;
 }
 
 /**
@@ -494,31 +623,137 @@ export async function getStatus(pool: Pool, input: { run_id: unknown; user_id: u
 	return { request_id: id, status: 'processing' };
 }
 
+/** A run the Sweep released (with `warnings` when its RELEASE has processors) or could not release. */
+export interface SweptRun {
+	id: string;
+	status: string;
+	/** ASYNC_NEW_TX failures of RELEASE's processors (also in ops.errors); only for RELEASEs with processors. */
+	warnings?: string[];
+	/** Set when a SYNC / ASYNC_SAME_TX processor of RELEASE failed: the run was not released. */
+	error?: { code: string; message: string; failures: number | null };
+}
+
 /**
  * Sweep: releases runs stuck in an in-progress state (the target of a CAPTURE_*) for longer than
  * `stuck_after_seconds` back to their waiting state (RELEASE; the trigger notifies again), and re-emits
  * runs waiting longer than `lost_after_seconds` (their notification may have been lost).
- * @returns `{ released: [{ id, status }], waiting: [{ id, status }] }`, each at most `limit` rows
+ * RELEASEs without processors: one statement (FOR UPDATE SKIP LOCKED). A RELEASE with processors (issue 26
+ * item 2): the stuck runs are read (no lock), then for each, one after another, its processors run over
+ * the run as released (waiting state, no capture token) with nothing held, and one compare-and-set on what
+ * was read (status, capture token, `updated_at`) releases it and records the ASYNC_NEW_TX warnings in
+ * ops.errors (a run completed, failed or released meanwhile is left alone and not listed). A SYNC /
+ * ASYNC_SAME_TX failure refuses the release: the run stays in progress under its worker's token, the
+ * failure is counted (PROCESSOR_FAILED, which also restarts its stuck clock: the next try is
+ * `stuck_after_seconds` later) and at Max Processor Failures the run ends FAILED (PROCESSOR_FAILURES); it is
+ * listed in `refused` with the error, which is also recorded as an ops.errors row (kind upstream, 400,
+ * details.code WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG, details.severity "error"), as are its
+ * ASYNC_NEW_TX warnings.
+ * @returns `{ released, refused, waiting }`: `released` and `refused` together at most `limit` rows,
+ *          `waiting` at most `limit` rows
  */
 export async function sweep(
 	pool: Pool,
 	definition: WorkflowDefinition,
 	input: { stuck_after_seconds: number; lost_after_seconds: number; limit: number },
-) {
+	options: StepOptions = {},
+): Promise<{ released: SweptRun[]; refused: SweptRun[]; waiting: { id: string; status: string }[] }> {
 	const captures = edgesOf(definition).filter((e) => e.name.startsWith('CAPTURE_'));
-	const released = await query<{ id: string; status: string }>(
-		pool,
-		RELEASE_STUCK,
-		[captures.map((c) => c.to), captures.map((c) => c.from), input.stuck_after_seconds, input.limit],
-		'update',
-	);
+	const withProcessors = (c: Edge) => (transitionFrom(definition, c.to, 'RELEASE')?.processors.length ?? 0) > 0;
+	const plain = captures.filter((c) => !withProcessors(c));
+	const processed = captures.filter(withProcessors);
+	const released: SweptRun[] =
+		plain.length === 0
+			? []
+			: await query<{ id: string; status: string }>(
+					pool,
+					RELEASE_STUCK,
+					[plain.map((c) => c.to), plain.map((c) => c.from), input.stuck_after_seconds, input.limit],
+					'update',
+				);
+	const refused: SweptRun[] = [];
+	const room = input.limit - released.length;
+	if (processed.length > 0 && room > 0) {
+		const stuck = await query<RunRow & { read_at: string }>(
+			pool,
+			STUCK_FOR_RELEASE,
+			[processed.map((c) => c.to), input.stuck_after_seconds, room],
+			'select',
+		);
+		for (const { read_at, ...run } of stuck) {
+			const outcome = await releaseWithProcessors(pool, definition, run as RunRow, read_at, options);
+			if (outcome?.error) refused.push(outcome);
+			else if (outcome) released.push(outcome);
+		}
+	}
 	const waiting = await query<{ id: string; status: string }>(
 		pool,
 		LOST_WAITING,
 		[captures.map((c) => c.from), input.lost_after_seconds, input.limit],
 		'select',
 	);
-	return { released, waiting };
+	return { released, refused, waiting };
+}
+
+/**
+ * One stuck run through RELEASE with its processors (see sweep): the released run, the refused one, or
+ * null when the run changed meanwhile (not stuck any more: nothing written, not listed).
+ */
+async function releaseWithProcessors(
+	pool: Pool,
+	definition: WorkflowDefinition,
+	run: RunRow,
+	readAt: string,
+	options: StepOptions,
+): Promise<SweptRun | null> {
+	const declared = transitionFrom(definition, run.status, 'RELEASE')!;
+	const step = { id: run.id, transition: 'RELEASE' };
+	const entity: Record<string, unknown> = {
+		...publicRun(run),
+		status: declared.next,
+		previous_transition: 'RELEASE',
+	};
+	delete entity.capture_token; // a credential of the stuck worker: processors never see it
+	const result = await runTransitionProcessors(run.status, declared, entity, options);
+	const token = typeof run.capture_token === 'string' ? run.capture_token : null;
+	if (!result.ok) {
+		const error = abortError(result, { run_id: run.id, transition: 'RELEASE' });
+		// counted on the run; it keeps its worker's token (the worker may still complete it)
+		const where = {
+			...step,
+			holding: run.status,
+			token: token ?? '',
+			backTo: null,
+			restoreToken: token ?? undefined,
+			result,
+			options,
+		};
+		const counted = token
+			? await countFailure(pool, PROCESSOR_FAILED, where, error, async () => undefined)
+			: (await recordWarnings(pool, result.warnings, step, options), error);
+		// no error output carries it (the Sweep lists it on Done): recorded in ops.errors here, best effort
+		await pool.query(RECORD_WARNINGS, [run.id, failureRows(counted, options)]).catch(() => undefined);
+		return {
+			id: run.id,
+			status: typeof counted.details.run_status === 'string' ? counted.details.run_status : run.status,
+			warnings: result.warnings,
+			error: {
+				code: String(counted.details.code),
+				message: counted.message,
+				failures: typeof counted.details.failures === 'number' ? counted.details.failures : null,
+			},
+		};
+	}
+	const rows = await query<{ id: string; status: string }>(
+		pool,
+		RELEASE_READ_RUN,
+		[run.id, run.status, token, readAt, declared.next, warningRows(result.warnings, step, options)],
+		'update',
+	);
+	if (rows.length === 0) {
+		await recordWarnings(pool, result.warnings, step, options);
+		return null;
+	}
+	return { ...rows[0], warnings: result.warnings };
 }
 
 /** Seed 001 step 2.2: the assembled context must fit 8000 tokens (estimated as characters / 4). */
@@ -607,10 +842,26 @@ export async function loadStepContext(
 
 /**
  * Archive (Archivist signal 2): stores the summary in lsm_storage and marks the run archived, once.
- * @returns `{ run_id, lsm_id, next_run_id }` — the user's next NEW run (held back by the blocking rule), or null
- * @throws 404; 409 NOT_ARCHIVABLE when the run is not COMPLETED or already archived
+ * Processors (issue 26 item 2): with `definition` (the node passes the active one), a definition may declare `ARCHIVE` (COMPLETED → COMPLETED, manual); its
+ * processors run first, with no transaction or row lock held, over the run as read (COMPLETED, not yet
+ * archived, without its bookkeeping); then the one statement archives it, compare-and-set on what was read
+ * (COMPLETED and not archived: a COMPLETED run changes only by being archived) and records the
+ * ASYNC_NEW_TX warnings in ops.errors. A SYNC / ASYNC_SAME_TX failure refuses the archive: 400
+ * WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (details.warnings), nothing stored, the run not archived (the
+ * Sweep re-emits it: the Archivist tries again).
+ * A retry after a lost reply (the run archived already with this very summary and tags) answers as the
+ * first call, with `replayed: true`; no processor runs again.
+ * @returns `{ run_id, lsm_id, next_run_id, warnings }` — the user's next NEW run (held back by the blocking
+ *          rule), or null; `warnings` the ASYNC_NEW_TX failures (empty when none, and on a replay)
+ * @throws 404; 409 NOT_ARCHIVABLE when the run is not COMPLETED or archived already (with another summary);
+ *         400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (an ARCHIVE processor failed: nothing stored)
  */
-export async function archiveRun(pool: Pool, input: { run_id: unknown; summary: unknown; tags?: unknown }) {
+export async function archiveRun(
+	pool: Pool,
+	input: { run_id: unknown; summary: unknown; tags?: unknown },
+	definition?: WorkflowDefinition,
+	options: StepOptions = {},
+): Promise<{ run_id: string; lsm_id: number; next_run_id: string | null; warnings: string[]; replayed?: true }> {
 	const id = runId(input.run_id);
 	const summary = typeof input.summary === 'string' ? input.summary.trim() : '';
 	if (!summary)
@@ -624,27 +875,50 @@ export async function archiveRun(pool: Pool, input: { run_id: unknown; summary: 
 		: typeof input.tags === 'string' && input.tags
 			? input.tags.split(',').map((t) => t.trim())
 			: [];
+	const declared = definition && transitionFrom(definition, ARCHIVABLE_STATE, ARCHIVE);
+	let warnings: string[] = [];
+	if (declared && declared.processors.length > 0) {
+		const [current] = await query<RunRow>(pool, 'SELECT * FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
+		if (!current) throw notFound(id);
+		// archived already or not archivable: answered below without running the processors
+		if (current.status === ARCHIVABLE_STATE && current.archived_at === null) {
+			const entity: Record<string, unknown> = publicRun(current);
+			delete entity.capture_token;
+			const processed = await runTransitionProcessors(current.status, declared, entity, options);
+			if (!processed.ok) throw await refused(pool, processed, { id, transition: ARCHIVE }, options);
+			warnings = processed.warnings;
+		}
+	}
+	const step = { id, transition: ARCHIVE };
 	const [row] = await query<{ lsm_id: string; id: string; next_run_id: string | null }>(
 		pool,
 		ARCHIVE_RUN,
-		[id, summary, tags],
+		[id, summary, tags, warningRows(warnings, step, options)],
 		'insert',
 	);
-	if (!row) {
-		const [current] = await query<{ status: string; archived_at: string | null }>(
-			pool,
-			'SELECT status, archived_at FROM maas.pipeline_runs WHERE id = $1',
-			[id],
-			'select',
-		);
-		if (!current) throw notFound(id);
-		throw ContractError.conflict(
-			`run ${id} cannot be archived (${current.status}${current.archived_at ? ', already archived' : ''})`,
-			{ code: 'NOT_ARCHIVABLE', run_id: id, status: current.status },
-			{ operation: 'insert', table: 'maas.lsm_storage' },
-		);
-	}
-	return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id };
+	if (row) return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id, warnings };
+	await recordWarnings(pool, warnings, step, options);
+	const [again] = await query<{ lsm_id: string; next_run_id: string | null }>(
+		pool,
+		ARCHIVE_REPLAY,
+		[id, summary, tags],
+		'select',
+	);
+	// archived with this very summary and tags: this call's retry after a lost reply
+	if (again)
+		return { run_id: id, lsm_id: Number(again.lsm_id), next_run_id: again.next_run_id, warnings: [], replayed: true };
+	const [current] = await query<{ status: string; archived_at: string | null }>(
+		pool,
+		'SELECT status, archived_at FROM maas.pipeline_runs WHERE id = $1',
+		[id],
+		'select',
+	);
+	if (!current) throw notFound(id);
+	throw ContractError.conflict(
+		`run ${id} cannot be archived (${current.status}${current.archived_at ? ', already archived' : ''})`,
+		{ code: 'NOT_ARCHIVABLE', run_id: id, status: current.status },
+		{ operation: 'insert', table: 'maas.lsm_storage' },
+	);
 }
 
 /**

@@ -181,6 +181,67 @@ SELECT false AS moved, (r.status = 'FAILED' AND r.previous_transition = 'FAIL' A
   AND $4::text IS NOT NULL AND r.fail_key = md5($4::text)) AS same, r.*
 FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`;
 
+/** Whether run `r` is FAILED by FAIL with error $2 and the digest of call key $3 (a retry of that Fail). */
+const FAILED_BY_THIS_CALL = `(r.status = 'FAILED' AND r.previous_transition = 'FAIL' AND r.error = $2::jsonb
+  AND $3::text IS NOT NULL AND r.fail_key = md5($3::text))`;
+
+/**
+ * Fail with processors, first statement (a plain read, no lock, nothing written): the run $1, its
+ * `updated_at` as text (`read_at`, exact to the microsecond, for the compare-and-set) and `same`: it is
+ * FAILED by FAIL with error $2 and call key $3 already (a retry of a Fail that committed: no processor runs).
+ */
+export const READ_FOR_FAIL = `
+SELECT r.*, r.updated_at::text AS read_at, ${FAILED_BY_THIS_CALL} AS same FROM maas.pipeline_runs r WHERE r.id = $1`;
+
+/**
+ * Fail with processors, after them: FAILED with error $2 and md5(call key $3) as `fail_key`, only while the
+ * run is as it was read (status $4, capture token $5, `updated_at` $6: nothing wrote it while the
+ * processors ran), recording the ASYNC_NEW_TX warnings $7 (jsonb array) in ops.errors in the same
+ * statement. A refused row (`moved = false`) is the run as it is now, with `same` as in READ_FOR_FAIL.
+ */
+export const FAIL_READ_RUN = `
+WITH moved AS (
+  UPDATE maas.pipeline_runs
+  SET status = 'FAILED', previous_transition = 'FAIL', error = $2::jsonb, capture_token = NULL,
+      fail_key = md5($3::text), updated_at = now()
+  WHERE id = $1 AND status = $4 AND capture_token IS NOT DISTINCT FROM $5::uuid AND updated_at = $6::timestamptz
+  RETURNING *
+), warned AS (
+  ${warningRows('moved', '$7')}
+)
+SELECT true AS moved, false AS same, moved.* FROM moved
+UNION ALL
+SELECT false AS moved, ${FAILED_BY_THIS_CALL} AS same, r.*
+FROM maas.pipeline_runs r WHERE r.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`;
+
+/**
+ * Sweep, RELEASE with processors, first statement (a plain read, no lock): runs in the in-progress states
+ * $1 unchanged for $2 s, oldest first, at most $3, with `updated_at` as text (`read_at`) for the
+ * compare-and-set of RELEASE_READ_RUN.
+ */
+export const STUCK_FOR_RELEASE = `
+SELECT r.*, r.updated_at::text AS read_at FROM maas.pipeline_runs r
+WHERE r.status = ANY($1::text[]) AND r.updated_at < now() - make_interval(secs => $2::float8)
+ORDER BY r.updated_at
+LIMIT $3`;
+
+/**
+ * Sweep, RELEASE with processors, after them: the run $1 back to its waiting state $5, only while it is as
+ * it was read (status $2, capture token $3, `updated_at` $4: still stuck, nobody completed, failed or
+ * released it meanwhile), recording the ASYNC_NEW_TX warnings $6 in ops.errors in the same statement.
+ * No row: the run changed meanwhile (nothing written).
+ */
+export const RELEASE_READ_RUN = `
+WITH moved AS (
+  UPDATE maas.pipeline_runs
+  SET status = $5, previous_transition = 'RELEASE', capture_token = NULL, updated_at = now()
+  WHERE id = $1 AND status = $2 AND capture_token IS NOT DISTINCT FROM $3::uuid AND updated_at = $4::timestamptz
+  RETURNING id, status, correlation_id
+), warned AS (
+  ${warningRows('moved', '$6')}
+)
+SELECT id, status FROM moved`;
+
 /** Get Status: the run $1, only when its owner is $2 (NULL: any owner); another user's run is no row, as an unknown one. */
 export const GET_RUN = `SELECT id, status, final_answer, error, created_at, updated_at FROM maas.pipeline_runs WHERE id = $1 AND ($2::text IS NULL OR user_id = $2::text)`;
 
@@ -248,13 +309,18 @@ FROM maas.pipeline_runs r WHERE r.id = $1`;
 /**
  * Archive (Archivist signal 2): the summary into lsm_storage (time bucket = the run's lifetime, the run's
  * raw_logs ids) and the run marked archived, in one statement, once; then the user's next waiting run,
- * which the blocking rule held back.
+ * which the blocking rule held back. $4: the ASYNC_NEW_TX warnings of ARCHIVE's processors (jsonb array,
+ * '[]' when none), recorded in ops.errors by the same statement. Its conditions (COMPLETED, not archived)
+ * are the compare-and-set on what Archive read before the processors: a COMPLETED run changes only by
+ * being archived.
  */
 export const ARCHIVE_RUN = `
 WITH run AS (
   UPDATE maas.pipeline_runs SET archived_at = now()
   WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL
-  RETURNING id, user_id, created_at, updated_at
+  RETURNING id, user_id, created_at, updated_at, correlation_id
+), warned AS (
+  ${warningRows('run', '$4')}
 ), lsm AS (
   INSERT INTO maas.lsm_storage (user_id, run_id, time_bucket_start, time_bucket_end, tags, summary, raw_log_ids)
   SELECT run.user_id, run.id, run.created_at, greatest(run.updated_at, run.created_at), $3::text[], $2,
@@ -265,3 +331,16 @@ WITH run AS (
 SELECT (SELECT id FROM lsm) AS lsm_id, run.id,
   (SELECT n.id FROM maas.pipeline_runs n WHERE n.user_id = run.user_id AND n.status = 'NEW' ORDER BY n.created_at LIMIT 1) AS next_run_id
 FROM run`;
+
+/**
+ * Archive after a lost reply: the run $1 archived already with summary $2 and tags $3 (what this call
+ * would have stored): the first call's answer (`lsm_id`, the user's next waiting run). No row: not a replay.
+ */
+export const ARCHIVE_REPLAY = `
+SELECT l.id AS lsm_id, r.id,
+  (SELECT n.id FROM maas.pipeline_runs n WHERE n.user_id = r.user_id AND n.status = 'NEW' ORDER BY n.created_at LIMIT 1) AS next_run_id
+FROM maas.pipeline_runs r
+JOIN maas.lsm_storage l ON l.run_id = r.id AND l.summary = $2 AND l.tags = $3::text[]
+WHERE r.id = $1 AND r.archived_at IS NOT NULL
+ORDER BY l.id
+LIMIT 1`;

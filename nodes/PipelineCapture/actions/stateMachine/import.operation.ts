@@ -2,8 +2,9 @@
  * State Machine → Import (seed 004 import): WorkflowDefinitions into ops.workflow_definitions for a model
  * (default `pipeline_runs` v1, the one Pipeline Capture runs on), with MERGE / REPLACE / ACTIVATE.
  * `importMode` in any case; absent or "" is MERGE. Validated first (states exist, no unguarded automated
- * cycle — named; processor type EXTERNAL only; for pipeline_runs v1 no processors on FAIL / RELEASE, which
- * Pipeline Capture fires itself); a refused import writes nothing.
+ * cycle — named; processor type EXTERNAL only; for pipeline_runs v1 an ARCHIVE transition only as a manual
+ * COMPLETED → COMPLETED — processors are allowed on every transition, FAIL / RELEASE / ARCHIVE included);
+ * a refused import writes nothing.
  * Input: `body` `{ importMode, workflows }`. Output: `{ success: true, model, model_version, workflows }`.
  * Errors: 400 VALIDATION_FAILED (the field or the problems named); 503.
  */
