@@ -185,3 +185,61 @@ test('the connection lost again while settling: nothing written twice, the unkno
 	const { rows: job } = await db.pool.query('SELECT status, claim_token FROM ops.jobs WHERE id = $1', [id]);
 	assert.deepEqual(job[0], { status: 'running', claim_token: token }, 'left to Release Stale');
 });
+
+// Issue 26 item 1: an envelope without a job (no ctx.job_id) — its one insert is retried after a lost reply
+for (const [label, lose] of [
+	['the reply lost after the COMMIT', (marker: string) => proxy.dropReplyTo(marker)],
+	['the request lost before it ran', (marker: string) => proxy.dropRequestTo(marker)],
+] as const) {
+	test(`no job path, ${label}: one ops.errors row, its id answered, no write failure`, async () => {
+		const message = `no job ${randomUUID()}`;
+		const normalized = normalizeErrorItem(
+			{
+				ctx: { correlation_id: randomUUID(), workflow: 'WF10' },
+				error: { message, kind: 'upstream', status_code: 503 },
+			},
+			{ source: 'WF99' },
+		);
+		assert.equal(normalized.jobId, null);
+		const droppedBefore = proxy.dropped;
+		lose(message);
+		const result = await recordError(proxied, normalized.envelope, null, normalized.contractVersion);
+		assert.equal(proxy.dropped, droppedBefore + 1);
+		const { rows } = await db.pool.query('SELECT id FROM ops.errors WHERE message = $1', [message]);
+		assert.equal(rows.length, 1, 'exactly one row');
+		assert.deepEqual(
+			[result.error_id, result.write_failures, result.job],
+			[Number(rows[0].id), [], { executed: false }],
+		);
+	});
+}
+
+test('the same envelope recorded again (a caller that calls WF99 twice): the job path applies once, the second row says stale', async () => {
+	const { id, token } = await claimedJob('twice');
+	const message = `twice ${randomUUID()}`;
+	const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
+	const record = () => {
+		const normalized = normalizeErrorItem(
+			{ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } },
+			{ source: 'WF99' },
+		);
+		return recordError(
+			proxied,
+			normalized.envelope,
+			normalized.jobId,
+			normalized.contractVersion,
+			normalized.jobClaimToken,
+		);
+	};
+	proxy.dropReplyTo(message);
+	const first = await record();
+	const second = await record();
+	assert.deepEqual(
+		[(first.job as { outcome: string }).outcome, (second.job as { outcome: string }).outcome],
+		['queued', 'stale'],
+	);
+	const { rows: job } = await db.pool.query('SELECT status, attempts, last_error FROM ops.jobs WHERE id = $1', [id]);
+	assert.deepEqual([job[0].status, job[0].attempts, Number(job[0].last_error.error_id)], ['queued', 1, first.error_id]);
+	const { rows: runs } = await db.pool.query('SELECT status FROM ops.job_runs WHERE job_id = $1', [id]);
+	assert.deepEqual(runs, [{ status: 'retry' }], 'one attempt closed once, no run row added');
+});

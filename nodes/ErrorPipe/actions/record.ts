@@ -28,6 +28,9 @@
  *    is rolled back (nothing written twice) and the committed outcome is read from the row. When it does
  *    not, the first statement never committed, and it cannot any more (its own insert would now conflict
  *    with this row and roll it back).
+ * Without a job path the row alone is inserted under an id taken up front too: when its reply is lost it
+ * is sent again (twice at most, 100 ms and 400 ms later) and finds its own row (`ON CONFLICT (id) DO
+ * NOTHING`), so it is written once and its id answered (issue 26, docs/retry-safety.md).
  * A failure of either write is returned, not thrown: the envelope must reach the caller even when the
  * database is down.
  */
@@ -36,6 +39,7 @@ import type { ErrorEnvelope } from '../../shared/contracts/envelope';
 import { isUuid } from '../../shared/contracts/ids';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../shared/jobs/backoff';
 import { failJobCtes } from '../../shared/jobs/statements';
+import { retryIdempotent } from '../../shared/postgres/outcome';
 
 /** `details.job_outcome`: the job's new status, or why the job path left it alone. */
 export type JobOutcome = 'queued' | 'dead' | 'failed' | 'stale' | 'write_failed';
@@ -143,8 +147,11 @@ export async function recordError(
 	];
 	if (jobId === null) {
 		try {
-			const { rows } = await pool.query(INSERT_ERROR, errorParams);
-			result.error_id = Number(rows[0].id);
+			// under an id taken up front: an insert whose reply was lost is sent again and finds its own row
+			// (ON CONFLICT (id) DO NOTHING waits for it if it is still running): one row, its id answered
+			const id = Number((await retryIdempotent(() => pool.query(NEXT_ERROR_ID))).rows[0].id);
+			await retryIdempotent(() => pool.query(INSERT_ERROR_WITH_ID, [...errorParams, id]));
+			result.error_id = id;
 		} catch (error) {
 			result.write_failures.push(failureOf('ops.errors', error));
 		}

@@ -12,13 +12,28 @@ export function rolledBack(error: unknown): boolean {
 	return error instanceof DatabaseError && typeof error.code === 'string' && /^[0-9A-Z]{5}$/.test(error.code);
 }
 
+/** Socket errors of a connection that was never made (nothing was sent). */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * True when the statement may have run without its caller hearing the outcome: no SQLSTATE, and not a
+ * connection that was never made (refused, unknown host, pg-pool's connect timeout).
+ */
+export function outcomeUnknown(error: unknown): boolean {
+	if (rolledBack(error)) return false;
+	const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+	if (typeof code === 'string' && NOT_CONNECTED.has(code)) return false;
+	return !(typeof message === 'string' && /timeout exceeded when trying to connect/i.test(message));
+}
+
 /** Waits (ms) before the 2nd and 3rd attempt of retryIdempotent. */
 export const UNKNOWN_OUTCOME_WAITS_MS = [100, 400] as const;
 
 /**
  * Runs `write` (which must be idempotent: the same input run twice stores once and answers with what is
- * stored), and runs it again after each wait of `waitsMs` while it fails without a SQLSTATE (outcome
- * unknown). A failure with a SQLSTATE, or the last unknown one, is thrown as it is.
+ * stored), and runs it again after each wait of `waitsMs` while its outcome is unknown (outcomeUnknown: the
+ * connection was lost after the statement was sent). Any other failure (a SQLSTATE, a refused connection),
+ * or the last unknown one, is thrown as it is.
  */
 export async function retryIdempotent<T>(
 	write: () => Promise<T>,
@@ -28,7 +43,7 @@ export async function retryIdempotent<T>(
 		try {
 			return await write();
 		} catch (error) {
-			if (rolledBack(error) || attempt >= waitsMs.length) throw error;
+			if (!outcomeUnknown(error) || attempt >= waitsMs.length) throw error;
 			await new Promise((resolve) => setTimeout(resolve, waitsMs[attempt]));
 		}
 	}
