@@ -47,7 +47,7 @@ export interface LlmRequest {
 export interface RetryPolicy {
 	/** Per-attempt timeout, ms. */
 	timeoutMs: number;
-	/** Retries after the first attempt (0 to MAX_RETRIES_LIMIT; more is read as the limit). */
+	/** Retries after the first attempt (0 to MAX_RETRIES_LIMIT; more is read as the limit, NaN as the default 3). */
 	maxRetries: number;
 	/** The first retry's delay after a timeout / no answer / 500/502/503/504, ms; doubles each retry. */
 	backoffBaseMs: number;
@@ -71,7 +71,7 @@ export const DEFAULT_RETRY: Required<RetryPolicy> = {
 	jitter: 0.2,
 };
 
-/** The most retries a policy may ask for (a larger or non-integer maxRetries is bounded to it; negative: 0). */
+/** The most retries a policy may ask for (more is bounded to it; a fraction is rounded down, a negative is 0, NaN the default). */
 export const MAX_RETRIES_LIMIT = 10;
 
 /** HTTP statuses retried with backoff (a server's transient failure); 429 is retried after its own wait. */
@@ -280,8 +280,8 @@ export async function generate(
 	const headers: Record<string, string> = { 'content-type': 'application/json' };
 	if (credential.apiKey) headers.authorization = `Bearer ${credential.apiKey}`;
 	let last = '';
-	const retries = Number.isFinite(policy.maxRetries) ? Math.floor(policy.maxRetries) : MAX_RETRIES_LIMIT;
-	const maxRetries = Math.min(MAX_RETRIES_LIMIT, Math.max(0, retries));
+	const retries = Number.isNaN(Number(policy.maxRetries)) ? DEFAULT_RETRY.maxRetries : Number(policy.maxRetries);
+	const maxRetries = Math.min(MAX_RETRIES_LIMIT, Math.max(0, Math.floor(retries)));
 	for (let attempt = 1; ; attempt++) {
 		let answer: HttpAnswer | null = null;
 		let timedOut = false;
