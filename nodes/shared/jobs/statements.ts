@@ -180,6 +180,10 @@ export const JOBS_BY_DEDUP_KEY = 'SELECT id, dedup_key FROM ops.jobs WHERE dedup
  * last_error (jsonb, without error_id), backoff base, backoff cap, correlation id, token given (boolean),
  * token (uuid; NULL when the given token is not a UUID, which then matches nothing).
  * `errorId`: SQL expression of the ops.errors id stored in last_error.error_id.
+ * With a token, the run it closes keeps `finish_key` = md5('error_pipe:' || token) (migration 021; never
+ * equal to Finish Job's md5(token)); CTE `prior` finds the run an earlier call closed for the same claim
+ * and the same last_error (its `error_id` and status), so a repeated envelope is answered without a second
+ * row (issue 26).
  */
 export function failJobCtes(p: number, errorId: string): string {
 	const [id, retryable, lastError, base, cap, correlation, tokenGiven, token] = Array.from(
@@ -207,17 +211,26 @@ error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${er
 ), open_run AS (
   -- the attempt a worker claimed (Claim Jobs opened it): closed with the outcome
   UPDATE ops.job_runs r SET status = CASE job.status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
-         error = (SELECT v FROM error_json), finished_at = now()
+         error = (SELECT v FROM error_json), finished_at = now(),
+         finish_key = CASE WHEN ${tokenGiven}::boolean THEN md5('error_pipe:' || ${token}::uuid::text) END
   FROM job
   WHERE r.id = (SELECT max(id) FROM ops.job_runs WHERE job_id = job.id AND status = 'running')
   RETURNING r.id
 ), new_run AS (
   -- no open attempt (the job was not claimed through Claim Jobs): a run row of its own
-  INSERT INTO ops.job_runs (job_id, attempt, status, correlation_id, error, started_at, finished_at)
+  INSERT INTO ops.job_runs (job_id, attempt, status, correlation_id, error, started_at, finished_at, finish_key)
   SELECT id, greatest(attempts, 1), CASE status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
-         ${correlation}::uuid, (SELECT v FROM error_json), now(), now()
+         ${correlation}::uuid, (SELECT v FROM error_json), now(), now(),
+         CASE WHEN ${tokenGiven}::boolean THEN md5('error_pipe:' || ${token}::uuid::text) END
   FROM job WHERE NOT EXISTS (SELECT 1 FROM open_run)
   RETURNING id
+), prior AS (
+  -- this error, recorded already for this claim (the same envelope again, issue 26): the run the job path
+  -- closed under md5('error_pipe:' || token) with the same last_error; read in the statement's snapshot
+  SELECT (r.error->>'error_id')::bigint AS error_id, r.status FROM ops.job_runs r
+  WHERE ${tokenGiven}::boolean AND r.job_id = ${id} AND r.finish_key = md5('error_pipe:' || ${token}::uuid::text)
+    AND r.error->>'error_id' IS NOT NULL AND r.error - 'error_id' = ${lastError}::jsonb
+  ORDER BY r.id DESC LIMIT 1
 )`;
 }
 
