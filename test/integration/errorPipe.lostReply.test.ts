@@ -185,3 +185,101 @@ test('the connection lost again while settling: nothing written twice, the unkno
 	const { rows: job } = await db.pool.query('SELECT status, claim_token FROM ops.jobs WHERE id = $1', [id]);
 	assert.deepEqual(job[0], { status: 'running', claim_token: token }, 'left to Release Stale');
 });
+
+// Issue 26 item 1: an envelope without a job (no ctx.job_id) — its one insert is retried after a lost reply
+for (const [label, lose] of [
+	['the reply lost after the COMMIT', (marker: string) => proxy.dropReplyTo(marker)],
+	['the request lost before it ran', (marker: string) => proxy.dropRequestTo(marker)],
+] as const) {
+	test(`no job path, ${label}: one ops.errors row, its id answered, no write failure`, async () => {
+		const message = `no job ${randomUUID()}`;
+		const normalized = normalizeErrorItem(
+			{
+				ctx: { correlation_id: randomUUID(), workflow: 'WF10' },
+				error: { message, kind: 'upstream', status_code: 503 },
+			},
+			{ source: 'WF99' },
+		);
+		assert.equal(normalized.jobId, null);
+		const droppedBefore = proxy.dropped;
+		lose(message);
+		const result = await recordError(proxied, normalized.envelope, null, normalized.contractVersion);
+		assert.equal(proxy.dropped, droppedBefore + 1);
+		const { rows } = await db.pool.query('SELECT id FROM ops.errors WHERE message = $1', [message]);
+		assert.equal(rows.length, 1, 'exactly one row');
+		assert.deepEqual(
+			[result.error_id, result.write_failures, result.job],
+			[Number(rows[0].id), [], { executed: false }],
+		);
+	});
+}
+
+test('the same envelope recorded again (a caller that calls WF99 twice, after a lost reply): one row, the job path applied once, the second call answered with the first row (replayed)', async () => {
+	const { id, token } = await claimedJob('twice');
+	const message = `twice ${randomUUID()}`;
+	const ctx = { correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' };
+	const record = (
+		error: Record<string, unknown> = { message, kind: 'upstream', status_code: 503, retryable: true },
+	) => {
+		const normalized = normalizeErrorItem({ ctx, error }, { source: 'WF99' });
+		return recordError(
+			proxied,
+			normalized.envelope,
+			normalized.jobId,
+			normalized.contractVersion,
+			normalized.jobClaimToken,
+		).then((result) => ({ result, envelope: normalized.envelope }));
+	};
+	proxy.dropReplyTo(message);
+	const first = await record();
+	const second = await record();
+	assert.deepEqual(
+		[first.result.job, second.result.job],
+		[
+			{ ...first.result.job, outcome: 'queued', replayed: undefined },
+			{ ...first.result.job, outcome: 'queued', replayed: true },
+		].map((j) => JSON.parse(JSON.stringify(j))),
+	);
+	assert.equal(second.result.error_id, first.result.error_id, 'the first row');
+	assert.equal(second.envelope.error.details.job_outcome, 'queued');
+	const { rows: errors } = await db.pool.query('SELECT id FROM ops.errors WHERE message = $1', [message]);
+	assert.deepEqual(
+		errors.map((r) => Number(r.id)),
+		[first.result.error_id],
+		'one row',
+	);
+	const { rows: job } = await db.pool.query('SELECT status, attempts, last_error FROM ops.jobs WHERE id = $1', [id]);
+	assert.deepEqual(
+		[job[0].status, job[0].attempts, Number(job[0].last_error.error_id)],
+		['queued', 1, first.result.error_id],
+	);
+	const { rows: runs } = await db.pool.query('SELECT status FROM ops.job_runs WHERE job_id = $1', [id]);
+	assert.deepEqual(runs, [{ status: 'retry' }], 'one attempt closed once, no run row added');
+	// another error of that ended attempt is a late error: its own row, stale, the job untouched
+	const late = await record({ message: `${message} (another)`, kind: 'upstream', status_code: 502, retryable: true });
+	assert.deepEqual(
+		[late.result.job.executed && late.result.job.outcome, late.result.job.executed && late.result.job.replayed],
+		['stale', undefined],
+	);
+	assert.notEqual(late.result.error_id, first.result.error_id);
+	assert.equal((await db.pool.query('SELECT attempts FROM ops.jobs WHERE id = $1', [id])).rows[0].attempts, 1);
+});
+
+test('the same envelope without a claim token (older workflows): no replay, the second row says stale; the job path still applies once', async () => {
+	const { id } = await claimedJob('twice-no-token');
+	const message = `twice no token ${randomUUID()}`;
+	const ctx = { correlation_id: randomUUID(), job_id: id, workflow: 'WF90' };
+	const record = () => {
+		const normalized = normalizeErrorItem(
+			{ ctx, error: { message, kind: 'upstream', status_code: 503, retryable: true } },
+			{ source: 'WF99' },
+		);
+		return recordError(proxied, normalized.envelope, normalized.jobId, normalized.contractVersion, null);
+	};
+	const outcomes = [await record(), await record()].map((r) => (r.job as { outcome: string }).outcome);
+	assert.deepEqual(outcomes, ['queued', 'stale']);
+	const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM ops.errors WHERE message = $1', [message]);
+	assert.equal(rows[0].n, 2);
+	const { rows: runs } = await db.pool.query('SELECT status, finish_key FROM ops.job_runs WHERE job_id = $1', [id]);
+	assert.deepEqual(runs, [{ status: 'retry', finish_key: null }]);
+});

@@ -28,6 +28,13 @@
  *    is rolled back (nothing written twice) and the committed outcome is read from the row. When it does
  *    not, the first statement never committed, and it cannot any more (its own insert would now conflict
  *    with this row and roll it back).
+ * The same envelope sent again for a claim whose job path it already applied (same ctx.job_claim_token and
+ * the same last_error on the run that job path closed, migration 021) writes no second row: the first row's
+ * id and recorded outcome are answered with `job.replayed: true` (issue 26; without a token there is no
+ * such check, the second row says `stale`).
+ * Without a job path the row alone is inserted under an id taken up front too: when its reply is lost it
+ * is sent again (twice at most, 100 ms and 400 ms later) and finds its own row (`ON CONFLICT (id) DO
+ * NOTHING`), so it is written once and its id answered (issue 26, docs/retry-safety.md).
  * A failure of either write is returned, not thrown: the envelope must reach the caller even when the
  * database is down.
  */
@@ -36,6 +43,7 @@ import type { ErrorEnvelope } from '../../shared/contracts/envelope';
 import { isUuid } from '../../shared/contracts/ids';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../shared/jobs/backoff';
 import { failJobCtes } from '../../shared/jobs/statements';
+import { retryIdempotent } from '../../shared/postgres/outcome';
 
 /** `details.job_outcome`: the job's new status, or why the job path left it alone. */
 export type JobOutcome = 'queued' | 'dead' | 'failed' | 'stale' | 'write_failed';
@@ -49,7 +57,15 @@ export interface RecordResult {
 	 */
 	job:
 		| { executed: false }
-		| { executed: true; job_id: number; outcome: JobOutcome; status: string | null; next_run_at: string | null };
+		| {
+				executed: true;
+				job_id: number;
+				outcome: JobOutcome;
+				status: string | null;
+				next_run_at: string | null;
+				/** This envelope was recorded already for the same claim token: its row and outcome, nothing written. */
+				replayed?: true;
+		  };
 	/** Write failures, each naming the table. Empty when everything was recorded. */
 	write_failures: Array<{ table: string; message: string; sqlstate: string | null }>;
 	/** recordOncePerExecution only: what it did with the failed execution's claim. */
@@ -86,17 +102,25 @@ WHERE e.id = $1`;
  * One statement: the ops.errors row (parameters $1–$12 as INSERT_ERROR, its details completed with
  * job_outcome, its id $21 taken up front) and the job path (parameters $13–$20), committed together. The
  * job is updated before the row is inserted (the row's job_outcome reads it): the recovery transaction
- * takes the same two locks in the same order.
+ * takes the same two locks in the same order. When this envelope was recorded already for the same claim
+ * token (failJobCtes' `prior`: the same last_error on the run the job path closed; a caller that sends the
+ * envelope again, issue 26) no row is written: `error_id` is that first row, `prior_status` the run's
+ * status and `prior_next_run_at` the job's next run while its last error is still that row.
  */
 const RECORD_WITH_JOB = `
 WITH ${failJobCtes(13, '$21::bigint').trimStart()}, err AS (
   INSERT INTO ops.errors
     (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
-  VALUES ($21::bigint, $1, $2, $3, $4, $5, $6, $7, $8, $9,
-          $10::jsonb || jsonb_build_object('job_outcome', coalesce((SELECT status FROM job), 'stale')), $11, $12)
+  SELECT $21::bigint, $1, $2, $3, $4, $5, $6, $7, $8, $9,
+         $10::jsonb || jsonb_build_object('job_outcome', coalesce((SELECT status FROM job), 'stale')), $11, $12
+  WHERE NOT EXISTS (SELECT 1 FROM prior)
   RETURNING id
 )
-SELECT err.id AS error_id, job.status, job.next_run_at FROM err LEFT JOIN job ON true`;
+SELECT coalesce((SELECT id FROM err), (SELECT error_id FROM prior)) AS error_id,
+       (SELECT status FROM job) AS status, (SELECT next_run_at FROM job) AS next_run_at,
+       (SELECT status FROM prior) AS prior_status,
+       (SELECT j.next_run_at FROM ops.jobs j, prior
+        WHERE j.id = $13 AND (j.last_error->>'error_id')::bigint = prior.error_id) AS prior_next_run_at`;
 
 /** The job path alone (parameters as jobParams, $9 the ops.errors id for last_error.error_id, or NULL). */
 const FAIL_JOB = `
@@ -143,8 +167,11 @@ export async function recordError(
 	];
 	if (jobId === null) {
 		try {
-			const { rows } = await pool.query(INSERT_ERROR, errorParams);
-			result.error_id = Number(rows[0].id);
+			// under an id taken up front: an insert whose reply was lost is sent again and finds its own row
+			// (ON CONFLICT (id) DO NOTHING waits for it if it is still running): one row, its id answered
+			const id = Number((await retryIdempotent(() => pool.query(NEXT_ERROR_ID))).rows[0].id);
+			await retryIdempotent(() => pool.query(INSERT_ERROR_WITH_ID, [...errorParams, id]));
+			result.error_id = id;
 		} catch (error) {
 			result.write_failures.push(failureOf('ops.errors', error));
 		}
@@ -181,7 +208,14 @@ export async function recordError(
 		errorId = Number((await pool.query(NEXT_ERROR_ID)).rows[0].id);
 		const { rows } = await pool.query(RECORD_WITH_JOB, [...errorParams, ...jobParams, errorId]);
 		result.error_id = Number(rows[0].error_id);
-		result.job = rows[0].status ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
+		if (rows[0].prior_status) {
+			// recorded already for this claim: that row and the outcome it recorded, nothing written now
+			const outcome = (rows[0].prior_status === 'retry' ? 'queued' : rows[0].prior_status) as JobOutcome;
+			result.job = {
+				...jobResult(outcome, { status: outcome, next_run_at: rows[0].prior_next_run_at }),
+				replayed: true,
+			};
+		} else result.job = rows[0].status ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
 	} catch (error) {
 		if (errorId !== null && !rolledBack(error)) {
 			// the statement may have committed, its reply lost: settle it without writing anything twice

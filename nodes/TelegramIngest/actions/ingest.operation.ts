@@ -25,8 +25,11 @@
  *    a new secret or a re-enabled bot is accepted at once (refusals always read a fresh row);
  *  - 500 validation (details.field `jobType`): "Job Type" is not a registered job type whose payload is a
  *    Telegram update's (nodes/shared/jobs/registry.ts) — nothing is written, and Telegram delivers again;
- *  - 503 db (retryable): database unreachable / connection lost; 500 db: any other database error
- *    (never for a data error of the update: that is quarantined).
+ *  - 503 db (retryable): database unreachable / connection lost — after the write was sent again twice
+ *    (100 ms, 400 ms apart): the writes are idempotent on (bot, update_id) / the body's bytes, so a write
+ *    whose reply was lost after its COMMIT is answered by the next attempt as stored (`duplicate: true`, the
+ *    same job_id; issue 26, docs/retry-safety.md) and Telegram gets 200, not 5xx; 500 db: any other
+ *    database error (never for a data error of the update: that is quarantined).
  * ctx (correlation_id, trace_id, workflow, node, contracts.errorpipe) is built before any DB work and
  * travels on the error output.
  */
@@ -41,6 +44,7 @@ import { isJobType, JOB_REGISTRY, JOB_TYPE_LIST } from '../../shared/jobs/regist
 import { TelegramUpdatePayload } from '../../shared/jobs/payloads';
 import { isRecord } from '../../shared/json';
 import type { ItemState } from '../../shared/node/runItems';
+import { retryIdempotent } from '../../shared/postgres/outcome';
 import { withTransaction } from '../../shared/postgres/pool';
 import { rememberSecrets } from '../../shared/redact';
 import { classifyBody, safeText, type Body, type Classified, type QuarantineReason } from './body';
@@ -267,8 +271,9 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 			keys.message_id,
 			keys.from_id,
 		];
-		// One round trip (raw.ingest_update, migration 014: lock, INGEST_UPDATE, else FIND_DUPLICATE).
-		row = (await pool.query(INGEST, params)).rows[0];
+		// One round trip (raw.ingest_update, migration 014: lock, INGEST_UPDATE, else FIND_DUPLICATE). Idempotent
+		// on (bot, update_id): a lost reply is sent again and finds what it committed (duplicate, the same job).
+		row = await retryIdempotent(async () => (await pool.query(INGEST, params)).rows[0]);
 	} catch (error) {
 		const code = (error as { code?: unknown })?.code;
 		// none (e.g. a job with this dedup key written outside the lock): the function rolled back whatever it inserted
@@ -381,12 +386,15 @@ async function quarantine(run: Run, item: Quarantined, sqlstate?: string): Promi
 			dedupId,
 			dedupId === null ? null : dedupKey(bot.bot_id, dedupId),
 		];
-		row = await lockedFor(
-			run,
-			dedupId,
-			async (client) =>
-				(await client.query(QUARANTINE, params)).rows[0] ??
-				(await client.query(FIND_QUARANTINED, [bot.bot_id, sha, dedupId])).rows[0],
+		// idempotent (by bytes or update_id): a lost reply (COMMIT's included) is sent again and finds its row
+		row = await retryIdempotent(() =>
+			lockedFor(
+				run,
+				dedupId,
+				async (client) =>
+					(await client.query(QUARANTINE, params)).rows[0] ??
+					(await client.query(FIND_QUARANTINED, [bot.bot_id, sha, dedupId])).rows[0],
+			),
 		);
 	} catch (error) {
 		throw fromPgError(error, QUARANTINE_TABLE);

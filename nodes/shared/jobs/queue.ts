@@ -147,13 +147,19 @@ function notHeld(c: Checked): ContractError {
 }
 
 /**
- * Finish Job for every item of one execution: ONE statement finishes all valid inputs (FINISH_JOBS); one
- * more reads the jobs of those with `accept_finished` that it did not finish. Returns, per input in order,
- * `{ id, status, attempts, max_attempts, next_run_at, run_id, already_finished? }` or that input's own
- * ContractError: 422 (job_id, worker, claim_token not a UUID), 409 NOT_LOCKED_BY_WORKER (not running under
- * this worker and claim token — finished, released as stale, claimed again, or never claimed by it — unless
- * accept_finished), 404 JOB_NOT_FOUND. A job named twice is finished by its first input; the later ones see
- * it finished (409, or already_finished), as one after the other would.
+ * Finish Job for every item of one execution: ONE statement finishes all valid inputs (FINISH_JOBS). Of
+ * those it did not finish, the ones with a claim token whose own finish committed earlier (a retry after a
+ * lost reply: the attempt's run was closed by Finish Job under that token with the same outcome, migration
+ * 021) are answered with that outcome and `replayed: true`, the others with `accept_finished` with the job
+ * as it is (`already_finished: true`) — one more statement (CURRENT_JOBS) for both. Returns, per input in order,
+ * `{ id, status, attempts, max_attempts, next_run_at, run_id, replayed? | already_finished? }` or that
+ * input's own ContractError: 422 (job_id, worker, claim_token not a UUID), 409 NOT_LOCKED_BY_WORKER (not
+ * running under this worker and claim token — finished by someone else, released as stale, claimed again,
+ * or never claimed by it — unless accept_finished), 404 JOB_NOT_FOUND. A replay's `status` is the status
+ * its finish set (the job may have moved on since: a queued job claimed again), `attempts` that attempt's
+ * number, `next_run_at` the job's as it is now. Without a claim token there is no replay (accept_finished
+ * still answers). A job named twice is finished by its first input; the later ones see it finished
+ * (replayed with the same token and outcome, else 409 or already_finished), as one after the other would.
  * @throws ContractError 503/500 when a statement fails (then no input of the batch was finished)
  */
 export async function finishJobs(
@@ -193,22 +199,38 @@ export async function finishJobs(
 		for (const row of rows) finished.set(Number(row.id), row);
 	}
 	const missed = [...first.filter((c) => !finished.has(c.jobId)), ...repeated];
-	const lookup = [...new Set(missed.filter((c) => c.acceptFinished).map((c) => c.jobId))];
-	const current = new Map<number, Record<string, unknown>>();
-	if (lookup.length > 0)
-		for (const row of await run<Record<string, unknown>>(pool, CURRENT_JOBS, [lookup], 'select'))
-			current.set(Number(row.id), row);
 	for (const c of first) if (finished.has(c.jobId)) out[c.index] = finished.get(c.jobId)!;
+	// a retry whose own finish committed (its reply lost) is found by its claim token; accept_finished reads the job
+	const lookup = missed.filter((c) => c.token !== null || c.acceptFinished);
+	const answers = new Map<number, Record<string, unknown>>();
+	if (lookup.length > 0)
+		for (const { n, replayed, ...row } of await run<Record<string, unknown>>(
+			pool,
+			CURRENT_JOBS,
+			[
+				lookup.map((c) => c.jobId),
+				lookup.map((c) => c.token),
+				lookup.map((c) => c.success),
+				lookup.map((c) => c.retryable),
+				lookup.map((c) => c.error),
+				lookup.map((c) => c.acceptFinished),
+			],
+			'select',
+		))
+			answers.set(
+				lookup[Number(n) - 1].index,
+				replayed ? { ...row, replayed: true } : { ...row, already_finished: true },
+			);
 	for (const c of missed) {
-		if (!c.acceptFinished) out[c.index] = notHeld(c);
-		else
-			out[c.index] =
-				current.get(c.jobId) ??
-				ContractError.notFound(
-					`job ${c.jobId} not found`,
-					{ code: 'JOB_NOT_FOUND', job_id: c.jobId },
-					{ operation: 'select', ...JOBS },
-				);
+		out[c.index] =
+			answers.get(c.index) ??
+			(c.acceptFinished
+				? ContractError.notFound(
+						`job ${c.jobId} not found`,
+						{ code: 'JOB_NOT_FOUND', job_id: c.jobId },
+						{ operation: 'select', ...JOBS },
+					)
+				: notHeld(c));
 	}
 	return out;
 }

@@ -52,8 +52,9 @@ SELECT claimed.*, runs.id AS run_id FROM claimed JOIN runs ON runs.job_id = clai
  * queued again with backoff (retryable, attempts left), dead (none left), failed (not retryable). Its open
  * ops.job_runs row (the job's latest `running` run, looked up per job by job_runs_job_idx, never by a scan of
  * all runs) is closed with the outcome. The rows are locked in id order (no deadlock between two
- * batches). Columns: id, status, attempts, max_attempts, next_run_at, run_id — one row per job finished
- * (a job not held as given returns no row).
+ * batches). The run also keeps md5 of the claim token given (`finish_key`, migration 021; NULL without a
+ * token): a retry of this finish after a lost reply finds it (CURRENT_JOBS). Columns: id, status, attempts,
+ * max_attempts, next_run_at, run_id — one row per job finished (a job not held as given returns no row).
  */
 export const FINISH_JOBS = `
 WITH input AS (
@@ -75,12 +76,12 @@ WITH input AS (
   FROM input i, locked l
   WHERE j.id = i.id AND l.id = i.id AND j.status = 'running' AND j.locked_by = i.worker
     AND (i.token IS NULL OR j.claim_token = i.token)
-  RETURNING j.id, j.status, j.attempts, j.max_attempts, j.next_run_at, i.success, i.error
+  RETURNING j.id, j.status, j.attempts, j.max_attempts, j.next_run_at, i.success, i.error, i.token
 ), run AS (
   UPDATE ops.job_runs r SET
     status = CASE job.status WHEN 'succeeded' THEN 'succeeded' WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
     error = CASE WHEN job.success THEN NULL ELSE job.error END,
-    finished_at = now()
+    finished_at = now(), finish_key = md5(job.token::text)
   FROM job
   CROSS JOIN LATERAL (SELECT max(o.id) AS id FROM ops.job_runs o WHERE o.job_id = job.id AND o.status = 'running') open
   WHERE r.id = open.id
@@ -89,10 +90,40 @@ WITH input AS (
 SELECT job.id, job.status, job.attempts, job.max_attempts, job.next_run_at, run.id AS run_id
 FROM job LEFT JOIN run ON run.job_id = job.id`;
 
-/** The jobs $1 (bigint[]) as they are (Finish Job's Accept Already Finished). */
+/**
+ * What Finish Job answers for the inputs FINISH_JOBS did not finish, in one statement — parallel arrays, one
+ * element per input: $1 id bigint[], $2 claim token uuid[] (NULL: none given), $3 success boolean[],
+ * $4 retryable boolean[], $5 error jsonb[] (NULL on success), $6 accept_finished boolean[]. Per input (n,
+ * its 1-based position):
+ *  - its own finish committed earlier (a retry after a lost reply, issue 26): one of the job's runs was
+ *    closed by FINISH_JOBS under that token (finish_key = md5(token), migration 021; found by
+ *    job_runs_job_idx) with the same outcome — succeeded for a success; for a failure the same error
+ *    (jsonb equality) and failed (not retryable) or retry/dead (retryable). `replayed` true, `status` the
+ *    job status that finish set (succeeded, queued, dead, failed), `attempts` that attempt, `run_id` its run;
+ *  - else, with accept_finished: the job as it is (Accept Already Finished), `replayed` false, run_id NULL;
+ *  - else no row (a 409, or 404 when the job does not exist).
+ * Columns: n, id, status, attempts, max_attempts, next_run_at (the job's, as it is now), run_id, replayed.
+ */
 export const CURRENT_JOBS = `
-SELECT id, status, attempts, max_attempts, next_run_at, NULL::bigint AS run_id, true AS already_finished
-FROM ops.jobs WHERE id = ANY($1::bigint[])`;
+WITH input AS (
+  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::boolean[], $4::boolean[], $5::jsonb[], $6::boolean[])
+    WITH ORDINALITY AS i(id, token, success, retryable, error, accept, n)
+)
+SELECT i.n, j.id,
+       CASE WHEN r.id IS NULL THEN j.status WHEN r.status = 'retry' THEN 'queued' ELSE r.status END AS status,
+       coalesce(r.attempt, j.attempts) AS attempts, j.max_attempts, j.next_run_at, r.id AS run_id,
+       r.id IS NOT NULL AS replayed
+FROM input i
+JOIN ops.jobs j ON j.id = i.id
+LEFT JOIN LATERAL (
+  SELECT o.id, o.status, o.attempt FROM ops.job_runs o
+  WHERE i.token IS NOT NULL AND o.job_id = i.id AND o.finish_key = md5(i.token::text)
+    AND CASE WHEN i.success THEN o.status = 'succeeded'
+             WHEN i.retryable THEN o.status IN ('retry', 'dead') AND o.error = i.error
+             ELSE o.status = 'failed' AND o.error = i.error END
+  LIMIT 1
+) r ON true
+WHERE r.id IS NOT NULL OR i.accept`;
 
 /**
  * Release stale: up to $2 running jobs locked longer than $1 seconds (their worker died) go back to the
@@ -149,6 +180,10 @@ export const JOBS_BY_DEDUP_KEY = 'SELECT id, dedup_key FROM ops.jobs WHERE dedup
  * last_error (jsonb, without error_id), backoff base, backoff cap, correlation id, token given (boolean),
  * token (uuid; NULL when the given token is not a UUID, which then matches nothing).
  * `errorId`: SQL expression of the ops.errors id stored in last_error.error_id.
+ * With a token, the run it closes keeps `finish_key` = md5('error_pipe:' || token) (migration 021; never
+ * equal to Finish Job's md5(token)); CTE `prior` finds the run an earlier call closed for the same claim
+ * and the same last_error (its `error_id` and status), so a repeated envelope is answered without a second
+ * row (issue 26).
  */
 export function failJobCtes(p: number, errorId: string): string {
 	const [id, retryable, lastError, base, cap, correlation, tokenGiven, token] = Array.from(
@@ -176,17 +211,26 @@ error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${er
 ), open_run AS (
   -- the attempt a worker claimed (Claim Jobs opened it): closed with the outcome
   UPDATE ops.job_runs r SET status = CASE job.status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
-         error = (SELECT v FROM error_json), finished_at = now()
+         error = (SELECT v FROM error_json), finished_at = now(),
+         finish_key = CASE WHEN ${tokenGiven}::boolean THEN md5('error_pipe:' || ${token}::uuid::text) END
   FROM job
   WHERE r.id = (SELECT max(id) FROM ops.job_runs WHERE job_id = job.id AND status = 'running')
   RETURNING r.id
 ), new_run AS (
   -- no open attempt (the job was not claimed through Claim Jobs): a run row of its own
-  INSERT INTO ops.job_runs (job_id, attempt, status, correlation_id, error, started_at, finished_at)
+  INSERT INTO ops.job_runs (job_id, attempt, status, correlation_id, error, started_at, finished_at, finish_key)
   SELECT id, greatest(attempts, 1), CASE status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
-         ${correlation}::uuid, (SELECT v FROM error_json), now(), now()
+         ${correlation}::uuid, (SELECT v FROM error_json), now(), now(),
+         CASE WHEN ${tokenGiven}::boolean THEN md5('error_pipe:' || ${token}::uuid::text) END
   FROM job WHERE NOT EXISTS (SELECT 1 FROM open_run)
   RETURNING id
+), prior AS (
+  -- this error, recorded already for this claim (the same envelope again, issue 26): the run the job path
+  -- closed under md5('error_pipe:' || token) with the same last_error; read in the statement's snapshot
+  SELECT (r.error->>'error_id')::bigint AS error_id, r.status FROM ops.job_runs r
+  WHERE ${tokenGiven}::boolean AND r.job_id = ${id} AND r.finish_key = md5('error_pipe:' || ${token}::uuid::text)
+    AND r.error->>'error_id' IS NOT NULL AND r.error - 'error_id' = ${lastError}::jsonb
+  ORDER BY r.id DESC LIMIT 1
 )`;
 }
 

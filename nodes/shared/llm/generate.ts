@@ -1,9 +1,12 @@
 /**
- * One model call with the retry policy of seed 001 (Final Responder): a timeout, a dropped connection
- * or a 502/503/504 is retried with exponential backoff (`backoffBaseMs · 2^(n−1)`), a 429 after
- * `rateLimitWaitMs` (60 s by default; the server's Retry-After when it sends one), at most `maxRetries`
- * times; any other answer ≥ 400 is fatal at once. OpenAI-compatible (`/v1/chat/completions`) or
- * Ollama-compatible (`/api/generate`) requests.
+ * One model call with the retry policy of seed 001 (Final Responder), extended by issue 26 item 4 (the
+ * table: docs/retry-safety.md "LLM calls: retry policy"): a timeout, a dropped connection or an HTTP
+ * 500/502/503/504 is retried with exponential backoff and jitter (`min(backoffCapMs, backoffBaseMs ·
+ * 2^(n−1))` · a random factor in [1 − jitter, 1 + jitter]), a 429 after `rateLimitWaitMs` (60 s by
+ * default); a Retry-After the server sends (seconds or an HTTP date, on a 429 or a retried 5xx) is waited
+ * instead, up to `retryAfterCapMs`. At most `maxRetries` retries (capped at MAX_RETRIES_LIMIT); any other
+ * answer ≥ 300 is fatal at once. OpenAI-compatible (`/v1/chat/completions`) or Ollama-compatible
+ * (`/api/generate`) requests.
  * Secrets: the base URL is checked before the first request (http(s), no whitespace, no user info:
  * ContractError 500 validation BAD_CREDENTIAL_URL); every error raised here has the API key redacted —
  * in the message, in the answer's body it quotes (a server may echo the Authorization header) and in the
@@ -44,17 +47,79 @@ export interface LlmRequest {
 export interface RetryPolicy {
 	/** Per-attempt timeout, ms. */
 	timeoutMs: number;
+	/** Retries after the first attempt (0 to MAX_RETRIES_LIMIT; more is read as the limit, NaN as the default 3). */
 	maxRetries: number;
+	/** The first retry's delay after a timeout / no answer / 500/502/503/504, ms; doubles each retry. */
 	backoffBaseMs: number;
+	/** Wait after a 429 without Retry-After, ms. */
 	rateLimitWaitMs: number;
+	/** Longest backoff delay before jitter, ms (default DEFAULT_RETRY.backoffCapMs). */
+	backoffCapMs?: number;
+	/** Longest wait a Retry-After header can ask for, ms (default DEFAULT_RETRY.retryAfterCapMs). */
+	retryAfterCapMs?: number;
+	/** Jitter of a backoff delay, a fraction: the delay times a random factor in [1 − jitter, 1 + jitter] (0–1; default 0.2). */
+	jitter?: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = {
+export const DEFAULT_RETRY: Required<RetryPolicy> = {
 	timeoutMs: 30_000,
 	maxRetries: 3,
 	backoffBaseMs: 1_000,
 	rateLimitWaitMs: 60_000,
+	backoffCapMs: 30_000,
+	retryAfterCapMs: 60_000,
+	jitter: 0.2,
 };
+
+/** The most retries a policy may ask for (more is bounded to it; a fraction is rounded down, a negative is 0, NaN the default). */
+export const MAX_RETRIES_LIMIT = 10;
+
+/** HTTP statuses retried with backoff (a server's transient failure); 429 is retried after its own wait. */
+export const RETRIED_STATUSES: readonly number[] = [500, 502, 503, 504];
+
+/**
+ * A Retry-After header's wait in ms (delta-seconds, or an HTTP date relative to `now`), or null when
+ * absent or unreadable. A date in the past is 0.
+ */
+export function retryAfterMs(value: unknown, now = Date.now()): number | null {
+	const text = Array.isArray(value) ? value[0] : value;
+	if (typeof text !== 'string' || text.trim() === '') return null;
+	const trimmed = text.trim();
+	if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.min(Number.MAX_SAFE_INTEGER, Number(trimmed) * 1000);
+	// an HTTP date (IMF-fixdate, RFC 850 or asctime: a day name first, a time of day); nothing else is read
+	if (!/^[A-Za-z]{3,9},? .*\b\d{2}:\d{2}:\d{2}\b/.test(trimmed)) return null;
+	const date = Date.parse(trimmed);
+	return Number.isNaN(date) ? null : Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, date - now));
+}
+
+/**
+ * The wait (ms) before retry `retry` (1 = the first) after a timeout, no answer or a retried 5xx:
+ * `min(cap, base · 2^(retry−1))` times a factor in [1 − jitter, 1 + jitter] drawn from `random` (0–1),
+ * rounded to a whole ms.
+ */
+export function backoffMs(policy: RetryPolicy, retry: number, random: () => number = Math.random): number {
+	const cap = policy.backoffCapMs ?? DEFAULT_RETRY.backoffCapMs;
+	const jitter = Math.min(1, Math.max(0, policy.jitter ?? DEFAULT_RETRY.jitter));
+	const delay = Math.min(cap, policy.backoffBaseMs * 2 ** (retry - 1));
+	return Math.max(0, Math.round(delay * (1 - jitter + 2 * jitter * random())));
+}
+
+/**
+ * The wait (ms) before retry `retry` (1 = the first) of a failed attempt that is retried: `status` the
+ * answer's HTTP status (null: no answer), `retryAfter` its Retry-After header. The server's Retry-After
+ * when readable, at most `retryAfterCapMs`; else `rateLimitWaitMs` after a 429, backoffMs otherwise.
+ */
+export function retryWaitMs(
+	policy: RetryPolicy,
+	retry: number,
+	status: number | null,
+	retryAfter: unknown,
+	random: () => number = Math.random,
+): number {
+	const asked = retryAfterMs(retryAfter);
+	if (asked !== null) return Math.min(asked, policy.retryAfterCapMs ?? DEFAULT_RETRY.retryAfterCapMs);
+	return status === 429 ? policy.rateLimitWaitMs : backoffMs(policy, retry, random);
+}
 
 /** What a sender returns; it throws only when no HTTP answer came (timeout, refused, reset). */
 export interface HttpAnswer {
@@ -174,7 +239,8 @@ function textOf(api: LlmCredential['api'], body: unknown): string | null {
 
 /**
  * Calls the model. `observe` (optional) hears every attempt (LlmAttempt) right after it, before a retry wait.
- * @throws ContractError 504/503 upstream retryable after the last retry, 502 fatal answer, 422
+ * @throws ContractError 504 upstream (or 429 rate_limit) retryable after the last retry (details.code
+ *         MODEL_UNAVAILABLE, attempts, last, http_status), 502 fatal answer (MODEL_ERROR), 422
  *         INVALID_JSON, 500 validation BAD_CREDENTIAL_URL; none carries the API key
  */
 export async function generate(
@@ -214,6 +280,8 @@ export async function generate(
 	const headers: Record<string, string> = { 'content-type': 'application/json' };
 	if (credential.apiKey) headers.authorization = `Bearer ${credential.apiKey}`;
 	let last = '';
+	const retries = Number.isNaN(Number(policy.maxRetries)) ? DEFAULT_RETRY.maxRetries : Number(policy.maxRetries);
+	const maxRetries = Math.min(MAX_RETRIES_LIMIT, Math.max(0, Math.floor(retries)));
 	for (let attempt = 1; ; attempt++) {
 		let answer: HttpAnswer | null = null;
 		let timedOut = false;
@@ -271,12 +339,10 @@ export async function generate(
 			}
 			return { text, json, model, attempts: attempt };
 		}
-		let wait: number;
+		const wait = retryWaitMs(policy, attempt, answer?.status ?? null, answer?.headers['retry-after']);
 		if (answer && answer.status === 429) {
-			const retryAfter = Number(answer.headers['retry-after']);
-			wait = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : policy.rateLimitWaitMs;
 			last = 'rate limited (429)';
-		} else if (answer && ![502, 503, 504].includes(answer.status)) {
+		} else if (answer && !RETRIED_STATUSES.includes(answer.status)) {
 			// Redacted before it is cut to 2000 characters, so no part of a key is left at the cut.
 			const quoted = redact.string(JSON.stringify(redact.value(answer.body ?? null)) ?? 'null');
 			throw failure(
@@ -287,11 +353,8 @@ export async function generate(
 				false,
 				{ code: 'MODEL_ERROR', http_status: answer.status, body: quoted.slice(0, 2000) },
 			);
-		} else {
-			if (answer) last = `HTTP ${answer.status}`;
-			wait = policy.backoffBaseMs * 2 ** (attempt - 1);
-		}
-		if (attempt > policy.maxRetries) {
+		} else if (answer) last = `HTTP ${answer.status}`;
+		if (attempt > maxRetries) {
 			const rateLimited = last.startsWith('rate limited');
 			throw failure(
 				redact,
@@ -299,7 +362,7 @@ export async function generate(
 				rateLimited ? 429 : 504,
 				rateLimited ? 'rate_limit' : 'upstream',
 				true,
-				{ code: 'MODEL_UNAVAILABLE', attempts: attempt, last },
+				{ code: 'MODEL_UNAVAILABLE', attempts: attempt, last, http_status: answer?.status ?? null },
 			);
 		}
 		await sleep(wait);

@@ -6,9 +6,12 @@
  * ops.job_runs row is closed with the outcome.
  * Input: `job_id`, `worker` (default: the item's locked_by), `claim_token` (default: the item's claim_token, the
  * uuid Claim Jobs returned; empty: not checked), `success`, `retryable`, `error`. Output: `{ id, status, attempts,
- * max_attempts, next_run_at, run_id, already_finished? }`. Errors: 409 NOT_LOCKED_BY_WORKER (not running under this
- * worker and claim token — finished, released as stale or claimed again — unless Accept Already Finished);
- * 404 JOB_NOT_FOUND; 422 (claim_token not a UUID); 503.
+ * max_attempts, next_run_at, run_id, replayed? | already_finished? }`. Safe to retry after a lost reply (n8n's
+ * Retry On Fail, issue 26): a retry with the same claim token and outcome whose first call committed is
+ * answered with that outcome and `replayed: true` (docs/retry-safety.md "Jobs: finish and enqueue").
+ * Errors: 409 NOT_LOCKED_BY_WORKER (not running under this worker and claim token — finished by another
+ * caller, released as stale or claimed again — unless Accept Already Finished); 404 JOB_NOT_FOUND; 422
+ * (claim_token not a UUID); 503 (retryable: the statement may have committed; retry with the same input).
  */
 import { ContractError } from '../../../shared/errors';
 import { finishJobs, type FinishInput } from '../../../shared/jobs/queue';

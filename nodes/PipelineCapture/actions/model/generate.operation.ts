@@ -1,7 +1,9 @@
 /**
  * Model → Generate: one call to the model of the Contracts LLM API credential (OpenAI- or
- * Ollama-compatible) with the retry policy of seed 001: timeouts and 502/503/504 retried with exponential
- * backoff, 429 after the rate-limit wait (60 s by default), at most `max_retries` times.
+ * Ollama-compatible) with the retry policy of seed 001 and issue 26 (docs/retry-safety.md "LLM calls: retry
+ * policy"): timeouts and 500/502/503/504 retried with exponential backoff (±20 % jitter, at most 30 s),
+ * 429 after the rate-limit wait (60 s by default), a server's Retry-After honoured up to 60 s, at most
+ * `max_retries` times (≤ 10).
  * Every HTTP attempt is recorded as a `maas.llm_calls` row (seed 001 §9; nodes/shared/llm/calls.ts) with
  * the Run ID and Step fields (by default Load Step Context's `run_id` and `step`; Step empty: the Workflow
  * Label), right after the attempt in its own statement — Generate runs outside any step transaction.
@@ -71,14 +73,14 @@ export const generateOperation: PipelineOperation = {
 			name: 'maxRetries',
 			type: 'number',
 			default: 3,
-			description: 'Retries after a timeout, a 502/503/504 or a 429',
+			description: 'Retries after a timeout, a 500/502/503/504 or a 429 (at most 10)',
 		},
 		{
 			displayName: 'Backoff Base (Ms)',
 			name: 'backoffBaseMs',
 			type: 'number',
 			default: 1000,
-			description: 'First retry delay; doubles each retry',
+			description: 'First retry delay; doubles each retry (±20 % jitter, at most 30 s)',
 		},
 		{
 			displayName: 'Rate Limit Wait (Ms)',
