@@ -125,9 +125,14 @@ function installPackage(folder, tarball, log = () => {}) {
 		JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }),
 	);
 	log(`installing ${path.basename(tarball)} into ${nodesDir}`);
-	sh('npm', ['install', tarball, '--legacy-peer-deps', '--no-audit', '--no-fund', '--loglevel=error'], {
-		cwd: nodesDir,
-	});
+	// --prefer-offline: the dependencies are pinned, so npm's cached metadata is as good as the registry's
+	sh(
+		'npm',
+		['install', tarball, '--legacy-peer-deps', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+		{
+			cwd: nodesDir,
+		},
+	);
 }
 
 class N8nInstance {
