@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: runs every benchmark one after another (each in its own process, output as it comes),
- * then prints issue 14's goals P1–P3 from this run as one markdown table (bench/goals.ts), the table the
- * README carries. Stops at the first bench that fails or refuses to report (exit code 1), after printing
+ * then prints issue 14's goals P1–P3 from this run as one markdown table (bench/goals.ts), the table
+ * docs/benchmarks.md carries (the README points there). Stops at the first bench that fails or refuses to report (exit code 1), after printing
  * the goals recorded until then; a goal that a failed, skipped or unrun bench should have measured gets a
  * "not measured" row, verdict "not met". BENCH_ONLY=wf10,jobs runs some of the benches, in this order.
  */

@@ -72,10 +72,7 @@ async function answerLatency(started: number) {
 	const model = new ModelStandIn();
 	await model.up();
 	model.respond = () => ({ text: 'Here is what the sources say [1].' });
-	const instance = harness.createInstance({
-		tarball: harness.packPackage(),
-		bin: harness.ensureN8n({ log: console.log }),
-	});
+	const instance = harness.createInstance({ bin: harness.ensureN8n({ log: console.log }) });
 	try {
 		const bot = await seedBot(db.pool, 'bench_answer_bot', 'bench-Secret_1');
 		const tenant = bot.tenantId;

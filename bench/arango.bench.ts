@@ -2,7 +2,7 @@
  * `npm run bench:arango`: HTTP round trips and time per ArangoCAS operation (fewer is better).
  *
  * ArangoDB cannot run here, so the operations talk to a stand-in ArangoDB on 127.0.0.1 that answers
- * with the shapes of real 3.12 responses (../shared/reference) and adds BENCH_RTT_MS (default 2 ms) of
+ * with the shapes of real 3.12 responses (test/fixtures/arangodb) and adds BENCH_RTT_MS (default 2 ms) of
  * latency per request, like a database one network hop away. Both variants run in the same process
  * against the same stand-in:
  *   contracts — the node's operations as shipped: one AQL query where ArangoDB allows it, a stream

@@ -3,7 +3,7 @@
  *
  * Each bench that measures a goal calls `recordGoal` with its numbers; when `BENCH_GOALS_FILE` is set (the
  * runner sets it to a fresh file per run) the entry is appended to it as one JSON line, otherwise nothing is
- * written. `goalsTable` turns the entries of one run into the markdown table the README carries: the
+ * written. `goalsTable` turns the entries of one run into the markdown table docs/benchmarks.md carries: the
  * measured value, the baseline measured in the same run, their ratio, the goal and whether it was met.
  */
 import fs from 'node:fs';

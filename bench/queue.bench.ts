@@ -374,6 +374,7 @@ async function main() {
 			single.remove();
 		}
 		workflows.remove();
+		harness.removePackage(tarball);
 		await server?.stop();
 		await db.drop();
 	}

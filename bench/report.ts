@@ -1,6 +1,6 @@
 /**
  * Shared by the queue benches (jobs.bench.ts, captures.bench.ts): env knobs, the refusal to report a rate
- * that lost or doubled work, and the markdown table printed for the README.
+ * that lost or doubled work, and the markdown table printed for docs/benchmarks.md.
  */
 
 /** A positive integer from the environment variable `name`, else `fallback`. @throws when not one */

@@ -106,7 +106,7 @@ async function main() {
 	const db = await setupDatabase();
 	const bot = await seedBot(db.pool, 'bench_bot', 'bench-Secret_1');
 	const bin = harness.ensureN8n({ log: console.log });
-	const instance = harness.createInstance({ tarball: harness.packPackage(), bin });
+	const instance = harness.createInstance({ bin });
 	try {
 		const ours = harness.postgresCredential(db.url);
 		await instance.importCredentials([

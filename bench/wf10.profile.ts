@@ -126,7 +126,7 @@ async function main() {
 	const profFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wf10-prof-')), `${HOOK}.cpuprofile`);
 	let windowMs = 0;
 	const instance = harness.createInstance({
-		tarball: tarball ?? harness.packPackage(),
+		tarball, // undefined: packed for this instance and removed once installed
 		bin: harness.ensureN8n({ log: console.log }),
 	});
 	try {

@@ -1,4 +1,5 @@
 import type { ICredentialType, INodeProperties } from 'n8n-workflow';
+import { docsUrl } from '../nodes/shared/docsUrl';
 
 /**
  * ArangoDB connection of the ArangoCAS node: server URL, database, and either username/password
@@ -12,7 +13,7 @@ export class ArangoDbApi implements ICredentialType {
 
 	icon = 'file:arangoDb.svg' as const;
 
-	documentationUrl = 'https://github.com/n8n-nodes-contracts/n8n-nodes-contracts#arangodb-credential';
+	documentationUrl = docsUrl('credentials.md#arangodb-api');
 
 	properties: INodeProperties[] = [
 		{

@@ -1,4 +1,5 @@
 import type { ICredentialType, INodeProperties } from 'n8n-workflow';
+import { docsUrl } from '../nodes/shared/docsUrl';
 
 /**
  * The embeddings endpoint of the knowledge bot (seed 003 WF41/WF51): Gemini-compatible
@@ -15,7 +16,7 @@ export class ContractsEmbeddingsApi implements ICredentialType {
 
 	icon = 'file:contractsLlm.svg' as const;
 
-	documentationUrl = 'https://github.com/n8n-nodes-contracts/n8n-nodes-contracts#knowledge-bot-seed-003';
+	documentationUrl = docsUrl('credentials.md#contracts-embeddings-api');
 
 	properties: INodeProperties[] = [
 		{

@@ -1,4 +1,5 @@
 import type { IAuthenticateGeneric, ICredentialType, INodeProperties } from 'n8n-workflow';
+import { docsUrl } from '../nodes/shared/docsUrl';
 
 /**
  * The model endpoint of the MaaS pipeline (seed 001) and of WF51: an OpenAI-compatible (`POST /v1/chat/completions`),
@@ -15,7 +16,7 @@ export class ContractsLlmApi implements ICredentialType {
 
 	icon = 'file:contractsLlm.svg' as const;
 
-	documentationUrl = 'https://github.com/n8n-nodes-contracts/n8n-nodes-contracts#llm-credential';
+	documentationUrl = docsUrl('credentials.md#contracts-llm-api');
 
 	properties: INodeProperties[] = [
 		{

@@ -1,4 +1,5 @@
 import type { ICredentialType, INodeProperties } from 'n8n-workflow';
+import { docsUrl } from '../nodes/shared/docsUrl';
 
 /**
  * The secret of Pipeline Push (seed 001 §3 step 4, variant B): a client's token is
@@ -14,7 +15,7 @@ export class ContractsPushApi implements ICredentialType {
 
 	icon = 'file:contractsPush.svg' as const;
 
-	documentationUrl = 'https://github.com/n8n-nodes-contracts/n8n-nodes-contracts#pipeline-push';
+	documentationUrl = docsUrl('credentials.md#contracts-push-api');
 
 	properties: INodeProperties[] = [
 		{

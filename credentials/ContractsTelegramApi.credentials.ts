@@ -1,4 +1,5 @@
 import type { ICredentialType, INodeProperties } from 'n8n-workflow';
+import { docsUrl } from '../nodes/shared/docsUrl';
 
 /**
  * A Telegram bot's Bot API access, for the Knowledge Bot's File → Download (seed 003 WF32: getFile and
@@ -15,7 +16,7 @@ export class ContractsTelegramApi implements ICredentialType {
 
 	icon = 'file:contractsTelegram.svg' as const;
 
-	documentationUrl = 'https://github.com/n8n-nodes-contracts/n8n-nodes-contracts#knowledge-bot-seed-003';
+	documentationUrl = docsUrl('credentials.md#contracts-telegram-bot-api');
 
 	properties: INodeProperties[] = [
 		{

@@ -1,4 +1,5 @@
 import type { ICredentialType, INodeProperties } from 'n8n-workflow';
+import { docsUrl } from '../nodes/shared/docsUrl';
 
 /**
  * PostgreSQL connection used by every node of this package (TelegramIngest, ErrorPipe, …).
@@ -11,7 +12,7 @@ export class PostgresContractsApi implements ICredentialType {
 
 	icon = 'file:postgresContracts.svg' as const;
 
-	documentationUrl = 'https://github.com/n8n-nodes-contracts/n8n-nodes-contracts#credentials';
+	documentationUrl = docsUrl('credentials.md#contracts-postgresql');
 
 	properties: INodeProperties[] = [
 		{ displayName: 'Host', name: 'host', type: 'string', default: 'localhost' },

@@ -29,8 +29,9 @@
  * DEMO_OWNER_EMAIL or demo@example.com, password DEMO_OWNER_PASSWORD or generated per run) and prints the login,
  * so the editor opens on a login page instead of the owner form (if n8n refuses, it prints n8n's answer and goes on).
  * Each n8n process writes its log (and the output of the import/publish commands) to a file printed at start:
- * <tmp>/n8n-contracts-demo/n8n.log (queue mode: n8n-main.log, n8n-worker-<i>.log), or under DEMO_LOG_DIR; the
- * files are overwritten by the next run and kept when the demo ends. Ctrl-C, SIGTERM or SIGHUP at any point
+ * <tmp>/n8n-contracts-demo-<random>/n8n.log, a new folder per run, so two demos on one machine never share a
+ * log (queue mode: n8n-main.log, n8n-worker-<i>.log); or in DEMO_LOG_DIR, whose files the next run overwrites.
+ * The log files are kept when the demo ends. Ctrl-C, SIGTERM or SIGHUP at any point
  * stops n8n (main and workers) and removes the demo's n8n user folder(s), the packed package and the stand-ins,
  * as `--once` does at its end (scripts/lib/cleanupOnSignals.js; exit code 130/143/129 mid-run, 0 once the demo
  * has finished); a second Ctrl-C exits at once, naming what was left. DEMO_DATABASE names the demo's database
@@ -96,8 +97,13 @@ const cleanup = createCleanup({ log: (line: string) => console.log(line) });
 cleanup.install();
 /** The demo's database (dropped and created again each run); DEMO_DATABASE names another one. */
 const DATABASE = process.env.DEMO_DATABASE || 'contracts_demo';
-/** Where each n8n process's log goes (overwritten each run, kept at exit); DEMO_LOG_DIR names another folder. */
-const LOG_DIR = process.env.DEMO_LOG_DIR || path.join(os.tmpdir(), 'n8n-contracts-demo');
+/**
+ * Where each n8n process's log goes (kept at exit): DEMO_LOG_DIR (overwritten by the next run), else a new
+ * <tmp>/n8n-contracts-demo-<random> folder for this run.
+ */
+function runLogDir(): string {
+	return process.env.DEMO_LOG_DIR || fs.mkdtempSync(path.join(os.tmpdir(), 'n8n-contracts-demo-'));
+}
 /** The n8n owner account the demo sets up (a demo account: password generated per run unless DEMO_OWNER_PASSWORD). */
 const OWNER = {
 	email: process.env.DEMO_OWNER_EMAIL || 'demo@example.com',
@@ -162,12 +168,6 @@ const STAGE: Record<string, string> = Object.fromEntries(
 );
 
 async function main() {
-	const logFiles =
-		queueWorkers === null
-			? [path.join(LOG_DIR, 'n8n.log')]
-			: ['main', ...Array.from({ length: queueWorkers }, (_, i) => `worker-${i + 1}`)].map((role) =>
-					path.join(LOG_DIR, `n8n-${role}.log`),
-				);
 	if (queueWorkers !== null) {
 		const reason = await queue.redisUnavailable(REDIS);
 		if (reason) {
@@ -178,6 +178,13 @@ async function main() {
 			return;
 		}
 	}
+	const LOG_DIR = runLogDir();
+	const logFiles =
+		queueWorkers === null
+			? [path.join(LOG_DIR, 'n8n.log')]
+			: ['main', ...Array.from({ length: queueWorkers }, (_, i) => `worker-${i + 1}`)].map((role) =>
+					path.join(LOG_DIR, `n8n-${role}.log`),
+				);
 	console.log(`n8n's log: ${logFiles.join(', ')} (written as n8n runs, kept when the demo ends)`);
 	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0)
 		throw new Error('build failed');
@@ -229,9 +236,8 @@ async function main() {
 	cleanup.add('stop the model stand-in', () => model.down());
 	interrupted();
 	const tarball = harness.packPackage();
-	cleanup.add(`remove the packed package ${path.dirname(tarball)}`, () =>
-		fs.rmSync(path.dirname(tarball), { recursive: true, force: true }),
-	);
+	// removed as soon as n8n's user folder has it installed (below); this step covers a stop before that
+	cleanup.add(`remove the packed package ${path.dirname(tarball)}`, () => harness.removePackage(tarball));
 	const bin = harness.ensureN8n({ log: console.log });
 	interrupted();
 	// queue mode: the cluster's main takes the single instance's place for imports, webhooks and the log
@@ -256,6 +262,7 @@ async function main() {
 		cluster.logTo(LOG_DIR);
 	}
 	const instance = cluster ? cluster.main : harness.createInstance({ tarball, bin, log: console.log });
+	harness.removePackage(tarball);
 	console.log(
 		`n8n user folder${cluster ? 's' : ''}: ${cluster ? cluster.folders.join(', ') : instance.folder} (removed when the demo ends or is stopped)`,
 	);

@@ -26,6 +26,7 @@ export class ContextLoader implements INodeType {
 		icon: 'file:contextLoader.svg',
 		group: ['transform'],
 		version: 1,
+		subtitle: 'ACL ctx (WF00c)',
 		description: 'Builds the ACL ctx of a Telegram request: role, membership, visibility, chat policy (WF00c)',
 		defaults: { name: 'Context Loader' },
 		inputs: [NodeConnectionTypes.Main],

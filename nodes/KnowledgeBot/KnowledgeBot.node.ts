@@ -122,7 +122,9 @@ export class KnowledgeBot implements INodeType {
 		],
 		properties: [
 			...resourceProperties(KNOWLEDGE_RESOURCES),
-			requestProperty('The req of the seed-003 workflow this operation implements (see the README for each shape)'),
+			requestProperty(
+				'The req of the seed-003 workflow this operation implements (docs/nodes/knowledge-bot.md gives each shape)',
+			),
 			contextProperty(),
 			optionsCollection(
 				{

@@ -48,7 +48,6 @@ import {
  * test run, the first pushed answer. Resource bounds: see transport/server.ts and the docs' Limits.
  */
 // Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): a trigger is never a tool an AI agent could call (security review L14).
-// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class PipelinePush implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Pipeline Push',
@@ -56,6 +55,7 @@ export class PipelinePush implements INodeType {
 		icon: 'file:pipelinePush.svg',
 		group: ['trigger'],
 		version: 1,
+		subtitle: 'WebSocket push of run answers',
 		description: 'Pushes pipeline run answers to WebSocket clients (seed 001 step 4, variant B)',
 		eventTriggerDescription: 'Serving WebSocket clients; waiting for a pushed answer',
 		activationMessage: 'Clients can now connect to ws://<host>:<port>/api/ws',

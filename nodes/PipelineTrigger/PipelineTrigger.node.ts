@@ -23,7 +23,6 @@ import { optionsCollection } from '../shared/node/properties';
  * Events can repeat; the Pipeline Capture node's Capture makes acting on them exactly once.
  */
 // Not usable as an AI agent's tool (docs/contracts-and-secrets.md, "Nodes as AI tools"): a trigger is never a tool an AI agent could call.
-// eslint-disable-next-line @n8n/community-nodes/node-usable-as-tool
 export class PipelineTrigger implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Pipeline Trigger',
@@ -31,6 +30,7 @@ export class PipelineTrigger implements INodeType {
 		icon: 'file:pipelineTrigger.svg',
 		group: ['trigger'],
 		version: 1,
+		subtitle: '={{ "runs entering " + (($parameter["statuses"] || []).join(", ") || "any status") }}',
 		description: 'Starts a workflow when a pipeline run changes status (LISTEN with reconnect and catch-up)',
 		eventTriggerDescription: 'Waiting for pipeline run changes',
 		defaults: { name: 'Pipeline Trigger' },

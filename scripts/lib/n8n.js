@@ -3,9 +3,12 @@
  * The n8n 2.4.8 harness shared by `npm test` (e2e), `npm run demo` and `npm run bench`:
  *  - ensureN8n():     installs n8n 2.4.8 once into a cache folder (~3.5 min, ~1.7 GB; with the xlsx
  *                     override n8n-nodes-base needs here) and reuses it afterwards;
- *  - packPackage():   `npm pack` of this repository (build first);
+ *  - packPackage():   `npm pack` of this repository (build first) into a contracts-pack-* temp folder;
+ *                     removePackage(tarball) removes that folder;
  *  - createInstance(): a fresh N8N_USER_FOLDER with the tarball installed into .n8n/nodes, the route
  *                     that names node types `n8n-nodes-contracts.<node>` (the community-nodes route);
+ *                     without a tarball it packs one itself and removes it once installed (n8n loads the
+ *                     installed copy in .n8n/nodes/node_modules, never the tarball);
  *  - instance.importCredentials / importWorkflows / publish (n8n CLI), start / stop (n8n start).
  * Queue mode (main + `n8n worker` processes, Redis, n8n's database on PostgreSQL) is in ./n8nQueue.js,
  * which extends N8nInstance.
@@ -70,21 +73,51 @@ function ensureN8n({ log = () => {} } = {}) {
 	return bin;
 }
 
-/** `npm pack` of the repository into a temp folder. Returns the tarball path. Build before. */
+const PACK_PREFIX = 'contracts-pack-';
+
+/**
+ * `npm pack` of the repository into a new contracts-pack-* temp folder. Returns the tarball path. Build before.
+ * The caller removes the folder with removePackage(tarball) once it has installed it (nothing else does).
+ */
 function packPackage() {
 	if (!fs.existsSync(path.join(ROOT, 'dist', 'nodes'))) throw new Error('dist/ is missing: run `npm run build` first');
-	const out = fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-pack-'));
-	const stdout = sh('npm', ['pack', '--silent', '--pack-destination', out], { cwd: ROOT });
-	const file = stdout.trim().split('\n').pop();
-	return path.join(out, file);
+	const out = fs.mkdtempSync(path.join(os.tmpdir(), PACK_PREFIX));
+	try {
+		const stdout = sh('npm', ['pack', '--silent', '--pack-destination', out], { cwd: ROOT });
+		const file = stdout.trim().split('\n').pop();
+		return path.join(out, file);
+	} catch (error) {
+		fs.rmSync(out, { recursive: true, force: true });
+		throw error;
+	}
+}
+
+/** Removes the contracts-pack-* folder of a tarball made by packPackage() (idempotent; any other path is left alone). */
+function removePackage(tarball) {
+	const dir = path.dirname(tarball);
+	if (!path.basename(dir).startsWith(PACK_PREFIX)) return;
+	fs.rmSync(dir, { recursive: true, force: true });
 }
 
 /**
  * A fresh n8n user folder with the package installed into `.n8n/nodes` (as the community-nodes UI
  * does: `--legacy-peer-deps`, so `n8n-workflow` resolves to n8n's own copy).
+ * `tarball`: a packPackage() tarball the caller keeps (and removes); omitted: one is packed for this
+ * instance and removed once installed, whether the install worked or not.
  */
 function createInstance({ tarball, bin, log = () => {}, userFolder } = {}) {
-	const folder = userFolder || fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-n8n-'));
+	const own = tarball ? undefined : packPackage();
+	try {
+		const folder = userFolder || fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-n8n-'));
+		installPackage(folder, tarball || own, log);
+		return new N8nInstance(folder, bin, log);
+	} finally {
+		if (own) removePackage(own);
+	}
+}
+
+/** `npm install <tarball>` into `<folder>/.n8n/nodes` (created with its package.json when missing). */
+function installPackage(folder, tarball, log = () => {}) {
 	const nodesDir = path.join(folder, '.n8n', 'nodes');
 	fs.mkdirSync(nodesDir, { recursive: true });
 	fs.writeFileSync(
@@ -92,10 +125,14 @@ function createInstance({ tarball, bin, log = () => {}, userFolder } = {}) {
 		JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }),
 	);
 	log(`installing ${path.basename(tarball)} into ${nodesDir}`);
-	sh('npm', ['install', tarball, '--legacy-peer-deps', '--no-audit', '--no-fund', '--loglevel=error'], {
-		cwd: nodesDir,
-	});
-	return new N8nInstance(folder, bin, log);
+	// --prefer-offline: the dependencies are pinned, so npm's cached metadata is as good as the registry's
+	sh(
+		'npm',
+		['install', tarball, '--legacy-peer-deps', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+		{
+			cwd: nodesDir,
+		},
+	);
 }
 
 class N8nInstance {
@@ -411,6 +448,7 @@ function jwtCredential(secret, { id = 'jwtContracts01', name = 'Contracts Webhoo
 module.exports = {
 	ensureN8n,
 	packPackage,
+	removePackage,
 	createInstance,
 	N8nInstance,
 	TRANSCRIPT_MAX,

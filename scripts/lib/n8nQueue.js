@@ -337,7 +337,8 @@ class QueueCluster {
 /**
  * Prepares (does not start) a queue-mode cluster: 1 main + `workers` workers + `webhooks` webhook processes.
  * @param {object} o
- * @param {string} o.tarball   `npm pack` of this repository (packPackage())
+ * @param {string} [o.tarball] `npm pack` of this repository (packPackage(); the caller removes it); omitted:
+ *                             createInstance() packs one and removes it once installed
  * @param {string} o.bin       n8n's CLI script (ensureN8n())
  * @param {string} o.serverUrl postgres:// URL of a server where a scratch database for n8n is created (dropped by stop())
  * @param {number} [o.workers=2]      worker processes

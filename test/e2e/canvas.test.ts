@@ -168,7 +168,7 @@ const pageErrors: string[] = [];
 beforeAll(async () => {
 	if (skip) return;
 	const bin = harness.ensureN8n({ log: console.log });
-	instance = harness.createInstance({ tarball: harness.packPackage(), bin });
+	instance = harness.createInstance({ bin });
 	await instance.importCredentials(Object.values(CREDENTIALS));
 	const dir = fs.mkdtempSync(path.join(instance.folder, 'import-'));
 	for (const file of shippedWorkflowFiles())

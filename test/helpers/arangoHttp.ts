@@ -1,7 +1,8 @@
 /**
  * HTTP-level stand-in for ArangoDB 3.12 (nock 14 on arangojs's native fetch). Every reply is built from
- * a real server response in ../shared/reference/arangodb-3.12-http-examples.json: its status line,
- * headers and body keys; only the values a test is about (result rows, stats, ids, error numbers) change.
+ * a real server response in test/fixtures/arangodb/arangodb-3.12-http-examples.json (its source:
+ * test/fixtures/README.md): its status line, headers and body keys; only the values a test is about
+ * (result rows, stats, ids, error numbers) change.
  * Each scripted reply is consumed once, in order, and every request is recorded (method, path,
  * headers, JSON body) so tests can assert the AQL, bind vars and `x-arango-trx-id` sent.
  */
@@ -10,15 +11,8 @@ import path from 'node:path';
 import nock from 'nock';
 import { Database } from 'arangojs';
 
-const EXAMPLES_FILE = path.resolve(
-	__dirname,
-	'..',
-	'..',
-	'..',
-	'shared',
-	'reference',
-	'arangodb-3.12-http-examples.json',
-);
+/** The repository's copy (test/fixtures/README.md says where it comes from); tests read nothing outside the repo. */
+export const EXAMPLES_FILE = path.resolve(__dirname, '..', 'fixtures', 'arangodb', 'arangodb-3.12-http-examples.json');
 
 export interface RealResponse {
 	status: number;

@@ -1,7 +1,7 @@
 /**
  * A stand-in ArangoDB on 127.0.0.1 (a real HTTP server) for tests that run the node inside n8n and for
  * the round-trip bench. It answers `/_api/cursor`, `/_api/transaction/begin` and commit/abort with the
- * shapes of real ArangoDB 3.12 responses (../shared/reference), choosing the result rows of a query by
+ * shapes of real ArangoDB 3.12 responses (test/fixtures/arangodb), choosing the result rows of a query by
  * a phrase of its AQL; a test can queue other rows or an ArangoDB error for the next matching query
  * (or set `replyFn` to choose answers from the query and its bind vars),
  * and take the server down (connections refused) and up again on the same port.

@@ -37,8 +37,8 @@ export async function startN8n(
 	extraCredentials: unknown[] = [],
 ): Promise<RunningN8n> {
 	const bin = harness.ensureN8n({ log: console.log });
-	const tarball = harness.packPackage();
-	const instance = harness.createInstance({ tarball, bin });
+	// packs the package and removes the tarball once installed
+	const instance = harness.createInstance({ bin });
 	let url: string;
 	try {
 		await instance.importCredentials([harness.postgresCredential(databaseUrl), ...extraCredentials]);

@@ -60,10 +60,9 @@ export async function startQueueN8n(
 	{ workers = 2, webhooks = 0, concurrency = 10, extraCredentials = [] as unknown[] } = {},
 ): Promise<RunningQueueN8n> {
 	const bin = harness.ensureN8n({ log: console.log });
-	const tarball = harness.packPackage();
 	const server = await resolvePostgres();
+	// packs the package and removes the tarball once installed (main's .n8n/nodes, shared by the other processes)
 	const cluster = await queue.createQueueCluster({
-		tarball,
 		bin,
 		serverUrl: server.url,
 		workers,

@@ -45,10 +45,10 @@ const QUERIES = Object.entries({ ...MODULES, conflict }).flatMap(([module, expor
 		.map(([name, value]) => ({ name: `${module}.${name}`, aql: value as string })),
 );
 
-/** The ```aql blocks of one section of seed 000 (e.g. "3.2"). */
+/** The ```aql blocks of one section of seed 000 (e.g. "3.2"), from the repository's copy (test/fixtures/README.md). */
 function seedQuery(section: string): string {
 	const seed = readFileSync(
-		path.resolve(__dirname, '..', '..', '..', '..', 'shared', 'seeds', '000_19f47329cfec8acb.txt'),
+		path.resolve(__dirname, '..', '..', 'fixtures', 'seeds', '000_19f47329cfec8acb.txt'),
 		'utf8',
 	);
 	const start = seed.indexOf(`## ${section}.`);
