@@ -58,6 +58,11 @@ export class JobLease {
 
 	constructor(private readonly config: ClientConfig) {}
 
+	/** True once close() was called (jobLeaseFor then makes a new lease). */
+	get isClosed(): boolean {
+		return this.closed;
+	}
+
 	/** Whether this process holds the lease's lock right now (as far as it knows). */
 	get held(): boolean {
 		return this.client !== undefined;
@@ -201,7 +206,7 @@ export function jobLeaseFor(pool: Pool): JobLease {
 	const key = createHash('sha256').update(JSON.stringify(config)).digest('hex');
 	const leases = registry();
 	let lease = leases.get(key);
-	if (!lease) {
+	if (!lease || lease.isClosed) {
 		lease = new JobLease(config);
 		leases.set(key, lease);
 	}
