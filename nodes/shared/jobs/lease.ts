@@ -101,11 +101,6 @@ export class JobLease {
 		await client?.end().catch(() => undefined);
 	}
 
-	/** Test hook: destroys the lease's socket as a network cut would (the lease then reconnects). */
-	dropConnection(): void {
-		socketOf(this.client)?.destroy();
-	}
-
 	private start(): void {
 		if (this.pending || this.timer || this.client || this.closed) return;
 		this.pending = this.connect().finally(() => (this.pending = undefined));
