@@ -1,5 +1,5 @@
 -- Issue 26 (items 1 and 3) for the ops.jobs worker side; docs/retry-safety.md "Jobs: claims and leases".
--- claim_key: md5 of the key of the Claim Jobs call that holds the job (Pipeline Capture: n8n instance,
+-- claim_key: md5 of (the JSON text of) the key of the Claim Jobs call that holds the job (Pipeline Capture: n8n instance,
 -- workflow, execution, node, run index and item, identical when n8n retries the node). A Claim Jobs retried
 -- after a lost reply, by the same worker with the same key, within the replay window, gets back the jobs
 -- that call claimed (still running under it) instead of claiming new ones. NULL: no key (no replay).

@@ -3,7 +3,8 @@
  * test/e2e/queue_mode_job_leases.test.ts and bench/recovery.bench.ts. The cluster (test/helpers/n8nQueue.ts)
  * runs the shipped WF10, WF20 and a copy of the shipped WF90 with its schedules as shipped (Claim Jobs every
  * 10 s, Release Stale every 20 s with Lease Grace 15 s), claiming only telegram_update jobs:
- *  1. `deliveries` distinct Telegram updates are posted to WF10 (12 at a time) → one telegram_update job each;
+ *  1. `deliveries` distinct Telegram updates are posted to WF10 (12 at a time; one answered 5xx is sent again,
+ *     as Telegram redelivers) → one telegram_update job each;
  *  2. once worker `victim` holds claimed jobs that are still running (mid-batch: jobs of its batches done
  *     and not done), it is killed with SIGKILL;
  *  3. the scenario waits until every job succeeded and reads, from ops.jobs / ops.job_runs, when the dead
@@ -84,9 +85,14 @@ export async function killedWorkerRecovery(o: {
 		`jobs: ${JSON.stringify((await pool.query("SELECT status, count(*)::int FROM ops.jobs WHERE job_type = 'telegram_update' GROUP BY 1")).rows)}\n${n8n.logs()}`;
 	const updates = Array.from({ length: o.deliveries }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
 	const headers = { 'X-Telegram-Bot-Api-Secret-Token': o.bot.secret };
-	const answers = await mapLimit(updates, 12, (update) =>
-		post(`${n8n.webhookUrl}/webhook/telegram?bot=${o.bot.botKey}`, update, headers),
-	);
+	// a delivery answered 5xx is sent again after a second, as Telegram redelivers (WF10 stores it once)
+	const answers = await mapLimit(updates, 12, async (update) => {
+		for (let attempt = 1; ; attempt++) {
+			const answer = await post(`${n8n.webhookUrl}/webhook/telegram?bot=${o.bot.botKey}`, update, headers);
+			if (answer.status < 500 || attempt === 5) return answer;
+			await new Promise((resolve) => setTimeout(resolve, 1000));
+		}
+	});
 	const failed = answers.filter((a) => a.status !== 200 || typeof a.body.job_id !== 'number');
 	if (failed.length) throw new Error(`${failed.length} deliveries failed, e.g. ${JSON.stringify(failed[0])}`);
 	const jobIds = [...new Set(answers.map((a) => a.body.job_id as number))];

@@ -12,6 +12,7 @@
  *    and (backstop, or without a lease) those locked longer than a timeout.
  * Claim Jobs is safe to retry after a lost reply (claim key replay); docs/retry-safety.md.
  */
+import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
 import { isUuid } from '../contracts/ids';
 import { ContractError, fromPgError } from '../errors';
@@ -28,9 +29,18 @@ function invalid(message: string, field: string): ContractError {
 	);
 }
 
+/** `Number(value)`, or NaN where that throws (an object whose toString / valueOf is not callable). */
+function toNumber(value: unknown): number {
+	try {
+		return Number(value);
+	} catch {
+		return Number.NaN;
+	}
+}
+
 /** @throws ContractError 422 naming `field` unless an integer from 1 to `max` */
 export function positiveInt(value: unknown, field: string, max: number): number {
-	const n = Number(value);
+	const n = toNumber(value);
 	if (!Number.isInteger(n) || n < 1 || n > max) throw invalid(`${field} must be an integer from 1 to ${max}`, field);
 	return n;
 }
@@ -73,6 +83,14 @@ export function jobTypeList(value: unknown, field = 'job_type'): string[] | null
  */
 export const CLAIM_REPLAY_WINDOW_SECONDS = 300;
 
+/**
+ * What ops.jobs.claim_key stores for a call key: md5 (hex) of its JSON text (any string, NUL and lone
+ * surrogates included, gives a distinct, storable digest).
+ */
+export function claimKeyDigest(key: string): string {
+	return createHash('md5').update(JSON.stringify(key)).digest('hex');
+}
+
 /** Claim bookkeeping never returned by Claim Jobs (docs/retry-safety.md "Jobs: claims and leases"). */
 const CLAIM_BOOKKEEPING = ['claim_key', 'lease_id', 'replayed'] as const;
 
@@ -101,7 +119,7 @@ export async function claimJobs(
 			types,
 			positiveInt(input.batch_size, 'batch_size', 1000),
 			text(input.worker, 'worker'),
-			claim.claim_key || null,
+			claim.claim_key ? claimKeyDigest(claim.claim_key) : null,
 			claim.lease_id || null,
 			CLAIM_REPLAY_WINDOW_SECONDS,
 		],
@@ -279,7 +297,7 @@ export async function releaseStale(pool: Pool, input: ReleaseStaleInput) {
 	const olderThan = positiveInt(input.older_than_seconds, 'older_than_seconds', 86_400 * 7);
 	const limit = positiveInt(input.limit, 'limit', 10_000);
 	const grace = input.lease_grace_seconds;
-	if (grace === undefined || grace === null || grace === '' || Number(grace) === 0)
+	if (grace === undefined || grace === null || grace === '' || toNumber(grace) === 0)
 		return run<Record<string, unknown>>(pool, RELEASE_STALE, [olderThan, limit], 'update');
 	const leaseMax = input.lease_max_seconds;
 	return run<Record<string, unknown>>(

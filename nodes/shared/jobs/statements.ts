@@ -11,7 +11,7 @@ import { nextRunAtSql } from './backoff';
 /**
  * Claim: up to $2 due jobs of the types $1 (text[]) for worker $3, `FOR UPDATE SKIP LOCKED` (concurrent
  * workers never get the same job); counts the attempt, sets locked_by/locked_at and a fresh claim_token,
- * stores md5 of the call key $4 (claim_key; NULL: none) and the claiming process's lease $5 (lease_id, uuid;
+ * stores the digest of the call key $4 (claim_key, ./queue.ts claimKeyDigest; NULL: none) and the claiming process's lease $5 (lease_id, uuid;
  * NULL: none; migration 020), and opens one ops.job_runs row per job — all in this one statement. Columns:
  * the ops.jobs row + run_id + replayed.
  * Per type, the due jobs are read in the order of jobs_due_idx (job_type, priority DESC, next_run_at, id),
@@ -20,13 +20,13 @@ import { nextRunAtSql } from './backoff';
  * merged in the same order; a candidate of one type locked but left out by the merge is not updated (its
  * lock ends with the statement). `next` is MATERIALIZED: the candidates are read and locked once.
  * Replay (issue 26, a retry after a lost reply): when jobs are still `running` under worker $3 with the
- * claim_key md5($4), claimed less than $6 seconds ago, the statement claims nothing new and returns those
+ * claim_key $4, claimed less than $6 seconds ago, the statement claims nothing new and returns those
  * jobs (their claim_token and open run unchanged; lease_id set to $5 when given) with `replayed = true`.
  */
 export const CLAIM_JOBS = `
 WITH replay AS (
   UPDATE ops.jobs j SET lease_id = coalesce($5::uuid, j.lease_id)
-  WHERE $4::text IS NOT NULL AND j.claim_key = md5($4::text) AND j.status = 'running' AND j.locked_by = $3
+  WHERE $4::text IS NOT NULL AND j.claim_key = $4::text AND j.status = 'running' AND j.locked_by = $3
     AND j.locked_at > now() - make_interval(secs => $6::float8)
   RETURNING j.*
 ), next AS MATERIALIZED (
@@ -44,7 +44,7 @@ WITH replay AS (
 ), claimed AS (
   UPDATE ops.jobs j
   SET status = 'running', attempts = j.attempts + 1, locked_by = $3, locked_at = now(), updated_at = now(),
-      claim_token = gen_random_uuid(), claim_key = md5($4::text), lease_id = $5::uuid
+      claim_token = gen_random_uuid(), claim_key = $4::text, lease_id = $5::uuid
   FROM next WHERE j.id = next.id
   RETURNING j.*
 ), runs AS (
