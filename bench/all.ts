@@ -11,9 +11,14 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { goalsTable, missingGoal, orderGoals, readGoals, type GoalEntry } from './goals';
 
-const BENCHES = ['arango', 'jobs', 'wf10', 'answer', 'captures', 'queue', 'captureSoak'];
+const BENCHES = ['arango', 'jobs', 'wf10', 'answer', 'captures', 'queue', 'captureSoak', 'recovery'];
 /** The goals each bench records (bench/goals.ts recordGoal calls). */
-const MEASURES: Record<string, GoalEntry['goal'][]> = { jobs: ['P2', 'P3'], wf10: ['P1'], captures: ['P3'] };
+const MEASURES: Record<string, GoalEntry['goal'][]> = {
+	jobs: ['P2', 'P3'],
+	wf10: ['P1'],
+	captures: ['P3'],
+	recovery: ['R1'],
+};
 
 function main(): number {
 	const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
@@ -55,7 +60,9 @@ function main(): number {
 			if (run.status !== 0) failed = name;
 		}
 		const goals = orderGoals([...readGoals(goalsFile), ...missing]);
-		console.log(`\nIssue 14 goals, this run (${((Date.now() - started) / 60000).toFixed(1)} min):\n`);
+		console.log(
+			`\nGoals (issue 14 P1–P3, issue 26 R1), this run (${((Date.now() - started) / 60000).toFixed(1)} min):\n`,
+		);
 		console.log(goalsTable(goals));
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });

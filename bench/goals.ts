@@ -11,8 +11,8 @@ import { markdownTable } from './report';
 
 /** One measured goal (or one row of context for a goal). */
 export interface GoalEntry {
-	/** "P1", "P2" or "P3" */
-	goal: 'P1' | 'P2' | 'P3';
+	/** "P1", "P2" or "P3" (issue 14); "R1": recovery after a killed worker (issue 26) */
+	goal: 'P1' | 'P2' | 'P3' | 'R1';
 	/** what was measured, e.g. "WF10 updates/s, saving off" */
 	what: string;
 	/** the measured value as printed, e.g. "117.4 updates/s" */
@@ -43,7 +43,7 @@ export function missingGoal(goal: GoalEntry['goal'], bench: string, reason: stri
 	};
 }
 
-/** `entries` ordered P1, P2, P3; within a goal, in the order they were recorded. */
+/** `entries` ordered P1, P2, P3, R1; within a goal, in the order they were recorded. */
 export function orderGoals(entries: GoalEntry[]): GoalEntry[] {
 	return [...entries].sort((a, b) => a.goal.localeCompare(b.goal));
 }

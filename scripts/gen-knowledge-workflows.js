@@ -408,12 +408,16 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 	wf.errorBranch(claim, 720, 'ops.jobs', 1);
 	wf.errorBranch(finish, 1440, 'ops.jobs', 1);
 	// A job whose runner died (n8n restarted or crashed mid-job) stays `running`: Release Stale gives it back.
+	// Issue 26: every n8n process that claims holds a job lease (an advisory lock on a connection of its own,
+	// dropped by PostgreSQL when the process dies); a job whose lease is not held for Lease Grace (15 s) is
+	// released. Checked every 20 s, a dead worker's jobs are back in the queue 20–40 s after its death
+	// (docs/retry-safety.md "Jobs: claims and leases"); a live worker keeps its jobs however long a step runs.
 	const staleSchedule = wf.add({
-		name: 'Every 5 Minutes',
+		name: 'Every 20 Seconds',
 		type: 'n8n-nodes-base.scheduleTrigger',
 		typeVersion: 1.2,
 		position: [0, 440],
-		parameters: { rule: { interval: [{ field: 'minutes', minutesInterval: 5 }] } },
+		parameters: { rule: { interval: [{ field: 'seconds', secondsInterval: 20 }] } },
 	});
 	const release = wf.add({
 		name: 'Release Stale',
@@ -425,12 +429,14 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 			operation: 'releaseStale',
 			olderThanSeconds: 900,
 			limit: 500,
+			leaseGraceSeconds: 15,
+			leaseMaxSeconds: 86400,
 			options: { workflow: 'WF90' },
 		},
 		onError: 'continueErrorOutput',
 		credentials: PG,
 		notes:
-			'Jobs running for more than 15 min (their runner died) go back to the queue, or dead when no attempt is left; the claim token is cleared, so a late error or Finish Job of the dead runner changes nothing.',
+			"Jobs whose runner's process died (its lease not held for 15 s) go back to the queue, or dead when no attempt is left; jobs without a lease after 15 min, any job after 24 h (Lease Max). The claim token is cleared, so a late error or Finish Job of the dead runner changes nothing.",
 	});
 	wf.connect(staleSchedule, release);
 	wf.errorBranch(release, 480, 'ops.jobs', 1, 440); // joins Claim Jobs' Prepare DB Error → Call WF99

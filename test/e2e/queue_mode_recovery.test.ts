@@ -36,7 +36,7 @@ import { countBy, executionsOf, rolesOf, waitFor as waitUntil } from '../helpers
 import { realisticUpdates } from '../helpers/updates';
 import { assertStoredOnce, deliveriesWithDuplicates } from '../helpers/wf10Deliveries';
 import { wf10Saving } from '../helpers/wf10Saving';
-import { wf90Copy } from '../helpers/wf90Runner';
+import { RELEASE_SCHEDULE, wf90Copy } from '../helpers/wf90Runner';
 
 /** The stand-in model with an adjustable delay before each answer (so a SIGKILL lands mid-step); `pending` counts requests not yet answered. */
 class SlowModel extends ModelStandIn {
@@ -163,14 +163,14 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 	}
 }
 
-/** Of `ids`, the executions whose run data has the "Every 5 Minutes" trigger (n8n's execution_data keeps the run data as text). */
-async function fiveMinuteExecutions(ids: string[]): Promise<Set<string>> {
+/** Of `ids`, the executions whose run data has the Release Stale schedule's trigger ("Every 20 Seconds") (n8n's execution_data keeps the run data as text). */
+async function releaseScheduleExecutions(ids: string[]): Promise<Set<string>> {
 	const client = new Client({ connectionString: n8n.n8nDatabaseUrl });
 	await client.connect();
 	try {
 		const { rows } = await client.query(
-			`SELECT "executionId"::text AS id FROM execution_data WHERE "executionId" = ANY($1::int[]) AND data LIKE '%"Every 5 Minutes"%'`,
-			[ids],
+			`SELECT "executionId"::text AS id FROM execution_data WHERE "executionId" = ANY($1::int[]) AND data LIKE $2`,
+			[ids, `%"${RELEASE_SCHEDULE}"%`],
 		);
 		return new Set(rows.map((r) => r.id));
 	} finally {
@@ -523,10 +523,10 @@ testSkipIf(skipReason)(
 		const claimedBy = [...new Set(runs.map((r) => String(r.worker).replace(/^wf90-/, '')))];
 		const all = await executionsOf(n8n, SCHEDULED_WF90);
 		const ids = all.map((e) => e.id);
-		// the shipped WF90 also has "Every 5 Minutes" (Release Stale): its executions share a tick with the 10 s schedule at :00/:05
-		const fiveMinute = await fiveMinuteExecutions(ids);
+		// the shipped WF90 also has "Every 20 Seconds" (Release Stale): its executions share a tick with the 10 s schedule
+		const releaseTicks = await releaseScheduleExecutions(ids);
 		const executions = all
-			.filter((e) => !fiveMinute.has(e.id))
+			.filter((e) => !releaseTicks.has(e.id))
 			.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
 		assert.ok(
 			claimedBy.every((id) => ids.includes(id)),
@@ -535,7 +535,7 @@ testSkipIf(skipReason)(
 		// one firing per tick over the whole file: never two executions of one tick (a second process firing too)
 		const gaps = executions.slice(1).map((e, i) => (e.createdAt.getTime() - executions[i].createdAt.getTime()) / 1000);
 		console.log(
-			`${executions.length} WF90 executions of Every 10 Seconds (+${fiveMinute.size} of Every 5 Minutes); gaps (s): min ${Math.min(...gaps)}, max ${Math.max(...gaps)}`,
+			`${executions.length} WF90 executions of Every 10 Seconds (+${releaseTicks.size} of ${RELEASE_SCHEDULE}); gaps (s): min ${Math.min(...gaps)}, max ${Math.max(...gaps)}`,
 		);
 		assert.ok(executions.length >= 3, `the schedule fired at least 3 times (${executions.length})`);
 		assert.ok(

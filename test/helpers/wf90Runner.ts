@@ -24,14 +24,18 @@ export interface Wf90CopyOptions {
 	/** Runner Settings' req.limit: the most jobs one run claims; absent: as shipped. */
 	limit?: number;
 	/**
-	 * Absent: the shipped schedules (Every 10 Seconds, Every 5 Minutes) stay. Given: Every 10 Seconds is
+	 * Absent: the shipped schedules (Every 10 Seconds, Every 20 Seconds) stay. Given: Every 10 Seconds is
 	 * dropped and Run Now becomes a POST webhook at `run` (Runner Settings → Claim Jobs → Run Worker → Finish
-	 * Job, answering every Run Summary item, [] when nothing was claimed); with `release`, Every 5 Minutes
+	 * Job, answering every Run Summary item, [] when nothing was claimed); with `release`, Every 20 Seconds
 	 * becomes a POST webhook at `release` running Release Stale with olderThanSeconds from the body's
-	 * `older_than_seconds`; without it, Every 5 Minutes, Release Stale and its ERR node are dropped.
+	 * `older_than_seconds` and leaseGraceSeconds from its `lease_grace_seconds` (absent: 0, release by age
+	 * only, as before issue 26); without it, Every 20 Seconds, Release Stale and its ERR node are dropped.
 	 */
 	webhooks?: { run: string; release?: string };
 }
+
+/** The shipped WF90's schedule of Release Stale (issue 26: every 20 s with a lease grace; before: every 5 min). */
+export const RELEASE_SCHEDULE = 'Every 20 Seconds';
 
 /** A POST webhook answering every item of the last node, in place of the trigger named `name`. */
 function webhookNode(name: string, webhookPath: string, position: number[], n: number) {
@@ -62,16 +66,23 @@ export function wf90Copy({ id, name, jobTypes, limit, webhooks }: Wf90CopyOption
 	if (webhooks) {
 		dropped.add('Every 10 Seconds');
 		if (!webhooks.release)
-			for (const n of ['Every 5 Minutes', 'Release Stale', 'ERR — Source Release Stale']) dropped.add(n);
+			for (const n of [RELEASE_SCHEDULE, 'Release Stale', 'ERR — Source Release Stale']) dropped.add(n);
 	}
 	const nodes = (wf90.nodes as WorkflowNode[])
 		.filter((n) => !dropped.has(n.name))
 		.map((n) => {
 			if (webhooks && n.name === 'Run Now') return webhookNode('Run Now', webhooks.run, n.position, 1);
-			if (webhooks?.release && n.name === 'Every 5 Minutes')
-				return webhookNode('Every 5 Minutes', webhooks.release, n.position, 2);
+			if (webhooks?.release && n.name === RELEASE_SCHEDULE)
+				return webhookNode(RELEASE_SCHEDULE, webhooks.release, n.position, 2);
 			if (webhooks?.release && n.name === 'Release Stale')
-				return { ...n, parameters: { ...n.parameters, olderThanSeconds: '={{ $json.body.older_than_seconds }}' } };
+				return {
+					...n,
+					parameters: {
+						...n.parameters,
+						olderThanSeconds: '={{ $json.body.older_than_seconds }}',
+						leaseGraceSeconds: '={{ $json.body.lease_grace_seconds || 0 }}',
+					},
+				};
 			if (n.name === 'Runner Settings') {
 				const assignments = (n.parameters.assignments?.assignments ?? []).map((a) => {
 					if (a.name === 'req.job_types') return { ...a, value: jobTypes };

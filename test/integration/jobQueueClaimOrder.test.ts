@@ -62,7 +62,15 @@ test('a claim reads about one batch of the due index, not the whole queue', asyn
 	const client = await db.pool.connect();
 	try {
 		await client.query('BEGIN');
-		const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${CLAIM_JOBS}`, [['deep'], 10, 'w1']);
+		// with a claim key (the replay lookup runs first, on the running jobs' claim_key index) and a lease
+		const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${CLAIM_JOBS}`, [
+			['deep'],
+			10,
+			'w1',
+			'["i","wf","1","Claim Jobs",0,0]',
+			'00000000-0000-4000-8000-000000000001',
+			300,
+		]);
 		await client.query('ROLLBACK');
 		const scanned: number[] = [];
 		const walk = (node: Record<string, unknown>) => {

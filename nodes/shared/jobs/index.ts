@@ -1,7 +1,18 @@
 /** One home for the ops.jobs queue: statements, statuses, backoff, the job-type registry, enqueue, claim/finish/release, stats. */
 export { nextRunAtSql, RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from './backoff';
 export { enqueueJobs, enqueueOnce, type WantedJob } from './enqueue';
-export { claimJobs, finishJob, finishJobs, jobTypeList, releaseStale, type FinishInput } from './queue';
+export {
+	claimJobs,
+	CLAIM_REPLAY_WINDOW_SECONDS,
+	DEFAULT_LEASE_MAX_SECONDS,
+	finishJob,
+	finishJobs,
+	jobTypeList,
+	releaseStale,
+	type FinishInput,
+	type ReleaseStaleInput,
+} from './queue';
+export { closeJobLeases, JobLease, jobLeaseFor } from './lease';
 export {
 	isJobType,
 	JOB_REGISTRY,

@@ -7,14 +7,17 @@
  *    with exponential backoff and jitter while attempts remain (retryable), dead after max_attempts, failed
  *    when not retryable; the attempt's job_runs row is closed with the outcome. Only the worker holding the
  *    lock (and, when given, the attempt's claim token) can finish; each job's outcome or error is its own;
- *  - releaseStale: running jobs locked longer than a timeout go back to the queue (their worker died),
- *    closing their run as `retry`, or dead when no attempt is left.
+ *  - releaseStale: running jobs whose worker died go back to the queue, closing their run as `retry`, or
+ *    dead when no attempt is left: those whose process's lease (./lease.ts) is not held for a grace period,
+ *    and (backstop, or without a lease) those locked longer than a timeout.
+ * Claim Jobs is safe to retry after a lost reply (claim key replay); docs/retry-safety.md.
  */
+import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
 import { isUuid } from '../contracts/ids';
 import { ContractError, fromPgError } from '../errors';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from './backoff';
-import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE } from './statements';
+import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE, RELEASE_STALE_LEASED } from './statements';
 
 const JOBS = { table: 'ops.jobs' };
 
@@ -26,9 +29,18 @@ function invalid(message: string, field: string): ContractError {
 	);
 }
 
+/** `Number(value)`, or NaN where that throws (an object whose toString / valueOf is not callable). */
+function toNumber(value: unknown): number {
+	try {
+		return Number(value);
+	} catch {
+		return Number.NaN;
+	}
+}
+
 /** @throws ContractError 422 naming `field` unless an integer from 1 to `max` */
 export function positiveInt(value: unknown, field: string, max: number): number {
-	const n = Number(value);
+	const n = toNumber(value);
 	if (!Number.isInteger(n) || n < 1 || n > max) throw invalid(`${field} must be an integer from 1 to ${max}`, field);
 	return n;
 }
@@ -66,20 +78,58 @@ export function jobTypeList(value: unknown, field = 'job_type'): string[] | null
 }
 
 /**
+ * How long (s) after a claim its retry may still be answered with that claim's jobs (a lost reply's retry
+ * comes within seconds: n8n's Retry On Fail waits 1 s between tries).
+ */
+export const CLAIM_REPLAY_WINDOW_SECONDS = 300;
+
+/**
+ * What ops.jobs.claim_key stores for a call key: md5 (hex) of its JSON text (any string, NUL and lone
+ * surrogates included, gives a distinct, storable digest).
+ */
+export function claimKeyDigest(key: string): string {
+	return createHash('md5').update(JSON.stringify(key)).digest('hex');
+}
+
+/** Claim bookkeeping never returned by Claim Jobs (docs/retry-safety.md "Jobs: claims and leases"). */
+const CLAIM_BOOKKEEPING = ['claim_key', 'lease_id', 'replayed'] as const;
+
+/**
  * Claim Jobs: the claimed jobs (each the ops.jobs row with `claim_token`, the attempt's uuid, and `run_id`,
  * its ops.job_runs row), possibly none. `job_type`: one type or a comma-separated list.
+ * `claim_key` (optional): the caller's key of this call, identical on its retries (Pipeline Capture: the
+ * call key of Capture); a retry after a lost reply, by the same worker with the same key less than
+ * CLAIM_REPLAY_WINDOW_SECONDS after the claim, gets the jobs that claim took and that are still running
+ * under it (same claim_token and run_id), each with `replayed: true`, and claims nothing new. No key: no
+ * replay. `lease_id` (optional): the claiming process's lease (./lease.ts), stored on every job claimed.
  * @throws ContractError 422 (job_type, batch_size 1–1000, worker); 503/500 db
  */
-export async function claimJobs(pool: Pool, input: { job_type: unknown; batch_size: unknown; worker: unknown }) {
+export async function claimJobs(
+	pool: Pool,
+	input: { job_type: unknown; batch_size: unknown; worker: unknown },
+	claim: { claim_key?: string | null; lease_id?: string | null } = {},
+) {
 	text(input.job_type, 'job_type');
 	const types = jobTypeList(input.job_type);
 	if (!types) throw invalid('job_type names no type', 'job_type');
-	return run<Record<string, unknown>>(
+	const rows = await run<Record<string, unknown>>(
 		pool,
 		CLAIM_JOBS,
-		[types, positiveInt(input.batch_size, 'batch_size', 1000), text(input.worker, 'worker')],
+		[
+			types,
+			positiveInt(input.batch_size, 'batch_size', 1000),
+			text(input.worker, 'worker'),
+			claim.claim_key ? claimKeyDigest(claim.claim_key) : null,
+			claim.lease_id || null,
+			CLAIM_REPLAY_WINDOW_SECONDS,
+		],
 		'update',
 	);
+	return rows.map((row) => {
+		const job = { ...row };
+		for (const field of CLAIM_BOOKKEEPING) delete job[field];
+		return row.replayed === true ? { ...job, replayed: true } : job;
+	});
 }
 
 /** The optional claim token: absent/null/"" → not checked; else it must be a UUID (422 naming the field). */
@@ -244,14 +294,44 @@ export async function finishJob(pool: Pool, input: FinishInput): Promise<Record<
 	return result;
 }
 
-/** Release Stale: `[{ id, status: "queued" | "dead", runs_closed }]`. @throws ContractError 422; 503/500 */
-export async function releaseStale(pool: Pool, input: { older_than_seconds: unknown; limit: unknown }) {
+/** Release Stale's thresholds (s): `lease_grace_seconds` 0 (or absent) → leases are not looked at. */
+export interface ReleaseStaleInput {
+	/** Jobs locked longer than this (s) are released: all jobs without lease grace, else those without a lease. */
+	older_than_seconds: unknown;
+	limit: unknown;
+	/** A job whose lease is not held for this long (s) is released; 0 / absent: by age only (as before). */
+	lease_grace_seconds?: unknown;
+	/** With a lease grace: a job with a lease locked longer than this (s) is released anyway (backstop). */
+	lease_max_seconds?: unknown;
+}
+
+/** The default Lease Max (s): one day (a step that runs longer than that is taken for hung). */
+export const DEFAULT_LEASE_MAX_SECONDS = 86_400;
+
+/**
+ * Release Stale: `[{ id, status: "queued" | "dead", runs_closed }]` (+ `reason`: "lease" | "lease_max" |
+ * "age" with a lease grace). Without `lease_grace_seconds`: every running job locked longer than
+ * `older_than_seconds`. With it (s, 1–3600): jobs whose lease (./lease.ts) is not held for that long,
+ * jobs with a lease locked longer than `lease_max_seconds` (default 86,400), jobs without a lease locked
+ * longer than `older_than_seconds` (RELEASE_STALE_LEASED). @throws ContractError 422 naming the field; 503/500
+ */
+export async function releaseStale(pool: Pool, input: ReleaseStaleInput) {
+	const olderThan = positiveInt(input.older_than_seconds, 'older_than_seconds', 86_400 * 7);
+	const limit = positiveInt(input.limit, 'limit', 10_000);
+	const grace = input.lease_grace_seconds;
+	if (grace === undefined || grace === null || grace === '' || toNumber(grace) === 0)
+		return run<Record<string, unknown>>(pool, RELEASE_STALE, [olderThan, limit], 'update');
+	const leaseMax = input.lease_max_seconds;
 	return run<Record<string, unknown>>(
 		pool,
-		RELEASE_STALE,
+		RELEASE_STALE_LEASED,
 		[
-			positiveInt(input.older_than_seconds, 'older_than_seconds', 86_400 * 7),
-			positiveInt(input.limit, 'limit', 10_000),
+			olderThan,
+			limit,
+			positiveInt(grace, 'lease_grace_seconds', 3600),
+			leaseMax === undefined || leaseMax === null || leaseMax === ''
+				? DEFAULT_LEASE_MAX_SECONDS
+				: positiveInt(leaseMax, 'lease_max_seconds', 86_400 * 7),
 		],
 		'update',
 	);

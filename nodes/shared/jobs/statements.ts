@@ -1,7 +1,7 @@
 /**
  * Every statement of the ops.jobs queue (seed 003 ops.jobs; migration 008 claim_token), in one place as
  * pg-boss keeps its `plans`. Bind parameters only. The functions that run them: ./queue.ts (claim, finish,
- * release stale), ./enqueue.ts, ./stats.ts; the Error Pipe's job path uses `failJobCtes`.
+ * release stale; leases: ./lease.ts), ./enqueue.ts, ./stats.ts; the Error Pipe's job path uses `failJobCtes`.
  * Every statement that ends an attempt (finish, release stale, fail/retry) clears `claim_token` and
  * applies only while the job is `running` under the lock it read (locked_by and/or claim_token).
  * Anchors: pg-boss (src/plans.ts) and graphile-worker (getJobs).
@@ -11,17 +11,27 @@ import { nextRunAtSql } from './backoff';
 /**
  * Claim: up to $2 due jobs of the types $1 (text[]) for worker $3, `FOR UPDATE SKIP LOCKED` (concurrent
  * workers never get the same job); counts the attempt, sets locked_by/locked_at and a fresh claim_token,
- * and opens one ops.job_runs row per job — all in this one statement. Columns: the ops.jobs row + run_id.
+ * stores the digest of the call key $4 (claim_key, ./queue.ts claimKeyDigest; NULL: none) and the claiming process's lease $5 (lease_id, uuid;
+ * NULL: none; migration 020), and opens one ops.job_runs row per job — all in this one statement. Columns:
+ * the ops.jobs row + run_id + replayed.
  * Per type, the due jobs are read in the order of jobs_due_idx (job_type, priority DESC, next_run_at, id),
  * so a claim reads about $2 index entries of each type, not the whole queue (with `job_type = ANY(…)` the
  * index cannot give the order: every due job was read and sorted on each claim). The types' candidates are
  * merged in the same order; a candidate of one type locked but left out by the merge is not updated (its
  * lock ends with the statement). `next` is MATERIALIZED: the candidates are read and locked once.
+ * Replay (issue 26, a retry after a lost reply): when jobs are still `running` under worker $3 with the
+ * claim_key $4, claimed less than $6 seconds ago, the statement claims nothing new and returns those
+ * jobs (their claim_token and open run unchanged; lease_id set to $5 when given) with `replayed = true`.
  */
 export const CLAIM_JOBS = `
-WITH next AS MATERIALIZED (
+WITH replay AS (
+  UPDATE ops.jobs j SET lease_id = coalesce($5::uuid, j.lease_id)
+  WHERE $4::text IS NOT NULL AND j.claim_key = $4::text AND j.status = 'running' AND j.locked_by = $3
+    AND j.locked_at > now() - make_interval(secs => $6::float8)
+  RETURNING j.*
+), next AS MATERIALIZED (
   SELECT c.id
-  FROM (SELECT DISTINCT unnest($1::text[]) AS job_type) t
+  FROM (SELECT DISTINCT unnest($1::text[]) AS job_type WHERE NOT EXISTS (SELECT 1 FROM replay)) t
   CROSS JOIN LATERAL (
     SELECT j.id, j.priority, j.next_run_at FROM ops.jobs j
     WHERE j.job_type = t.job_type AND j.status = 'queued' AND j.next_run_at <= now()
@@ -34,7 +44,7 @@ WITH next AS MATERIALIZED (
 ), claimed AS (
   UPDATE ops.jobs j
   SET status = 'running', attempts = j.attempts + 1, locked_by = $3, locked_at = now(), updated_at = now(),
-      claim_token = gen_random_uuid()
+      claim_token = gen_random_uuid(), claim_key = $4::text, lease_id = $5::uuid
   FROM next WHERE j.id = next.id
   RETURNING j.*
 ), runs AS (
@@ -42,7 +52,13 @@ WITH next AS MATERIALIZED (
   SELECT id, attempts, 'running', $3, correlation_id FROM claimed
   RETURNING id, job_id
 )
-SELECT claimed.*, runs.id AS run_id FROM claimed JOIN runs ON runs.job_id = claimed.id ORDER BY claimed.priority DESC, claimed.id`;
+SELECT claimed.*, runs.id AS run_id, false AS replayed FROM claimed JOIN runs ON runs.job_id = claimed.id
+UNION ALL
+SELECT replay.*,
+       (SELECT max(o.id) FROM ops.job_runs o WHERE o.job_id = replay.id AND o.status = 'running') AS run_id,
+       true AS replayed
+FROM replay
+ORDER BY priority DESC, id`;
 
 /**
  * Finish: every job of one execution in one statement, from parallel arrays (one element per job, job
@@ -126,8 +142,9 @@ LEFT JOIN LATERAL (
 WHERE r.id IS NOT NULL OR i.accept`;
 
 /**
- * Release stale: up to $2 running jobs locked longer than $1 seconds (their worker died) go back to the
- * queue (dead when no attempt is left), their runs closed as retry / dead. Columns: id, status, runs_closed.
+ * Release stale (by age only: Release Stale without a lease grace, as before migration 020): up to $2
+ * running jobs locked longer than $1 seconds (their worker died) go back to the queue (dead when no attempt
+ * is left), their runs closed as retry / dead. Columns: id, status, runs_closed.
  */
 export const RELEASE_STALE = `
 WITH stale AS (
@@ -142,7 +159,7 @@ WITH stale AS (
     next_run_at = now(),
     last_error = jsonb_build_object('kind', 'timeout', 'message', 'released: locked by ' || coalesce(j.locked_by, '?') || ' for longer than ' || $1::text || ' s'),
     finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
-    locked_by = NULL, locked_at = NULL, claim_token = NULL, updated_at = now()
+    locked_by = NULL, locked_at = NULL, claim_token = NULL, claim_key = NULL, lease_id = NULL, updated_at = now()
   FROM stale WHERE j.id = stale.id
   RETURNING j.id, j.status
 ), run AS (
@@ -152,6 +169,65 @@ WITH stale AS (
   RETURNING r.id
 )
 SELECT job.id, job.status, (SELECT count(*) FROM run) AS runs_closed FROM job`;
+
+/**
+ * Release stale with leases (issue 26 item 3, migration 020; nodes/shared/jobs/lease.ts): up to $2 running
+ * jobs go back to the queue (dead when no attempt is left), their runs closed as retry / dead:
+ *  - a job with a lease whose advisory lock no session holds (ops.job_lease_held: a read of pg_locks, the
+ *    lock is never taken here) since a Release Stale first saw it so at least $3 seconds ago (the grace: a
+ *    lease connection that reconnects within it keeps its jobs) — reason `lease`;
+ *  - a job with a lease locked longer than $4 seconds whatever its lease (the backstop, "Lease Max") —
+ *    reason `lease_max`;
+ *  - a job without a lease locked longer than $1 seconds (as RELEASE_STALE) — reason `age`.
+ * Each run records the leases of running jobs not held now in ops.job_lease_absences (first time seen) and
+ * forgets the others (held again, or no running job left). Columns: id, status, runs_closed, reason.
+ */
+export const RELEASE_STALE_LEASED = `
+WITH leases AS (
+  SELECT l.lease_id, ops.job_lease_held(l.lease_id) AS held
+  FROM (SELECT DISTINCT lease_id FROM ops.jobs WHERE status = 'running' AND lease_id IS NOT NULL) l
+), forgotten AS (
+  DELETE FROM ops.job_lease_absences a
+  WHERE NOT EXISTS (SELECT 1 FROM leases s WHERE s.lease_id = a.lease_id AND NOT s.held)
+  RETURNING a.lease_id
+), absent AS (
+  INSERT INTO ops.job_lease_absences AS a (lease_id)
+  SELECT lease_id FROM leases WHERE NOT held
+  ON CONFLICT (lease_id) DO UPDATE SET since = a.since
+  RETURNING a.lease_id, a.since
+), stale AS (
+  SELECT j.id,
+         CASE WHEN j.lease_id IS NULL THEN 'age'
+              WHEN a.since <= now() - make_interval(secs => $3::float8) THEN 'lease'
+              ELSE 'lease_max' END AS reason
+  FROM ops.jobs j LEFT JOIN absent a ON a.lease_id = j.lease_id
+  WHERE j.status = 'running' AND (
+    (j.lease_id IS NULL AND j.locked_at < now() - make_interval(secs => $1::float8))
+    OR (j.lease_id IS NOT NULL AND (a.since <= now() - make_interval(secs => $3::float8)
+                                    OR j.locked_at < now() - make_interval(secs => $4::float8))))
+  ORDER BY j.locked_at
+  LIMIT $2
+  FOR UPDATE OF j SKIP LOCKED
+), job AS (
+  UPDATE ops.jobs j SET
+    status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'queued' END,
+    next_run_at = now(),
+    last_error = jsonb_build_object('kind', 'timeout', 'message', 'released: ' || CASE stale.reason
+      WHEN 'lease' THEN 'the lease of ' || coalesce(j.locked_by, '?') || ' was not held for ' || $3::text || ' s (its process died)'
+      WHEN 'lease_max' THEN 'locked by ' || coalesce(j.locked_by, '?') || ' for longer than the lease max of ' || $4::text || ' s'
+      ELSE 'locked by ' || coalesce(j.locked_by, '?') || ' for longer than ' || $1::text || ' s' END),
+    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
+    locked_by = NULL, locked_at = NULL, claim_token = NULL, claim_key = NULL, lease_id = NULL, updated_at = now()
+  FROM stale WHERE j.id = stale.id
+  RETURNING j.id, j.status, stale.reason
+), run AS (
+  UPDATE ops.job_runs r SET status = CASE job.status WHEN 'dead' THEN 'dead' ELSE 'retry' END,
+    error = jsonb_build_object('kind', 'timeout', 'message', CASE job.reason WHEN 'lease' THEN 'lease lost' ELSE 'lock expired' END),
+    finished_at = now()
+  FROM job WHERE r.job_id = job.id AND r.status = 'running'
+  RETURNING r.id
+)
+SELECT job.id, job.status, (SELECT count(*) FROM run) AS runs_closed, job.reason FROM job`;
 
 /**
  * Enqueue once per dedup key (ops.jobs.dedup_key is unique): $1 tenant_id, $2 correlation_id, $3 JSON

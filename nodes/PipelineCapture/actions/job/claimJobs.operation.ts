@@ -1,10 +1,16 @@
 /**
  * Job → Claim Jobs: takes up to `batch_size` due jobs of `job_type` for this worker (`FOR UPDATE SKIP
- * LOCKED`; attempts counted; locked_by/locked_at set; an ops.job_runs row opened each).
+ * LOCKED`; attempts counted; locked_by/locked_at set; an ops.job_runs row opened each), under this n8n
+ * process's job lease (nodes/shared/jobs/lease.ts: Release Stale with a Lease Grace gives the jobs back
+ * within seconds once the process died, never while it lives).
  * Output: one item per claimed job (the ops.jobs row + `run_id`); none when nothing is due.
- * Errors: 422; 503.
+ * A retry after a lost reply (n8n's Retry On Fail: same call key, same worker) gets the jobs the first call
+ * claimed, with the same claim_token and run_id and `replayed: true`, and claims nothing new
+ * (docs/retry-safety.md "Jobs: claims and leases"); no execution id → no call key → no replay.
+ * Errors: 422; 503 (also JOB_LEASE_UNAVAILABLE: the process's lease connection is not up).
  */
 import { JOB_TYPES } from '../../../shared/jobs/registry';
+import { jobLeaseFor } from '../../../shared/jobs/lease';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
 import { claimJobs } from '../../../shared/jobs/queue';
@@ -32,11 +38,12 @@ export const claimJobsOperation: PipelineOperation = {
 		},
 	]),
 	async execute(deps, input) {
-		const jobs = await claimJobs(deps.pool, {
-			job_type: input.job_type,
-			batch_size: input.batch_size,
-			worker: deps.worker,
-		});
+		const leaseId = await jobLeaseFor(deps.pool).ready();
+		const jobs = await claimJobs(
+			deps.pool,
+			{ job_type: input.job_type, batch_size: input.batch_size, worker: deps.worker },
+			{ claim_key: deps.callKey ?? null, lease_id: leaseId },
+		);
 		return { many: jobs, output: 0 };
 	},
 };
