@@ -374,6 +374,11 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 			options: { workflow: 'WF90' },
 		},
 		onError: 'continueErrorOutput',
+		// issue 26: a lost reply (503) is retried with the same claim token; a retry of a committed finish is
+		// answered `replayed: true` with its outcome (migration 021), so retrying changes nothing twice
+		retryOnFail: true,
+		maxTries: 3,
+		waitBetweenTries: 1000,
 		credentials: PG,
 		notes:
 			'Succeeded; or failed with retry/dead letter, for this claim only (claim token). A job WF99 already retried, or released and claimed again, is returned as it is.',

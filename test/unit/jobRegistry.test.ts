@@ -275,3 +275,19 @@ test('telegram_update: the raw row id, or the update itself, is required (issue 
 	assert.equal(validateJob(JOB_TYPES.telegram_update, carried), JOB_TYPES.telegram_update);
 	assert.ok(ProcessUpdateRequest.safeParse(carried).success);
 });
+
+test("WF90's Finish Job retries on fail with its claim tokens and keeps its error output (issue 26: a lost reply is answered as a replay)", () => {
+	const wf = JSON.parse(fs.readFileSync(path.join(ROOT, 'workflows-json', 'WF90_job_runner.json'), 'utf8')) as {
+		nodes: { name: string; type: string; parameters: Record<string, unknown>; [k: string]: unknown }[];
+	};
+	const finish = wf.nodes.filter(
+		(n) => n.type === 'n8n-nodes-contracts.pipelineCapture' && n.parameters.operation === 'finishJob',
+	);
+	assert.equal(finish.length, 1, 'one Finish Job node');
+	const [node] = finish;
+	assert.equal(node.retryOnFail, true, 'Retry On Fail');
+	assert.ok(Number(node.maxTries) >= 2 && Number(node.maxTries) <= 5, 'maxTries in 2…5');
+	assert.ok(Number(node.waitBetweenTries) > 0 && Number(node.waitBetweenTries) <= 5000, 'wait 0…5000 ms');
+	assert.equal(node.onError, 'continueErrorOutput', 'error output kept');
+	assert.match(String(node.parameters.claimToken), /claim_token/, 'the claim token is passed (the replay needs it)');
+});
