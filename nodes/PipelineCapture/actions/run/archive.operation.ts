@@ -6,12 +6,16 @@
  * Nodes), they run first with no connection or lock held (runs.ts archiveRun); `warnings` are their
  * ASYNC_NEW_TX failures (also in ops.errors; empty when none). A retry after a lost reply (archived with
  * this very summary and tags) answers the same with `replayed: true`, no processor run again.
- * Errors: 404; 409 NOT_ARCHIVABLE (not COMPLETED, or archived already with another summary); 400
- * WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (a SYNC / ASYNC_SAME_TX processor failed: nothing stored);
- * 422; 503.
+ * A SYNC / ASYNC_SAME_TX processor failure is counted on the run (`processor_failures`): below Max
+ * Processor Failures (input `max_processor_failures`, default 3, 0 = never) it is 400 WORKFLOW_FAILED /
+ * NO_COMPUTE_MEMBER_FOR_TAG with `details.failures` / `details.limit`, nothing stored; at it the run is
+ * archived anyway (201) with `processor_error: { code, message, failures }` and the failure in `warnings`
+ * and recorded in ops.errors (severity error), so the user's next run is not held back for ever.
+ * Errors: 404; 409 NOT_ARCHIVABLE (not COMPLETED, or archived already with another summary); 400; 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
+import { DEFAULT_MAX_PROCESSOR_FAILURES, MAX_PROCESSOR_FAILURES_FIELD } from './processorOutcome';
 import { archiveRun } from './runs';
 
 export const archiveOperation: PipelineOperation = {
@@ -30,13 +34,18 @@ export const archiveOperation: PipelineOperation = {
 			description: "The Archivist's summary of the exchange",
 		},
 		{ displayName: 'Tags', name: 'tags', description: 'Comma-separated tags of the summary' },
+		MAX_PROCESSOR_FAILURES_FIELD,
 	]),
 	async execute(deps, input) {
 		const archived = await archiveRun(
 			deps.pool,
 			{ run_id: input.run_id, summary: input.summary, tags: input.tags },
 			await deps.definition(),
-			{ runProcessor: deps.runProcessor, origin: deps.origin },
+			{
+				runProcessor: deps.runProcessor,
+				maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
+				origin: deps.origin,
+			},
 		);
 		return { data: archived, output: 0, statusCode: archived.replayed ? 200 : 201 };
 	},
