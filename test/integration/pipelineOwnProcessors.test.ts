@@ -455,7 +455,7 @@ test('Sweep: a stuck run completed by its worker while RELEASE ran its processor
 	assert.equal((await row(id)).status, 'ANALYZED', "the worker's step stands");
 });
 
-test('Sweep: two overlapping Sweeps over one stuck period run RELEASE\'s failing processor once and count one failure', async () => {
+test("Sweep: two overlapping Sweeps over one stuck period run RELEASE's failing processor once and count one failure", async () => {
 	const def = withProcessor('RELEASE', 'SYNC');
 	const { id, token } = await capturedRun();
 	await age(id, 120);
@@ -498,7 +498,7 @@ test('Sweep: a stuck run without a capture token whose RELEASE processor fails i
 	assert.deepEqual([(await row(id)).status, (await row(id)).processor_failures], ['FAILED', 2]);
 });
 
-test('Sweep: a stuck run completed by its worker while RELEASE\'s processor failed is neither listed as refused nor recorded as an error', async () => {
+test("Sweep: a stuck run completed by its worker while RELEASE's processor failed is neither listed as refused nor recorded as an error", async () => {
 	const def = withProcessor('RELEASE', 'SYNC');
 	const { id, token } = await capturedRun();
 	await age(id, 120);
@@ -520,7 +520,11 @@ test('Sweep: a stuck run completed by its worker while RELEASE\'s processor fail
 	);
 	assert.deepEqual(await failuresOf(id, 'RELEASE'), []);
 	const after = await row(id);
-	assert.deepEqual([after.status, after.processor_failures], ['ANALYZED', 0], "the worker's step stands, nothing counted");
+	assert.deepEqual(
+		[after.status, after.processor_failures],
+		['ANALYZED', 0],
+		"the worker's step stands, nothing counted",
+	);
 });
 
 // ---------------------------------------------------------------- Archive
@@ -593,7 +597,7 @@ test('Archive, SYNC ARCHIVE processor fails: 400 WORKFLOW_FAILED, nothing stored
 	assert.ok((await row(id)).archived_at);
 });
 
-test('Archive, an ARCHIVE processor that always fails: archived anyway at Max Processor Failures (the failure returned and recorded), the user\'s next run no longer blocked', async () => {
+test("Archive, an ARCHIVE processor that always fails: archived anyway at Max Processor Failures (the failure returned and recorded), the user's next run no longer blocked", async () => {
 	const def = withProcessor('ARCHIVE', 'SYNC');
 	const p = counter('fail');
 	const id = await completedRun();
@@ -615,7 +619,13 @@ test('Archive, an ARCHIVE processor that always fails: archived anyway at Max Pr
 	assert.ok(after.archived_at);
 	assert.equal(after.processor_failures, 2);
 	assert.deepEqual(
-		(await failuresOf(id, 'ARCHIVE')).map((r) => [r.kind, r.status_code, r.details.code, r.details.applied, r.details.failures]),
+		(await failuresOf(id, 'ARCHIVE')).map((r) => [
+			r.kind,
+			r.status_code,
+			r.details.code,
+			r.details.applied,
+			r.details.failures,
+		]),
 		[['upstream', 400, 'WORKFLOW_FAILED', true, 2]],
 	);
 	assert.equal(p.runs.get(id), 2);

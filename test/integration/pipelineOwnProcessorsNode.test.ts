@@ -201,10 +201,7 @@ test('Archive with a SYNC ARCHIVE processor: success archives the run; no Calcul
 		{ resource: 'run', operation: 'archive', runId: other, summary: 'sum', maxProcessorFailures: 2 },
 	]);
 	const data = SuccessEnvelope.parse(done[0].json).data as { processor_error: { code: string; failures: number } };
-	assert.deepEqual(
-		[data.processor_error.code, data.processor_error.failures],
-		['NO_COMPUTE_MEMBER_FOR_TAG', 2],
-	);
+	assert.deepEqual([data.processor_error.code, data.processor_error.failures], ['NO_COMPUTE_MEMBER_FOR_TAG', 2]);
 	assert.ok((await row(other)).archived_at);
 });
 

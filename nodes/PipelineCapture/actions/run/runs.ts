@@ -620,7 +620,11 @@ function failAnswer(
 		);
 	}
 	if (processorError)
-		return { ...publicRun(run as RunRow), warnings: [...warnings, processorError.message], processor_error: processorError };
+		return {
+			...publicRun(run as RunRow),
+			warnings: [...warnings, processorError.message],
+			processor_error: processorError,
+		};
 	return { ...publicRun(run as RunRow), warnings };
 }
 
