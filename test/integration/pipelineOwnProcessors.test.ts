@@ -10,7 +10,7 @@
  * reply); the processors are in-process stand-ins that count their runs.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Client, type Pool } from 'pg';
 import {
@@ -37,6 +37,7 @@ beforeAll(async () => {
 afterAll(() => closeProxiedDatabase({ db, proxy, proxied }));
 
 const plain = shippedDefinition();
+const md5 = (text: string) => createHash('md5').update(text).digest('hex');
 type Mode = 'SYNC' | 'ASYNC_SAME_TX' | 'ASYNC_NEW_TX';
 type Outcome = 'ok' | 'fail';
 
@@ -676,6 +677,36 @@ test('Archive, ASYNC_NEW_TX ARCHIVE processor fails: archived anyway, the warnin
 	assert.deepEqual(
 		recorded.map((r) => [r.message, r.workflow, r.node]),
 		[[archived.warnings[0], 'MaaS', 'Own Processors']],
+	);
+	assert.equal(p.runs.get(id), 1);
+});
+
+test('Archive: a retry is recognised by its call key (migration 022), not by the summary alone: another caller with the same summary is 409 NOT_ARCHIVABLE', async () => {
+	const def = withProcessor('ARCHIVE', 'SYNC');
+	const p = counter();
+	const id = await completedRun();
+	const first = await archiveRun(
+		db.pool,
+		{ run_id: id, summary: 'same', tags: 't', call_key: 'exec-1:Archive:0:0' },
+		def,
+		p,
+	);
+	assert.equal((await row(id)).archive_key, md5('exec-1:Archive:0:0'), 'only a digest of the key is stored');
+	const retry = await archiveRun(
+		db.pool,
+		{ run_id: id, summary: 'same', tags: 't', call_key: 'exec-1:Archive:0:0' },
+		def,
+		p,
+	);
+	assert.deepEqual([retry.replayed, retry.lsm_id], [true, first.lsm_id]);
+	await assert.rejects(
+		archiveRun(db.pool, { run_id: id, summary: 'same', tags: 't', call_key: 'exec-2:Archive:0:0' }, def, p),
+		rejectsWith(409, 'NOT_ARCHIVABLE'),
+	);
+	await assert.rejects(
+		archiveRun(db.pool, { run_id: id, summary: 'same', tags: 't' }, def, p),
+		rejectsWith(409, 'NOT_ARCHIVABLE'),
+		'a keyless call is not the keyed one',
 	);
 	assert.equal(p.runs.get(id), 1);
 });

@@ -5,7 +5,9 @@
  * When the definition declares `ARCHIVE` (COMPLETED → COMPLETED) with EXTERNAL processors (Calculation
  * Nodes), they run first with no connection or lock held (runs.ts archiveRun); `warnings` are their
  * ASYNC_NEW_TX failures (also in ops.errors; empty when none). A retry after a lost reply (archived with
- * this very summary and tags) answers the same with `replayed: true`, no processor run again.
+ * this very summary and tags by this call: the same n8n instance, workflow, execution, node, run index and
+ * item, migration 022) answers with the first `lsm_id` and `replayed: true` (200), `next_run_id` read
+ * again, no processor run again.
  * A SYNC / ASYNC_SAME_TX processor failure is counted on the run (`processor_failures`): below Max
  * Processor Failures (input `max_processor_failures`, default 3, 0 = never) it is 400 WORKFLOW_FAILED /
  * NO_COMPUTE_MEMBER_FOR_TAG with `details.failures` / `details.limit`, nothing stored; at it the run is
@@ -39,7 +41,7 @@ export const archiveOperation: PipelineOperation = {
 	async execute(deps, input) {
 		const archived = await archiveRun(
 			deps.pool,
-			{ run_id: input.run_id, summary: input.summary, tags: input.tags },
+			{ run_id: input.run_id, summary: input.summary, tags: input.tags, call_key: deps.callKey ?? null },
 			await deps.definition(),
 			{
 				runProcessor: deps.runProcessor,

@@ -70,8 +70,8 @@ const RUNS = { table: 'maas.pipeline_runs' };
  */
 export const CAPTURE_REPLAY_WINDOW_SECONDS = 300;
 
-/** Columns of the retry bookkeeping (migration 019): never in an output, nor in what processors receive. */
-const BOOKKEEPING = ['completed_steps', 'capture_key', 'capture_processed', 'fail_key'] as const;
+/** Columns of the retry bookkeeping (migrations 019, 022): never in an output, nor in what processors receive. */
+const BOOKKEEPING = ['completed_steps', 'capture_key', 'capture_processed', 'fail_key', 'archive_key'] as const;
 
 /** The run without its retry bookkeeping (BOOKKEEPING). */
 function publicRun<T extends Record<string, unknown>>(row: T): T {
@@ -915,8 +915,10 @@ export async function loadStepContext(
  * not archived (the Sweep re-emits it: the Archivist tries again). At it the run is archived anyway (the
  * user's later runs wait for this archive) with the failure in `processor_error` and `warnings` and an
  * ops.errors row (severity error) written by the archive statement.
- * A retry after a lost reply (the run archived already with this very summary and tags) answers as the
- * first call, with `replayed: true`; no processor runs again.
+ * A retry after a lost reply (the run archived already with this very summary and tags by this call's
+ * `call_key`, stored as md5 in `archive_key`, migration 022; a keyless call matches only a keyless archive)
+ * answers with the first call's `lsm_id` and `replayed: true`; `next_run_id` is read again (the user's
+ * oldest NEW run now); no processor runs again.
  * @returns `{ run_id, lsm_id, next_run_id, warnings }` — the user's next NEW run (held back by the blocking
  *          rule), or null; `warnings` the ASYNC_NEW_TX failures (empty when none, and on a replay)
  * @throws 404; 409 NOT_ARCHIVABLE when the run is not COMPLETED or archived already (with another summary);
@@ -924,7 +926,7 @@ export async function loadStepContext(
  */
 export async function archiveRun(
 	pool: Pool,
-	input: { run_id: unknown; summary: unknown; tags?: unknown },
+	input: { run_id: unknown; summary: unknown; tags?: unknown; call_key?: string | null },
 	definition?: WorkflowDefinition,
 	options: StepOptions = {},
 ): Promise<{
@@ -948,6 +950,7 @@ export async function archiveRun(
 		: typeof input.tags === 'string' && input.tags
 			? input.tags.split(',').map((t) => t.trim())
 			: [];
+	const key = typeof input.call_key === 'string' && input.call_key ? input.call_key : null;
 	const declared = definition && transitionFrom(definition, ARCHIVABLE_STATE, ARCHIVE);
 	const step = { id, transition: ARCHIVE };
 	let warnings: string[] = [];
@@ -989,7 +992,7 @@ export async function archiveRun(
 	const [row] = await query<{ lsm_id: string; id: string; next_run_id: string | null }>(
 		pool,
 		ARCHIVE_RUN,
-		[id, summary, tags, rowsOf],
+		[id, summary, tags, rowsOf, key],
 		'insert',
 	);
 	if (row) {
@@ -1006,10 +1009,10 @@ export async function archiveRun(
 	const [again] = await query<{ lsm_id: string; next_run_id: string | null }>(
 		pool,
 		ARCHIVE_REPLAY,
-		[id, summary, tags],
+		[id, summary, tags, key],
 		'select',
 	);
-	// archived with this very summary and tags: this call's retry after a lost reply
+	// archived with this very summary and tags by this call's key: its retry after a lost reply
 	if (again)
 		return { run_id: id, lsm_id: Number(again.lsm_id), next_run_id: again.next_run_id, warnings: [], replayed: true };
 	const [current] = await query<{ status: string; archived_at: string | null }>(pool, ARCHIVE_STATE, [id], 'select');

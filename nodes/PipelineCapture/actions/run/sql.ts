@@ -346,13 +346,14 @@ FROM maas.pipeline_runs r WHERE r.id = $1`;
  * Archive (Archivist signal 2): the summary into lsm_storage (time bucket = the run's lifetime, the run's
  * raw_logs ids) and the run marked archived, in one statement, once; then the user's next waiting run,
  * which the blocking rule held back. $4: the ASYNC_NEW_TX warnings of ARCHIVE's processors (jsonb array,
- * '[]' when none), recorded in ops.errors by the same statement. Its conditions (COMPLETED, not archived)
+ * '[]' when none), recorded in ops.errors by the same statement. $5 the caller's call key (null: none),
+ * stored as md5 in `archive_key` (migration 022) for ARCHIVE_REPLAY. Its conditions (COMPLETED, not archived)
  * are the compare-and-set on what Archive read before the processors: a COMPLETED run changes only by
  * being archived.
  */
 export const ARCHIVE_RUN = `
 WITH run AS (
-  UPDATE maas.pipeline_runs SET archived_at = now()
+  UPDATE maas.pipeline_runs SET archived_at = now(), archive_key = md5($5::text)
   WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL
   RETURNING id, user_id, created_at, updated_at, correlation_id
 ), warned AS (
@@ -381,13 +382,15 @@ RETURNING processor_failures AS failures`;
 
 /**
  * Archive after a lost reply: the run $1 archived already with summary $2 and tags $3 (what this call
- * would have stored): the first call's answer (`lsm_id`, the user's next waiting run). No row: not a replay.
+ * would have stored) by this call's key $4 (its md5 in `archive_key`; a call without a key matches only an
+ * archive written without one): the first call's `lsm_id`, and the user's oldest NEW run read now
+ * (`next_run_id`: the one the first answer named unless it was captured since). No row: not a replay.
  */
 export const ARCHIVE_REPLAY = `
 SELECT l.id AS lsm_id, r.id,
   (SELECT n.id FROM maas.pipeline_runs n WHERE n.user_id = r.user_id AND n.status = 'NEW' ORDER BY n.created_at LIMIT 1) AS next_run_id
 FROM maas.pipeline_runs r
 JOIN maas.lsm_storage l ON l.run_id = r.id AND l.summary = $2 AND l.tags = $3::text[]
-WHERE r.id = $1 AND r.archived_at IS NOT NULL
+WHERE r.id = $1 AND r.archived_at IS NOT NULL AND r.archive_key IS NOT DISTINCT FROM md5($4::text)
 ORDER BY l.id
 LIMIT 1`;
