@@ -695,14 +695,16 @@ export interface SweptRun {
  * `stuck_after_seconds` back to their waiting state (RELEASE; the trigger notifies again), and re-emits
  * runs waiting longer than `lost_after_seconds` (their notification may have been lost).
  * RELEASEs without processors: one statement (FOR UPDATE SKIP LOCKED). A RELEASE with processors (issue 26
- * item 2): the stuck runs are read (no lock), then for each, one after another, its processors run over
- * the run as released (waiting state, no capture token) with nothing held, and one compare-and-set on what
- * was read (status, capture token, `updated_at`) releases it and records the ASYNC_NEW_TX warnings in
+ * item 2): the stuck runs are read (no lock), then for each, one after another, it is claimed (CLAIM_STUCK:
+ * `updated_at` moved to now on what was read, so an overlapping Sweep skips it and one stuck period runs
+ * the processors once), its processors run over the run as released (waiting state, no capture token)
+ * with nothing held, and one compare-and-set on the claim (status, capture token, `updated_at`) releases it and records the ASYNC_NEW_TX warnings in
  * ops.errors (a run completed, failed or released meanwhile is left alone and not listed). A SYNC /
  * ASYNC_SAME_TX failure refuses the release: the run stays in progress under its worker's token, the
- * failure is counted (PROCESSOR_FAILED, which also restarts its stuck clock: the next try is
- * `stuck_after_seconds` later) and at Max Processor Failures the run ends FAILED (PROCESSOR_FAILURES); it is
- * listed in `refused` with the error, which is also recorded as an ops.errors row (kind upstream, 400,
+ * failure is counted under the claim (PROCESSOR_FAILED; by id + status for a run without a capture token;
+ * it also restarts its stuck clock: the next try is `stuck_after_seconds` later) and at Max Processor
+ * Failures the run ends FAILED (PROCESSOR_FAILURES); unless the run was completed or failed meanwhile (not
+ * listed, no error row), it is listed in `refused` with the error, which is also recorded as an ops.errors row (kind upstream, 400,
  * details.code WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG, details.severity "error"), as are its
  * ASYNC_NEW_TX warnings.
  * @returns `{ released, refused, waiting }`: `released` and `refused` together at most `limit` rows,
