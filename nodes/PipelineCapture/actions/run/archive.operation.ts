@@ -36,7 +36,11 @@ export const archiveOperation: PipelineOperation = {
 			description: "The Archivist's summary of the exchange",
 		},
 		{ displayName: 'Tags', name: 'tags', description: 'Comma-separated tags of the summary' },
-		MAX_PROCESSOR_FAILURES_FIELD,
+		{
+			...MAX_PROCESSOR_FAILURES_FIELD,
+			description:
+				"Failed ARCHIVE processor runs (SYNC / ASYNC_SAME_TX errors, timeouts, success: false, no calculation node), counted over the whole run, after which the run is archived anyway (the failure recorded) so the user's next run is not held back. 0 = never.",
+		},
 	]),
 	async execute(deps, input) {
 		const archived = await archiveRun(
