@@ -231,6 +231,30 @@ test('Fail with a SYNC processor that always fails: the run ends on the first Fa
 	assert.equal((await row(id)).status, 'FAILED');
 });
 
+test('Fail: two callers at once with a failing FAIL processor: both processors run (documented), one writes FAILED, the other is 409 and its failure recorded as not applied', async () => {
+	const def = withProcessor('FAIL', 'SYNC');
+	const { id } = await capturedRun();
+	let runs = 0;
+	const slow = {
+		runProcessor: async () => {
+			runs++;
+			await new Promise((r) => setTimeout(r, 300));
+			return { success: false, error: 'down' };
+		},
+	};
+	const results = await Promise.allSettled([
+		failRun(db.pool, def, { run_id: id, error: { message: 'a' }, call_key: 'ka' }, slow),
+		failRun(db.pool, def, { run_id: id, error: { message: 'b' }, call_key: 'kb' }, slow),
+	]);
+	assert.equal(runs, 2, 'processors run before the compare-and-set: they must tolerate a refused write');
+	assert.deepEqual(
+		results.map((r) => (r.status === 'fulfilled' ? r.value.status : (r.reason as ContractError).details.code)).sort(),
+		['ALREADY_TERMINAL', 'FAILED'],
+	);
+	assert.equal((await row(id)).processor_failures, 1, 'counted by the write that happened');
+	assert.deepEqual((await failuresOf(id, 'FAIL')).map((r) => r.details.applied).sort(), [false, true]);
+});
+
 test('Fail, ASYNC_NEW_TX processor fails: FAILED anyway, the warning returned and recorded in ops.errors', async () => {
 	const def = withProcessor('FAIL', 'ASYNC_NEW_TX');
 	const p = counter('fail');

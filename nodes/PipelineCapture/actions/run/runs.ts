@@ -558,11 +558,11 @@ export async function failRun(
 		const processorError = failure ? { code: String(failure.details.code), message: failure.message } : null;
 		// written; or a concurrent duplicate of this call wrote first (replay); or the run ended meanwhile (409)
 		if (after.moved || after.same || !open.includes(after.status)) {
-			if (!after.moved) await recordRows(pool, id, rowsOf);
+			if (!after.moved) await recordRows(pool, id, notApplied(rowsOf));
 			return failAnswer(id, after, after.moved ? warnings : [], after.moved ? processorError : null);
 		}
 		// the run moved on while the processors ran (captured, completed, released): FAIL from where it is now
-		await recordRows(pool, id, rowsOf);
+		await recordRows(pool, id, notApplied(rowsOf));
 		if (attempt >= FAIL_ATTEMPTS) {
 			throw ContractError.conflict(
 				`run ${id} changed ${FAIL_ATTEMPTS} times while FAIL's processors ran (now ${after.status}); retry Fail`,
@@ -571,6 +571,21 @@ export async function failRun(
 			);
 		}
 	}
+}
+
+/**
+ * The ops.errors rows of a write that was refused (the run had moved on): a processor failure's row says
+ * `applied: false` (its transition was not written by this call) and loses `run_status`.
+ */
+function notApplied(rows: string): string {
+	const parsed = JSON.parse(rows) as { details: Record<string, unknown> }[];
+	for (const row of parsed) {
+		if (row.details.applied === true) {
+			row.details.applied = false;
+			delete row.details.run_status;
+		}
+	}
+	return JSON.stringify(parsed);
 }
 
 /** Records ops.errors rows (a jsonb array, RECORD_WARNINGS) a refused write could not carry; best effort. */
@@ -1007,7 +1022,7 @@ export async function archiveRun(
 		};
 		return { ...archived, warnings: [...warnings, failure.message], processor_error: processorError };
 	}
-	await recordRows(pool, id, rowsOf);
+	await recordRows(pool, id, notApplied(rowsOf));
 	const [again] = await query<{ lsm_id: string; next_run_id: string | null }>(
 		pool,
 		ARCHIVE_REPLAY,
