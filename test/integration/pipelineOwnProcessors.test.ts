@@ -10,7 +10,7 @@
  * reply); the processors are in-process stand-ins that count their runs.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Client, type Pool } from 'pg';
 import {
@@ -37,6 +37,7 @@ beforeAll(async () => {
 afterAll(() => closeProxiedDatabase({ db, proxy, proxied }));
 
 const plain = shippedDefinition();
+const md5 = (text: string) => createHash('md5').update(text).digest('hex');
 type Mode = 'SYNC' | 'ASYNC_SAME_TX' | 'ASYNC_NEW_TX';
 type Outcome = 'ok' | 'fail';
 
@@ -172,28 +173,86 @@ test('Fail, SYNC processor succeeds: FAILED, the processor ran once with nothing
 	assert.deepEqual([again.status, again.replayed, p.runs.get(id)], ['FAILED', true, 1]);
 });
 
-test('Fail, SYNC processor fails: 400 WORKFLOW_FAILED, the run left exactly as it was (not failed, token kept, not counted)', async () => {
+/** The ops.errors rows of a processor failure (severity error) of `transition` on run `id`. */
+async function failuresOf(id: string, transition: string) {
+	return (
+		await db.pool.query<{ kind: string; status_code: number; message: string; details: Record<string, unknown> }>(
+			"SELECT kind, status_code, message, details FROM ops.errors WHERE details->>'run_id' = $1 AND details->>'transition' = $2 AND details->>'severity' = 'error' ORDER BY id",
+			[id, transition],
+		)
+	).rows;
+}
+
+test('Fail, SYNC / ASYNC_SAME_TX processor fails: the run is FAILED anyway, the failure counted, returned and recorded in ops.errors; a retry is a replay', async () => {
 	for (const mode of ['SYNC', 'ASYNC_SAME_TX'] as const) {
 		const def = withProcessor('FAIL', mode);
 		const p = counter('fail');
-		const { id, token } = await capturedRun();
-		const before = await row(id);
-		await assert.rejects(
-			failRun(db.pool, def, { run_id: id, error: { message: 'x' }, call_key: 'k' }, p),
-			(e: ContractError) =>
-				rejectsWith(400, 'WORKFLOW_FAILED')(e) &&
-				e.details.run_id === id &&
-				e.details.transition === 'FAIL' &&
-				/downstream refused/.test(e.message),
-		);
-		assert.equal(p.runs.get(id), 1);
+		const { id } = await capturedRun();
+		const error = { message: 'step failed' };
+		const failed = await failRun(db.pool, def, { run_id: id, error, call_key: `k-${mode}` }, { ...p, origin });
+		assert.equal(failed.status, 'FAILED', `${mode}: Fail always ends the run`);
+		assert.equal(failed.processor_error?.code, 'WORKFLOW_FAILED');
+		assert.match(failed.processor_error!.message, /FAIL processor failed .*downstream refused/);
+		assert.deepEqual(failed.warnings, [failed.processor_error!.message]);
 		const after = await row(id);
 		assert.deepEqual(
-			after,
-			before,
-			`${mode}: the run is unchanged (status ANALYZING, token ${token}, no error, not counted)`,
+			[after.status, after.capture_token, after.error, after.processor_failures, after.previous_transition],
+			['FAILED', null, error, 1, 'FAIL'],
+			`${mode}: FAILED with the caller's error, the processor failure counted`,
 		);
+		const recorded = await failuresOf(id, 'FAIL');
+		assert.deepEqual(
+			recorded.map((r) => [r.kind, r.status_code, r.details.code, r.details.applied, r.details.run_status]),
+			[['upstream', 400, 'WORKFLOW_FAILED', true, 'FAILED']],
+		);
+		assert.equal(recorded[0].message, failed.processor_error!.message);
+		assert.equal(p.runs.get(id), 1);
+		// the same call again (a retry after a lost reply): replayed, no processor, nothing counted again
+		const again = await failRun(db.pool, def, { run_id: id, error, call_key: `k-${mode}` }, p);
+		assert.deepEqual([again.replayed, p.runs.get(id), (await row(id)).processor_failures], [true, 1, 1]);
 	}
+});
+
+test('Fail with a SYNC processor that always fails: the run ends on the first Fail, the Sweep never releases it, its step never runs again', async () => {
+	const def = withProcessor('FAIL', 'SYNC');
+	const p = counter('fail');
+	const id = await newRun();
+	let captures = 0;
+	for (let loop = 0; loop < 3; loop++) {
+		const c = await capture(db.pool, def, { run_id: id, transition: 'CAPTURE_ANALYSIS', worker: 'w' });
+		if (c.captured) captures++;
+		await failRun(db.pool, def, { run_id: id, error: { message: 'step failed' }, call_key: `k${loop}` }, p).catch(
+			(e: ContractError) => e,
+		);
+		await age(id, 3600);
+		await sweep(db.pool, def, SWEEP, p);
+	}
+	assert.equal(captures, 1, 'the step ran once');
+	assert.equal((await row(id)).status, 'FAILED');
+});
+
+test('Fail: two callers at once with a failing FAIL processor: both processors run (documented), one writes FAILED, the other is 409 and its failure recorded as not applied', async () => {
+	const def = withProcessor('FAIL', 'SYNC');
+	const { id } = await capturedRun();
+	let runs = 0;
+	const slow = {
+		runProcessor: async () => {
+			runs++;
+			await new Promise((r) => setTimeout(r, 300));
+			return { success: false, error: 'down' };
+		},
+	};
+	const results = await Promise.allSettled([
+		failRun(db.pool, def, { run_id: id, error: { message: 'a' }, call_key: 'ka' }, slow),
+		failRun(db.pool, def, { run_id: id, error: { message: 'b' }, call_key: 'kb' }, slow),
+	]);
+	assert.equal(runs, 2, 'processors run before the compare-and-set: they must tolerate a refused write');
+	assert.deepEqual(
+		results.map((r) => (r.status === 'fulfilled' ? r.value.status : (r.reason as ContractError).details.code)).sort(),
+		['ALREADY_TERMINAL', 'FAILED'],
+	);
+	assert.equal((await row(id)).processor_failures, 1, 'counted by the write that happened');
+	assert.deepEqual((await failuresOf(id, 'FAIL')).map((r) => r.details.applied).sort(), [false, true]);
 });
 
 test('Fail, ASYNC_NEW_TX processor fails: FAILED anyway, the warning returned and recorded in ops.errors', async () => {
@@ -421,6 +480,78 @@ test('Sweep: a stuck run completed by its worker while RELEASE ran its processor
 	assert.equal((await row(id)).status, 'ANALYZED', "the worker's step stands");
 });
 
+test("Sweep: two overlapping Sweeps over one stuck period run RELEASE's failing processor once and count one failure", async () => {
+	const def = withProcessor('RELEASE', 'SYNC');
+	const { id, token } = await capturedRun();
+	await age(id, 120);
+	let runs = 0;
+	const options = {
+		maxProcessorFailures: 2,
+		runProcessor: async (_p: unknown, _t: unknown, entity: unknown) => {
+			if ((entity as { id: string }).id === id) runs++;
+			await new Promise((r) => setTimeout(r, 300));
+			return { success: false, error: 'down' };
+		},
+	};
+	const [a, b] = await Promise.all([sweep(db.pool, def, SWEEP, options), sweep(db.pool, def, SWEEP, options)]);
+	assert.equal(runs, 1, 'the second Sweep found the run claimed');
+	assert.equal([...a.refused, ...b.refused].filter((r) => r.id === id).length, 1);
+	const after = await row(id);
+	assert.deepEqual([after.status, after.capture_token, after.processor_failures], ['ANALYZING', token, 1]);
+});
+
+test('Sweep: a stuck run without a capture token whose RELEASE processor fails is counted (not retried every tick) and FAILED at the limit', async () => {
+	const def = withProcessor('RELEASE', 'SYNC');
+	const p = counter('fail');
+	const { id } = await capturedRun();
+	await db.pool.query('UPDATE maas.pipeline_runs SET capture_token = NULL WHERE id = $1', [id]);
+	await age(id, 120);
+	const options = { ...p, maxProcessorFailures: 2 };
+	const first = await sweep(db.pool, def, SWEEP, options);
+	assert.deepEqual(
+		first.refused.filter((r) => r.id === id).map((r) => [r.status, r.error?.failures]),
+		[['ANALYZING', 1]],
+	);
+	await sweep(db.pool, def, SWEEP, options);
+	assert.equal(p.runs.get(id), 1, 'the count restarted its stuck clock');
+	await age(id, 120);
+	const second = await sweep(db.pool, def, SWEEP, options);
+	assert.deepEqual(
+		second.refused.filter((r) => r.id === id).map((r) => [r.status, r.error?.failures]),
+		[['FAILED', 2]],
+	);
+	assert.deepEqual([(await row(id)).status, (await row(id)).processor_failures], ['FAILED', 2]);
+});
+
+test("Sweep: a stuck run completed by its worker while RELEASE's processor failed is neither listed as refused nor recorded as an error", async () => {
+	const def = withProcessor('RELEASE', 'SYNC');
+	const { id, token } = await capturedRun();
+	await age(id, 120);
+	const swept = await sweep(db.pool, def, SWEEP, {
+		runProcessor: async (_p, _t, entity) => {
+			if ((entity as { id: string }).id === id)
+				await completeStep(db.pool, plain, {
+					run_id: id,
+					transition: 'ANALYSIS_DONE',
+					capture_token: token,
+					result: { late: 1 },
+				});
+			return { success: false, error: 'down' };
+		},
+	});
+	assert.equal(
+		[...swept.released, ...swept.refused].some((r) => r.id === id),
+		false,
+	);
+	assert.deepEqual(await failuresOf(id, 'RELEASE'), []);
+	const after = await row(id);
+	assert.deepEqual(
+		[after.status, after.processor_failures],
+		['ANALYZED', 0],
+		"the worker's step stands, nothing counted",
+	);
+});
+
 // ---------------------------------------------------------------- Archive
 
 test('Archive, SYNC ARCHIVE processor succeeds: archived once, the processor ran once with nothing held; a retry is a replay', async () => {
@@ -470,21 +601,93 @@ test('Archive: reply lost after COMMIT; the retry is answered replayed with the 
 	assert.equal(p.runs.get(id), 1, 'the retry ran no processor');
 });
 
-test('Archive, SYNC ARCHIVE processor fails: 400 WORKFLOW_FAILED, nothing stored, the run not archived (a later Archive succeeds)', async () => {
+test('Archive, SYNC ARCHIVE processor fails: 400 WORKFLOW_FAILED, nothing stored, counted; a later Archive succeeds', async () => {
 	const def = withProcessor('ARCHIVE', 'SYNC');
 	const id = await completedRun();
 	const before = await row(id);
 	await assert.rejects(
 		archiveRun(db.pool, { run_id: id, summary: 'sum' }, def, counter('fail')),
 		(e: ContractError) =>
-			rejectsWith(400, 'WORKFLOW_FAILED')(e) && e.details.run_id === id && e.details.transition === 'ARCHIVE',
+			rejectsWith(400, 'WORKFLOW_FAILED')(e) &&
+			e.details.run_id === id &&
+			e.details.transition === 'ARCHIVE' &&
+			e.details.failures === 1 &&
+			e.details.limit === 3,
 	);
-	assert.deepEqual(await row(id), before, 'the run is unchanged');
+	assert.deepEqual(await row(id), { ...before, processor_failures: 1 }, 'the run unchanged but for the count');
 	const lsm = await db.pool.query('SELECT count(*)::int AS n FROM maas.lsm_storage WHERE run_id = $1', [id]);
 	assert.equal(lsm.rows[0].n, 0);
 	const later = await archiveRun(db.pool, { run_id: id, summary: 'sum' }, def, counter());
 	assert.equal(later.run_id, id);
 	assert.ok((await row(id)).archived_at);
+});
+
+test("Archive, an ARCHIVE processor that always fails: archived anyway at Max Processor Failures (the failure returned and recorded), the user's next run no longer blocked", async () => {
+	const def = withProcessor('ARCHIVE', 'SYNC');
+	const p = counter('fail');
+	const id = await completedRun();
+	const user = (await row(id)).user_id as string;
+	const { request_id: next } = await createRun(db.pool, { user_id: user, query: 'next' });
+	const options = { ...p, maxProcessorFailures: 2, origin };
+	await assert.rejects(
+		archiveRun(db.pool, { run_id: id, summary: 'sum' }, def, options),
+		(e: ContractError) => rejectsWith(400, 'WORKFLOW_FAILED')(e) && e.details.failures === 1,
+	);
+	const blocked = await capture(db.pool, plain, { run_id: next, transition: 'CAPTURE_ANALYSIS', worker: 'w' });
+	assert.equal(blocked.reason, 'BLOCKED', 'held back while the archive is refused');
+	const archived = await archiveRun(db.pool, { run_id: id, summary: 'sum' }, def, options);
+	assert.equal(archived.next_run_id, next);
+	assert.deepEqual([archived.processor_error?.code, archived.processor_error?.failures], ['WORKFLOW_FAILED', 2]);
+	assert.match(archived.processor_error!.message, /ARCHIVE processor failed .*written anyway.*downstream refused/);
+	assert.deepEqual(archived.warnings, [archived.processor_error!.message]);
+	const after = await row(id);
+	assert.ok(after.archived_at);
+	assert.equal(after.processor_failures, 2);
+	assert.deepEqual(
+		(await failuresOf(id, 'ARCHIVE')).map((r) => [
+			r.kind,
+			r.status_code,
+			r.details.code,
+			r.details.applied,
+			r.details.failures,
+		]),
+		[['upstream', 400, 'WORKFLOW_FAILED', true, 2]],
+	);
+	assert.equal(p.runs.get(id), 2);
+	const unblocked = await capture(db.pool, plain, { run_id: next, transition: 'CAPTURE_ANALYSIS', worker: 'w' });
+	assert.equal(unblocked.captured, true);
+	// the Sweep no longer re-emits it
+	const swept = await sweep(db.pool, plain, { stuck_after_seconds: 86_400, lost_after_seconds: 1, limit: 10_000 });
+	assert.equal(
+		swept.waiting.some((r) => r.id === id),
+		false,
+	);
+});
+
+test('Archive: two Archivists failing over the same read count one failure', async () => {
+	const def = withProcessor('ARCHIVE', 'SYNC');
+	const id = await completedRun();
+	const slow = {
+		maxProcessorFailures: 5,
+		runProcessor: async () => {
+			await new Promise((r) => setTimeout(r, 300));
+			return { success: false, error: 'down' };
+		},
+	};
+	const results = await Promise.allSettled([
+		archiveRun(db.pool, { run_id: id, summary: 'a' }, def, slow),
+		archiveRun(db.pool, { run_id: id, summary: 'b' }, def, slow),
+	]);
+	assert.deepEqual(
+		results.map((r) => r.status === 'rejected' && (r.reason as ContractError).details.code),
+		['WORKFLOW_FAILED', 'WORKFLOW_FAILED'],
+	);
+	assert.deepEqual(
+		results.map((r) => (r as PromiseRejectedResult).reason.details.failures).sort(),
+		[1, null],
+		'one counted, the other found the count moved',
+	);
+	assert.equal((await row(id)).processor_failures, 1);
 });
 
 test('Archive, ASYNC_NEW_TX ARCHIVE processor fails: archived anyway, the warning returned and recorded in ops.errors', async () => {
@@ -498,6 +701,36 @@ test('Archive, ASYNC_NEW_TX ARCHIVE processor fails: archived anyway, the warnin
 	assert.deepEqual(
 		recorded.map((r) => [r.message, r.workflow, r.node]),
 		[[archived.warnings[0], 'MaaS', 'Own Processors']],
+	);
+	assert.equal(p.runs.get(id), 1);
+});
+
+test('Archive: a retry is recognised by its call key (migration 022), not by the summary alone: another caller with the same summary is 409 NOT_ARCHIVABLE', async () => {
+	const def = withProcessor('ARCHIVE', 'SYNC');
+	const p = counter();
+	const id = await completedRun();
+	const first = await archiveRun(
+		db.pool,
+		{ run_id: id, summary: 'same', tags: 't', call_key: 'exec-1:Archive:0:0' },
+		def,
+		p,
+	);
+	assert.equal((await row(id)).archive_key, md5('exec-1:Archive:0:0'), 'only a digest of the key is stored');
+	const retry = await archiveRun(
+		db.pool,
+		{ run_id: id, summary: 'same', tags: 't', call_key: 'exec-1:Archive:0:0' },
+		def,
+		p,
+	);
+	assert.deepEqual([retry.replayed, retry.lsm_id], [true, first.lsm_id]);
+	await assert.rejects(
+		archiveRun(db.pool, { run_id: id, summary: 'same', tags: 't', call_key: 'exec-2:Archive:0:0' }, def, p),
+		rejectsWith(409, 'NOT_ARCHIVABLE'),
+	);
+	await assert.rejects(
+		archiveRun(db.pool, { run_id: id, summary: 'same', tags: 't' }, def, p),
+		rejectsWith(409, 'NOT_ARCHIVABLE'),
+		'a keyless call is not the keyed one',
 	);
 	assert.equal(p.runs.get(id), 1);
 });

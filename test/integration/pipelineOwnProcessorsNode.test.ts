@@ -2,7 +2,8 @@
  * Issue 26 item 2 through the Pipeline Capture node itself (real PostgreSQL, a minimal IExecuteFunctions
  * whose executeWorkflow stands in for the calculation node's sub-workflow): with a definition imported
  * that puts processors on FAIL and ARCHIVE, Fail and Archive call the sub-workflows of their Calculation
- * Nodes; a SYNC failure is the error item (ErrorEnvelope, 400 WORKFLOW_FAILED, the run unchanged), an
+ * Nodes; a SYNC failure of FAIL's processor still fails the run (Done, `processor_error`); of ARCHIVE's, the
+ * error item (400) until Max Processor Failures, then archived anyway; an
  * ASYNC_NEW_TX failure is in the Done item's `warnings` and in ops.errors (with the node's name); the Sweep lists a
  * RELEASE refused by its processor as a "refused" item.
  */
@@ -109,22 +110,22 @@ async function row(id: string) {
 	return (await db.pool.query('SELECT status, error, archived_at FROM maas.pipeline_runs WHERE id = $1', [id])).rows[0];
 }
 
-test('Fail with a SYNC FAIL processor: its sub-workflow is called with the run; a failure is the error item (400 WORKFLOW_FAILED), the run unchanged', async () => {
+test('Fail with a SYNC FAIL processor that fails: its sub-workflow is called with the run; the run is FAILED anyway (Done item with processor_error), the failure counted and in ops.errors', async () => {
 	await importWith('SYNC', 'fail');
 	const id = await newRun();
 	calls.length = 0;
-	// version 2, one output: the error item is its only item (n8n moves it to the error output)
-	const [errors] = await run([
+	const [done] = await run([
 		{ resource: 'run', operation: 'fail', runId: id, error: { message: 'gave up' }, calculationNodes },
 	]);
-	assert.equal(errors.length, 1);
-	const error = errors[0].json.error as Record<string, any>;
-	assert.deepEqual(
-		[error.status_code, error.kind, error.details.code, error.details.transition, error.details.run_id],
-		[400, 'upstream', 'WORKFLOW_FAILED', 'FAIL', id],
-	);
-	assert.match(error.message, /audit service refused/);
-	assert.deepEqual(await row(id), { status: 'NEW', error: null, archived_at: null });
+	assert.equal(done.length, 1);
+	const data = SuccessEnvelope.parse(done[0].json).data as {
+		status: string;
+		warnings: string[];
+		processor_error: { code: string; message: string };
+	};
+	assert.deepEqual([data.status, data.processor_error.code], ['FAILED', 'WORKFLOW_FAILED']);
+	assert.match(data.processor_error.message, /audit service refused/);
+	assert.deepEqual(await row(id), { status: 'FAILED', error: { message: 'gave up' }, archived_at: null });
 	assert.equal(calls.length, 1);
 	assert.deepEqual(
 		[
@@ -134,6 +135,22 @@ test('Fail with a SYNC FAIL processor: its sub-workflow is called with the run; 
 		],
 		['sub-fail', 'FAIL', 'FAILED'],
 	);
+	const { rows } = await db.pool.query<{ node: string; code: string }>(
+		"SELECT node, details->>'code' AS code FROM ops.errors WHERE details->>'run_id' = $1 AND details->>'severity' = 'error'",
+		[id],
+	);
+	assert.deepEqual(rows, [{ node: 'Own Processors', code: 'WORKFLOW_FAILED' }]);
+});
+
+test('Fail without Calculation Nodes (as the shipped Fail Run nodes) under a definition with FAIL processors: the run is FAILED (NO_COMPUTE_MEMBER_FOR_TAG in processor_error), never left in progress', async () => {
+	await importWith('SYNC', 'ok');
+	const id = await newRun('ANALYZING');
+	const [done] = await run([{ resource: 'run', operation: 'fail', runId: id, error: { message: 'gave up' } }]);
+	const data = SuccessEnvelope.parse(done[0].json).data as { status: string; processor_error: { code: string } };
+	assert.deepEqual([data.status, data.processor_error.code], ['FAILED', 'NO_COMPUTE_MEMBER_FOR_TAG']);
+	assert.equal((await row(id)).status, 'FAILED');
+	const counted = await db.pool.query('SELECT processor_failures FROM maas.pipeline_runs WHERE id = $1', [id]);
+	assert.equal(counted.rows[0].processor_failures, 1);
 });
 
 test('Fail and Archive with ASYNC_NEW_TX processors that fail: Done, with the warning in the item and in ops.errors under the node name', async () => {
@@ -174,8 +191,18 @@ test('Archive with a SYNC ARCHIVE processor: success archives the run; no Calcul
 	const other = await newRun('COMPLETED');
 	const [errors] = await run([{ resource: 'run', operation: 'archive', runId: other, summary: 'sum' }]);
 	const error = errors[0].json.error as Record<string, any>;
-	assert.deepEqual([error.status_code, error.details.code], [400, 'NO_COMPUTE_MEMBER_FOR_TAG']);
+	assert.deepEqual(
+		[error.status_code, error.details.code, error.details.failures, error.details.limit],
+		[400, 'NO_COMPUTE_MEMBER_FOR_TAG', 1, 3],
+	);
 	assert.equal((await row(other)).archived_at, null);
+	// Max Processor Failures reached (the node field): archived anyway, the failure in the Done item
+	const [done] = await run([
+		{ resource: 'run', operation: 'archive', runId: other, summary: 'sum', maxProcessorFailures: 2 },
+	]);
+	const data = SuccessEnvelope.parse(done[0].json).data as { processor_error: { code: string; failures: number } };
+	assert.deepEqual([data.processor_error.code, data.processor_error.failures], ['NO_COMPUTE_MEMBER_FOR_TAG', 2]);
+	assert.ok((await row(other)).archived_at);
 });
 
 test('Sweep with a SYNC RELEASE processor that fails: the stuck run is an item with swept "refused" and the error; one that succeeds is released', async () => {

@@ -6,9 +6,11 @@
  * their ASYNC_NEW_TX failures (also in ops.errors; empty when none).
  * A retry after a lost reply (the run FAILED by FAIL with an equal error and this call's key: the same
  * n8n instance, workflow, execution, node, run index and item) answers the same, with `replayed: true`,
- * and runs no processor again. Errors: 404; 409 ALREADY_TERMINAL; 409 RUN_CHANGED (the run kept changing
- * while the processors ran); 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (a SYNC / ASYNC_SAME_TX
- * processor failed: the run is left as it was); 422; 503.
+ * and runs no processor again. A SYNC / ASYNC_SAME_TX processor failure does not stop the run failing (Fail
+ * is the way out of a run): it is FAILED anyway, the failure counted on the run (`processor_failures`),
+ * recorded in ops.errors (severity error) in the same statement and returned as `processor_error: { code,
+ * message }` (and in `warnings`). Errors: 404; 409 ALREADY_TERMINAL; 409 RUN_CHANGED (the run kept
+ * changing while the processors ran); 422; 503.
  */
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
@@ -35,7 +37,12 @@ export const failOperation: PipelineOperation = {
 			{ run_id: input.run_id, error: input.error, call_key: deps.callKey ?? null },
 			{ runProcessor: deps.runProcessor, origin: deps.origin },
 		);
-		const data = { run_id: run.id, status: run.status, warnings: run.warnings };
+		const data = {
+			run_id: run.id,
+			status: run.status,
+			warnings: run.warnings,
+			...(run.processor_error ? { processor_error: run.processor_error } : {}),
+		};
 		return { data: 'replayed' in run ? { ...data, replayed: true } : data, output: 0 };
 	},
 };

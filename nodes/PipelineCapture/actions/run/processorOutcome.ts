@@ -77,6 +77,11 @@ function storable(text: string | null | undefined): string | null {
 	return typeof text === 'string' ? replaceUnstorable(text).text : null;
 }
 
+/** Two jsonb arrays of ops.errors rows (warningRows / failureRows) as one. */
+export function joinRows(a: string, b: string): string {
+	return JSON.stringify([...(JSON.parse(a) as unknown[]), ...(JSON.parse(b) as unknown[])]);
+}
+
 /**
  * Records `warnings` (RECORD_WARNINGS) after a statement that could not carry them (a Capture, an aborted
  * step). Best effort: the operation's own answer matters more; a failure is returned in the answer's
@@ -132,9 +137,12 @@ export async function countFailure(
 		id: string;
 		transition: string;
 		holding: string;
-		token: string;
+		/** The holder's capture token; null: a run held under none (the Sweep's), counted by id + status. */
+		token: string | null;
 		backTo: string | null;
 		restoreToken?: string;
+		/** The Sweep's claim (`updated_at` as text): counted only while the run still has it. */
+		readAt?: string;
 		result: EngineResult;
 		options: StepOptions;
 	},
@@ -161,6 +169,7 @@ export async function countFailure(
 			failuresError(params.result, max),
 			max,
 			params.restoreToken ?? null,
+			params.readAt ?? null,
 		]);
 		if (rows.length === 0) Object.assign(error.details, { capture_lost: true });
 		else Object.assign(error.details, { failures: rows[0].processor_failures, run_status: rows[0].status });

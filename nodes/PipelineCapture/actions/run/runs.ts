@@ -22,16 +22,20 @@ import {
 	type Edge,
 } from '../../engine/definition';
 import {
+	ARCHIVE_FAILED,
 	ARCHIVE_REPLAY,
 	ARCHIVE_RUN,
+	ARCHIVE_STATE,
 	CAPTURE,
 	CAPTURE_PROCESSED,
+	CLAIM_STUCK,
 	completeStepSql,
 	CONTEXT_ANALYSIS,
 	CONTEXT_ARCHIVE,
 	CONTEXT_ASSEMBLY,
 	CONTEXT_RESPONSE,
 	CREATE_RUN,
+	FAIL_AFTER_ABORT,
 	FAIL_READ_RUN,
 	FAIL_RUN,
 	GET_RUN,
@@ -43,10 +47,19 @@ import {
 	RELEASE_READ_RUN,
 	RELEASE_STUCK,
 	READ_FOR_STEP,
+	READ_RUN,
 	RESULT_COLUMNS,
 	STUCK_FOR_RELEASE,
 } from './sql';
-import { countFailure, failureRows, recordWarnings, warningRows, type StepOptions } from './processorOutcome';
+import {
+	countFailure,
+	failureRows,
+	joinRows,
+	maxFailuresOf,
+	recordWarnings,
+	warningRows,
+	type StepOptions,
+} from './processorOutcome';
 
 const RUNS = { table: 'maas.pipeline_runs' };
 
@@ -57,8 +70,8 @@ const RUNS = { table: 'maas.pipeline_runs' };
  */
 export const CAPTURE_REPLAY_WINDOW_SECONDS = 300;
 
-/** Columns of the retry bookkeeping (migration 019): never in an output, nor in what processors receive. */
-const BOOKKEEPING = ['completed_steps', 'capture_key', 'capture_processed', 'fail_key'] as const;
+/** Columns of the retry bookkeeping (migrations 019, 022): never in an output, nor in what processors receive. */
+const BOOKKEEPING = ['completed_steps', 'capture_key', 'capture_processed', 'fail_key', 'archive_key'] as const;
 
 /** The run without its retry bookkeeping (BOOKKEEPING). */
 function publicRun<T extends Record<string, unknown>>(row: T): T {
@@ -187,7 +200,7 @@ export async function capture(
 	if (OWN_TRANSITIONS.includes(edge.name)) throw ownTransition(definition, edge, 'CAPTURE_');
 	const declared = definition.states[edge.from].transitions.find((t) => t.name === edge.name)!;
 	if (declared.criterion) {
-		const [current] = await query<RunRow>(pool, 'SELECT * FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
+		const [current] = await query<RunRow>(pool, READ_RUN, [id], 'select');
 		if (!current) throw notFound(id);
 		if (
 			current.status === edge.from &&
@@ -219,7 +232,7 @@ export async function capture(
 	// rule refused the capture (or the winner's capture was given back since)
 	let run = first;
 	if (!captured && first.status === edge.from) {
-		const [now] = await query<RunRow>(pool, 'SELECT * FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
+		const [now] = await query<RunRow>(pool, READ_RUN, [id], 'select');
 		if (now) run = now;
 	}
 	// a retry of this caller's own capture whose reply was lost: the run is where that capture took it,
@@ -467,22 +480,22 @@ export const FAIL_ATTEMPTS = 3;
  * run first, with no transaction or row lock held, over the run as it will be written (status FAILED, the
  * error, no capture token); then one compare-and-set on what was read (status, capture token,
  * `updated_at`) writes FAILED and records the ASYNC_NEW_TX warnings in ops.errors. A SYNC / ASYNC_SAME_TX
- * failure refuses the transition: 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (details.warnings the
- * ASYNC_NEW_TX failures before it, also recorded), the run left as it was (not counted: Fail is the way
- * out of a run, Max Processor Failures does not apply). A run written by someone else while the
+ * failure does not keep the run from failing (Fail is the way out of a run: refused, the run would stay in
+ * progress, the Sweep release it and its step run again, for ever): FAILED is written anyway, the failure
+ * counted (`processor_failures` + 1) and recorded as an ops.errors row (severity error, details.applied)
+ * by the same statement, and returned in `processor_error` (and `warnings`). A run written by someone else while the
  * processors ran is read again and the FAIL of its new state runs (processors included), at most
  * FAIL_ATTEMPTS times. Without FAIL processors anywhere in the definition: one statement, as before.
  * @returns the run, `warnings` (ASYNC_NEW_TX failure reasons; empty when none; empty on a replay)
  * @throws 404; 409 ALREADY_TERMINAL when the run is COMPLETED, or FAILED otherwise (another error, a cascade
- *         limit, processor failures); 409 RUN_CHANGED when it kept changing under the processors; 400
- *         WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (a FAIL processor failed: the run is unchanged)
+ *         limit, processor failures); 409 RUN_CHANGED when it kept changing under the processors
  */
 export async function failRun(
 	pool: Pool,
 	definition: WorkflowDefinition,
 	input: { run_id: unknown; error: unknown; call_key?: string | null },
 	options: StepOptions = {},
-): Promise<RunRow & { warnings: string[] }> {
+): Promise<RunRow & { warnings: string[]; processor_error?: ProcessorError }> {
 	const id = runId(input.run_id);
 	const error = JSON.stringify(
 		input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error)
@@ -513,7 +526,9 @@ export async function failRun(
 		// FAILED by this very call (a retry after a lost reply): answered as the first call, no processor again
 		if (same || !open.includes(current.status)) return failAnswer(id, { ...current, moved: false, same }, []);
 		const declared = transitionFrom(definition, current.status, 'FAIL');
+		const step = { id, transition: 'FAIL' };
 		let warnings: string[] = [];
+		let failure: ContractError | null = null;
 		if (declared && declared.processors.length > 0) {
 			const entity: Record<string, unknown> = {
 				...publicRun(current as RunRow),
@@ -524,24 +539,30 @@ export async function failRun(
 			delete entity.capture_token; // a credential of the worker: processors never see it
 			const processed = await runTransitionProcessors(current.status, declared, entity, options);
 			warnings = processed.warnings;
-			if (!processed.ok) throw await refused(pool, processed, { id, transition: 'FAIL' }, options);
+			// Fail is the way out of a run: a failed FAIL processor does not keep the run from failing (it
+			// would stay in progress, be released by the Sweep and its step redone, forever). It is counted
+			// on the run, recorded as an ops.errors row (severity error) with the write, and returned.
+			if (!processed.ok) failure = doneAnyway(processed, { run_id: id, transition: 'FAIL', run_status: 'FAILED' });
 		}
-		const step = { id, transition: 'FAIL' };
+		const rowsOf = failure
+			? joinRows(warningRows(warnings, step, options), failureRows(failure, options))
+			: warningRows(warnings, step, options);
 		const rows = await query<RunRow & { moved: boolean; same: boolean }>(
 			pool,
 			FAIL_READ_RUN,
-			[id, error, key, current.status, current.capture_token ?? null, read_at, warningRows(warnings, step, options)],
+			[id, error, key, current.status, current.capture_token ?? null, read_at, rowsOf, failure ? 1 : 0],
 			'update',
 		);
 		if (rows.length === 0) throw notFound(id);
 		const [after] = rows;
+		const processorError = failure ? { code: String(failure.details.code), message: failure.message } : null;
 		// written; or a concurrent duplicate of this call wrote first (replay); or the run ended meanwhile (409)
 		if (after.moved || after.same || !open.includes(after.status)) {
-			if (!after.moved) await recordWarnings(pool, warnings, step, options);
-			return failAnswer(id, after, after.moved ? warnings : []);
+			if (!after.moved) await recordRows(pool, id, notApplied(rowsOf));
+			return failAnswer(id, after, after.moved ? warnings : [], after.moved ? processorError : null);
 		}
 		// the run moved on while the processors ran (captured, completed, released): FAIL from where it is now
-		await recordWarnings(pool, warnings, step, options);
+		await recordRows(pool, id, notApplied(rowsOf));
 		if (attempt >= FAIL_ATTEMPTS) {
 			throw ContractError.conflict(
 				`run ${id} changed ${FAIL_ATTEMPTS} times while FAIL's processors ran (now ${after.status}); retry Fail`,
@@ -552,12 +573,57 @@ export async function failRun(
 	}
 }
 
+/**
+ * The ops.errors rows of a write that was refused (the run had moved on): a processor failure's row says
+ * `applied: false` (its transition was not written by this call) and loses `run_status`.
+ */
+function notApplied(rows: string): string {
+	const parsed = JSON.parse(rows) as { details: Record<string, unknown> }[];
+	for (const row of parsed) {
+		if (row.details.applied === true) {
+			row.details.applied = false;
+			delete row.details.run_status;
+		}
+	}
+	return JSON.stringify(parsed);
+}
+
+/** Records ops.errors rows (a jsonb array, RECORD_WARNINGS) a refused write could not carry; best effort. */
+async function recordRows(pool: Pick<Pool, 'query'>, id: string, rows: string): Promise<void> {
+	if (rows === '[]') return;
+	await pool.query(RECORD_WARNINGS, [id, rows]).catch(() => undefined);
+}
+
+/**
+ * The error of a SYNC / ASYNC_SAME_TX processor failure whose transition is written anyway (Fail always;
+ * Archive at Max Processor Failures): code WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG as abortError, a
+ * message saying the transition happened.
+ */
+function doneAnyway(result: EngineResult, details: Record<string, unknown>): ContractError {
+	const aborted = abortError(result, details);
+	return ContractError.upstream(
+		`${String(details.transition)} processor failed (${String(aborted.details.code)}), the transition was written anyway: ${result.reason}`,
+		400,
+		false,
+		{ ...aborted.details, applied: true },
+	);
+}
+
+/** A failed processor of a transition that happened anyway (Fail; Archive at Max Processor Failures). */
+export interface ProcessorError {
+	code: string;
+	message: string;
+	/** Archive: the run's processor failures after this one. */
+	failures?: number;
+}
+
 /** Fail's answer from its statement's row: written, a replay (`same`), or 409 ALREADY_TERMINAL. */
 function failAnswer(
 	id: string,
 	row: RunRow & { moved: boolean; same: boolean },
 	warnings: string[],
-): RunRow & { warnings: string[] } {
+	processorError: ProcessorError | null = null,
+): RunRow & { warnings: string[]; processor_error?: ProcessorError } {
 	const { moved, same, ...run } = row;
 	// FAILED by FAIL with this very error and this caller's key: this call's retry after a lost reply
 	if (!moved && same) return { ...publicRun(run as RunRow), warnings: [], replayed: true };
@@ -568,6 +634,12 @@ function failAnswer(
 			{ operation: 'update', ...RUNS },
 		);
 	}
+	if (processorError)
+		return {
+			...publicRun(run as RunRow),
+			warnings: [...warnings, processorError.message],
+			processor_error: processorError,
+		};
 	return { ...publicRun(run as RunRow), warnings };
 }
 
@@ -638,14 +710,16 @@ export interface SweptRun {
  * `stuck_after_seconds` back to their waiting state (RELEASE; the trigger notifies again), and re-emits
  * runs waiting longer than `lost_after_seconds` (their notification may have been lost).
  * RELEASEs without processors: one statement (FOR UPDATE SKIP LOCKED). A RELEASE with processors (issue 26
- * item 2): the stuck runs are read (no lock), then for each, one after another, its processors run over
- * the run as released (waiting state, no capture token) with nothing held, and one compare-and-set on what
- * was read (status, capture token, `updated_at`) releases it and records the ASYNC_NEW_TX warnings in
+ * item 2): the stuck runs are read (no lock), then for each, one after another, it is claimed (CLAIM_STUCK:
+ * `updated_at` moved to now on what was read, so an overlapping Sweep skips it and one stuck period runs
+ * the processors once), its processors run over the run as released (waiting state, no capture token)
+ * with nothing held, and one compare-and-set on the claim (status, capture token, `updated_at`) releases it and records the ASYNC_NEW_TX warnings in
  * ops.errors (a run completed, failed or released meanwhile is left alone and not listed). A SYNC /
  * ASYNC_SAME_TX failure refuses the release: the run stays in progress under its worker's token, the
- * failure is counted (PROCESSOR_FAILED, which also restarts its stuck clock: the next try is
- * `stuck_after_seconds` later) and at Max Processor Failures the run ends FAILED (PROCESSOR_FAILURES); it is
- * listed in `refused` with the error, which is also recorded as an ops.errors row (kind upstream, 400,
+ * failure is counted under the claim (PROCESSOR_FAILED; by id + status for a run without a capture token;
+ * it also restarts its stuck clock: the next try is `stuck_after_seconds` later) and at Max Processor
+ * Failures the run ends FAILED (PROCESSOR_FAILURES); unless the run was completed or failed meanwhile (not
+ * listed, no error row), it is listed in `refused` with the error, which is also recorded as an ops.errors row (kind upstream, 400,
  * details.code WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG, details.severity "error"), as are its
  * ASYNC_NEW_TX warnings.
  * @returns `{ released, refused, waiting }`: `released` and `refused` together at most `limit` rows,
@@ -707,6 +781,10 @@ async function releaseWithProcessors(
 ): Promise<SweptRun | null> {
 	const declared = transitionFrom(definition, run.status, 'RELEASE')!;
 	const step = { id: run.id, transition: 'RELEASE' };
+	const token = typeof run.capture_token === 'string' ? run.capture_token : null;
+	// claimed before its processors run: an overlapping Sweep that read the same row skips it
+	const [claim] = await query<{ read_at: string }>(pool, CLAIM_STUCK, [run.id, run.status, token, readAt], 'update');
+	if (!claim) return null;
 	const entity: Record<string, unknown> = {
 		...publicRun(run),
 		status: declared.next,
@@ -714,22 +792,23 @@ async function releaseWithProcessors(
 	};
 	delete entity.capture_token; // a credential of the stuck worker: processors never see it
 	const result = await runTransitionProcessors(run.status, declared, entity, options);
-	const token = typeof run.capture_token === 'string' ? run.capture_token : null;
 	if (!result.ok) {
 		const error = abortError(result, { run_id: run.id, transition: 'RELEASE' });
-		// counted on the run; it keeps its worker's token (the worker may still complete it)
+		// counted on the run (by id + status when it has no token, id + status + token otherwise, and only
+		// under this Sweep's claim); it keeps its worker's token (the worker may still complete it)
 		const where = {
 			...step,
 			holding: run.status,
-			token: token ?? '',
+			token,
 			backTo: null,
 			restoreToken: token ?? undefined,
+			readAt: claim.read_at,
 			result,
 			options,
 		};
-		const counted = token
-			? await countFailure(pool, PROCESSOR_FAILED, where, error, async () => undefined)
-			: (await recordWarnings(pool, result.warnings, step, options), error);
+		const counted = await countFailure(pool, PROCESSOR_FAILED, where, error, async () => undefined);
+		// the run was completed, failed or released meanwhile: nothing was refused (its warnings are recorded)
+		if (counted.details.capture_lost === true) return null;
 		// no error output carries it (the Sweep lists it on Done): recorded in ops.errors here, best effort
 		await pool.query(RECORD_WARNINGS, [run.id, failureRows(counted, options)]).catch(() => undefined);
 		return {
@@ -746,7 +825,7 @@ async function releaseWithProcessors(
 	const rows = await query<{ id: string; status: string }>(
 		pool,
 		RELEASE_READ_RUN,
-		[run.id, run.status, token, readAt, declared.next, warningRows(result.warnings, step, options)],
+		[run.id, run.status, token, claim.read_at, declared.next, warningRows(result.warnings, step, options)],
 		'update',
 	);
 	if (rows.length === 0) {
@@ -846,11 +925,17 @@ export async function loadStepContext(
  * processors run first, with no transaction or row lock held, over the run as read (COMPLETED, not yet
  * archived, without its bookkeeping); then the one statement archives it, compare-and-set on what was read
  * (COMPLETED and not archived: a COMPLETED run changes only by being archived) and records the
- * ASYNC_NEW_TX warnings in ops.errors. A SYNC / ASYNC_SAME_TX failure refuses the archive: 400
- * WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG (details.warnings), nothing stored, the run not archived (the
- * Sweep re-emits it: the Archivist tries again).
- * A retry after a lost reply (the run archived already with this very summary and tags) answers as the
- * first call, with `replayed: true`; no processor runs again.
+ * ASYNC_NEW_TX warnings in ops.errors. A SYNC / ASYNC_SAME_TX failure is counted on the run
+ * (ARCHIVE_FAILED, compare-and-set on the count read: concurrent failures over one read count once). Below
+ * `maxProcessorFailures` (over the whole run, 0 = never) it refuses the archive: 400 WORKFLOW_FAILED /
+ * NO_COMPUTE_MEMBER_FOR_TAG (details.warnings, details.failures, details.limit), nothing stored, the run
+ * not archived (the Sweep re-emits it: the Archivist tries again). At it the run is archived anyway (the
+ * user's later runs wait for this archive) with the failure in `processor_error` and `warnings` and an
+ * ops.errors row (severity error) written by the archive statement.
+ * A retry after a lost reply (the run archived already with this very summary and tags by this call's
+ * `call_key`, stored as md5 in `archive_key`, migration 022; a keyless call matches only a keyless archive)
+ * answers with the first call's `lsm_id` and `replayed: true`; `next_run_id` is read again (the user's
+ * oldest NEW run now); no processor runs again.
  * @returns `{ run_id, lsm_id, next_run_id, warnings }` — the user's next NEW run (held back by the blocking
  *          rule), or null; `warnings` the ASYNC_NEW_TX failures (empty when none, and on a replay)
  * @throws 404; 409 NOT_ARCHIVABLE when the run is not COMPLETED or archived already (with another summary);
@@ -858,10 +943,17 @@ export async function loadStepContext(
  */
 export async function archiveRun(
 	pool: Pool,
-	input: { run_id: unknown; summary: unknown; tags?: unknown },
+	input: { run_id: unknown; summary: unknown; tags?: unknown; call_key?: string | null },
 	definition?: WorkflowDefinition,
 	options: StepOptions = {},
-): Promise<{ run_id: string; lsm_id: number; next_run_id: string | null; warnings: string[]; replayed?: true }> {
+): Promise<{
+	run_id: string;
+	lsm_id: number;
+	next_run_id: string | null;
+	warnings: string[];
+	replayed?: true;
+	processor_error?: ProcessorError;
+}> {
 	const id = runId(input.run_id);
 	const summary = typeof input.summary === 'string' ? input.summary.trim() : '';
 	if (!summary)
@@ -875,44 +967,72 @@ export async function archiveRun(
 		: typeof input.tags === 'string' && input.tags
 			? input.tags.split(',').map((t) => t.trim())
 			: [];
+	const key = typeof input.call_key === 'string' && input.call_key ? input.call_key : null;
 	const declared = definition && transitionFrom(definition, ARCHIVABLE_STATE, ARCHIVE);
+	const step = { id, transition: ARCHIVE };
 	let warnings: string[] = [];
+	let failure: ContractError | null = null;
 	if (declared && declared.processors.length > 0) {
-		const [current] = await query<RunRow>(pool, 'SELECT * FROM maas.pipeline_runs WHERE id = $1', [id], 'select');
+		const [current] = await query<RunRow>(pool, READ_RUN, [id], 'select');
 		if (!current) throw notFound(id);
 		// archived already or not archivable: answered below without running the processors
 		if (current.status === ARCHIVABLE_STATE && current.archived_at === null) {
 			const entity: Record<string, unknown> = publicRun(current);
 			delete entity.capture_token;
 			const processed = await runTransitionProcessors(current.status, declared, entity, options);
-			if (!processed.ok) throw await refused(pool, processed, { id, transition: ARCHIVE }, options);
 			warnings = processed.warnings;
+			if (!processed.ok) {
+				// counted (once per read: concurrent Archivists failing together count one failure); below
+				// Max Processor Failures the archive is refused (the Sweep re-emits the run, the Archivist tries
+				// again); at it the run is archived anyway, so a processor that never succeeds cannot hold the
+				// user's later runs back for ever (the blocking rule waits for this archive)
+				const max = maxFailuresOf(options);
+				const [counted] = await query<{ failures: number }>(
+					pool,
+					ARCHIVE_FAILED,
+					[id, current.processor_failures],
+					'update',
+				);
+				const failures = counted ? counted.failures : null;
+				if (failures === null || max === 0 || failures < max) {
+					const error = await refused(pool, processed, step, options);
+					Object.assign(error.details, { failures, limit: max });
+					throw error;
+				}
+				failure = doneAnyway(processed, { run_id: id, transition: ARCHIVE, failures, limit: max });
+			}
 		}
 	}
-	const step = { id, transition: ARCHIVE };
+	const rowsOf = failure
+		? joinRows(warningRows(warnings, step, options), failureRows(failure, options))
+		: warningRows(warnings, step, options);
 	const [row] = await query<{ lsm_id: string; id: string; next_run_id: string | null }>(
 		pool,
 		ARCHIVE_RUN,
-		[id, summary, tags, warningRows(warnings, step, options)],
+		[id, summary, tags, rowsOf, key],
 		'insert',
 	);
-	if (row) return { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id, warnings };
-	await recordWarnings(pool, warnings, step, options);
+	if (row) {
+		const archived = { run_id: id, lsm_id: Number(row.lsm_id), next_run_id: row.next_run_id, warnings };
+		if (!failure) return archived;
+		const processorError: ProcessorError = {
+			code: String(failure.details.code),
+			message: failure.message,
+			failures: Number(failure.details.failures),
+		};
+		return { ...archived, warnings: [...warnings, failure.message], processor_error: processorError };
+	}
+	await recordRows(pool, id, notApplied(rowsOf));
 	const [again] = await query<{ lsm_id: string; next_run_id: string | null }>(
 		pool,
 		ARCHIVE_REPLAY,
-		[id, summary, tags],
+		[id, summary, tags, key],
 		'select',
 	);
-	// archived with this very summary and tags: this call's retry after a lost reply
+	// archived with this very summary and tags by this call's key: its retry after a lost reply
 	if (again)
 		return { run_id: id, lsm_id: Number(again.lsm_id), next_run_id: again.next_run_id, warnings: [], replayed: true };
-	const [current] = await query<{ status: string; archived_at: string | null }>(
-		pool,
-		'SELECT status, archived_at FROM maas.pipeline_runs WHERE id = $1',
-		[id],
-		'select',
-	);
+	const [current] = await query<{ status: string; archived_at: string | null }>(pool, ARCHIVE_STATE, [id], 'select');
 	if (!current) throw notFound(id);
 	throw ContractError.conflict(
 		`run ${id} cannot be archived (${current.status}${current.archived_at ? ', already archived' : ''})`,
@@ -920,14 +1040,3 @@ export async function archiveRun(
 		{ operation: 'insert', table: 'maas.lsm_storage' },
 	);
 }
-
-/**
- * FAILED after an aborted Complete Step ($2 its source state, $3 the capture token, $4 the error); the token's
- * digest is recorded as for a completed step, so a retry after a lost reply is answered as a replay (FAILED).
- */
-const FAIL_AFTER_ABORT = `
-UPDATE maas.pipeline_runs
-SET status = 'FAILED', previous_transition = 'CASCADE_LIMIT', error = $4::jsonb, capture_token = NULL,
-    completed_steps = array_append(completed_steps, md5($3::text)), updated_at = now()
-WHERE id = $1 AND status = $2 AND capture_token = $3
-RETURNING *`;

@@ -139,17 +139,21 @@ export const RECORD_WARNINGS = `
 ${warningRows('(SELECT id, correlation_id FROM maas.pipeline_runs WHERE id = $1)', '$2')}`;
 
 /**
- * A failed processor of the capture holder ($1 run, $2 the state it holds it in, $3 its current token):
- * counts it; at the `$6`th failure of the run (0: no limit) the run ends FAILED with error $5 (jsonb), else
- * it goes back to $4 (a Capture's source state: RELEASE, the capture token cleared) or, with $4 null,
- * stays where it is under capture token $7 (Complete Step: the worker's own token, kept, so it may retry). No row: the holder had
- * lost the run meanwhile (released, failed), and nothing was changed. A run given back this way is not
- * notified (migration 012's trigger condition): the Sweep re-emits it after lost_after_seconds.
+ * A failed processor of the holder ($1 run, $2 the state it holds it in, $3 its current token, NULL for a
+ * run held under none: the Sweep's stuck run without a token, counted by id + status): counts it; at the
+ * `$6`th failure of the run (0: no limit) the run ends FAILED with error $5 (jsonb), else it goes back to
+ * $4 (a Capture's source state: RELEASE, the capture token cleared) or, with $4 null, stays where it is
+ * under capture token $7 (Complete Step: the worker's own token, kept, so it may retry). $8 (the Sweep's
+ * claim, null otherwise): only while `updated_at` is still that (an overlapping Sweep's count of the same
+ * stuck period is refused). No row: the holder had lost the run meanwhile (released, failed), and nothing
+ * was changed. A run given back this way is not notified (migration 012's trigger condition): the Sweep
+ * re-emits it after lost_after_seconds. FAILED written here runs no FAIL processor (docs: pipeline-capture).
  */
 export const PROCESSOR_FAILED = `
 WITH counted AS (
   SELECT id, processor_failures + 1 AS failures, ($6::int > 0 AND processor_failures + 1 >= $6::int) AS ended
-  FROM maas.pipeline_runs WHERE id = $1 AND status = $2 AND capture_token = $3
+  FROM maas.pipeline_runs WHERE id = $1 AND status = $2 AND capture_token IS NOT DISTINCT FROM $3::uuid
+    AND ($8::timestamptz IS NULL OR updated_at = $8::timestamptz)
   FOR UPDATE
 )
 UPDATE maas.pipeline_runs r
@@ -159,8 +163,25 @@ SET processor_failures = counted.failures,
     error = CASE WHEN counted.ended THEN $5::jsonb ELSE r.error END,
     capture_token = CASE WHEN counted.ended OR $4::text IS NOT NULL THEN NULL ELSE $7::uuid END,
     updated_at = now()
-FROM counted WHERE r.id = counted.id AND r.status = $2 AND r.capture_token = $3
+FROM counted WHERE r.id = counted.id AND r.status = $2 AND r.capture_token IS NOT DISTINCT FROM $3::uuid
 RETURNING r.id, r.status, r.processor_failures`;
+
+/** The whole run $1 (a plain read, no lock): Capture's criterion check and loser re-read, Archive's read. */
+export const READ_RUN = `SELECT * FROM maas.pipeline_runs WHERE id = $1`;
+
+/** Where run $1 is, for Archive's 409 NOT_ARCHIVABLE. */
+export const ARCHIVE_STATE = `SELECT status, archived_at FROM maas.pipeline_runs WHERE id = $1`;
+
+/**
+ * FAILED after an aborted Complete Step ($2 its source state, $3 the capture token, $4 the error); the token's
+ * digest is recorded as for a completed step, so a retry after a lost reply is answered as a replay (FAILED).
+ */
+export const FAIL_AFTER_ABORT = `
+UPDATE maas.pipeline_runs
+SET status = 'FAILED', previous_transition = 'CASCADE_LIMIT', error = $4::jsonb, capture_token = NULL,
+    completed_steps = array_append(completed_steps, md5($3::text)), updated_at = now()
+WHERE id = $1 AND status = $2 AND capture_token = $3
+RETURNING *`;
 
 /**
  * Fail: FAILED with the error, from any non-terminal state ($3); md5 of the caller's call key $4 (null: none)
@@ -196,14 +217,16 @@ SELECT r.*, r.updated_at::text AS read_at, ${FAILED_BY_THIS_CALL} AS same FROM m
 /**
  * Fail with processors, after them: FAILED with error $2 and md5(call key $3) as `fail_key`, only while the
  * run is as it was read (status $4, capture token $5, `updated_at` $6: nothing wrote it while the
- * processors ran), recording the ASYNC_NEW_TX warnings $7 (jsonb array) in ops.errors in the same
- * statement. A refused row (`moved = false`) is the run as it is now, with `same` as in READ_FOR_FAIL.
+ * processors ran), recording the ASYNC_NEW_TX warnings and a failed FAIL processor's error $7 (jsonb
+ * array of ops.errors rows) in the same statement; $8 (0 or 1) is added to `processor_failures` (a FAIL
+ * processor that failed is counted, and does not stop the run failing). A refused row (`moved = false`)
+ * is the run as it is now, with `same` as in READ_FOR_FAIL.
  */
 export const FAIL_READ_RUN = `
 WITH moved AS (
   UPDATE maas.pipeline_runs
   SET status = 'FAILED', previous_transition = 'FAIL', error = $2::jsonb, capture_token = NULL,
-      fail_key = md5($3::text), updated_at = now()
+      fail_key = md5($3::text), processor_failures = processor_failures + $8::int, updated_at = now()
   WHERE id = $1 AND status = $4 AND capture_token IS NOT DISTINCT FROM $5::uuid AND updated_at = $6::timestamptz
   RETURNING *
 ), warned AS (
@@ -224,6 +247,19 @@ SELECT r.*, r.updated_at::text AS read_at FROM maas.pipeline_runs r
 WHERE r.status = ANY($1::text[]) AND r.updated_at < now() - make_interval(secs => $2::float8)
 ORDER BY r.updated_at
 LIMIT $3`;
+
+/**
+ * Sweep, RELEASE with processors, before them: claims the stuck run $1 as read (status $2, capture token
+ * $3, `updated_at` $4) by moving its `updated_at` to now (not a status change: nobody is notified). A
+ * second Sweep that read the same row finds it changed and leaves it alone, so one stuck period runs
+ * RELEASE's processors (and counts their failure) once. The claim restarts the stuck clock: a Sweep that
+ * dies while the processors run leaves the run to be tried again `stuck_after_seconds` later. `read_at` the
+ * new `updated_at` as text, for RELEASE_READ_RUN / PROCESSOR_FAILED. No row: the run changed (skip it).
+ */
+export const CLAIM_STUCK = `
+UPDATE maas.pipeline_runs SET updated_at = now()
+WHERE id = $1 AND status = $2 AND capture_token IS NOT DISTINCT FROM $3::uuid AND updated_at = $4::timestamptz
+RETURNING updated_at::text AS read_at`;
 
 /**
  * Sweep, RELEASE with processors, after them: the run $1 back to its waiting state $5, only while it is as
@@ -310,13 +346,14 @@ FROM maas.pipeline_runs r WHERE r.id = $1`;
  * Archive (Archivist signal 2): the summary into lsm_storage (time bucket = the run's lifetime, the run's
  * raw_logs ids) and the run marked archived, in one statement, once; then the user's next waiting run,
  * which the blocking rule held back. $4: the ASYNC_NEW_TX warnings of ARCHIVE's processors (jsonb array,
- * '[]' when none), recorded in ops.errors by the same statement. Its conditions (COMPLETED, not archived)
+ * '[]' when none), recorded in ops.errors by the same statement. $5 the caller's call key (null: none),
+ * stored as md5 in `archive_key` (migration 022) for ARCHIVE_REPLAY. Its conditions (COMPLETED, not archived)
  * are the compare-and-set on what Archive read before the processors: a COMPLETED run changes only by
  * being archived.
  */
 export const ARCHIVE_RUN = `
 WITH run AS (
-  UPDATE maas.pipeline_runs SET archived_at = now()
+  UPDATE maas.pipeline_runs SET archived_at = now(), archive_key = md5($5::text)
   WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL
   RETURNING id, user_id, created_at, updated_at, correlation_id
 ), warned AS (
@@ -333,14 +370,27 @@ SELECT (SELECT id FROM lsm) AS lsm_id, run.id,
 FROM run`;
 
 /**
+ * Archive, an ARCHIVE processor failed (SYNC / ASYNC_SAME_TX): counts it on run $1 while it is still
+ * COMPLETED, not archived and its count still $2 (what Archive read before the processors: of concurrent
+ * Archivists failing over the same read, one failure is counted). `updated_at` is not touched (it ends the
+ * summary's time bucket). `failures` the new count; no row: archived or counted by someone else meanwhile.
+ */
+export const ARCHIVE_FAILED = `
+UPDATE maas.pipeline_runs SET processor_failures = processor_failures + 1
+WHERE id = $1 AND status = 'COMPLETED' AND archived_at IS NULL AND processor_failures = $2::int
+RETURNING processor_failures AS failures`;
+
+/**
  * Archive after a lost reply: the run $1 archived already with summary $2 and tags $3 (what this call
- * would have stored): the first call's answer (`lsm_id`, the user's next waiting run). No row: not a replay.
+ * would have stored) by this call's key $4 (its md5 in `archive_key`; a call without a key matches only an
+ * archive written without one): the first call's `lsm_id`, and the user's oldest NEW run read now
+ * (`next_run_id`: the one the first answer named unless it was captured since). No row: not a replay.
  */
 export const ARCHIVE_REPLAY = `
 SELECT l.id AS lsm_id, r.id,
   (SELECT n.id FROM maas.pipeline_runs n WHERE n.user_id = r.user_id AND n.status = 'NEW' ORDER BY n.created_at LIMIT 1) AS next_run_id
 FROM maas.pipeline_runs r
 JOIN maas.lsm_storage l ON l.run_id = r.id AND l.summary = $2 AND l.tags = $3::text[]
-WHERE r.id = $1 AND r.archived_at IS NOT NULL
+WHERE r.id = $1 AND r.archived_at IS NOT NULL AND r.archive_key IS NOT DISTINCT FROM md5($4::text)
 ORDER BY l.id
 LIMIT 1`;
