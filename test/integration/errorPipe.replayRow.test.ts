@@ -123,3 +123,50 @@ test('the repeated envelope whose own statement fails again (row insert still fa
 		[named],
 	);
 });
+
+test('a duplicate envelope concurrent with its original (both wait for the job lock): one row, the duplicate answered as a replay of it', async () => {
+	const { id, token } = await claimedJob('replay-concurrent');
+	const message = `concurrent ${randomUUID()}`;
+	const record = recorder(
+		{ correlation_id: randomUUID(), job_id: id, job_claim_token: token, workflow: 'WF90' },
+		message,
+	);
+	// hold the job's row lock so that both calls take their snapshot, then queue on the lock
+	const holder = await db.pool.connect();
+	let calls: Array<Awaited<ReturnType<typeof record>>>;
+	try {
+		await holder.query('BEGIN');
+		await holder.query('SELECT id FROM ops.jobs WHERE id = $1 FOR UPDATE', [id]);
+		const pending = Promise.all([record(), record()]);
+		for (let i = 0; ; i += 1) {
+			const { rows } = await db.pool.query(
+				`SELECT count(*)::int AS n FROM pg_stat_activity
+				 WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%WITH error_json AS%'`,
+			);
+			if (rows[0].n >= 2) break;
+			assert.ok(i < 200, 'both calls wait for the job lock');
+			await new Promise((resolve) => setTimeout(resolve, 25));
+		}
+		await holder.query('COMMIT');
+		calls = await pending;
+	} finally {
+		holder.release();
+	}
+	const { rows: errors } = await db.pool.query('SELECT id FROM ops.errors WHERE message = $1', [message]);
+	assert.equal(errors.length, 1, 'one row, no second (stale) row');
+	assert.deepEqual(
+		calls.map((c) => c.error_id),
+		[Number(errors[0].id), Number(errors[0].id)],
+	);
+	assert.deepEqual(
+		calls
+			.map((c) => [(c.job as { outcome: string }).outcome, (c.job as { replayed?: boolean }).replayed ?? false])
+			.sort(),
+		[
+			['queued', false],
+			['queued', true],
+		],
+	);
+	const { rows: job } = await db.pool.query('SELECT status, attempts FROM ops.jobs WHERE id = $1', [id]);
+	assert.deepEqual([job[0].status, job[0].attempts], ['queued', 1]);
+});

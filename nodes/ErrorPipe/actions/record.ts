@@ -110,6 +110,11 @@ WHERE e.id = $1`;
  * in an ops.errors row). `error_id` is that row, `prior_status` the run's status and `prior_next_run_at` the
  * job's next run while its last error is still that row; `prior_restored` is true when the row was missing
  * and written now.
+ * A stale error under a claim token (the job path applied nothing, no `prior` in this snapshot) writes no
+ * row unless $22 is true: `error_id` is then NULL and the caller runs the statement again with $22 true, in
+ * a new snapshot. The job path's UPDATE may have waited for the lock of a concurrent call of the same
+ * envelope that committed meanwhile — its run is invisible to this statement's snapshot, visible to the
+ * next one: that call's row is answered (a replay) instead of a second, stale row (issue 26 review).
  */
 const RECORD_WITH_JOB = `
 WITH ${failJobCtes(13, '$21::bigint').trimStart()}, err AS (
@@ -118,6 +123,7 @@ WITH ${failJobCtes(13, '$21::bigint').trimStart()}, err AS (
   SELECT coalesce((SELECT error_id FROM prior), $21::bigint), $1, $2, $3, $4, $5, $6, $7, $8, $9,
          $10::jsonb || jsonb_build_object('job_outcome', coalesce((SELECT status FROM job),
            (SELECT CASE status WHEN 'retry' THEN 'queued' ELSE status END FROM prior), 'stale')), $11, $12
+  WHERE EXISTS (SELECT 1 FROM job) OR EXISTS (SELECT 1 FROM prior) OR NOT $19::boolean OR $22::boolean
   ON CONFLICT (id) DO NOTHING
   RETURNING id
 )
@@ -218,7 +224,13 @@ export async function recordError(
 	let errorId: number | null = null;
 	try {
 		errorId = Number((await pool.query(NEXT_ERROR_ID)).rows[0].id);
-		const { rows } = await pool.query(RECORD_WITH_JOB, [...errorParams, ...jobParams, errorId]);
+		let { rows } = await pool.query(RECORD_WITH_JOB, [...errorParams, ...jobParams, errorId, false]);
+		if (rows[0].error_id === null) {
+			// a stale error under a claim token: no row yet. The job path may have waited for a concurrent
+			// call of the same envelope (its lock on the job) that committed after this statement's snapshot;
+			// again, in a new snapshot: that call's row (a replay), or this stale error's row
+			({ rows } = await pool.query(RECORD_WITH_JOB, [...errorParams, ...jobParams, errorId, true]));
+		}
 		result.error_id = Number(rows[0].error_id);
 		if (rows[0].prior_status) {
 			// recorded already for this claim: that row (written now when it was missing) and its outcome
