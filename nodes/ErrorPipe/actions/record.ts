@@ -29,9 +29,12 @@
  *    not, the first statement never committed, and it cannot any more (its own insert would now conflict
  *    with this row and roll it back).
  * The same envelope sent again for a claim whose job path it already applied (same ctx.job_claim_token and
- * the same last_error on the run that job path closed, migration 021) writes no second row: the first row's
- * id and recorded outcome are answered with `job.replayed: true` (issue 26; without a token there is no
- * such check, the second row says `stale`).
+ * the same last_error on the run that job path closed, migration 021; `error.details` is not compared)
+ * writes no second row: the first row's id and recorded outcome are answered with `job.replayed: true`
+ * (issue 26; without a token there is no such check, the second row says `stale`). When that first row is
+ * missing (its insert failed after the job path committed) it is written now under that id: an answered
+ * error_id always names a row. A duplicate concurrent with its original (waiting for the job's lock) is
+ * answered the same way, from a second statement in a snapshot taken after that lock (RECORD_WITH_JOB).
  * Without a job path the row alone is inserted under an id taken up front too: when its reply is lost it
  * is sent again (twice at most, 100 ms and 400 ms later) and finds its own row (`ON CONFLICT (id) DO
  * NOTHING`), so it is written once and its id answered (issue 26, docs/retry-safety.md).
