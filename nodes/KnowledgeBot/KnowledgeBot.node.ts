@@ -13,7 +13,7 @@ import { routeItems, type Route } from '../shared/node/router';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
 import { contractsLlmApiTest } from '../shared/llm/credentialTest';
-import type { LlmCredential } from '../shared/llm/generate';
+import { cancelSignalOf, type LlmCredential } from '../shared/llm/generate';
 import { KNOWLEDGE_RESOURCES } from './actions';
 import type { KnowledgeContext, KnowledgeOperation } from './actions/types';
 import type { TelegramCredential } from './transport/botApi';
@@ -67,6 +67,7 @@ const KNOWLEDGE_ROUTE: Route<KnowledgeOperation, Pool, KnowledgeContext> = {
 		llm: async () => ({
 			credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
 			send: fetchSender,
+			signal: cancelSignalOf(fn),
 		}),
 	}),
 	execute: async (operation, context, req) => ({ data: await operation.execute(context, req) }),

@@ -13,7 +13,7 @@ import { outputsExpression, routeItems, type Route } from '../shared/node/router
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
 import { contractsLlmApiTest } from '../shared/llm/credentialTest';
-import type { LlmCredential } from '../shared/llm/generate';
+import { cancelSignalOf, type LlmCredential } from '../shared/llm/generate';
 import { externalProcessorRunner } from '../shared/stateMachine';
 import { PIPELINE_RESOURCES } from './actions';
 import { PIPELINE_OUTPUTS, type PipelineContext, type PipelineOperation } from './actions/types';
@@ -82,6 +82,7 @@ const PIPELINE_ROUTE: Route<
 		llm: async () => ({
 			credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
 			send: requestSender((options) => fn.helpers.httpRequest(options)),
+			signal: cancelSignalOf(fn),
 		}),
 	}),
 	execute: async (operation, context, input) => await operation.execute(context, input as Record<string, unknown>),

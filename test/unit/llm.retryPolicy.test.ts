@@ -11,7 +11,9 @@ import fc from 'fast-check';
 import { ContractError } from '../../nodes/shared/errors';
 import {
 	backoffMs,
+	deadlineOf,
 	DEFAULT_RETRY,
+	MAX_DEADLINE_MS,
 	generate,
 	MAX_RETRIES_LIMIT,
 	retryAfterMs,
@@ -171,5 +173,86 @@ test('Retry-After: delta-seconds and HTTP dates are read; anything else is ignor
 			},
 		),
 		propertyParams('Retry-After header'),
+	);
+});
+
+test('the call has a deadline: a Retry-After longer than what is left fails at once (504 MODEL_UNAVAILABLE, retryable), never sleeps past it', async () => {
+	// the server asks for 60 s (within retryAfterCapMs); the call's deadline is 1.5 s
+	model.script.push({ status: 503, retryAfter: 60 }, { text: 'too late' });
+	const { error, ms, requests } = await call({ ...POLICY, deadlineMs: 1_500 });
+	assert.ok(error instanceof ContractError, 'failed');
+	assert.deepEqual(
+		[error.statusCode, error.retryable, error.details.code, error.details.attempts, error.details.http_status],
+		[504, true, 'MODEL_UNAVAILABLE', 1, 503],
+	);
+	assert.deepEqual([error.details.deadline_ms, error.details.wait_ms], [1_500, 60_000]);
+	assert.equal(requests, 1);
+	assert.ok(ms < 1_500, `failed at once (${ms} ms), not after the deadline`);
+	model.script.length = 0;
+	// a 429 whose wait does not fit: the rate-limit answer, at once
+	model.script.push({ status: 429 });
+	const limited = await call({ ...POLICY, rateLimitWaitMs: 60_000, deadlineMs: 1_500 });
+	assert.deepEqual(
+		[limited.error?.statusCode, limited.error?.details.code, limited.requests],
+		[429, 'MODEL_UNAVAILABLE', 1],
+	);
+	assert.ok(limited.ms < 1_500, `${limited.ms} ms`);
+	model.script.length = 0;
+});
+
+test('the deadline also bounds an attempt: its timeout is cut to what is left', async () => {
+	const seen: number[] = [];
+	const recording: Sender = async (r) => {
+		seen.push(r.timeoutMs);
+		return { status: 503, body: null, headers: {} };
+	};
+	const policy: RetryPolicy = {
+		timeoutMs: 30_000,
+		maxRetries: 3,
+		backoffBaseMs: 200,
+		rateLimitWaitMs: 50,
+		deadlineMs: 1_000,
+	};
+	await assert.rejects(generate(credential(), request, policy, recording), ContractError);
+	assert.ok(seen.length >= 1 && seen.every((t) => t <= 1_000), `attempt timeouts ${seen.join(', ')} ms`);
+});
+
+test('default deadline: timeout × (1 + retries), at most 300 000 ms; the worst case of the shipped defaults is 120 s', () => {
+	assert.equal(deadlineOf(DEFAULT_RETRY, DEFAULT_RETRY.maxRetries), 120_000);
+	assert.equal(deadlineOf({ ...DEFAULT_RETRY, maxRetries: MAX_RETRIES_LIMIT }, MAX_RETRIES_LIMIT), MAX_DEADLINE_MS);
+	assert.equal(MAX_DEADLINE_MS, 300_000);
+	assert.equal(deadlineOf({ ...DEFAULT_RETRY, deadlineMs: 5_000 }, 3), 5_000);
+	assert.equal(deadlineOf({ ...DEFAULT_RETRY, deadlineMs: 10 * MAX_DEADLINE_MS }, 3), MAX_DEADLINE_MS, 'bounded');
+	assert.ok(MAX_DEADLINE_MS < 900_000, "below Release Stale's threshold");
+});
+
+test('the abort signal (n8n cancel) ends a retry wait at once', async () => {
+	model.script.push({ status: 503, retryAfter: 30 }, { text: 'never' });
+	const controller = new AbortController();
+	setTimeout(() => controller.abort(), 200);
+	const { error, ms, requests } = await call({ ...POLICY, timeoutMs: 30_000, signal: controller.signal });
+	assert.deepEqual(
+		[error?.statusCode, error?.details.code, error?.details.cancelled, requests],
+		[504, 'MODEL_UNAVAILABLE', true, 1],
+	);
+	assert.ok(ms < 5_000, `ended at the abort (${ms} ms), not after the 30 s wait`);
+	model.script.length = 0;
+});
+
+test('jitter never takes a backoff past its cap (the documented "at most 30 s" holds)', () => {
+	fc.assert(
+		fc.property(
+			fc.integer({ min: 1, max: MAX_RETRIES_LIMIT }),
+			fc.double({ min: 0, max: 1, noNaN: true }),
+			(retry, random) => {
+				const wait = backoffMs(DEFAULT_RETRY, retry, () => random);
+				assert.ok(wait >= 0 && wait <= DEFAULT_RETRY.backoffCapMs, `retry ${retry}: ${wait} ms`);
+			},
+		),
+		propertyParams('backoff cap'),
+	);
+	assert.equal(
+		backoffMs(DEFAULT_RETRY, MAX_RETRIES_LIMIT, () => 0.999),
+		30_000,
 	);
 });

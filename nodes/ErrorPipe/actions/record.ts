@@ -29,9 +29,12 @@
  *    not, the first statement never committed, and it cannot any more (its own insert would now conflict
  *    with this row and roll it back).
  * The same envelope sent again for a claim whose job path it already applied (same ctx.job_claim_token and
- * the same last_error on the run that job path closed, migration 021) writes no second row: the first row's
- * id and recorded outcome are answered with `job.replayed: true` (issue 26; without a token there is no
- * such check, the second row says `stale`).
+ * the same last_error on the run that job path closed, migration 021; `error.details` is not compared)
+ * writes no second row: the first row's id and recorded outcome are answered with `job.replayed: true`
+ * (issue 26; without a token there is no such check, the second row says `stale`). When that first row is
+ * missing (its insert failed after the job path committed) it is written now under that id: an answered
+ * error_id always names a row. A duplicate concurrent with its original (waiting for the job's lock) is
+ * answered the same way, from a second statement in a snapshot taken after that lock (RECORD_WITH_JOB).
  * Without a job path the row alone is inserted under an id taken up front too: when its reply is lost it
  * is sent again (twice at most, 100 ms and 400 ms later) and finds its own row (`ON CONFLICT (id) DO
  * NOTHING`), so it is written once and its id answered (issue 26, docs/retry-safety.md).
@@ -104,28 +107,46 @@ WHERE e.id = $1`;
  * job is updated before the row is inserted (the row's job_outcome reads it): the recovery transaction
  * takes the same two locks in the same order. When this envelope was recorded already for the same claim
  * token (failJobCtes' `prior`: the same last_error on the run the job path closed; a caller that sends the
- * envelope again, issue 26) no row is written: `error_id` is that first row, `prior_status` the run's
- * status and `prior_next_run_at` the job's next run while its last error is still that row.
+ * envelope again, issue 26) the row is that first call's: it is inserted under `prior`'s id, with the
+ * outcome that run recorded, `ON CONFLICT (id) DO NOTHING` — nothing is written when it exists, and it is
+ * written now when the first call's row insert failed after its job path committed (every error path ends
+ * in an ops.errors row). `error_id` is that row, `prior_status` the run's status and `prior_next_run_at` the
+ * job's next run while its last error is still that row; `prior_restored` is true when the row was missing
+ * and written now.
+ * A stale error under a claim token (the job path applied nothing, no `prior` in this snapshot) writes no
+ * row unless $22 is true: `error_id` is then NULL and the caller runs the statement again with $22 true, in
+ * a new snapshot. The job path's UPDATE may have waited for the lock of a concurrent call of the same
+ * envelope that committed meanwhile — its run is invisible to this statement's snapshot, visible to the
+ * next one: that call's row is answered (a replay) instead of a second, stale row (issue 26 review).
  */
 const RECORD_WITH_JOB = `
 WITH ${failJobCtes(13, '$21::bigint').trimStart()}, err AS (
   INSERT INTO ops.errors
     (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
-  SELECT $21::bigint, $1, $2, $3, $4, $5, $6, $7, $8, $9,
-         $10::jsonb || jsonb_build_object('job_outcome', coalesce((SELECT status FROM job), 'stale')), $11, $12
-  WHERE NOT EXISTS (SELECT 1 FROM prior)
+  SELECT coalesce((SELECT error_id FROM prior), $21::bigint), $1, $2, $3, $4, $5, $6, $7, $8, $9,
+         $10::jsonb || jsonb_build_object('job_outcome', coalesce((SELECT status FROM job),
+           (SELECT CASE status WHEN 'retry' THEN 'queued' ELSE status END FROM prior), 'stale')), $11, $12
+  WHERE EXISTS (SELECT 1 FROM job) OR EXISTS (SELECT 1 FROM prior) OR NOT $19::boolean OR $22::boolean
+  ON CONFLICT (id) DO NOTHING
   RETURNING id
 )
-SELECT coalesce((SELECT id FROM err), (SELECT error_id FROM prior)) AS error_id,
+SELECT coalesce((SELECT error_id FROM prior), (SELECT id FROM err)) AS error_id,
        (SELECT status FROM job) AS status, (SELECT next_run_at FROM job) AS next_run_at,
        (SELECT status FROM prior) AS prior_status,
+       EXISTS (SELECT 1 FROM prior) AND EXISTS (SELECT 1 FROM err) AS prior_restored,
        (SELECT j.next_run_at FROM ops.jobs j, prior
         WHERE j.id = $13 AND (j.last_error->>'error_id')::bigint = prior.error_id) AS prior_next_run_at`;
 
-/** The job path alone (parameters as jobParams, $9 the ops.errors id for last_error.error_id, or NULL). */
+/**
+ * The job path alone (parameters as jobParams, $9 the ops.errors id for last_error.error_id, or NULL): one
+ * row, the job's new status and next run (NULL when it was left alone) and `prior` (as RECORD_WITH_JOB).
+ */
 const FAIL_JOB = `
 WITH ${failJobCtes(1, '$9::bigint').trimStart()}
-SELECT job.status, job.next_run_at FROM job`;
+SELECT (SELECT status FROM job) AS status, (SELECT next_run_at FROM job) AS next_run_at,
+       (SELECT error_id FROM prior) AS prior_error_id, (SELECT status FROM prior) AS prior_status,
+       (SELECT j.next_run_at FROM ops.jobs j, prior
+        WHERE j.id = $1 AND (j.last_error->>'error_id')::bigint = prior.error_id) AS prior_next_run_at`;
 
 /** True when PostgreSQL answered with an error (the statement was rolled back); false when the outcome is unknown. */
 function rolledBack(error: unknown): boolean {
@@ -206,15 +227,17 @@ export async function recordError(
 	let errorId: number | null = null;
 	try {
 		errorId = Number((await pool.query(NEXT_ERROR_ID)).rows[0].id);
-		const { rows } = await pool.query(RECORD_WITH_JOB, [...errorParams, ...jobParams, errorId]);
+		let { rows } = await pool.query(RECORD_WITH_JOB, [...errorParams, ...jobParams, errorId, false]);
+		if (rows[0].error_id === null) {
+			// a stale error under a claim token: no row yet. The job path may have waited for a concurrent
+			// call of the same envelope (its lock on the job) that committed after this statement's snapshot;
+			// again, in a new snapshot: that call's row (a replay), or this stale error's row
+			({ rows } = await pool.query(RECORD_WITH_JOB, [...errorParams, ...jobParams, errorId, true]));
+		}
 		result.error_id = Number(rows[0].error_id);
 		if (rows[0].prior_status) {
-			// recorded already for this claim: that row and the outcome it recorded, nothing written now
-			const outcome = (rows[0].prior_status === 'retry' ? 'queued' : rows[0].prior_status) as JobOutcome;
-			result.job = {
-				...jobResult(outcome, { status: outcome, next_run_at: rows[0].prior_next_run_at }),
-				replayed: true,
-			};
+			// recorded already for this claim: that row (written now when it was missing) and its outcome
+			result.job = replayedJob(jobResult, rows[0]);
 		} else result.job = rows[0].status ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
 	} catch (error) {
 		if (errorId !== null && !rolledBack(error)) {
@@ -224,9 +247,15 @@ export async function recordError(
 			// One of the two writes failed and took the other with it (or no id could be taken): each on its
 			// own, the job first (its outcome goes into the row).
 			let jobFailure: RecordResult['write_failures'][number] | null = null;
+			// the row's id: the one taken up front, or the prior call's when this envelope was recorded already
+			let rowId = errorId;
 			try {
 				const { rows } = await pool.query(FAIL_JOB, [...jobParams, errorId]);
-				result.job = rows[0] ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
+				if (rows[0].status) result.job = jobResult(rows[0].status, rows[0]);
+				else if (rows[0].prior_status) {
+					result.job = replayedJob(jobResult, rows[0]);
+					rowId = Number(rows[0].prior_error_id);
+				} else result.job = jobResult('stale');
 			} catch (failure) {
 				result.job = jobResult('write_failed');
 				jobFailure = failureOf('ops.jobs', failure);
@@ -235,10 +264,10 @@ export async function recordError(
 				const details = { ...envelope.error.details, job_outcome: result.job.outcome };
 				const params = errorParams.map((value, i) => (i === 9 ? details : value));
 				const { rows } =
-					errorId === null
+					rowId === null
 						? await pool.query(INSERT_ERROR, params)
-						: await pool.query(INSERT_ERROR_WITH_ID, [...params, errorId]);
-				result.error_id = Number(rows[0]?.id ?? errorId);
+						: await pool.query(INSERT_ERROR_WITH_ID, [...params, rowId]);
+				result.error_id = Number(rows[0]?.id ?? rowId);
 			} catch (failure) {
 				result.write_failures.push(failureOf('ops.errors', failure));
 			}
@@ -250,6 +279,16 @@ export async function recordError(
 }
 
 type JobResult = (outcome: JobOutcome, row?: { status?: string | null; next_run_at?: unknown }) => RecordResult['job'];
+
+/** The job part of a replay: the outcome the prior call's run recorded (`retry` is the job's `queued`). */
+function replayedJob(
+	jobResult: JobResult,
+	row: { prior_status: string; prior_next_run_at?: unknown },
+): Extract<RecordResult['job'], { executed: true }> {
+	const outcome = (row.prior_status === 'retry' ? 'queued' : row.prior_status) as JobOutcome;
+	const job = jobResult(outcome, { status: outcome, next_run_at: row.prior_next_run_at });
+	return { ...(job as Extract<RecordResult['job'], { executed: true }>), replayed: true };
+}
 
 /**
  * After RECORD_WITH_JOB failed without a SQLSTATE (connection lost: committed or not, unknown): on a new
@@ -274,10 +313,17 @@ async function settleUnknownOutcome(
 		client.on('error', ignoreClientError);
 		await client.query('BEGIN');
 		let jobFailure: RecordResult['write_failures'][number] | null = null;
+		// the prior call's row id when this envelope was recorded already for the claim by another call
+		// (not by the statement being settled: its own row would carry errorId)
+		let priorId: number | null = null;
 		await client.query('SAVEPOINT job_path');
 		try {
 			const { rows } = await client.query(FAIL_JOB, [...jobParams, errorId]);
-			result.job = rows[0] ? jobResult(rows[0].status, rows[0]) : jobResult('stale');
+			if (rows[0].status) result.job = jobResult(rows[0].status, rows[0]);
+			else if (rows[0].prior_status && Number(rows[0].prior_error_id) !== errorId) {
+				result.job = replayedJob(jobResult, rows[0]);
+				priorId = Number(rows[0].prior_error_id);
+			} else result.job = jobResult('stale');
 		} catch (failure) {
 			await client.query('ROLLBACK TO SAVEPOINT job_path');
 			result.job = jobResult('write_failed');
@@ -287,8 +333,14 @@ async function settleUnknownOutcome(
 		const details = { ...envelope.error.details, job_outcome: outcome };
 		const inserted = await client.query(INSERT_ERROR_WITH_ID, [
 			...errorParams.map((value, i) => (i === 9 ? details : value)),
-			errorId,
+			priorId ?? errorId,
 		]);
+		if (priorId !== null) {
+			// a replay: the prior call's row, written now if it was missing (by no one, or by the first statement)
+			await client.query(inserted.rows.length ? 'COMMIT' : 'ROLLBACK');
+			result.error_id = priorId;
+			return;
+		}
 		if (inserted.rows.length) {
 			await client.query('COMMIT');
 			if (jobFailure) result.write_failures.push(jobFailure);

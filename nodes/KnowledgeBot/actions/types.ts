@@ -35,8 +35,11 @@ export interface KnowledgeContext {
 	telegram: () => Promise<TelegramCredential>;
 	/** JSON POST with a time limit (Bot API sendMessage). */
 	postJson: HttpPostJson;
-	/** The Contracts LLM API credential and a sender (Answer only). */
-	llm: () => Promise<{ credential: LlmCredential; send: Sender }>;
+	/**
+	 * The Contracts LLM API credential, a sender and n8n's execution cancel signal when the running n8n
+	 * offers one (getExecutionCancelSignal; it ends a retry wait) (Answer only).
+	 */
+	llm: () => Promise<{ credential: LlmCredential; send: Sender; signal?: AbortSignal }>;
 	/** Vectors for texts through the Contracts Embeddings API credential (Embed, Answer). @throws EmbeddingsError */
 	embed: (
 		model: EmbeddingModel,

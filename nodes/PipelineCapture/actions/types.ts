@@ -23,8 +23,11 @@ export interface PipelineContext {
 	 * replay.
 	 */
 	callKey?: string;
-	/** The Contracts LLM API credential and an HTTP sender (Model resource only). */
-	llm(): Promise<{ credential: LlmCredential; send: Sender }>;
+	/**
+	 * The Contracts LLM API credential, an HTTP sender and n8n's execution cancel signal when the running
+	 * n8n offers one (getExecutionCancelSignal; it ends a retry wait) (Model resource only).
+	 */
+	llm(): Promise<{ credential: LlmCredential; send: Sender; signal?: AbortSignal }>;
 	/**
 	 * Runs the EXTERNAL processors of the transitions Capture / Complete Step fire: dispatched to the
 	 * sub-workflows of the node's Calculation Nodes parameter (shared/stateMachine/processors.ts).

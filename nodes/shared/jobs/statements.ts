@@ -258,8 +258,11 @@ export const JOBS_BY_DEDUP_KEY = 'SELECT id, dedup_key FROM ops.jobs WHERE dedup
  * `errorId`: SQL expression of the ops.errors id stored in last_error.error_id.
  * With a token, the run it closes keeps `finish_key` = md5('error_pipe:' || token) (migration 021; never
  * equal to Finish Job's md5(token)); CTE `prior` finds the run an earlier call closed for the same claim
- * and the same last_error (its `error_id` and status), so a repeated envelope is answered without a second
- * row (issue 26).
+ * and the same last_error (its `error_id` and status; `error.details` is not part of last_error, so not
+ * compared), so a repeated envelope is answered without a second row (issue 26). `prior` is read in the
+ * statement's snapshot: the caller writes its ops.errors row under prior's `error_id` ON CONFLICT (id) DO
+ * NOTHING (the row may be missing: written apart from the job path, its insert failed), and settles a
+ * stale result again in a new snapshot (a concurrent original committed after this one's).
  */
 export function failJobCtes(p: number, errorId: string): string {
 	const [id, retryable, lastError, base, cap, correlation, tokenGiven, token] = Array.from(

@@ -1,12 +1,15 @@
 /**
  * One model call with the retry policy of seed 001 (Final Responder), extended by issue 26 item 4 (the
  * table: docs/retry-safety.md "LLM calls: retry policy"): a timeout, a dropped connection or an HTTP
- * 500/502/503/504 is retried with exponential backoff and jitter (`min(backoffCapMs, backoffBaseMs ·
- * 2^(n−1))` · a random factor in [1 − jitter, 1 + jitter]), a 429 after `rateLimitWaitMs` (60 s by
+ * 500/502/503/504 is retried with exponential backoff and jitter (`backoffBaseMs · 2^(n−1)` · a random
+ * factor in [1 − jitter, 1 + jitter], at most `backoffCapMs`), a 429 after `rateLimitWaitMs` (60 s by
  * default); a Retry-After the server sends (seconds or an HTTP date, on a 429 or a retried 5xx) is waited
  * instead, up to `retryAfterCapMs`. At most `maxRetries` retries (capped at MAX_RETRIES_LIMIT); any other
- * answer ≥ 300 is fatal at once. OpenAI-compatible (`/v1/chat/completions`) or Ollama-compatible
- * (`/api/generate`) requests.
+ * answer ≥ 300 is fatal at once. The whole call — attempts and waits — ends by its deadline (`deadlineMs`,
+ * default deadlineOf: `timeoutMs × (1 + maxRetries)`, at most MAX_DEADLINE_MS = 300 000 ms): no attempt
+ * outlives it (its timeout is cut to what is left), no wait sleeps past it (a wait longer than what is
+ * left fails at once, retryable), and the caller's abort signal (n8n's execution cancel signal) ends a
+ * wait at once. OpenAI-compatible (`/v1/chat/completions`) or Ollama-compatible (`/api/generate`) requests.
  * Secrets: the base URL is checked before the first request (http(s), no whitespace, no user info:
  * ContractError 500 validation BAD_CREDENTIAL_URL); every error raised here has the API key redacted —
  * in the message, in the answer's body it quotes (a server may echo the Authorization header) and in the
@@ -57,11 +60,21 @@ export interface RetryPolicy {
 	backoffCapMs?: number;
 	/** Longest wait a Retry-After header can ask for, ms (default DEFAULT_RETRY.retryAfterCapMs). */
 	retryAfterCapMs?: number;
-	/** Jitter of a backoff delay, a fraction: the delay times a random factor in [1 − jitter, 1 + jitter] (0–1; default 0.2). */
+	/** Jitter of a backoff delay, a fraction: the delay times a random factor in [1 − jitter, 1 + jitter] (0–1; default 0.2), then at most `backoffCapMs`. */
 	jitter?: number;
+	/**
+	 * The whole call's budget, ms, from its start: attempts and waits (default deadlineOf(policy):
+	 * `timeoutMs × (1 + maxRetries)`, at most MAX_DEADLINE_MS; a larger value is read as MAX_DEADLINE_MS).
+	 */
+	deadlineMs?: number;
+	/** Ends a retry wait at once when aborted (n8n's `getExecutionCancelSignal()`): 504 retryable, `cancelled: true`. */
+	signal?: AbortSignal;
 }
 
-export const DEFAULT_RETRY: Required<RetryPolicy> = {
+/** The longest a call may last, ms (5 min): below Release Stale's threshold and any interactive wait worth having. */
+export const MAX_DEADLINE_MS = 300_000;
+
+export const DEFAULT_RETRY: Required<Omit<RetryPolicy, 'deadlineMs' | 'signal'>> = {
 	timeoutMs: 30_000,
 	maxRetries: 3,
 	backoffBaseMs: 1_000,
@@ -70,6 +83,30 @@ export const DEFAULT_RETRY: Required<RetryPolicy> = {
 	retryAfterCapMs: 60_000,
 	jitter: 0.2,
 };
+
+/**
+ * The call's deadline (ms from its start): `policy.deadlineMs` when given (finite, > 0), else
+ * `timeoutMs × (1 + retries)` — every attempt's full timeout, the waits taken from that budget; at most
+ * MAX_DEADLINE_MS either way. Defaults (30 s, 3 retries): 120 000 ms.
+ */
+export function deadlineOf(policy: RetryPolicy, retries: number): number {
+	const given = Number(policy.deadlineMs);
+	const derived = Math.max(1, Number(policy.timeoutMs) || DEFAULT_RETRY.timeoutMs) * (1 + retries);
+	return Math.min(MAX_DEADLINE_MS, Number.isFinite(given) && given > 0 ? given : derived);
+}
+
+/**
+ * n8n's execution cancel signal (IExecuteFunctions.getExecutionCancelSignal, absent in older n8n), or
+ * undefined. Never throws.
+ */
+export function cancelSignalOf(fn: unknown): AbortSignal | undefined {
+	try {
+		const get = (fn as { getExecutionCancelSignal?: () => AbortSignal | undefined } | null)?.getExecutionCancelSignal;
+		return typeof get === 'function' ? get.call(fn) : undefined;
+	} catch {
+		return undefined;
+	}
+}
 
 /** The most retries a policy may ask for (more is bounded to it; a fraction is rounded down, a negative is 0, NaN the default). */
 export const MAX_RETRIES_LIMIT = 10;
@@ -95,13 +132,13 @@ export function retryAfterMs(value: unknown, now = Date.now()): number | null {
 /**
  * The wait (ms) before retry `retry` (1 = the first) after a timeout, no answer or a retried 5xx:
  * `min(cap, base · 2^(retry−1))` times a factor in [1 − jitter, 1 + jitter] drawn from `random` (0–1),
- * rounded to a whole ms.
+ * rounded to a whole ms, and at most `cap` (the jitter never takes a delay past the cap).
  */
 export function backoffMs(policy: RetryPolicy, retry: number, random: () => number = Math.random): number {
 	const cap = policy.backoffCapMs ?? DEFAULT_RETRY.backoffCapMs;
 	const jitter = Math.min(1, Math.max(0, policy.jitter ?? DEFAULT_RETRY.jitter));
 	const delay = Math.min(cap, policy.backoffBaseMs * 2 ** (retry - 1));
-	return Math.max(0, Math.round(delay * (1 - jitter + 2 * jitter * random())));
+	return Math.min(cap, Math.max(0, Math.round(delay * (1 - jitter + 2 * jitter * random()))));
 }
 
 /**
@@ -178,7 +215,20 @@ function failure(
 ): ContractError {
 	return new ContractError(redact.string(message), status, kind, retryable, redact.value(details), WHERE);
 }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits `ms`; false at once (and then) when `signal` is aborted. */
+function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+	if (signal?.aborted) return Promise.resolve(false);
+	return new Promise((resolve) => {
+		const done = (completed: boolean) => {
+			clearTimeout(timer);
+			signal?.removeEventListener('abort', onAbort);
+			resolve(completed);
+		};
+		const onAbort = () => done(false);
+		const timer = setTimeout(() => done(true), ms);
+		signal?.addEventListener('abort', onAbort, { once: true });
+	});
+}
 
 /**
  * Path of the chat endpoint per API style, appended to the Base URL: OpenAI's, Gemini's OpenAI-compatible
@@ -239,8 +289,9 @@ function textOf(api: LlmCredential['api'], body: unknown): string | null {
 
 /**
  * Calls the model. `observe` (optional) hears every attempt (LlmAttempt) right after it, before a retry wait.
- * @throws ContractError 504 upstream (or 429 rate_limit) retryable after the last retry (details.code
- *         MODEL_UNAVAILABLE, attempts, last, http_status), 502 fatal answer (MODEL_ERROR), 422
+ * @throws ContractError 504 upstream (or 429 rate_limit) retryable after the last retry, when the next wait
+ *         would pass the deadline or the signal aborted it (details.code MODEL_UNAVAILABLE, attempts, last,
+ *         http_status; deadline_ms and wait_ms when the deadline ended it, cancelled when the signal), 502 fatal answer (MODEL_ERROR), 422
  *         INVALID_JSON, 500 validation BAD_CREDENTIAL_URL; none carries the API key
  */
 export async function generate(
@@ -282,13 +333,17 @@ export async function generate(
 	let last = '';
 	const retries = Number.isNaN(Number(policy.maxRetries)) ? DEFAULT_RETRY.maxRetries : Number(policy.maxRetries);
 	const maxRetries = Math.min(MAX_RETRIES_LIMIT, Math.max(0, Math.floor(retries)));
+	const deadlineMs = deadlineOf(policy, maxRetries);
+	const deadline = performance.now() + deadlineMs;
 	for (let attempt = 1; ; attempt++) {
 		let answer: HttpAnswer | null = null;
 		let timedOut = false;
 		const startedAt = new Date();
 		const t0 = performance.now();
 		try {
-			answer = await send({ url, body, headers, timeoutMs: policy.timeoutMs });
+			// no attempt outlives the call's deadline
+			const timeoutMs = Math.max(1, Math.min(policy.timeoutMs, Math.floor(deadline - performance.now())));
+			answer = await send({ url, body, headers, timeoutMs });
 		} catch (error) {
 			timedOut = isTimeout(error);
 			last = `no answer: ${redact.string(error instanceof Error ? error.message : String(error))}`;
@@ -354,17 +409,25 @@ export async function generate(
 				{ code: 'MODEL_ERROR', http_status: answer.status, body: quoted.slice(0, 2000) },
 			);
 		} else if (answer) last = `HTTP ${answer.status}`;
-		if (attempt > maxRetries) {
+		const unavailable = (extra: Record<string, unknown> = {}, why = '') => {
 			const rateLimited = last.startsWith('rate limited');
-			throw failure(
+			return failure(
 				redact,
-				`the model failed after ${attempt} attempts: ${last}`,
+				`the model failed after ${attempt} attempts${why}: ${last}`,
 				rateLimited ? 429 : 504,
 				rateLimited ? 'rate_limit' : 'upstream',
 				true,
-				{ code: 'MODEL_UNAVAILABLE', attempts: attempt, last, http_status: answer?.status ?? null },
+				{ code: 'MODEL_UNAVAILABLE', attempts: attempt, last, http_status: answer?.status ?? null, ...extra },
 			);
-		}
-		await sleep(wait);
+		};
+		if (attempt > maxRetries) throw unavailable();
+		// a wait that would end past the deadline is not waited: the call fails now, retryable
+		const left = Math.floor(deadline - performance.now());
+		if (wait >= left)
+			throw unavailable(
+				{ deadline_ms: deadlineMs, wait_ms: wait },
+				` (the next wait, ${wait} ms, passes the call's deadline of ${deadlineMs} ms)`,
+			);
+		if (!(await sleep(wait, policy.signal))) throw unavailable({ cancelled: true }, ' (cancelled)');
 	}
 }

@@ -1,10 +1,12 @@
 /**
- * Runs `fn` in one transaction: COMMIT on success, ROLLBACK on any error (rethrown). On a pg.Pool the
- * transaction runs on one pooled client (released after; a client whose ROLLBACK failed is destroyed,
- * not returned to the pool). A database that is a single connection (no `connect`, e.g. PGlite in tests)
- * runs BEGIN … COMMIT on itself.
+ * Runs `fn` in one transaction: COMMIT on success, ROLLBACK on any error (rethrown). On a pg.Pool this is
+ * withTransaction (./pool.ts): one pooled client, released after; a client whose ROLLBACK failed is
+ * destroyed, not returned to the pool; the client's 'error' event (a connection terminated while checked
+ * out) is handled, so it never becomes an uncaught exception of the n8n process (issue 26 review). A
+ * database that is a single connection (no `connect`, e.g. PGlite in tests) runs BEGIN … COMMIT on itself.
  */
 import type { Pool, PoolClient } from 'pg';
+import { withTransaction } from './pool';
 
 /** Anything with pg's `query(text, values)`: a single-connection database. */
 export type SingleConnection = Pick<Pool, 'query'>;
@@ -27,20 +29,15 @@ export async function inTransaction<T>(
 	db: Pool | SingleConnection,
 	fn: (client: PoolClient & SingleConnection) => Promise<T>,
 ): Promise<T> {
-	const pooled = isPool(db);
-	const client = (pooled ? await db.connect() : db) as PoolClient & SingleConnection;
-	let broken = false;
+	if (isPool(db)) return withTransaction(db, fn as (client: PoolClient) => Promise<T>);
+	const client = db as PoolClient & SingleConnection;
 	try {
 		await client.query('BEGIN');
 		const result = await fn(client);
 		await client.query('COMMIT');
 		return result;
 	} catch (error) {
-		await client.query('ROLLBACK').catch(() => {
-			broken = true; // the connection is gone: do not return it to the pool
-		});
+		await client.query('ROLLBACK').catch(() => undefined);
 		throw error;
-	} finally {
-		if (pooled) client.release(broken);
 	}
 }

@@ -72,6 +72,13 @@ export const ANSWER_SYSTEM_PROMPT = [
 	'If the sources do not contain the answer, say that you do not know. Answer in the language of the question.',
 ].join(' ');
 
+/**
+ * The model call's whole budget for an answer, ms (60 s: the first attempt's 30 s timeout and the retries
+ * that fit; a Retry-After or rate-limit wait longer than what is left fails the answer at once, 504/429
+ * retryable): someone is waiting for the reply in the chat (docs/retry-safety.md "LLM calls: retry policy").
+ */
+export const ANSWER_DEADLINE_MS = 60_000;
+
 const WHERE = { table: 'audit.qa_turns' };
 
 const ACTIVE_MODEL =
@@ -213,7 +220,7 @@ export const answerOperation: KnowledgeOperation = {
 			if (chunks.length === 0) {
 				answer = NOTHING_FOUND;
 			} else {
-				const { credential, send } = await llm();
+				const { credential, send, signal } = await llm();
 				const sources = citations
 					.map(
 						(c) =>
@@ -228,7 +235,8 @@ export const answerOperation: KnowledgeOperation = {
 						expectJson: false,
 						temperature: 0.2,
 					},
-					DEFAULT_RETRY,
+					// an interactive answer: the whole call (attempts and waits) ends within ANSWER_DEADLINE_MS
+					{ ...DEFAULT_RETRY, deadlineMs: ANSWER_DEADLINE_MS, signal },
 					send,
 				);
 				answer = result.text.trim();

@@ -16,6 +16,7 @@
 /** Bounds of the NEW → COMPLETED histogram, seconds; db/migrations/017 maas.metric_run_bounds() holds the same. */
 import type { Pool } from 'pg';
 import type { PipelineFigures } from './exposition';
+import { withTransaction } from '../../../shared/postgres/pool';
 
 export const RUN_DURATION_BUCKETS = [0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600];
 /** Bounds of the per-attempt model-time histogram, seconds; 017 maas.metric_attempt_bounds() holds the same. */
@@ -58,17 +59,11 @@ SELECT
  * @returns the row (PipelineFigures of ./exposition.ts) @throws the pg error
  */
 export async function scrapeFigures(pool: Pool): Promise<PipelineFigures> {
-	const client = await pool.connect();
-	try {
-		await client.query('BEGIN READ ONLY');
+	// withTransaction: the checked-out client's 'error' event (connection terminated mid-scrape) is handled
+	return withTransaction(pool, async (client) => {
+		await client.query('SET TRANSACTION READ ONLY');
 		await client.query('SET LOCAL jit = off');
 		const { rows } = await client.query(PIPELINE_METRICS, [SIZED_TABLES]);
-		await client.query('COMMIT');
 		return rows[0] as PipelineFigures;
-	} catch (error) {
-		await client.query('ROLLBACK').catch(() => undefined);
-		throw error;
-	} finally {
-		client.release();
-	}
+	});
 }

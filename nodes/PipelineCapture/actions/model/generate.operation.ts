@@ -3,7 +3,9 @@
  * Ollama-compatible) with the retry policy of seed 001 and issue 26 (docs/retry-safety.md "LLM calls: retry
  * policy"): timeouts and 500/502/503/504 retried with exponential backoff (±20 % jitter, at most 30 s),
  * 429 after the rate-limit wait (60 s by default), a server's Retry-After honoured up to 60 s, at most
- * `max_retries` times (≤ 10).
+ * `max_retries` times (≤ 10), the whole call within its deadline (`deadline_ms`; 0: timeout × (1 + max
+ * retries), at most 300 000 ms): a wait that would pass it fails the call at once (504 retryable). n8n's
+ * execution cancel signal, when the running n8n offers one, ends a wait at once.
  * Every HTTP attempt is recorded as a `maas.llm_calls` row (seed 001 §9; nodes/shared/llm/calls.ts) with
  * the Run ID and Step fields (by default Load Step Context's `run_id` and `step`; Step empty: the Workflow
  * Label), right after the attempt in its own statement — Generate runs outside any step transaction.
@@ -66,28 +68,37 @@ export const generateOperation: PipelineOperation = {
 			name: 'timeoutMs',
 			type: 'number',
 			default: 30000,
-			description: 'Per-attempt timeout in milliseconds',
+			description: "Per-attempt timeout in milliseconds (cut to what is left of the call's deadline)",
 		},
 		{
 			displayName: 'Max Retries',
 			name: 'maxRetries',
 			type: 'number',
 			default: 3,
-			description: 'Retries after a timeout, a 500/502/503/504 or a 429 (at most 10)',
+			description: "Retries after a timeout, a 500/502/503/504 or a 429 (at most 10), while the call's deadline allows",
+		},
+		{
+			displayName: 'Deadline (Ms)',
+			name: 'deadlineMs',
+			type: 'number',
+			default: 0,
+			description:
+				'Longest the whole call may last in milliseconds, attempts and waits together; 0: Timeout × (1 + Max Retries). At most 300000. A wait that would end past it fails the call at once (504, retryable).',
 		},
 		{
 			displayName: 'Backoff Base (Ms)',
 			name: 'backoffBaseMs',
 			type: 'number',
 			default: 1000,
-			description: 'First retry delay; doubles each retry (±20 % jitter, at most 30 s)',
+			description: 'First retry delay in milliseconds; doubles each retry (±20 % jitter, never more than 30 s)',
 		},
 		{
 			displayName: 'Rate Limit Wait (Ms)',
 			name: 'rateLimitWaitMs',
 			type: 'number',
 			default: 60000,
-			description: 'Wait after a 429 without Retry-After',
+			description:
+				"Wait in milliseconds after a 429 without Retry-After (a server's Retry-After is waited up to 60 s instead)",
 		},
 		{
 			displayName: 'Run ID',
@@ -104,7 +115,7 @@ export const generateOperation: PipelineOperation = {
 		},
 	]),
 	async execute(deps, input) {
-		const { credential, send } = await deps.llm();
+		const { credential, send, signal } = await deps.llm();
 		const recorder = callRecorder(deps.pool, {
 			runId: input.run_id,
 			module: (typeof input.step === 'string' && input.step) || deps.origin?.workflow || 'unknown',
@@ -126,6 +137,8 @@ export const generateOperation: PipelineOperation = {
 				maxRetries: num(input.max_retries, DEFAULT_RETRY.maxRetries),
 				backoffBaseMs: num(input.backoff_base_ms, DEFAULT_RETRY.backoffBaseMs),
 				rateLimitWaitMs: num(input.rate_limit_wait_ms, DEFAULT_RETRY.rateLimitWaitMs),
+				...(typeof input.deadline_ms === 'number' && input.deadline_ms > 0 ? { deadlineMs: input.deadline_ms } : {}),
+				signal,
 			},
 			send,
 			recorder.observe,
