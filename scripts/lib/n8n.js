@@ -280,6 +280,7 @@ class N8nInstance {
 	 * NODE_ENV is `production` (issue 25), as a deployment runs n8n: without it (or with `development`) n8n
 	 * 2.4.8 answers an error of its own, e.g. a webhook body it cannot parse (422 "Failed to parse request
 	 * body"), with a `stacktrace` naming the server's paths. `extra.NODE_ENV` overrides it.
+	 * PATH starts with the folder of the Node binary that runs n8n (this.node).
 	 */
 	env(extra = {}) {
 		const inherited = { ...process.env };
@@ -287,6 +288,10 @@ class N8nInstance {
 		delete inherited.JEST_WORKER_ID;
 		return {
 			...inherited,
+			// n8n spawns its JS task runner (Code nodes) as plain `node` from PATH (n8n 2.41
+			// task-runner-process-js.js): without this, CONTRACTS_N8N_NODE would run n8n while the system Node
+			// ran its Code nodes.
+			PATH: `${path.dirname(this.node)}${path.delimiter}${inherited.PATH || ''}`,
 			N8N_USER_FOLDER: this.folder,
 			N8N_DIAGNOSTICS_ENABLED: 'false',
 			N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',

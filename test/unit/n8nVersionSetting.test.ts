@@ -25,7 +25,7 @@ interface Harness {
 		bin: string,
 		log: (line: string) => void,
 		node?: string,
-	) => { node: string; cli(args: string[]): Promise<string> };
+	) => { node: string; cli(args: string[]): Promise<string>; env(): Record<string, string | undefined> };
 	N8N_VERSION: string;
 }
 
@@ -110,6 +110,8 @@ test('an installed n8n is reused, and its CLI commands run on the Node it was in
 	assert.equal(instance.node, fakeNode);
 	await instance.cli(['list:workflow']);
 	assert.deepEqual(fs.readFileSync(calls, 'utf8').trim().split('\n'), [fakeNode, script, 'list:workflow']);
+	// n8n spawns its JS task runner as `node` from PATH: the same Node comes first there
+	assert.equal(instance.env().PATH?.split(path.delimiter)[0], path.dirname(fakeNode));
 	// an explicit node wins
 	const other = new harness.N8nInstance(path.join(scratch, 'user'), bin, () => {}, process.execPath);
 	assert.equal(other.node, process.execPath);
