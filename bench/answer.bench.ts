@@ -194,7 +194,7 @@ async function answerLatency(started: number) {
 		const floor = percentile(times[0], 50);
 		const lines = [
 			`WF51 answer latency, ms: ${QUESTIONS} distinct questions per path (after ${WARMUP} warm-up), one client, paths interleaved per question;`,
-			`corpus ${CHUNKS} chunks, vector route ${route}; n8n 2.4.8, executions not saved; stand-ins on 127.0.0.1`,
+			`corpus ${CHUNKS} chunks, vector route ${route}; n8n ${harness.N8N_VERSION}, executions not saved; stand-ins on 127.0.0.1`,
 			'path | p50 | p95 | p50 / stand-ins p50',
 			...paths.map(
 				(p, i) =>

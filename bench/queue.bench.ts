@@ -264,7 +264,7 @@ async function main() {
 		const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
 		const setups: Setup[] = ['single', 'queue-1w', 'queue-2w'];
 		console.log(
-			`\nn8n 2.4.8, queue mode vs a single process, median of ${ROUNDS} mirrored round(s); every update and job stored/run exactly once (counted in PostgreSQL):`,
+			`\nn8n ${harness.N8N_VERSION}, queue mode vs a single process, median of ${ROUNDS} mirrored round(s); every update and job stored/run exactly once (counted in PostgreSQL):`,
 		);
 		console.log(
 			`  WF10: ${UPDATES} distinct updates per measurement, ${CLIENTS} concurrent senders (shipped WF10, saving off)`,

@@ -209,7 +209,7 @@ async function main() {
 		const rate = (name: Variant['name'], saving: Variant['saving']) =>
 			median(rates.get(variants.find((v) => v.name === name && v.saving === saving)!)!);
 		console.log(
-			`\nWF10 updates/s through the n8n 2.4.8 webhook, ${CLIENTS} concurrent clients, median of ${ROUNDS} interleaved rounds of ${Math.round(UPDATES / ROUNDS)}:`,
+			`\nWF10 updates/s through the n8n ${harness.N8N_VERSION} webhook, ${CLIENTS} concurrent clients, median of ${ROUNDS} interleaved rounds of ${Math.round(UPDATES / ROUNDS)}:`,
 		);
 		console.log('                                                   saving off   default saving');
 		const row = (label: string, name: Variant['name']) =>

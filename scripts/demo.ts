@@ -1,6 +1,6 @@
 /**
  * `npm run demo` — the main job: build, find PostgreSQL (DATABASE_URL, else 127.0.0.1:5432, else an
- * embedded server), migrate a fresh `contracts_demo` database, seed a tenant and a bot, start n8n 2.4.8
+ * embedded server), migrate a fresh `contracts_demo` database, seed a tenant and a bot, start n8n (2.4.8, or CONTRACTS_N8N_VERSION on CONTRACTS_N8N_NODE)
  * with this package, import + publish the knowledge-bot chain (WF10, WF20, WF30–WF33, WF40, WF90, WF99),
  * post realistic Telegram updates to the webhook (a message linking two pages, a document, a photo in a
  * DM, an edit, a channel post, my_chat_member, a duplicate, a wrong secret, a malformed body, a poison update with a NUL that is quarantined), let WF90
@@ -326,10 +326,12 @@ async function main() {
 	await instance.waitForWebhooks(['telegram', 'api/query']);
 	if (cluster) {
 		console.log(
-			`n8n 2.4.8 in queue mode: main at ${n8nUrl} + ${cluster.workers.length} worker(s) (${cluster.workers.map((w: { role: string }) => w.role).join(', ')}), Redis ${REDIS.host}:${REDIS.port} (Bull prefix ${cluster.prefix}), n8n's database ${new URL(cluster.n8nDatabaseUrl).pathname.slice(1)}, user folders ${cluster.folders.join(', ')}`,
+			`n8n ${harness.N8N_VERSION} (Node ${harness.nodeVersionOf(instance.node)}) in queue mode: main at ${n8nUrl} + ${cluster.workers.length} worker(s) (${cluster.workers.map((w: { role: string }) => w.role).join(', ')}), Redis ${REDIS.host}:${REDIS.port} (Bull prefix ${cluster.prefix}), n8n's database ${new URL(cluster.n8nDatabaseUrl).pathname.slice(1)}, user folders ${cluster.folders.join(', ')}`,
 		);
 	} else {
-		console.log(`n8n 2.4.8 running at ${n8nUrl} (user folder ${instance.folder})`);
+		console.log(
+			`n8n ${harness.N8N_VERSION} (Node ${harness.nodeVersionOf(instance.node)}) running at ${n8nUrl} (user folder ${instance.folder})`,
+		);
 	}
 	console.log(`${login}\n`);
 	console.log(`${demoJwtSecretFile(instance.folder)}\n`);

