@@ -435,13 +435,13 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 			olderThanSeconds: 900,
 			limit: 500,
 			leaseGraceSeconds: 15,
-			leaseMaxSeconds: 86400,
+			leaseMaxSeconds: 7200,
 			options: { workflow: 'WF90' },
 		},
 		onError: 'continueErrorOutput',
 		credentials: PG,
 		notes:
-			"Jobs whose runner's process died (its lease not held for 15 s) go back to the queue, or dead when no attempt is left; jobs without a lease after 15 min, any job after 24 h (Lease Max). The claim token is cleared, so a late error or Finish Job of the dead runner changes nothing.",
+			"Jobs whose runner's process died (its lease not held for 15 s) go back to the queue, or dead when no attempt is left; jobs without a lease after 15 min, any job after 2 h (Lease Max: a hung step, or a Claim Jobs reply lost and never retried). The claim token is cleared, so a late error or Finish Job of the dead runner changes nothing.",
 	});
 	wf.connect(staleSchedule, release);
 	wf.errorBranch(release, 480, 'ops.jobs', 1, 440); // joins Claim Jobs' Prepare DB Error → Call WF99

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import type { Pool } from 'pg';
+import { Client, type Pool } from 'pg';
 import { ContractError } from '../../nodes/shared/errors';
 import { claimJobs, CLAIM_REPLAY_WINDOW_SECONDS, finishJobs } from '../../nodes/shared/jobs/queue';
 import type { TestDatabase } from '../helpers/db';
@@ -24,7 +24,7 @@ beforeAll(async () => {
 afterAll(() => closeProxiedDatabase({ db, proxy, proxied }));
 
 /** A marker only Claim Jobs' statement carries. */
-const CLAIM_MARKER = 'WITH replay AS';
+const CLAIM_MARKER = '), replay AS (';
 
 async function enqueue(type: string, n: number): Promise<number[]> {
 	const { rows } = await db.pool.query<{ id: string }>(
@@ -181,18 +181,26 @@ test('a replay moves the jobs to the lease the retry gives (the retrying process
 	const [id] = await enqueue('lr-lease', 1);
 	const lease1 = '11111111-1111-4111-8111-111111111111';
 	const lease2 = '22222222-2222-4222-8222-222222222222';
-	await claimJobs(
-		db.pool,
-		{ job_type: 'lr-lease', batch_size: 1, worker: 'w' },
-		{ claim_key: key('L'), lease_id: lease1 },
-	);
-	const [replayed] = await claimJobs(
-		db.pool,
-		{ job_type: 'lr-lease', batch_size: 1, worker: 'w' },
-		{ claim_key: key('L'), lease_id: lease2 },
-	);
-	assert.equal(Number(replayed.id), id);
-	assert.equal(replayed.replayed, true);
-	const { rows } = await db.pool.query('SELECT lease_id::text FROM ops.jobs WHERE id = $1', [id]);
-	assert.equal(rows[0].lease_id, lease2);
+	// both processes hold their leases (a claim under a lease the server does not hold claims nothing)
+	const holder = new Client({ connectionString: db.url });
+	await holder.connect();
+	for (const lease of [lease1, lease2]) await holder.query('SELECT pg_advisory_lock(ops.job_lease_key($1))', [lease]);
+	try {
+		await claimJobs(
+			db.pool,
+			{ job_type: 'lr-lease', batch_size: 1, worker: 'w' },
+			{ claim_key: key('L'), lease_id: lease1 },
+		);
+		const [replayed] = await claimJobs(
+			db.pool,
+			{ job_type: 'lr-lease', batch_size: 1, worker: 'w' },
+			{ claim_key: key('L'), lease_id: lease2 },
+		);
+		assert.equal(Number(replayed.id), id);
+		assert.equal(replayed.replayed, true);
+		const { rows } = await db.pool.query('SELECT lease_id::text FROM ops.jobs WHERE id = $1', [id]);
+		assert.equal(rows[0].lease_id, lease2);
+	} finally {
+		await holder.end();
+	}
 });

@@ -67,7 +67,7 @@ function claim(executionId: string | undefined, batchSize: number) {
 
 test('a lost Claim Jobs reply, retried by the same execution, gets the same jobs (replayed); another execution, or none, claims anew', async () => {
 	await db.pool.query("INSERT INTO ops.jobs (job_type) SELECT 'node-replay' FROM generate_series(1, 6)");
-	proxy.dropReplyTo('WITH replay AS');
+	proxy.dropReplyTo('), replay AS (');
 	const [lost, lostErrors = []] = await claim('500', 2);
 	const failed = [...lost, ...lostErrors].map((i) => i.json.error as Record<string, unknown> | undefined);
 	assert.ok(

@@ -3,9 +3,10 @@
  * round trip per run): the outside data of Claim Jobs' replay and Release Stale's lease fields.
  *  - Any call key (hostile strings: NUL, lone surrogates, quotes, Unicode) replays exactly its own claim: the
  *    retry with the same key and worker gets the same jobs and claim tokens; another key claims others.
- *  - Release Stale's Lease Grace / Lease Max take anything an expression can give: 0, "" or absent grace → by
- *    age (no `reason`); an integer 1–3600 (grace) / 1–604,800 (max) → the leased path; anything else → 422
- *    naming the field, before any statement.
+ *  - Release Stale's Lease Grace / Lease Max take anything an expression can give: 0 (or "0"), "" or absent
+ *    grace → by age (no `reason`); a whole number of seconds (a number, or a string of digits with spaces
+ *    around) 10–3600 (grace) / grace–604,800 (max) → the leased path; anything else (true, " ", "1e3", 1.5,
+ *    a grace of 1–9, a max below the grace) → 422 naming the field, before any statement.
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
@@ -52,25 +53,52 @@ test('any call key replays exactly its own claim; another key claims other jobs'
 	);
 }, 300_000);
 
-/** Number(v) as an n8n expression's value converts, NaN where that throws (a hostile object). */
-const num = (v: unknown) => {
-	try {
-		return Number(v);
-	} catch {
-		return Number.NaN;
-	}
+/** A whole number of seconds: a finite integer number, or only ASCII digits with spaces around; else undefined. */
+const whole = (v: unknown): number | undefined => {
+	if (typeof v === 'number') return Number.isInteger(v) ? v : undefined;
+	if (typeof v !== 'string') return undefined;
+	const t = v.trim();
+	if (t === '' || [...t].some((c) => c < '0' || c > '9')) return undefined;
+	return Number(t);
 };
+const blank = (v: unknown) => v === undefined || v === null || v === '';
 /** Lease Grace off: absent, blank or zero. */
-const off = (v: unknown) => v === undefined || v === null || v === '' || num(v) === 0;
-const okGrace = (v: unknown) => off(v) || inRange(v, 3600);
-const inRange = (v: unknown, max: number) => {
-	const n = num(v);
-	return Number.isInteger(n) && n >= 1 && n <= max;
+const off = (v: unknown) => blank(v) || whole(v) === 0;
+const inRange = (v: unknown, min: number, max: number) => {
+	const n = whole(v);
+	return n !== undefined && n >= min && n <= max;
 };
+const okGrace = (v: unknown) => off(v) || inRange(v, 10, 3600);
 
 test('Release Stale: any Lease Grace / Lease Max is taken, or refused with 422 naming its field before any statement', async () => {
 	const value = fc.oneof(
-		fc.constantFrom(undefined, null, '', 0, '0', 15, '15', 3600, 3601, -1, 1.5, 'NaN', '1e3', true, [], {}, ' 7 '),
+		fc.constantFrom(
+			undefined,
+			null,
+			'',
+			' ',
+			0,
+			'0',
+			9,
+			10,
+			15,
+			'15',
+			' 15 ',
+			3600,
+			3601,
+			-1,
+			1.5,
+			'NaN',
+			'1e3',
+			'0x10',
+			true,
+			false,
+			[],
+			[15],
+			{},
+			' 7 ',
+			-0,
+		),
 		fc.integer({ min: -10, max: 700_000 }),
 		fc.double(),
 		hostileString(12),
@@ -79,9 +107,9 @@ test('Release Stale: any Lease Grace / Lease Max is taken, or refused with 422 n
 	await fc.assert(
 		fc.asyncProperty(value, value, async (grace, max) => {
 			const expectGraceError = !okGrace(grace);
-			const leased =
-				!expectGraceError && !(grace === undefined || grace === null || grace === '' || Number(grace) === 0);
-			const expectMaxError = leased && !(max === undefined || max === null || max === '' || inRange(max, 604_800));
+			const leased = !expectGraceError && !off(grace);
+			const maxOk = blank(max) || inRange(max, leased ? whole(grace)! : 1, 604_800);
+			const expectMaxError = leased && !maxOk;
 			try {
 				const out = await releaseStale(db.pool, {
 					older_than_seconds: 900,

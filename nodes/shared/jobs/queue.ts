@@ -92,7 +92,10 @@ export function claimKeyDigest(key: string): string {
 }
 
 /** Claim bookkeeping never returned by Claim Jobs (docs/retry-safety.md "Jobs: claims and leases"). */
-const CLAIM_BOOKKEEPING = ['claim_key', 'lease_id', 'replayed'] as const;
+const CLAIM_BOOKKEEPING = ['claim_key', 'lease_id', 'replayed', 'lease_lost'] as const;
+
+/** details.code of the 503 Claim Jobs answers when the server does not hold the lease it was given. */
+export const LEASE_NOT_HELD = 'JOB_LEASE_NOT_HELD';
 
 /**
  * Claim Jobs: the claimed jobs (each the ops.jobs row with `claim_token`, the attempt's uuid, and `run_id`,
@@ -101,8 +104,10 @@ const CLAIM_BOOKKEEPING = ['claim_key', 'lease_id', 'replayed'] as const;
  * call key of Capture); a retry after a lost reply, by the same worker with the same key less than
  * CLAIM_REPLAY_WINDOW_SECONDS after the claim, gets the jobs that claim took and that are still running
  * under it (same claim_token and run_id), each with `replayed: true`, and claims nothing new. No key: no
- * replay. `lease_id` (optional): the claiming process's lease (./lease.ts), stored on every job claimed.
- * @throws ContractError 422 (job_type, batch_size 1–1000, worker); 503/500 db
+ * replay. `lease_id` (optional): the claiming process's lease (./lease.ts), stored on every job claimed;
+ * when no session holds its lock at the claim (checked in the claim's statement), nothing is claimed or
+ * replayed: 503 (retryable) `JOB_LEASE_NOT_HELD`.
+ * @throws ContractError 422 (job_type, batch_size 1–1000, worker); 503 (JOB_LEASE_NOT_HELD)/500 db
  */
 export async function claimJobs(
 	pool: Pool,
@@ -125,6 +130,12 @@ export async function claimJobs(
 		],
 		'update',
 	);
+	if (rows.some((row) => row.lease_lost === true))
+		throw ContractError.unavailable(
+			'the job lease is not held by this process on the server (its connection is being re-established)',
+			{ code: LEASE_NOT_HELD },
+			{ operation: 'update', ...JOBS },
+		);
 	return rows.map((row) => {
 		const job = { ...row };
 		for (const field of CLAIM_BOOKKEEPING) delete job[field];
@@ -307,32 +318,53 @@ export interface ReleaseStaleInput {
 
 /** The default Lease Max (s): one day (a step that runs longer than that is taken for hung). */
 export const DEFAULT_LEASE_MAX_SECONDS = 86_400;
+/** The smallest Lease Grace (s) other than 0: a lease connection's reconnect (250 ms → 5 s backoff) fits in it. */
+export const MIN_LEASE_GRACE_SECONDS = 10;
+
+/**
+ * A whole number of seconds from a node field: a number, or a string of digits (spaces around allowed);
+ * anything else (true, " ", "1e3", 1.5, objects) → 422 naming `field`.
+ */
+function seconds(value: unknown, field: string, min: number, max: number): number {
+	const n =
+		typeof value === 'number'
+			? value
+			: typeof value === 'string' && /^\s*\d+\s*$/.test(value)
+				? Number(value)
+				: Number.NaN;
+	if (!Number.isInteger(n) || n < min || n > max)
+		throw invalid(`${field} must be a whole number of seconds from ${min} to ${max}`, field);
+	return n;
+}
+
+/** Absent, null or "" (an empty node field). */
+const blank = (value: unknown) => value === undefined || value === null || value === '';
 
 /**
  * Release Stale: `[{ id, status: "queued" | "dead", runs_closed }]` (+ `reason`: "lease" | "lease_max" |
  * "age" with a lease grace). Without `lease_grace_seconds`: every running job locked longer than
- * `older_than_seconds`. With it (s, 1–3600): jobs whose lease (./lease.ts) is not held for that long,
- * jobs with a lease locked longer than `lease_max_seconds` (default 86,400), jobs without a lease locked
- * longer than `older_than_seconds` (RELEASE_STALE_LEASED). @throws ContractError 422 naming the field; 503/500
+ * `older_than_seconds`. With it (whole s, 10–3600): jobs whose lease (./lease.ts) is not held for that long,
+ * jobs with a lease locked longer than `lease_max_seconds` (whole s, ≥ the grace, ≤ 604,800; default 86,400),
+ * jobs without a lease locked longer than `older_than_seconds` (RELEASE_STALE_LEASED). Grace and max are
+ * numbers or digit strings (no `true`, blanks inside, exponents or fractions).
+ * @throws ContractError 422 naming the field; 503/500
  */
 export async function releaseStale(pool: Pool, input: ReleaseStaleInput) {
 	const olderThan = positiveInt(input.older_than_seconds, 'older_than_seconds', 86_400 * 7);
 	const limit = positiveInt(input.limit, 'limit', 10_000);
-	const grace = input.lease_grace_seconds;
-	if (grace === undefined || grace === null || grace === '' || toNumber(grace) === 0)
-		return run<Record<string, unknown>>(pool, RELEASE_STALE, [olderThan, limit], 'update');
-	const leaseMax = input.lease_max_seconds;
-	return run<Record<string, unknown>>(
-		pool,
-		RELEASE_STALE_LEASED,
-		[
-			olderThan,
-			limit,
-			positiveInt(grace, 'lease_grace_seconds', 3600),
-			leaseMax === undefined || leaseMax === null || leaseMax === ''
-				? DEFAULT_LEASE_MAX_SECONDS
-				: positiveInt(leaseMax, 'lease_max_seconds', 86_400 * 7),
-		],
-		'update',
-	);
+	const grace = blank(input.lease_grace_seconds)
+		? 0
+		: seconds(input.lease_grace_seconds, 'lease_grace_seconds', 0, 3600);
+	if (grace === 0) return run<Record<string, unknown>>(pool, RELEASE_STALE, [olderThan, limit], 'update');
+	if (grace < MIN_LEASE_GRACE_SECONDS)
+		throw invalid(
+			`lease_grace_seconds must be 0 or from ${MIN_LEASE_GRACE_SECONDS} to 3600 (a lease reconnect must fit in it)`,
+			'lease_grace_seconds',
+		);
+	const leaseMax = blank(input.lease_max_seconds)
+		? DEFAULT_LEASE_MAX_SECONDS
+		: seconds(input.lease_max_seconds, 'lease_max_seconds', 1, 86_400 * 7);
+	if (leaseMax < grace)
+		throw invalid('lease_max_seconds must not be less than lease_grace_seconds', 'lease_max_seconds');
+	return run<Record<string, unknown>>(pool, RELEASE_STALE_LEASED, [olderThan, limit, grace, leaseMax], 'update');
 }

@@ -22,16 +22,23 @@ import { nextRunAtSql } from './backoff';
  * Replay (issue 26, a retry after a lost reply): when jobs are still `running` under worker $3 with the
  * claim_key $4, claimed less than $6 seconds ago, the statement claims nothing new and returns those
  * jobs (their claim_token and open run unchanged; lease_id set to $5 when given) with `replayed = true`.
+ * Lease gate: with a lease $5 whose advisory lock no session holds now (ops.job_lease_held, read once), the
+ * statement claims and replays nothing and returns one row of NULLs with `lease_lost = true` (the process
+ * believes it holds a lease the server dropped: a half-open connection; ./queue.ts answers 503). Every
+ * other row has `lease_lost = false`.
  */
 export const CLAIM_JOBS = `
-WITH replay AS (
+WITH lease AS MATERIALIZED (
+  SELECT $5::uuid IS NULL OR ops.job_lease_held($5::uuid) AS held
+), replay AS (
   UPDATE ops.jobs j SET lease_id = coalesce($5::uuid, j.lease_id)
-  WHERE $4::text IS NOT NULL AND j.claim_key = $4::text AND j.status = 'running' AND j.locked_by = $3
+  WHERE (SELECT held FROM lease) AND $4::text IS NOT NULL AND j.claim_key = $4::text AND j.status = 'running' AND j.locked_by = $3
     AND j.locked_at > now() - make_interval(secs => $6::float8)
   RETURNING j.*
 ), next AS MATERIALIZED (
   SELECT c.id
-  FROM (SELECT DISTINCT unnest($1::text[]) AS job_type WHERE NOT EXISTS (SELECT 1 FROM replay)) t
+  FROM (SELECT DISTINCT unnest($1::text[]) AS job_type
+        WHERE (SELECT held FROM lease) AND NOT EXISTS (SELECT 1 FROM replay)) t
   CROSS JOIN LATERAL (
     SELECT j.id, j.priority, j.next_run_at FROM ops.jobs j
     WHERE j.job_type = t.job_type AND j.status = 'queued' AND j.next_run_at <= now()
@@ -52,12 +59,16 @@ WITH replay AS (
   SELECT id, attempts, 'running', $3, correlation_id FROM claimed
   RETURNING id, job_id
 )
-SELECT claimed.*, runs.id AS run_id, false AS replayed FROM claimed JOIN runs ON runs.job_id = claimed.id
+SELECT claimed.*, runs.id AS run_id, false AS replayed, false AS lease_lost
+FROM claimed JOIN runs ON runs.job_id = claimed.id
 UNION ALL
 SELECT replay.*,
        (SELECT max(o.id) FROM ops.job_runs o WHERE o.job_id = replay.id AND o.status = 'running') AS run_id,
-       true AS replayed
+       true AS replayed, false AS lease_lost
 FROM replay
+UNION ALL
+SELECT (NULL::ops.jobs).*, NULL::bigint AS run_id, false AS replayed, true AS lease_lost
+FROM lease WHERE NOT lease.held
 ORDER BY priority DESC, id`;
 
 /**
@@ -174,13 +185,16 @@ SELECT job.id, job.status, (SELECT count(*) FROM run) AS runs_closed FROM job`;
  * Release stale with leases (issue 26 item 3, migration 020; nodes/shared/jobs/lease.ts): up to $2 running
  * jobs go back to the queue (dead when no attempt is left), their runs closed as retry / dead:
  *  - a job with a lease whose advisory lock no session holds (ops.job_lease_held: a read of pg_locks, the
- *    lock is never taken here) since a Release Stale first saw it so at least $3 seconds ago (the grace: a
- *    lease connection that reconnects within it keeps its jobs) — reason `lease`;
+ *    lock is never taken here) since a Release Stale first saw it so, and since the job was claimed, at
+ *    least $3 seconds ago (greatest(since, locked_at): the grace: a lease connection that reconnects within
+ *    it keeps its jobs; a job claimed after the absence was recorded gets a whole grace) — reason `lease`;
  *  - a job with a lease locked longer than $4 seconds whatever its lease (the backstop, "Lease Max") —
  *    reason `lease_max`;
  *  - a job without a lease locked longer than $1 seconds (as RELEASE_STALE) — reason `age`.
  * Each run records the leases of running jobs not held now in ops.job_lease_absences (first time seen) and
- * forgets the others (held again, or no running job left). Columns: id, status, runs_closed, reason.
+ * forgets the others (held again, or no running job left); the lease's own process also deletes its row
+ * each time it takes or probes its lock (LEASE_LOCK, LEASE_PROBE), so a short drop between two runs is not
+ * added to an earlier one. Columns: id, status, runs_closed, reason.
  */
 export const RELEASE_STALE_LEASED = `
 WITH leases AS (
@@ -198,13 +212,14 @@ WITH leases AS (
 ), stale AS (
   SELECT j.id,
          CASE WHEN j.lease_id IS NULL THEN 'age'
-              WHEN a.since <= now() - make_interval(secs => $3::float8) THEN 'lease'
+              WHEN a.since IS NOT NULL AND greatest(a.since, j.locked_at) <= now() - make_interval(secs => $3::float8) THEN 'lease'
               ELSE 'lease_max' END AS reason
   FROM ops.jobs j LEFT JOIN absent a ON a.lease_id = j.lease_id
   WHERE j.status = 'running' AND (
     (j.lease_id IS NULL AND j.locked_at < now() - make_interval(secs => $1::float8))
-    OR (j.lease_id IS NOT NULL AND (a.since <= now() - make_interval(secs => $3::float8)
-                                    OR j.locked_at < now() - make_interval(secs => $4::float8))))
+    OR (j.lease_id IS NOT NULL
+        AND ((a.since IS NOT NULL AND greatest(a.since, j.locked_at) <= now() - make_interval(secs => $3::float8))
+             OR j.locked_at < now() - make_interval(secs => $4::float8))))
   ORDER BY j.locked_at
   LIMIT $2
   FOR UPDATE OF j SKIP LOCKED
@@ -228,6 +243,35 @@ WITH leases AS (
   RETURNING r.id
 )
 SELECT job.id, job.status, (SELECT count(*) FROM run) AS runs_closed, job.reason FROM job`;
+
+/**
+ * Lease: take lease $1's advisory lock on this session (pg_try_advisory_lock: never waits; false while an
+ * earlier session of the lease still holds it) and, when taken, forget the lease's recorded absence
+ * (ops.job_lease_absences: Release Stale counts the grace from a drop it sees after this). Column: held.
+ */
+export const LEASE_LOCK = `
+WITH lock AS MATERIALIZED (SELECT pg_try_advisory_lock(ops.job_lease_key($1::uuid)) AS held),
+forget AS (DELETE FROM ops.job_lease_absences a USING lock WHERE lock.held AND a.lease_id = $1::uuid)
+SELECT held FROM lock`;
+
+/**
+ * Lease probe (every LEASE_PROBE_MS on the lease connection): whether THIS session (pg_backend_pid) holds
+ * lease $1's advisory lock — false when the lock went elsewhere or vanished (a pooler that moved the session,
+ * a lock released) — and, when it does, forget the lease's recorded absence (see LEASE_LOCK). Column: held.
+ */
+export const LEASE_PROBE = `
+WITH mine AS MATERIALIZED (
+  SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks l
+    WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+      AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
+      AND l.classid = ((ops.job_lease_key($1::uuid) >> 32) & 4294967295)::oid
+      AND l.objid = (ops.job_lease_key($1::uuid) & 4294967295)::oid) AS held
+), forget AS (DELETE FROM ops.job_lease_absences a USING mine WHERE mine.held AND a.lease_id = $1::uuid)
+SELECT held FROM mine`;
+
+/** Whether any job is running under lease $1 (jobs_running_lease_idx; an idle lease is closed only if not). Column: busy. */
+export const LEASE_RUNNING_JOBS = `SELECT EXISTS (SELECT 1 FROM ops.jobs WHERE status = 'running' AND lease_id = $1::uuid) AS busy`;
 
 /**
  * Enqueue once per dedup key (ops.jobs.dedup_key is unique): $1 tenant_id, $2 correlation_id, $3 JSON

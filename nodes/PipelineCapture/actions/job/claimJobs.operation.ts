@@ -7,13 +7,16 @@
  * A retry after a lost reply (n8n's Retry On Fail: same call key, same worker) gets the jobs the first call
  * claimed, with the same claim_token and run_id and `replayed: true`, and claims nothing new
  * (docs/retry-safety.md "Jobs: claims and leases"); no execution id → no call key → no replay.
- * Errors: 422; 503 (also JOB_LEASE_UNAVAILABLE: the process's lease connection is not up).
+ * Errors: 422; 503 (also JOB_LEASE_UNAVAILABLE: the process's lease connection is not up, `cause` its last
+ * SQLSTATE/errno; JOB_LEASE_NOT_HELD: the server does not hold the lease — nothing claimed, the lease
+ * reconnects). The lease needs a direct (session) connection to PostgreSQL, not a transaction-pooling PgBouncer.
  */
 import { JOB_TYPES } from '../../../shared/jobs/registry';
 import { jobLeaseFor } from '../../../shared/jobs/lease';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
-import { claimJobs } from '../../../shared/jobs/queue';
+import { ContractError } from '../../../shared/errors';
+import { claimJobs, LEASE_NOT_HELD } from '../../../shared/jobs/queue';
 
 export const claimJobsOperation: PipelineOperation = {
 	value: 'claimJobs',
@@ -27,7 +30,7 @@ export const claimJobsOperation: PipelineOperation = {
 			required: true,
 			default: JOB_TYPES.telegram_update,
 			description:
-				'The ops.jobs.job_type to take, or several separated by commas (e.g. telegram_update, url_normalize)',
+				"The ops.jobs.job_type to take, or several separated by commas (e.g. telegram_update, url_normalize). The claims are held by this n8n process's job lease, which needs a direct (session) connection to PostgreSQL, not a transaction-pooling PgBouncer.",
 		},
 		{
 			displayName: 'Batch Size',
@@ -38,12 +41,20 @@ export const claimJobsOperation: PipelineOperation = {
 		},
 	]),
 	async execute(deps, input) {
-		const leaseId = await jobLeaseFor(deps.pool).ready();
-		const jobs = await claimJobs(
-			deps.pool,
-			{ job_type: input.job_type, batch_size: input.batch_size, worker: deps.worker },
-			{ claim_key: deps.callKey ?? null, lease_id: leaseId },
-		);
-		return { many: jobs, output: 0 };
+		const lease = jobLeaseFor(deps.pool);
+		try {
+			const jobs = await lease.use((leaseId) =>
+				claimJobs(
+					deps.pool,
+					{ job_type: input.job_type, batch_size: input.batch_size, worker: deps.worker },
+					{ claim_key: deps.callKey ?? null, lease_id: leaseId },
+				),
+			);
+			return { many: jobs, output: 0 };
+		} catch (error) {
+			// a half-open lease connection: the server dropped our lock; take it again (the caller retries)
+			if (error instanceof ContractError && error.details?.code === LEASE_NOT_HELD) lease.notHeld();
+			throw error;
+		}
 	},
 };

@@ -42,7 +42,7 @@ export const releaseStaleOperation: PipelineOperation = {
 			typeOptions: { minValue: 0 },
 			default: 0,
 			description:
-				"0: release by age only. Else a job is released once its claiming n8n process's lease has not been held for this long (the process died); covers a lease connection's reconnect.",
+				"0: release by age only. Else (10–3600) a job is released once its claiming n8n process's lease has not been held for this long (the process died); covers a lease connection's reconnect. Leases need a direct (session) connection to PostgreSQL, not a transaction-pooling PgBouncer.",
 		},
 		{
 			displayName: 'Lease Max (Seconds)',
@@ -50,7 +50,8 @@ export const releaseStaleOperation: PipelineOperation = {
 			type: 'number',
 			typeOptions: { minValue: 1 },
 			default: DEFAULT_LEASE_MAX_SECONDS,
-			description: 'With a Lease Grace: a job with a lease locked this long is released anyway (a hung step)',
+			description:
+				'With a Lease Grace: a job with a lease locked this long is released anyway (a hung step, or a Claim Jobs reply lost and never retried); at least the Lease Grace',
 		},
 	]),
 	async execute(deps, input) {
