@@ -20,12 +20,14 @@ module.exports = {
 			},
 		],
 	},
-	// One file at a time, each in a fresh worker process (as node's test runner did): the files share one
-	// PostgreSQL server and n8n's ports, and some patch process-wide state (nock's interceptors, fake timers)
-	// that must not reach the next file. A worker above this memory after a file is replaced: every one is.
+	// One file at a time by default (`npx jest <file>`); scripts/test.js runs unit + integration on several workers
+	// (--maxWorkers: each file has its own database and ports). Each file runs in a fresh worker process: some
+	// patch process-wide state (nock's interceptors, fake timers) that must not reach the next file. A worker
+	// above this memory after a file is replaced: every one is.
 	maxWorkers: 1,
 	workerIdleMemoryLimit: '1MB',
 	testTimeout: 10 * 60_000,
 	globalSetup: '<rootDir>/test/jest/globalSetup.ts',
+	testSequencer: '<rootDir>/test/jest/sequencer.js',
 	verbose: true,
 };

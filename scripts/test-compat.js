@@ -5,17 +5,20 @@
  * Node 24 from the registry (no system install needed):
  *  1. ensureNode(24) (scripts/lib/nodeRuntime.js) and ensureN8n({ version, node }) (scripts/lib/n8n.js) —
  *     each installs once into the cache (N8N_CONTRACTS_CACHE, default ~/.cache/n8n-nodes-contracts);
- *  2. `npm run build`, then jest on COMPAT_TESTS (WF10/WF99, the canvas test, the queue-mode e2e) with
- *     CONTRACTS_N8N_VERSION and CONTRACTS_N8N_NODE set, so every n8n process runs that n8n on that Node;
+ *  2. `npm run build`, then the unit, integration and live tests with jest running on that Node (TEST_WORKERS
+ *     workers, default 3, as in `npm test`), then jest on COMPAT_TESTS (WF10/WF99, the canvas test, the
+ *     queue-mode e2e) with CONTRACTS_N8N_VERSION and CONTRACTS_N8N_NODE set, so every n8n process runs that n8n
+ *     on that Node;
  *  3. `npm run demo -- --once` with the same settings (its own database, dropped afterwards), whose output must
  *     show a cited answer, an answer pushed over the WebSocket that is the run's final_answer, and a metrics
  *     scrape with HTTP 200 counting a completed run (the demo itself ends 0 even when one of these is missing).
  * Prints the time of each step; exit code 0 when every step passed, 1 otherwise.
  * Settings: CONTRACTS_N8N_VERSION (default COMPAT_N8N_VERSION below), COMPAT_NODE_MAJOR (default 24),
  * DATABASE_URL (else 127.0.0.1:5432, else an embedded server). Arguments: `--no-demo` skips step 3,
- * `--no-jest` step 2; anything else is passed on to jest.
+ * `--no-jest` step 2, `--no-unit` only its unit/integration part; anything else is passed on to jest.
  */
-const { spawn, spawnSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
 const { ensureNode } = require('./lib/nodeRuntime');
@@ -29,6 +32,18 @@ const { resolvePostgres, withDatabase } = require('./lib/postgres');
 const COMPAT_N8N_VERSION = '2.41.1';
 const COMPAT_TESTS = ['test/e2e/wf10_wf99.test.ts', 'test/e2e/canvas.test.ts', 'test/e2e/queue_mode.test.ts'];
 const ROOT = path.join(__dirname, '..');
+const UNIT_DIRS = ['unit', 'integration', 'live'];
+
+/** The test files under test/<dir> (as scripts/test.js lists them). */
+function testFiles(dir) {
+	const full = path.join(ROOT, 'test', dir);
+	if (!fs.existsSync(full)) return [];
+	return fs
+		.readdirSync(full, { recursive: true })
+		.filter((f) => f.endsWith('.test.ts'))
+		.map((f) => path.join('test', dir, f))
+		.sort();
+}
 
 /** What the demo's output must show (scripts/demo.ts prints these lines). */
 const DEMO_CHECKS = [
@@ -48,7 +63,8 @@ function run(cmd, args, env, { keep = false } = {}) {
 	return new Promise((resolve) => {
 		const child = spawn(cmd, args, {
 			cwd: ROOT,
-			env: { ...process.env, ...env },
+			// a key set to undefined in `env` is left out
+			env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)),
 			stdio: ['ignore', keep ? 'pipe' : 'inherit', keep ? 'pipe' : 'inherit'],
 		});
 		let out = '';
@@ -77,7 +93,9 @@ async function main() {
 	const args = process.argv.slice(2);
 	const withDemo = !args.includes('--no-demo');
 	const withJest = !args.includes('--no-jest');
-	const jestArgs = args.filter((a) => a !== '--no-demo' && a !== '--no-jest');
+	const withUnit = withJest && !args.includes('--no-unit');
+	const jestArgs = args.filter((a) => !['--no-demo', '--no-jest', '--no-unit'].includes(a));
+	const testWorkers = Number(process.env.TEST_WORKERS || 3);
 	const version = process.env.CONTRACTS_N8N_VERSION || COMPAT_N8N_VERSION;
 	const major = Number(process.env.COMPAT_NODE_MAJOR || 24);
 	const times = [];
@@ -110,8 +128,22 @@ async function main() {
 	}
 	const server = await resolvePostgres({ log: console.log });
 	try {
+		const jest = require.resolve('jest/bin/jest');
+		if (withUnit) {
+			const files = UNIT_DIRS.flatMap(testFiles);
+			const { code } = await timed(`unit, integration and live on Node ${node.version} (jest)`, () =>
+				run(node.bin, [jest, `--maxWorkers=${testWorkers}`, '--runTestsByPath', ...files, ...jestArgs], {
+					DATABASE_URL: server.url,
+					// the unit and integration tests run as under `npm test`: the n8n settings are the e2e part's
+					CONTRACTS_N8N_VERSION: undefined,
+					CONTRACTS_N8N_NODE: undefined,
+					// what the tests spawn as `node` runs on the same Node
+					PATH: `${path.dirname(node.bin)}${path.delimiter}${process.env.PATH || ''}`,
+				}),
+			);
+			results.push([`unit, integration and live tests (${files.length} files) on Node ${node.version}`, code === 0]);
+		}
 		if (withJest) {
-			const jest = require.resolve('jest/bin/jest');
 			const { code } = await timed('e2e tests (jest)', () =>
 				run(process.execPath, [jest, '--runTestsByPath', ...COMPAT_TESTS, ...jestArgs], {
 					...env,

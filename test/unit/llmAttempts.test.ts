@@ -35,7 +35,9 @@ afterAll(async () => {
 	await new Promise((r) => silent.close(r));
 });
 
-const POLICY: RetryPolicy = { timeoutMs: 300, maxRetries: 2, backoffBaseMs: 1, rateLimitWaitMs: 5 };
+// deadlineMs well above 3 × 300 ms: on a loaded machine a 300 ms timeout fires late, and the default deadline
+// (timeout × attempts) would then end the call before the scripted 429 and answer (not what this file tests)
+const POLICY: RetryPolicy = { timeoutMs: 300, maxRetries: 2, backoffBaseMs: 1, rateLimitWaitMs: 5, deadlineMs: 30_000 };
 const request = { system: 's', input: 'i', expectJson: false };
 
 async function attempts(
