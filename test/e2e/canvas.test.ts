@@ -1,13 +1,15 @@
 /**
  * The canvas, checked by a browser (issue 16): every shipped workflow (workflows-json/, arango/, maas/)
- * opened in a real n8n 2.4.8 editor in headless Chromium, with our packed package installed as a
- * community package and the credentials the workflows reference imported.
+ * opened in a real n8n editor in headless Chromium, with our packed package installed as a community
+ * package and the credentials the workflows reference imported. The editor is that of the run's n8n
+ * (CONTRACTS_N8N_VERSION: 2.4.8 by default, 2.41.1 in `npm run test:compat`); test/helpers/canvas.ts reads both.
  * Fails on any node with an issue — n8n's canvas markers ("Install this node", node issues) and the
  * editor's own checks run on what its stores hold after opening (unknown type, a required parameter
  * empty, a credential not set or not found; see test/helpers/canvas.ts) — on a node the canvas did not
  * draw, and on an error toast.
  * A broken canary workflow (unknown types, an empty required parameter, a credential that does not
- * exist) is opened first and must show exactly those issues: proof the check sees what it looks for.
+ * exist) is opened first and must show exactly those issues, the canvas markers among them with their
+ * tooltips: proof the check sees what it looks for in this editor.
  * Screenshots: test-output/canvas/<workflow file>.png (git-ignored); docs/images/ holds copies.
  * Skips, saying why, where chromium or playwright-core is absent. No database: nothing is published
  * or executed, so the PostgreSQL credential only has to exist.
@@ -240,6 +242,15 @@ testSkipIf(skip)(
 			/postgresContractsApi.*not set/,
 			'the issue names the credential type',
 		);
+		// the canvas markers are seen too (not only the editor's checks), with their tooltips
+		const markers = (node: string) =>
+			report.issues.filter((i) => i.node === node && i.marker !== 'editor-issues').map((i) => `${i.marker}: ${i.text}`);
+		assert.match(markers('Broken: unknown contracts type').join(), /^node-not-installed: Install/);
+		assert.match(
+			markers('Broken: empty required parameter').join(),
+			/^node-issues: Issues:? Parameter "Workflow" is required/,
+		);
+		assert.match(markers('Broken: credential not set').join(), /^node-issues: Issues:? Credentials for .* not set/);
 	},
 );
 

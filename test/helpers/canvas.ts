@@ -1,18 +1,20 @@
 /**
- * The n8n 2.4.8 editor in headless Chromium (Debian's `chromium`, driven by playwright-core): owner
- * setup, sign-in through the editor's form, and a look at one workflow's canvas — which nodes it drew
- * and which of them carry n8n's issue markers.
+ * The n8n editor in headless Chromium (Debian's `chromium`, driven by playwright-core): owner setup,
+ * sign-in through the editor's form, and a look at one workflow's canvas — which nodes it drew and which
+ * of them carry n8n's issue markers. Checked with the editors of n8n 2.4.8 and 2.41.1; where they differ
+ * (the stores holding the workflow, the tooltip component) the helpers detect which one the page has.
  *
- * The markers are the ones n8n 2.4.8's canvas renders in a node's status area (CanvasNodeStatusIcons):
+ * The markers are the ones the canvas renders in a node's status area (CanvasNodeStatusIcons, the same
+ * in 2.4.8 and 2.41.1):
  *  - `data-test-id="node-issues"`: validation issues (e.g. a required parameter left empty) or execution
  *    errors; its tooltip lists them;
  *  - `data-test-id="node-not-installed"`: a community-package node type n8n does not know ("Install
  *    this node to use it").
  * Every canvas node is an element with `data-node-name` and `data-node-type`.
- * Markers alone miss things (seen with the canary workflow of test/e2e/canvas.test.ts): n8n 2.4.8 draws
- * no marker on an opened workflow for a node of an unknown n8n-nodes-base type (only a "?" icon) nor for
- * a credential reference whose credential does not exist. So the editor's own checks are also run on
- * what its stores hold after opening (`editorIssues`): n8n-workflow's NodeHelpers over the node types
+ * Markers alone miss things (seen with the canary workflow of test/e2e/canvas.test.ts, in both versions):
+ * n8n draws no marker on an opened workflow for a node of an unknown n8n-nodes-base type (only a "?" icon)
+ * nor for a credential reference whose credential does not exist. So the editor's own checks are also run
+ * on what its stores hold after opening (`editorIssues`): n8n-workflow's NodeHelpers over the node types
  * the editor loaded, and the credentials it knows.
  */
 import { execFileSync } from 'node:child_process';
@@ -89,8 +91,8 @@ export async function launchChromium(): Promise<Browser> {
 }
 
 /**
- * Creates n8n's owner account through its owner-setup endpoint (POST /rest/owner/setup, n8n 2.4.8's
- * OwnerController; allowed once, before any owner exists). Throws with n8n's answer otherwise.
+ * Creates n8n's owner account through its owner-setup endpoint (POST /rest/owner/setup, OwnerController,
+ * the same body in n8n 2.4.8 and 2.41.1; allowed once, before any owner exists). Throws with n8n's answer otherwise.
  */
 export async function setupOwner(baseUrl: string, owner: Owner): Promise<void> {
 	const res = await fetch(`${baseUrl}/rest/owner/setup`, {
@@ -101,7 +103,10 @@ export async function setupOwner(baseUrl: string, owner: Owner): Promise<void> {
 	if (!res.ok) throw new Error(`owner setup answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
 }
 
-/** Signs in through the editor's sign-in form (/signin) and waits until the editor has left it. */
+/**
+ * Signs in through the editor's sign-in form (/signin; the same field names and submit button in 2.4.8 and
+ * 2.41.1) and waits until the editor has left it (30 s at most; throws then).
+ */
 export async function signIn(page: Page, baseUrl: string, owner: Owner): Promise<void> {
 	await page.goto(`${baseUrl}/signin`);
 	await page.locator('input[name="emailOrLdapLoginId"]').fill(owner.email);
@@ -122,15 +127,36 @@ interface EditorNode {
 	description: INodeTypeDescription | null;
 }
 
-/** Reads the editor's stores (Pinia, reached through the Vue app on #app). Runs in the page. */
-const READ_STORES = `(() => {
+/**
+ * In-page JavaScript (a function declaration): the workflow the editor holds, `{ id, nodes }`, read from its
+ * Pinia stores (reached through the Vue app on #app). Two layouts, told apart by what the stores hold, not
+ * by a version number:
+ *  - n8n 2.4.8: the `workflows` store holds the workflow itself (`workflowId`, `allNodes`);
+ *  - n8n 2.41: the `workflows` store keeps only `workflowId`; the nodes live in a document store per
+ *    workflow and version, `workflowDocuments/<id>@<version>`, the editor's own being `@latest` (`allNodes`).
+ * Throws, naming the stores it found, when neither layout is there (a newer editor: see docs/testing.md).
+ */
+const EDITOR_WORKFLOW = `function editorWorkflow() {
 	const pinia = document.querySelector('#app').__vue_app__.config.globalProperties.$pinia;
 	const workflows = pinia._s.get('workflows');
+	const id = workflows?.workflowId ?? workflows?.workflow?.id;
+	const current = id ? pinia._s.get('workflowDocuments/' + id + '@latest') : undefined;
+	const nodes = current ? current.allNodes : workflows?.allNodes;
+	if (typeof id !== 'string' || !Array.isArray(nodes))
+		throw new Error('no workflow in the editor stores (' + [...pinia._s.keys()].filter((k) => /^workflow/.test(k)).join(', ') + ')');
+	return { id, nodes };
+}`;
+
+/** Reads the editor's stores (the workflow as `EDITOR_WORKFLOW` finds it, node types, credentials). Runs in the page. */
+const READ_STORES = `(() => {
+	${EDITOR_WORKFLOW}
+	const pinia = document.querySelector('#app').__vue_app__.config.globalProperties.$pinia;
+	const workflow = editorWorkflow();
 	const nodeTypes = pinia._s.get('nodeTypes');
 	const credentials = pinia._s.get('credentials');
 	return JSON.parse(JSON.stringify({
-		id: workflows.workflow.id,
-		nodes: workflows.allNodes.map((n) => ({
+		id: workflow.id,
+		nodes: workflow.nodes.map((n) => ({
 			name: n.name, type: n.type, typeVersion: n.typeVersion, parameters: n.parameters,
 			credentials: n.credentials, disabled: n.disabled,
 			description: nodeTypes.getNodeType(n.type, n.typeVersion) ?? null,
@@ -139,9 +165,15 @@ const READ_STORES = `(() => {
 	}));
 })()`;
 
+/** `<id> <node count>` of the workflow the editor holds, or `? <why>` while it holds none. Runs in the page. */
+const HELD_WORKFLOW = `(() => {
+	${EDITOR_WORKFLOW}
+	try { const w = editorWorkflow(); return w.id + ' ' + w.nodes.length; } catch (error) { return '? ' + error.message; }
+})()`;
+
 /**
  * The issues n8n's editor computes for a node (NodeHelpers of n8n-workflow 2.4.3, the version n8n 2.4.8's
- * editor bundles): an unknown type, parameter issues (a required parameter empty, a value not among its
+ * editor bundles; run on 2.41.1's node type descriptions too, which it reads alike): an unknown type, parameter issues (a required parameter empty, a value not among its
  * options…), and credential issues (a referenced credential that does not exist or is of another type,
  * a required credential not set). Disabled nodes have none, as in the editor.
  */
@@ -172,8 +204,9 @@ const NODES = '[data-node-name][data-node-type]';
 
 /**
  * Opens /workflow/<id> in the editor (a page load the first time, the editor's own router afterwards),
- * waits until the editor holds the workflow and has drawn its `expectedNodes` nodes (a timeout error
- * names what was drawn), then collects per node: n8n's canvas markers (with their tooltip text) and the
+ * waits (`timeoutMs`, default 30 s) until the editor holds the workflow (`EDITOR_WORKFLOW`) and has drawn
+ * its `expectedNodes` nodes (a timeout error names what the stores held — or which stores there were, when
+ * neither known layout is — and what was drawn), then collects per node: n8n's canvas markers (with their tooltip text) and the
  * issues the editor computes from its stores (`editorIssues`). With `screenshot`, saves a PNG there.
  */
 export async function inspectCanvas(
@@ -193,9 +226,7 @@ export async function inspectCanvas(
 	const nodes = page.locator(NODES);
 	const deadline = Date.now() + timeoutMs;
 	for (;;) {
-		const held = (await page.evaluate(
-			`(() => { try { const w = document.querySelector('#app').__vue_app__.config.globalProperties.$pinia._s.get('workflows'); return w.workflow.id + ' ' + w.allNodes.length; } catch { return ''; } })()`,
-		)) as string;
+		const held = (await page.evaluate(HELD_WORKFLOW)) as string;
 		if (held === `${workflowId} ${expectedNodes}` && (await nodes.count()) === expectedNodes) break;
 		if (Date.now() > deadline) {
 			const drawn = await nodes.evaluateAll((els) => els.map((el) => el.getAttribute('data-node-name')));
@@ -209,11 +240,7 @@ export async function inspectCanvas(
 	await page.locator('[data-test-id="zoom-to-fit"]').click();
 	// then the pointer to an empty corner of the canvas, so no tooltip or hover toolbar is in the picture
 	await page.mouse.move((page.viewportSize()?.width ?? 1600) / 2, 90);
-	await page
-		.locator('[role="tooltip"]:visible')
-		.first()
-		.waitFor({ state: 'hidden', timeout: 3_000 })
-		.catch(() => undefined);
+	await waitForTooltips(page, (text) => text === '');
 	await page.waitForTimeout(600);
 	const names = await nodes.evaluateAll((els) => els.map((el) => el.getAttribute('data-node-name') ?? ''));
 	const issues: CanvasIssue[] = [];
@@ -244,21 +271,51 @@ export async function inspectCanvas(
 	return { nodes: names, issues, toasts: toasts.map((t) => t.trim()) };
 }
 
+/**
+ * In-page: the text of the tooltips shown now, '' when none is. Two tooltip kinds, found by what the page
+ * holds: n8n 2.4.8's element-plus popper (`role="tooltip"`, its text the tooltip's) and n8n 2.41's reka-ui
+ * tooltip (`data-test-id="tooltip-content"`, holding a visually hidden `role="tooltip"` copy for screen
+ * readers: empty for a list, the same text again for plain text — left out here).
+ */
+const SHOWN_TOOLTIPS = `(() => {
+	const kinds = '[data-test-id="tooltip-content"], [role="tooltip"]';
+	const shown = (el) => {
+		const box = el.getBoundingClientRect();
+		const style = getComputedStyle(el);
+		return box.width > 1 && box.height > 1 && style.display !== 'none' && style.visibility !== 'hidden';
+	};
+	const texts = [];
+	for (const el of document.querySelectorAll(kinds)) {
+		if (!shown(el) || el.parentElement?.closest(kinds)) continue;
+		let text = el.innerText;
+		for (const copy of el.querySelectorAll('[role="tooltip"]')) if (copy.innerText) text = text.replace(copy.innerText, '');
+		texts.push(text);
+	}
+	return texts.join(' ').replace(/\\s+/g, ' ').trim();
+})()`;
+
+/** Polls `SHOWN_TOOLTIPS` until `done(text)` or `timeoutMs` passed; returns the last text read. */
+async function waitForTooltips(page: Page, done: (text: string) => boolean, timeoutMs = 3_000): Promise<string> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const text = (await page.evaluate(SHOWN_TOOLTIPS)) as string;
+		if (done(text) || Date.now() > deadline) return text;
+		await page.waitForTimeout(100);
+	}
+}
+
 /** The text of a marker's tooltip (n8n shows it 500 ms after hovering), '' when it does not show. */
 async function markerTooltip(page: Page, issue: CanvasIssue): Promise<string> {
 	const marker = page
 		.locator(`[data-node-name="${issue.node.replace(/"/g, '\\"')}"][data-node-type] [data-test-id="${issue.marker}"]`)
 		.first();
-	const visible = page.locator('[role="tooltip"]:visible');
 	try {
 		await page.mouse.move(0, 0);
-		await visible
-			.first()
-			.waitFor({ state: 'hidden', timeout: 3_000 })
-			.catch(() => undefined);
+		// a tooltip that stays whatever the pointer does is no marker's: left out of the text below
+		const before = await waitForTooltips(page, (text) => text === '');
 		await marker.hover({ timeout: 5_000 });
-		await visible.first().waitFor({ state: 'visible', timeout: 3_000 });
-		return (await visible.first().innerText()).replace(/\s+/g, ' ').trim();
+		const shown = await waitForTooltips(page, (text) => text !== before);
+		return shown === before ? '' : shown.replace(before, '').trim();
 	} catch {
 		return '';
 	}
