@@ -3,12 +3,14 @@
  * (`node --import tsx scripts/demo.ts`, its own database via DEMO_DATABASE and log folder via DEMO_LOG_DIR)
  * and gets SIGINT, as from Ctrl-C. Then: it exits with 130 after its cleanup, no process with its n8n user
  * folder is left, the user folder and the packed package are gone, and n8n's log file is kept.
- *  - "during the imports" (always): SIGINT once the log shows the first `n8n publish:workflow` (about 40 s in):
- *    the demo starts nothing more (the next CLI command refuses: the instance is closed) and prints no error.
+ *  - "during the imports" (always): SIGINT once the log shows the `n8n import:workflow` command (the one CLI
+ *    call that imports every workflow; n8n's REST API publishes them after n8n starts, issue 27 §3): the demo
+ *    starts nothing more (n8n does not start, nothing is published: the instance is closed) and prints no error.
  *  - "while n8n runs" (DEMO_SIGNALS_E2E=1): SIGINT once the demo prints that n8n is running; also the owner
- *    login it printed was set up (n8n's log says so) and n8n no longer answers. Opt-in because the demo needs
- *    about 3 minutes to get there on a busy 2-core machine (175 s here: 14 `n8n publish:workflow` commands of
- *    5–8 s each), more than an e2e test should take; the cleanup itself is unit-tested (test/unit/cleanupOnSignals.test.ts).
+ *    login it printed was set up (n8n's log says so: the harness created that account to publish), the log
+ *    shows one import call, no `n8n publish:workflow` and one REST publishing pass, and n8n no longer answers.
+ *    Opt-in because the demo needed about 3 minutes to get there on a busy 2-core machine (before issue 27 §3:
+ *    one `n8n publish:workflow` process per workflow); the cleanup itself is unit-tested (test/unit/cleanupOnSignals.test.ts).
  * Skipped (with the reason) when the n8n of this run (CONTRACTS_N8N_VERSION, default 2.4.8) is not installed in the cache yet (the first install takes minutes;
  * any other e2e test or `npm run demo` installs it).
  */
@@ -133,19 +135,24 @@ testSkipIf(!installed && notInstalled)(
 		const demo = startDemo();
 		try {
 			const readyAfter = await demo.until(
-				'publishing workflows',
+				'importing the workflows',
 				() =>
 					fs.existsSync(demo.logFile) &&
-					fs.readFileSync(demo.logFile, 'utf8').includes('--- harness: n8n publish:workflow'),
+					fs.readFileSync(demo.logFile, 'utf8').includes('--- harness: n8n import:workflow'),
 			);
 			const folder = demo.out.match(/n8n user folder: (\S+) \(removed when/)?.[1];
 			assert.ok(folder && fs.existsSync(folder), `the user folder is known and exists (${folder})`);
 			const end = await demo.interrupt();
 			assertCleanedUp(demo, end, folder);
 			assert.doesNotMatch(demo.out, /n8n 2\.4\.8 running at/, 'n8n was not started after the signal');
+			assert.doesNotMatch(
+				fs.readFileSync(demo.logFile, 'utf8'),
+				/--- harness: publishing|Editor is now accessible/,
+				'n8n did not start, nothing was published',
+			);
 			assert.doesNotMatch(demo.out, /Error|at async/, 'the interrupted step prints no error');
 			console.log(
-				`SIGINT ${(readyAfter / 1000).toFixed(0)} s after the start, during the publishes; exited ${(end.ms / 1000).toFixed(1)} s later`,
+				`SIGINT ${(readyAfter / 1000).toFixed(0)} s after the start, during the import; exited ${(end.ms / 1000).toFixed(1)} s later`,
 			);
 		} finally {
 			await demo.stop();
@@ -182,6 +189,12 @@ testSkipIf(
 			assert.match(log, /Editor is now accessible via/, "n8n's log file has n8n's own lines");
 			assert.match(log, /Owner was set up successfully/, "n8n's log records the owner setup");
 			assert.match(log, /--- harness: n8n import:workflow/, "the CLI imports' output is in the log too");
+			assert.equal(log.split('--- harness: n8n import:workflow').length - 1, 1, 'one import call for every workflow');
+			assert.doesNotMatch(log, /publish:workflow/, 'no n8n publish:workflow process per workflow');
+			assert.match(
+				log,
+				/--- harness: published \d+ workflows through n8n's REST API in [\d.]+ s as owner demo@example\.com \(created\)/,
+			);
 			console.log(
 				`n8n running ${(readyAfter / 1000).toFixed(0)} s after the start; exited ${(end.ms / 1000).toFixed(1)} s after SIGINT; log ${log.length} characters`,
 			);
