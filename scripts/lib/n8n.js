@@ -389,9 +389,9 @@ class N8nInstance {
 			`\n--- harness: publishing ${ids.length} workflows through n8n's REST API (POST /rest/workflows/:id/activate): ${ids.join(', ')} ---\n`,
 		);
 		if (!this.owner) this.owner = generatedOwner();
-		const session = await ownerSession(this.url, this.owner);
-		this.ownerStatus = session.created ? 'created' : 'existing';
 		try {
+			const session = await ownerSession(this.url, this.owner);
+			this.ownerStatus = session.created ? 'created' : 'existing';
 			const { activated, alreadyActive } = await publishWorkflows(this.url, session.cookie, ids);
 			const seconds = ((Date.now() - started) / 1000).toFixed(1);
 			const line = `published ${activated.length} workflows through n8n's REST API in ${seconds} s${alreadyActive.length ? ` (${alreadyActive.length} already active)` : ''} as owner ${this.owner.email} (${this.ownerStatus})`;
