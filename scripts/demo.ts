@@ -25,9 +25,13 @@
  * Every secret (bot token, API keys, JWT secret, push secret) is random per run and never printed: the demo checks its
  * own output and n8n's log for them before it ends. n8n keeps running unless `--once`.
  *
- * For a newcomer: after n8n starts, the demo sets up n8n's owner account (POST /rest/owner/setup; email
- * DEMO_OWNER_EMAIL or demo@example.com, password DEMO_OWNER_PASSWORD or generated per run) and prints the login,
- * so the editor opens on a login page instead of the owner form (if n8n refuses, it prints n8n's answer and goes on).
+ * For a newcomer: n8n's owner account is the demo's OWNER (email DEMO_OWNER_EMAIL or demo@example.com, password
+ * DEMO_OWNER_PASSWORD or generated per run): the harness creates it when it publishes the workflows after n8n
+ * starts (POST /rest/owner/setup, then POST /rest/workflows/:id/activate per workflow: one n8n start, no
+ * publish:workflow process per workflow; issue 27 §3), and the demo prints the login, so the editor opens on a
+ * login page instead of the owner form (if n8n refuses, it prints n8n's answer and goes on).
+ * At the end it prints how an outside client calls this run (issue 27 §3): a JWT for the query API, a push
+ * token for M17's WebSocket and M18's scrape token, a curl example each, and "demo ready in N s".
  * Each n8n process writes its log (and the output of the import/publish commands) to a file printed at start:
  * <tmp>/n8n-contracts-demo-<random>/n8n.log, a new folder per run, so two demos on one machine never share a
  * log (queue mode: n8n-main.log, n8n-worker-<i>.log); or in DEMO_LOG_DIR, whose files the next run overwrites.
@@ -83,6 +87,8 @@ const queue = require('./lib/n8nQueue');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { createCleanup } = require('./lib/cleanupOnSignals');
 
+/** When the demo started (for "demo ready in N s"). */
+const DEMO_STARTED = Date.now();
 const once = process.argv.includes('--once');
 /** `--queue [--workers N]`: queue mode with N workers (null: the single-process demo). */
 const queueWorkers = queueArgument(process.argv.slice(2));
@@ -252,6 +258,7 @@ async function main() {
 			concurrency: 10,
 			redis: REDIS,
 			log: console.log,
+			owner: OWNER,
 		});
 		cleanup.add(
 			`stop n8n (main + ${queueWorkers} workers), drop its database, remove its user folders`,
@@ -261,7 +268,8 @@ async function main() {
 		cluster = await pending;
 		cluster.logTo(LOG_DIR);
 	}
-	const instance = cluster ? cluster.main : harness.createInstance({ tarball, bin, log: console.log });
+	// the harness publishes the workflows as n8n's owner: the demo's OWNER, so n8n has one account, the printed one
+	const instance = cluster ? cluster.main : harness.createInstance({ tarball, bin, log: console.log, owner: OWNER });
 	harness.removePackage(tarball);
 	console.log(
 		`n8n user folder${cluster ? 's' : ''}: ${cluster ? cluster.folders.join(', ') : instance.folder} (removed when the demo ends or is stopped)`,
@@ -318,10 +326,14 @@ async function main() {
 	);
 	if (savingCopy) fs.rmSync(path.dirname(savingCopy), { recursive: true, force: true });
 	console.log(
-		`imported and published ${files.length} workflows in ${((Date.now() - importStarted) / 1000).toFixed(0)} s (one n8n publish:workflow each)`,
+		`imported ${files.length} workflows in ${((Date.now() - importStarted) / 1000).toFixed(0)} s (one n8n import:workflow; n8n's REST API publishes them once n8n is up)`,
 	);
 	interrupted();
+	const startStarted = Date.now();
 	const n8nUrl = cluster ? await cluster.start() : await instance.start();
+	console.log(
+		`n8n up with the ${files.length} workflows published in ${((Date.now() - startStarted) / 1000).toFixed(0)} s`,
+	);
 	const login = await setUpOwner(instance);
 	await instance.waitForWebhooks(['telegram', 'api/query']);
 	if (cluster) {
@@ -485,6 +497,8 @@ async function main() {
 	console.log(
 		"\nsecrets (webhook secret, bot token, API keys, JWT secret, push secret, scrape token): in none of the lines above, nor in n8n's log",
 	);
+	printOutsideClient(n8nUrl, pushPort, metrics, instance.folder);
+	console.log(`\ndemo ready in ${Math.round((Date.now() - DEMO_STARTED) / 1000)} s`);
 
 	if (once) {
 		const failed = await cleanup.run();
@@ -532,17 +546,22 @@ function pathFormWebhookId(): string {
 }
 
 /**
- * Sets up n8n's owner account (POST /rest/owner/setup on main) so the first visit to the editor is a
- * login, not the owner form. Returns the line to print: the login, or n8n's answer when it refused
+ * n8n's owner account, so the first visit to the editor is a login, not the owner form: the harness set OWNER up
+ * (or logged in as it) when it published the workflows (`ownerStatus`); otherwise the demo sets it up itself
+ * (POST /rest/owner/setup on main). Returns the line to print: the login, or n8n's answer when it refused
  * (the demo goes on: the editor then asks for an owner as usual).
  */
 async function setUpOwner(instance: {
+	owner?: typeof OWNER;
+	ownerStatus?: 'created' | 'existing';
 	setupOwner(o: typeof OWNER): Promise<{ ok: boolean; status: number; body: string }>;
 }): Promise<string> {
 	try {
-		const res = await instance.setupOwner(OWNER);
-		if (!res.ok)
-			return `n8n owner account not set up: POST /rest/owner/setup answered HTTP ${res.status} ${res.body.slice(0, 300)} — the editor asks for an owner on the first visit`;
+		if (!(instance.ownerStatus && instance.owner === OWNER)) {
+			const res = await instance.setupOwner(OWNER);
+			if (!res.ok)
+				return `n8n owner account not set up: POST /rest/owner/setup answered HTTP ${res.status} ${res.body.slice(0, 300)} — the editor asks for an owner on the first visit`;
+		}
 		const password = process.env.DEMO_OWNER_PASSWORD
 			? 'the password in DEMO_OWNER_PASSWORD'
 			: `password ${OWNER.password}`;
@@ -550,6 +569,35 @@ async function setUpOwner(instance: {
 	} catch (error) {
 		return `n8n owner account not set up (${error instanceof Error ? error.message : String(error)}) — the editor asks for an owner on the first visit`;
 	}
+}
+
+/**
+ * How an outside client calls this run (issue 27 §3): a JWT for the query API (M00/M01, 1 h), a push token for
+ * M17's WebSocket (1 h) and M18's scrape token, each with a curl example (the push endpoint: curl checks the
+ * WebSocket handshake; a few lines of Node with the `ws` package of this repository authenticate and listen).
+ * Printed after the secret check on purpose: they are this run's credentials for outside calls. The JWT and
+ * push secrets they are made with are not printed (the JWT secret's file is, see demoJwtSecretFile).
+ */
+function printOutsideClient(n8nUrl: string, pushPort: number, metrics: boolean, folder: string) {
+	const jwt = mint('demo-user', { secret: JWT_SECRET, expiresIn: '1h' });
+	const pushToken = mintPushToken('demo-user', PUSH_SECRET, { expiresInSeconds: 3600 });
+	const ws = `ws://127.0.0.1:${pushPort}/api/ws`;
+	console.log(
+		[
+			'\nCall this run from outside (tokens of this run for user demo-user, valid 1 h; while n8n runs):',
+			`  JWT (webhook auth of M00/M01; mint more: node scripts/mint-token.js --secret-file ${folder}/demo-jwt-secret --sub demo-user):`,
+			`    JWT=${jwt}`,
+			`    curl -s -X POST ${n8nUrl}/webhook/api/query -H "Authorization: Bearer $JWT" -H 'content-type: application/json' -d '{"query":"What is compare-and-swap?"}'`,
+			`    curl -s "${n8nUrl}/webhook/api/query/status?id=<request_id>" -H "Authorization: Bearer $JWT"`,
+			'  push token (M17 Pipeline Push; node scripts/mint-push-token.js mints more from the push secret):',
+			`    PUSH_TOKEN=${pushToken}`,
+			`    curl -si --max-time 3 --http1.1 -H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: ZGVtby1jbGllbnQtMDAwMQ==' http://127.0.0.1:${pushPort}/api/ws | head -1   # HTTP/1.1 101 Switching Protocols`,
+			`    node -e "const w=new (require('ws'))('${ws}');w.on('open',()=>w.send(JSON.stringify({type:'auth',user_id:'demo-user',token:process.argv[1]})));w.on('message',(m)=>console.log(String(m)))" "$PUSH_TOKEN"   # from this folder (the ws package); then send {"type":"subscribe","request_ids":["<request_id>"]}`,
+			`  metrics scrape token (M18${metrics ? '' : ', not in this checkout'}):`,
+			`    SCRAPE_TOKEN=${SCRAPE_TOKEN}`,
+			`    curl -s ${n8nUrl}/webhook/metrics -H "Authorization: Bearer $SCRAPE_TOKEN" | grep contracts_pipeline`,
+		].join('\n'),
+	);
 }
 
 /** Alice joins the group (a chat_member update): WF20 records her membership, which lets her ask about its documents. */

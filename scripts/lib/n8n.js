@@ -10,7 +10,9 @@
  *                     that names node types `n8n-nodes-contracts.<node>` (the community-nodes route);
  *                     without a tarball it packs one itself and removes it once installed (n8n loads the
  *                     installed copy in .n8n/nodes/node_modules, never the tarball);
- *  - instance.importCredentials / importWorkflows / publish (n8n CLI), start / stop (n8n start).
+ *  - instance.importCredentials / importAndPublish (one `n8n import:workflow` CLI call each), start / stop
+ *    (n8n start): start() publishes what importAndPublish() imported through n8n's REST API once n8n is up,
+ *    as its owner (./n8nPublish.js; issue 27 §3: no `n8n publish:workflow` process per workflow).
  * Queue mode (main + `n8n worker` processes, Redis, n8n's database on PostgreSQL) is in ./n8nQueue.js,
  * which extends N8nInstance.
  * Environment (one setting each for every caller, issue 27):
@@ -24,6 +26,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { freePort } = require('./postgres');
+const { BROWSER_ID, generatedOwner, ownerSession, publishOrder, publishWorkflows } = require('./n8nPublish');
 
 /** The n8n version the shipped workflows target (seed 003) and CI's full suite runs on. */
 const DEFAULT_N8N_VERSION = '2.4.8';
@@ -188,12 +191,14 @@ function removePackage(tarball) {
  * `tarball`: a packPackage() tarball the caller keeps (and removes); omitted: one is packed for this
  * instance and removed once installed, whether the install worked or not.
  */
-function createInstance({ tarball, bin, log = () => {}, userFolder, node } = {}) {
+function createInstance({ tarball, bin, log = () => {}, userFolder, node, owner } = {}) {
 	const own = tarball ? undefined : packPackage();
 	try {
 		const folder = userFolder || fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-n8n-'));
 		installPackage(folder, tarball || own, log);
-		return new N8nInstance(folder, bin, log, node);
+		const instance = new N8nInstance(folder, bin, log, node);
+		if (owner) instance.owner = owner;
+		return instance;
 	} finally {
 		if (own) removePackage(own);
 	}
@@ -237,6 +242,18 @@ class N8nInstance {
 		this.logFd = undefined;
 		/** Set by dispose(): no n8n process or CLI command is started for this folder any more. */
 		this.closed = false;
+		/**
+		 * n8n's owner account `{ email, firstName, lastName, password }` the harness logs in as to publish (created
+		 * when n8n has no owner yet). Unset: a generated one (generatedOwner(), random password) the first time
+		 * something is published. Set it before start() to use your own (the demo's OWNER). Never logged.
+		 */
+		this.owner = undefined;
+		/** 'created' | 'existing' once the harness logged in as `owner` (undefined: it did not need to). */
+		this.ownerStatus = undefined;
+		/** `{ id, nodes }` of the workflows importAndPublish() imported and start() has not published yet. */
+		this.pendingPublish = [];
+		/** What the harness did to n8n, in order: e.g. "n8n import:workflow …", "REST publish 3 workflows". */
+		this.steps = [];
 	}
 
 	/**
@@ -314,6 +331,7 @@ class N8nInstance {
 		// is handled now (its handler may close this instance), not only after a whole series of commands
 		await new Promise((resolve) => setImmediate(resolve));
 		this.assertOpen(`n8n ${args[0]}`);
+		this.steps.push(`n8n ${args.join(' ')}`);
 		this.writeLog(`\n--- harness: n8n ${args.join(' ')} ---\n`);
 		const out = sh(this.node, [this.bin, ...args], {
 			env: this.env({ N8N_RUNNERS_BROKER_PORT: String(port) }),
@@ -331,24 +349,71 @@ class N8nInstance {
 		fs.rmSync(file);
 	}
 
-	/** Imports workflow JSON files (each keeps its `id`), then publishes each. */
+	/**
+	 * Imports workflow JSON files (each keeps its `id`) with ONE `n8n import:workflow --separate` call and
+	 * records their ids: the next start() publishes them through n8n's REST API (publishPending()), sub-workflows
+	 * first. Resolves with the ids (in the files' order). Throws when a file has no fixed id or the import fails.
+	 */
 	async importAndPublish(files) {
 		const dir = fs.mkdtempSync(path.join(this.folder, 'import-'));
-		const ids = [];
+		const workflows = [];
 		for (const file of files) {
 			const workflow = JSON.parse(fs.readFileSync(file, 'utf8'));
 			if (!workflow.id) throw new Error(`${file} has no fixed id`);
-			ids.push(workflow.id);
+			workflows.push({ id: workflow.id, nodes: workflow.nodes });
 			fs.copyFileSync(file, path.join(dir, `${workflow.id}.json`));
 		}
 		await this.cli(['import:workflow', '--separate', `--input=${dir}`]);
-		for (const id of ids) await this.cli(['publish:workflow', `--id=${id}`]);
 		fs.rmSync(dir, { recursive: true, force: true });
-		return ids;
+		const ids = new Set(workflows.map((w) => w.id));
+		// imported again: the new version replaces the pending one
+		this.pendingPublish = [...this.pendingPublish.filter((w) => !ids.has(w.id)), ...workflows];
+		return [...ids];
 	}
 
-	/** Starts `n8n start` on a free port; resolves when /healthz answers 200 and the published workflows are activated. */
-	async start({ timeoutMs = 180_000, env = {} } = {}) {
+	/**
+	 * Publishes the workflows importAndPublish() recorded, on the running n8n (start() calls it once ready):
+	 * logs in as `this.owner` (POST /rest/owner/setup, or /rest/login when n8n has an owner), then per workflow
+	 * GET /rest/workflows/:id and POST /rest/workflows/:id/activate {versionId}. No-op (and no owner created)
+	 * when nothing is pending. Throws with n8n's message when a workflow cannot be published (e.g. an
+	 * unrecognized node type); the ones not published stay pending. The owner's password is never logged.
+	 */
+	async publishPending() {
+		if (this.pendingPublish.length === 0) return [];
+		if (!this.url) throw new Error('publishPending: start n8n first');
+		this.assertOpen('publishing workflows');
+		const ids = publishOrder(this.pendingPublish);
+		const started = Date.now();
+		this.steps.push(`REST publish ${ids.length} workflows`);
+		this.writeLog(
+			`\n--- harness: publishing ${ids.length} workflows through n8n's REST API (POST /rest/workflows/:id/activate): ${ids.join(', ')} ---\n`,
+		);
+		if (!this.owner) this.owner = generatedOwner();
+		try {
+			const session = await ownerSession(this.url, this.owner);
+			this.ownerStatus = session.created ? 'created' : 'existing';
+			const { activated, alreadyActive } = await publishWorkflows(this.url, session.cookie, ids);
+			const seconds = ((Date.now() - started) / 1000).toFixed(1);
+			const line = `published ${activated.length} workflows through n8n's REST API in ${seconds} s${alreadyActive.length ? ` (${alreadyActive.length} already active)` : ''} as owner ${this.owner.email} (${this.ownerStatus})`;
+			this.writeLog(`--- harness: ${line} ---\n`);
+			this.log(line);
+			this.pendingPublish = [];
+			return ids;
+		} catch (error) {
+			this.writeLog(`--- harness: ${error.message} ---\n`);
+			throw error;
+		}
+	}
+
+	/**
+	 * Starts `n8n start` on a free port; resolves with its URL when /healthz answers 200, n8n printed "Editor is
+	 * now accessible via" (after its ActiveWorkflowManager activated what was already published) and, unless
+	 * `publish: false`, the workflows importAndPublish() recorded are published (publishPending(); a second
+	 * start() has nothing left to publish: the activation is in n8n's database). Throws (n8n stopped, with its
+	 * log) when n8n exits or is not ready within `timeoutMs`, or with n8n's message when publishing fails (n8n
+	 * keeps running then: stop() it).
+	 */
+	async start({ timeoutMs = 180_000, env = {}, publish = true } = {}) {
 		const port = await freePort();
 		const brokerPort = await freePort();
 		this.url = `http://127.0.0.1:${port}`;
@@ -365,6 +430,9 @@ class N8nInstance {
 			}),
 			stdio: ['ignore', 'pipe', 'pipe'],
 		});
+		// this start's output only (a restart must not take the previous run's line for its own)
+		let tail = '';
+		let accessible = false;
 		const keep = (chunk) => {
 			const text = chunk.toString();
 			this.writeLog(text);
@@ -374,6 +442,8 @@ class N8nInstance {
 				this.transcriptChunks.push(text);
 				this.transcriptLength += text.length;
 			}
+			tail = (tail + text).slice(-4096);
+			if (/Editor is now accessible via/.test(tail)) accessible = true;
 		};
 		this.process.stdout.on('data', keep);
 		this.process.stderr.on('data', keep);
@@ -382,12 +452,16 @@ class N8nInstance {
 		while (Date.now() < deadline) {
 			const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('tick'), 500))]);
 			if (code !== 'tick') throw new Error(`n8n exited (${code}) before it was ready:\n${this.logs()}`);
+			let ready = false;
 			try {
 				// n8n prints this line after activeWorkflowManager.init(): every published workflow's webhooks are live.
-				const res = await fetch(`${this.url}/healthz`);
-				if (res.ok && /Editor is now accessible via/.test(this.output.join(''))) return this.url;
+				ready = accessible && (await fetch(`${this.url}/healthz`)).ok;
 			} catch {
 				// not listening yet
+			}
+			if (ready) {
+				if (publish) await this.publishPending();
+				return this.url;
 			}
 		}
 		await this.stop();
@@ -467,7 +541,8 @@ class N8nInstance {
 
 	/**
 	 * Sets up n8n's owner account through n8n 2.4.8's owner-setup endpoint (POST /rest/owner/setup, no auth;
-	 * only possible once per n8n database). `password`: 8 to 64 characters with at least one digit and one
+	 * only possible once per n8n database: when start() published workflows, the harness set up `this.owner`
+	 * already, see ownerStatus). `password`: 8 to 64 characters with at least one digit and one
 	 * uppercase letter (n8n's rules; n8n answers 400 otherwise). Call after start().
 	 * Resolves `{ ok, status, body }` with n8n's answer (body as text); never throws for an HTTP error,
 	 * only when n8n cannot be reached. The password is not part of the answer.
@@ -476,7 +551,7 @@ class N8nInstance {
 		if (!this.url) throw new Error('setupOwner: start n8n first');
 		const res = await fetch(`${this.url}/rest/owner/setup`, {
 			method: 'POST',
-			headers: { 'content-type': 'application/json', 'browser-id': 'contracts-demo' },
+			headers: { 'content-type': 'application/json', 'browser-id': BROWSER_ID },
 			body: JSON.stringify({ email, firstName, lastName, password }),
 		});
 		return { ok: res.ok, status: res.status, body: await res.text() };

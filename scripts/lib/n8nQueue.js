@@ -6,7 +6,9 @@
  *  - redisUnavailable({ host, port }): null when Redis answers PING, else the reason (tests skip with it);
  *  - createQueueCluster({ tarball, bin, serverUrl, workers, webhooks, concurrency, redis, log }): installs the packed
  *    package once, creates a scratch PostgreSQL database for n8n's own tables, and prepares the processes;
- *  - cluster.importCredentials / importAndPublish (n8n CLI against that database), start(), stop();
+ *  - cluster.importCredentials / importAndPublish (n8n CLI against that database: one call each), start()
+ *    (main, then its REST API publishes the imported workflows while the workers and webhook processes
+ *    start; see N8nInstance.publishPending), stop(); cluster.owner: n8n's owner the harness publishes as;
  *  - cluster.killWorker(i) (SIGKILL), cluster.startWorker(i) (again), cluster.workerOfExecutions();
  *  - cluster.webhooks[i] (`n8n webhook`, role `webhook-<i>`): cluster.webhookUrl (the first one's URL, main's
  *    when there is none), killWebhook(i), startWebhook(i), stopWebhook(i);
@@ -221,14 +223,30 @@ class QueueCluster {
 		return this.main.importCredentials(credentials);
 	}
 
+	/** One `n8n import:workflow` (main's folder, n8n's PostgreSQL database); start() publishes them. */
 	importAndPublish(files) {
 		return this.main.importAndPublish(files);
 	}
 
-	/** Starts main (n8n's migrations run there), then every worker and webhook process; resolves with main's URL. */
+	/** n8n's owner account the harness publishes as (main's `owner`; unset: a generated one). */
+	get owner() {
+		return this.main.owner;
+	}
+
+	set owner(owner) {
+		this.main.owner = owner;
+	}
+
+	/**
+	 * Starts main (n8n's migrations run there), then every worker and webhook process while main publishes what
+	 * importAndPublish() imported (through its REST API: main is the leader that registers the webhooks and
+	 * runs the triggers); resolves with main's URL once all of that is done. Throws with n8n's message when
+	 * publishing fails (the processes keep running: stop() the cluster).
+	 */
 	async start({ timeoutMs = 180_000 } = {}) {
-		const url = await this.main.start({ timeoutMs, env: this.mainEnv || {} });
+		const url = await this.main.start({ timeoutMs, env: this.mainEnv || {}, publish: false });
 		await Promise.all([
+			this.main.publishPending(),
 			...this.workers.map((w) => w.startWorker({ concurrency: this.concurrency, timeoutMs })),
 			...this.webhooks.map((w) => w.startWebhook({ timeoutMs })),
 		]);
@@ -346,6 +364,8 @@ class QueueCluster {
  * @param {boolean} [o.disableProductionMain=webhooks > 0] N8N_DISABLE_PRODUCTION_MAIN_PROCESS on main
  * @param {number} [o.concurrency=10] executions per worker at once (`--concurrency`; n8n warns below 5)
  * @param {{host: string, port: number}} [o.redis] default 127.0.0.1:6379
+ * @param {{email: string, firstName: string, lastName: string, password: string}} [o.owner] n8n's owner the
+ *                             harness publishes as (default: a generated one; cluster.owner)
  */
 async function createQueueCluster({
 	tarball,
@@ -357,6 +377,7 @@ async function createQueueCluster({
 	concurrency = 10,
 	redis = { host: '127.0.0.1', port: 6379 },
 	log = () => {},
+	owner,
 }) {
 	const base = createInstance({ tarball, bin, log });
 	const n8nDatabase = await createDatabase(serverUrl, 'contracts_n8n');
@@ -380,6 +401,7 @@ async function createQueueCluster({
 		N8N_ENCRYPTION_KEY: crypto.randomBytes(24).toString('base64url'),
 	};
 	const main = new QueueProcess(base.folder, bin, log, 'main', clusterEnv);
+	if (owner) main.owner = owner;
 	const folders = [base.folder];
 	// each process its own user folder whose .n8n/nodes is the one main's package was installed into
 	const sharing = (kind, i) => {

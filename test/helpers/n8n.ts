@@ -1,6 +1,7 @@
 /**
  * Boots a real n8n for end-to-end tests (2.4.8, or CONTRACTS_N8N_VERSION on CONTRACTS_N8N_NODE: scripts/lib/n8n.js): packed package in .n8n/nodes, credentials pointing at
- * `databaseUrl`, the given workflows imported and published, server started.
+ * `databaseUrl`, the given workflows imported (one CLI call), server started, then published through n8n's REST API
+ * (scripts/lib/n8nPublish.js, as a generated owner).
  */
 import path from 'node:path';
 // eslint-disable-next-line @typescript-eslint/no-require-imports

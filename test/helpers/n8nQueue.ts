@@ -2,7 +2,8 @@
  * Boots n8n (2.4.8, or CONTRACTS_N8N_VERSION on CONTRACTS_N8N_NODE) in queue mode for end-to-end tests (scripts/lib/n8nQueue.js): 1 main + `workers`
  * workers (+ `webhooks` `n8n webhook` processes, which then serve the production webhooks) on the
  * machine's Redis, n8n's own database in a scratch PostgreSQL database, the packed package in every
- * process, credentials pointing at `databaseUrl`, the workflows imported and published.
+ * process, credentials pointing at `databaseUrl`, the workflows imported (one CLI call) and published through
+ * main's REST API while the workers start.
  */
 import fs from 'node:fs';
 import os from 'node:os';
