@@ -22,14 +22,14 @@
  * the demo query's run right after the 201 and receives the answer the pipeline (M10 → M16 → M11 → M12 → M13)
  * wrote; then the demo prints the lines of GET /webhook/metrics that count that run (completed runs, Generate
  * calls per module, LLM requests per model).
- * Every secret (bot token, API keys, JWT secret, push secret) is random per run and never printed: the demo checks its
+ * Every secret (bot token, API keys, JWT secret, push secret, scrape token) is random per run and never printed: the demo checks its
  * own output and n8n's log for them before it ends. n8n keeps running unless `--once`.
  *
  * For a newcomer: n8n's owner account is the demo's OWNER (email DEMO_OWNER_EMAIL or demo@example.com, password
  * DEMO_OWNER_PASSWORD or generated per run): the harness creates it when it publishes the workflows after n8n
  * starts (POST /rest/owner/setup, then POST /rest/workflows/:id/activate per workflow: one n8n start, no
  * publish:workflow process per workflow; issue 27 §3), and the demo prints the login, so the editor opens on a
- * login page instead of the owner form (if n8n refuses, it prints n8n's answer and goes on).
+ * login page instead of the owner form (DEMO_OWNER_* that n8n would refuse stop the demo before n8n starts, exit 2).
  * At the end it prints how an outside client calls this run (issue 27 §3): a JWT for the query API, a push
  * token for M17's WebSocket and M18's scrape token, a curl example each, and "demo ready in N s".
  * Each n8n process writes its log (and the output of the import/publish commands) to a file printed at start:
@@ -173,7 +173,30 @@ const STAGE: Record<string, string> = Object.fromEntries(
 	JOB_TYPE_LIST.map((t) => [t, `${JOB_REGISTRY[t].workflow_id.slice(0, 4)} ${t}`]),
 );
 
+/**
+ * Why DEMO_OWNER_EMAIL / DEMO_OWNER_PASSWORD cannot be n8n's owner (n8n's rules: an email address; a password of
+ * 8 to 64 characters with a digit and an upper-case letter), or undefined when they can (or are unset). The
+ * harness publishes the workflows as that owner, so the demo stops before n8n starts rather than after.
+ */
+function ownerSettingsProblem(): string | undefined {
+	if (process.env.DEMO_OWNER_EMAIL !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(OWNER.email))
+		return 'DEMO_OWNER_EMAIL is not an email address';
+	const password = process.env.DEMO_OWNER_PASSWORD;
+	if (
+		password !== undefined &&
+		!(password.length >= 8 && password.length <= 64 && /\d/.test(password) && /[A-Z]/.test(password))
+	)
+		return 'DEMO_OWNER_PASSWORD must have 8 to 64 characters, a digit and an upper-case letter (n8n refuses it otherwise)';
+	return undefined;
+}
+
 async function main() {
+	const ownerProblem = ownerSettingsProblem();
+	if (ownerProblem) {
+		console.error(`npm run demo: ${ownerProblem}; unset it to get a generated one.`);
+		process.exitCode = 2;
+		return;
+	}
 	if (queueWorkers !== null) {
 		const reason = await queue.redisUnavailable(REDIS);
 		if (reason) {
@@ -572,29 +595,34 @@ async function setUpOwner(instance: {
 }
 
 /**
- * How an outside client calls this run (issue 27 §3): a JWT for the query API (M00/M01, 1 h), a push token for
- * M17's WebSocket (1 h) and M18's scrape token, each with a curl example (the push endpoint: curl checks the
- * WebSocket handshake; a few lines of Node with the `ws` package of this repository authenticate and listen).
- * Printed after the secret check on purpose: they are this run's credentials for outside calls. The JWT and
- * push secrets they are made with are not printed (the JWT secret's file is, see demoJwtSecretFile).
+ * Prints how an outside client calls this run: for each of the JWT (M00/M01's webhooks), the push token (M17) and
+ * the metrics scrape token (M18), the file it was written to (mode 0600, in n8n's user folder, removed when the
+ * demo ends) and a curl (or node) example that reads it. The tokens themselves are never printed (the demo's
+ * output is kept in CI logs); the JWT and push token are for user demo-user and valid 1 h.
  */
 function printOutsideClient(n8nUrl: string, pushPort: number, metrics: boolean, folder: string) {
-	const jwt = mint('demo-user', { secret: JWT_SECRET, expiresIn: '1h' });
-	const pushToken = mintPushToken('demo-user', PUSH_SECRET, { expiresInSeconds: 3600 });
+	const write = (name: string, value: string) => {
+		const file = path.join(folder, name);
+		fs.writeFileSync(file, `${value}\n`, { mode: 0o600 });
+		return file;
+	};
+	const jwt = write('demo-client-jwt', mint('demo-user', { secret: JWT_SECRET, expiresIn: '1h' }));
+	const push = write('demo-client-push-token', mintPushToken('demo-user', PUSH_SECRET, { expiresInSeconds: 3600 }));
+	const scrape = write('demo-client-scrape-token', SCRAPE_TOKEN);
 	const ws = `ws://127.0.0.1:${pushPort}/api/ws`;
 	console.log(
 		[
-			'\nCall this run from outside (tokens of this run for user demo-user, valid 1 h; while n8n runs):',
+			'\nCall this run from outside (tokens of this run in files, mode 0600, removed when the demo ends; user demo-user, valid 1 h):',
 			`  JWT (webhook auth of M00/M01; mint more: node scripts/mint-token.js --secret-file ${folder}/demo-jwt-secret --sub demo-user):`,
-			`    JWT=${jwt}`,
+			`    JWT=$(cat ${jwt})`,
 			`    curl -s -X POST ${n8nUrl}/webhook/api/query -H "Authorization: Bearer $JWT" -H 'content-type: application/json' -d '{"query":"What is compare-and-swap?"}'`,
 			`    curl -s "${n8nUrl}/webhook/api/query/status?id=<request_id>" -H "Authorization: Bearer $JWT"`,
 			'  push token (M17 Pipeline Push; node scripts/mint-push-token.js mints more from the push secret):',
-			`    PUSH_TOKEN=${pushToken}`,
+			`    PUSH_TOKEN=$(cat ${push})`,
 			`    curl -si --max-time 3 --http1.1 -H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: ZGVtby1jbGllbnQtMDAwMQ==' http://127.0.0.1:${pushPort}/api/ws | head -1   # HTTP/1.1 101 Switching Protocols`,
 			`    node -e "const w=new (require('ws'))('${ws}');w.on('open',()=>w.send(JSON.stringify({type:'auth',user_id:'demo-user',token:process.argv[1]})));w.on('message',(m)=>console.log(String(m)))" "$PUSH_TOKEN"   # from this folder (the ws package); then send {"type":"subscribe","request_ids":["<request_id>"]}`,
 			`  metrics scrape token (M18${metrics ? '' : ', not in this checkout'}):`,
-			`    SCRAPE_TOKEN=${SCRAPE_TOKEN}`,
+			`    SCRAPE_TOKEN=$(cat ${scrape})`,
 			`    curl -s ${n8nUrl}/webhook/metrics -H "Authorization: Bearer $SCRAPE_TOKEN" | grep contracts_pipeline`,
 		].join('\n'),
 	);

@@ -96,6 +96,10 @@ async function main() {
 	const withUnit = withJest && !args.includes('--no-unit');
 	const jestArgs = args.filter((a) => !['--no-demo', '--no-jest', '--no-unit'].includes(a));
 	const testWorkers = Number(process.env.TEST_WORKERS || 3);
+	if (!Number.isInteger(testWorkers) || testWorkers < 1 || testWorkers > 16)
+		throw new Error(
+			`TEST_WORKERS must be a whole number from 1 to 16, not ${JSON.stringify(process.env.TEST_WORKERS)}`,
+		);
 	const version = process.env.CONTRACTS_N8N_VERSION || COMPAT_N8N_VERSION;
 	const major = Number(process.env.COMPAT_NODE_MAJOR || 24);
 	const times = [];

@@ -35,12 +35,17 @@ function generatedOwner() {
 	};
 }
 
+/** The longest one REST request of the harness may take (ms): an activation that hangs fails start() instead. */
+const REST_TIMEOUT_MS = 60_000;
+
 /**
  * One JSON request to n8n's REST API at `baseUrl`. Resolves `{ status, ok, body, cookie }`: body parsed when
- * JSON (else the text), cookie the `n8n-auth=…` pair when n8n set one. Throws only when n8n cannot be reached.
+ * JSON (else the text), cookie the `n8n-auth=…` pair when n8n set one. Throws when n8n cannot be reached or
+ * does not answer within REST_TIMEOUT_MS.
  */
 async function rest(baseUrl, route, { method = 'GET', body, cookie } = {}) {
 	const res = await fetch(`${baseUrl}/rest${route}`, {
+		signal: AbortSignal.timeout(REST_TIMEOUT_MS),
 		method,
 		headers: {
 			'browser-id': BROWSER_ID,
@@ -90,8 +95,8 @@ async function ownerSession(baseUrl, owner) {
 /**
  * The ids of `workflows` ([{ id, nodes }], the imported JSON) in an order n8n accepts: each workflow after the
  * imported sub-workflows its Execute Workflow nodes name (source database, a fixed id), otherwise in the given
- * order. A cycle among them cannot be published by n8n either: its members keep the given order (n8n then
- * refuses the first, with its message).
+ * order. A cycle among them cannot be published by n8n either: its members come in some order (n8n then refuses
+ * the first of them it cannot activate, with its message).
  */
 function publishOrder(workflows) {
 	const ids = new Set(workflows.map((w) => w.id));

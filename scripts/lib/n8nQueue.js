@@ -245,11 +245,15 @@ class QueueCluster {
 	 */
 	async start({ timeoutMs = 180_000 } = {}) {
 		const url = await this.main.start({ timeoutMs, env: this.mainEnv || {}, publish: false });
-		await Promise.all([
+		// allSettled: a publishing failure must not return while a worker is still between its port and its spawn
+		// (the caller's stop() would miss it and leave it running)
+		const results = await Promise.allSettled([
 			this.main.publishPending(),
 			...this.workers.map((w) => w.startWorker({ concurrency: this.concurrency, timeoutMs })),
 			...this.webhooks.map((w) => w.startWebhook({ timeoutMs })),
 		]);
+		const failed = results.find((r) => r.status === 'rejected');
+		if (failed) throw failed.reason;
 		return url;
 	}
 
