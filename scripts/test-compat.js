@@ -54,6 +54,8 @@ const DEMO_CHECKS = [
 	['a metrics scrape answered 200', /GET \/webhook\/metrics .*→ HTTP 200/],
 	['the scrape counts a completed run', /contracts_pipeline_finished_runs_total\{status="COMPLETED"\} [1-9]/],
 	['the demo checked n8n’s log for secrets', /secrets \(.*\): in none of the lines above/],
+	['how an outside client calls it (token files, not tokens)', /SCRAPE_TOKEN=\$\(cat \S+demo-client-scrape-token\)/],
+	['the demo’s own time', /demo ready in \d+ s/],
 ];
 
 const seconds = (ms) => `${(ms / 1000).toFixed(0)} s`;
@@ -95,6 +97,10 @@ async function main() {
 	const withJest = !args.includes('--no-jest');
 	const withUnit = withJest && !args.includes('--no-unit');
 	const jestArgs = args.filter((a) => !['--no-demo', '--no-jest', '--no-unit'].includes(a));
+	// as in scripts/test.js
+	const e2eWorkers = Number(process.env.E2E_WORKERS || 2);
+	if (!Number.isInteger(e2eWorkers) || e2eWorkers < 1 || e2eWorkers > 16)
+		throw new Error(`E2E_WORKERS must be a whole number from 1 to 16, not ${JSON.stringify(process.env.E2E_WORKERS)}`);
 	const testWorkers = Number(process.env.TEST_WORKERS || 3);
 	if (!Number.isInteger(testWorkers) || testWorkers < 1 || testWorkers > 16)
 		throw new Error(
@@ -149,7 +155,7 @@ async function main() {
 		}
 		if (withJest) {
 			const { code } = await timed('e2e tests (jest)', () =>
-				run(process.execPath, [jest, '--runTestsByPath', ...COMPAT_TESTS, ...jestArgs], {
+				run(process.execPath, [jest, `--maxWorkers=${e2eWorkers}`, '--runTestsByPath', ...COMPAT_TESTS, ...jestArgs], {
 					...env,
 					DATABASE_URL: server.url,
 				}),

@@ -191,7 +191,10 @@ export const CASES = {
 	},
 	/**
 	 * The error branch's "Call WF99" itself fails (it names a workflow that does not exist). Stop and Error has
-	 * no output, so its error output cannot be used: the branches start at a refused HTTP Request.
+	 * no output, so its error output cannot be used: the branches start at a refused HTTP Request. The id is an
+	 * expression: n8n refuses to publish a workflow whose Execute Workflow node names an unpublished workflow by a
+	 * fixed id (2.4.8's workflow-validation.service.js), and skips that check for expressions, as for any id
+	 * known only at run time; the call then fails when it runs, as intended.
 	 */
 	callWf99Fails: {
 		path: 'test/catch-all/call-fails',
@@ -203,7 +206,7 @@ export const CASES = {
 			[
 				webhook('TestCatchAllCallFails', 'test/catch-all/call-fails'),
 				refusedRequest('Fetch'),
-				callWorkflow('Call WF99', 'WF99DoesNotExist'),
+				callWorkflow('Call WF99', '={{ "WF99DoesNotExist" }}'),
 			],
 			[
 				['Webhook', 'Fetch'],
