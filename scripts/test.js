@@ -9,8 +9,9 @@
  *                    creates and drops its own database and listens on its own ports; on 2 cores many files
  *                    wait on timers, sockets and PostgreSQL, so a third worker still shortens the run);
  *   test/e2e         a real n8n (2.4.8, or CONTRACTS_N8N_VERSION) with the packed package, in a second jest run
- *                    on E2E_WORKERS workers (default 1: each file boots n8n, which takes a core while it
- *                    starts, and several measure recovery times); skipped with SKIP_E2E=1, and said so.
+ *                    on E2E_WORKERS workers (default 2: every file has its own database, n8n user folder,
+ *                    ports and Redis key prefix, and much of an e2e file's time is waiting on n8n's
+ *                    schedules and HTTP; 1 when timings must not share the cores); skipped with SKIP_E2E=1.
  * Jest's own arguments after `--` go to both runs (e.g. `npm test -- -t lease`).
  * PostgreSQL is resolved once (DATABASE_URL, else 127.0.0.1:5432, else embedded) and handed to every
  * test file through DATABASE_URL. Exit code: 0 when both runs pass, else the first failing run's.
@@ -50,7 +51,7 @@ function workers(name, fallback) {
 
 async function main() {
 	const testWorkers = workers('TEST_WORKERS', 3);
-	const e2eWorkers = workers('E2E_WORKERS', 1);
+	const e2eWorkers = workers('E2E_WORKERS', 2);
 	if (run('npm', ['run', '--silent', 'build']) !== 0) return 1;
 	const server = await resolvePostgres({ log: (m) => console.log(m) });
 	console.log(`PostgreSQL for tests: ${server.source}`);

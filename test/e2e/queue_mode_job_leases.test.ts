@@ -3,7 +3,7 @@
  * shipped WF10 and WF20 and a copy of the shipped WF90 with its schedules as shipped (Claim Jobs every 10 s,
  * Release Stale every 20 s with Lease Grace 15 s; it claims only telegram_update jobs). Each worker process
  * claims under its own job lease (nodes/shared/jobs/lease.ts). Distinct WF10 deliveries → one
- * telegram_update job each; worker-1 is killed with SIGKILL while it holds claimed jobs mid-batch
+ * telegram_update job each; the first worker seen holding claimed jobs mid-batch is killed with SIGKILL
  * (test/helpers/leaseRecovery.ts) → its jobs are released by the scheduled Release Stale within 60 s of the
  * kill (their runs closed "lease lost"), every job succeeds exactly once (one succeeded run each, no other
  * outcome), and the last one finished within 90 s of the kill. The live worker keeps the jobs it holds
@@ -49,9 +49,10 @@ afterAll(async () => {
 testSkipIf(skipReason)(
 	`SIGKILL of a worker mid-batch (${DELIVERIES} WF10 deliveries, WF90 on its schedules): its jobs released within 60 s, every job done exactly once, the last one within 90 s of the kill`,
 	async () => {
-		const r = await killedWorkerRecovery({ pool: db.pool, n8n, bot, deliveries: DELIVERIES, victim: 0 });
+		const r = await killedWorkerRecovery({ pool: db.pool, n8n, bot, deliveries: DELIVERIES, victim: 'first' });
+		const victim = n8n.workers[r.victim];
 		console.log(
-			`${r.jobs} jobs; worker-1 held ${r.heldAtKill} running at the kill; released ${r.releasedAfterS.toFixed(1)} s after it, last job finished after ${r.lastFinishedAfterS.toFixed(1)} s; runs per job (succeeded/lease lost/other): ${JSON.stringify(r.runsPerJob)}`,
+			`${r.jobs} jobs; ${victim.role} held ${r.heldAtKill} running at the kill; released ${r.releasedAfterS.toFixed(1)} s after it, last job finished after ${r.lastFinishedAfterS.toFixed(1)} s; runs per job (succeeded/lease lost/other): ${JSON.stringify(r.runsPerJob)}`,
 		);
 		assert.deepEqual(r.statuses, { succeeded: r.jobs }, 'every job succeeded');
 		const keys = Object.keys(r.runsPerJob);
@@ -66,10 +67,10 @@ testSkipIf(skipReason)(
 		const { rows } = await db.pool.query(
 			"SELECT DISTINCT worker FROM ops.job_runs WHERE error->>'message' = 'lease lost'",
 		);
-		const victimExecutions = new Set(n8n.workers[0].startedExecutions().map((id) => `wf90-${id}`));
+		const victimExecutions = new Set(victim.startedExecutions().map((id) => `wf90-${id}`));
 		assert.ok(
 			rows.every((r) => victimExecutions.has(r.worker)),
-			`lease lost only for worker-1's executions: ${JSON.stringify(rows)}`,
+			`lease lost only for ${victim.role}'s executions: ${JSON.stringify(rows)}`,
 		);
 	},
 	15 * 60_000,

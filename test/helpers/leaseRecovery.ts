@@ -5,8 +5,9 @@
  * 10 s, Release Stale every 20 s with Lease Grace 15 s), claiming only telegram_update jobs:
  *  1. `deliveries` distinct Telegram updates are posted to WF10 (12 at a time; one answered 5xx is sent again,
  *     as Telegram redelivers) → one telegram_update job each;
- *  2. once worker `victim` holds claimed jobs that are still running (mid-batch: jobs of its batches done
- *     and not done), it is killed with SIGKILL;
+ *  2. once a worker (`victim`, or with 'first' whichever is seen first) holds claimed jobs that are still
+ *     running (mid-batch: jobs of its batches done and not done), it is killed with SIGKILL (which one gets
+ *     a Claim Jobs execution is up to n8n's queue: one batch of 50 can go to either worker);
  *  3. the scenario waits until every job succeeded and reads, from ops.jobs / ops.job_runs, when the dead
  *     worker's jobs were released (their runs closed "lease lost") and when the last job finished, in
  *     seconds after the kill (database clock on both ends).
@@ -41,6 +42,8 @@ export function leaseRunnerCopy() {
 
 export interface RecoveryResult {
 	jobs: number;
+	/** Index in n8n.workers of the worker that was killed. */
+	victim: number;
 	/** Running jobs the victim held when it was killed. */
 	heldAtKill: number;
 	/** Seconds from the kill to the release of the last of the victim's jobs (its runs closed "lease lost"). */
@@ -76,13 +79,13 @@ export async function killedWorkerRecovery(o: {
 	n8n: RunningQueueN8n;
 	bot: { botKey: string; secret: string };
 	deliveries: number;
-	victim: number;
+	victim: number | 'first';
 	timeoutMs?: number;
 }): Promise<RecoveryResult> {
 	const { pool, n8n } = o;
 	const timeoutMs = o.timeoutMs ?? 300_000;
 	const explain = async () =>
-		`jobs: ${JSON.stringify((await pool.query("SELECT status, count(*)::int FROM ops.jobs WHERE job_type = 'telegram_update' GROUP BY 1")).rows)}\n${n8n.logs()}`;
+		`jobs: ${JSON.stringify((await pool.query("SELECT status, count(*)::int FROM ops.jobs WHERE job_type = 'telegram_update' GROUP BY 1")).rows)}\nruns per Claim Jobs execution: ${JSON.stringify((await pool.query('SELECT worker, count(*)::int FROM ops.job_runs GROUP BY 1 ORDER BY min(started_at) LIMIT 40')).rows)}\n${n8n.logs()}`;
 	const updates = Array.from({ length: o.deliveries }, (_, i) => realisticUpdates[i % realisticUpdates.length]());
 	const headers = { 'X-Telegram-Bot-Api-Secret-Token': o.bot.secret };
 	// a delivery answered 5xx is sent again after a second, as Telegram redelivers (WF10 stores it once)
@@ -97,26 +100,34 @@ export async function killedWorkerRecovery(o: {
 	if (failed.length) throw new Error(`${failed.length} deliveries failed, e.g. ${JSON.stringify(failed[0])}`);
 	const jobIds = [...new Set(answers.map((a) => a.body.job_id as number))];
 	if (jobIds.length !== o.deliveries) throw new Error(`${jobIds.length} jobs for ${o.deliveries} distinct updates`);
-	const victim = n8n.workers[o.victim];
+	const candidates = o.victim === 'first' ? n8n.workers.map((_, i) => i) : [o.victim];
+	let victimIndex = -1;
 	// mid-batch: the victim holds running jobs of a batch of which some jobs are done already
 	await waitFor(
-		`${victim.role} holding running jobs mid-batch`,
+		`${o.victim === 'first' ? 'a worker' : n8n.workers[o.victim].role} holding running jobs mid-batch`,
 		async () => {
-			const mine = victim.startedExecutions().map((id) => `wf90-${id}`);
-			const { rows } = await pool.query(
-				`SELECT count(*) FILTER (WHERE j.status = 'running')::int AS running,
-				        count(*) FILTER (WHERE j.status = 'succeeded')::int AS done
-				 FROM ops.jobs j JOIN ops.job_runs r ON r.job_id = j.id
-				 WHERE j.id = ANY($1) AND r.worker = ANY($2)`,
-				[jobIds, mine],
-			);
-			return rows[0].running >= 3 && rows[0].done >= 1 ? true : undefined;
+			for (const i of candidates) {
+				const mine = n8n.workers[i].startedExecutions().map((id) => `wf90-${id}`);
+				const { rows } = await pool.query(
+					`SELECT count(*) FILTER (WHERE j.status = 'running')::int AS running,
+					        count(*) FILTER (WHERE j.status = 'succeeded')::int AS done
+					 FROM ops.jobs j JOIN ops.job_runs r ON r.job_id = j.id
+					 WHERE j.id = ANY($1) AND r.worker = ANY($2)`,
+					[jobIds, mine],
+				);
+				if (rows[0].running >= 3 && rows[0].done >= 1) {
+					victimIndex = i;
+					return true;
+				}
+			}
+			return undefined;
 		},
 		timeoutMs,
 		50,
 		explain,
 	);
-	await n8n.killWorker(o.victim);
+	const victim = n8n.workers[victimIndex];
+	await n8n.killWorker(victimIndex);
 	const killedAt: Date = (await pool.query('SELECT clock_timestamp() AS t')).rows[0].t;
 	// what the dead process holds (nothing it holds changes until Release Stale gives it back)
 	const mine = victim.startedExecutions().map((id) => `wf90-${id}`);
@@ -155,6 +166,7 @@ export async function killedWorkerRecovery(o: {
 	const { rows: statuses } = await pool.query('SELECT status FROM ops.jobs WHERE id = ANY($1)', [jobIds]);
 	return {
 		jobs: jobIds.length,
+		victim: victimIndex,
 		heldAtKill: held,
 		releasedAfterS: timing[0].released ?? Number.NaN,
 		lastFinishedAfterS: timing[0].last,
