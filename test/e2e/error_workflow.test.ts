@@ -99,8 +99,8 @@ test('a workflow that hits its timeout in regular mode: n8n 2.4.8 cancels it by 
 	await start(c.path);
 	await new Promise((r) => setTimeout(r, 8_000)); // the 1 s timeout, the 4 s Wait, and time for an error workflow
 	const rows = await settledRows(db.pool, c.rowWorkflow, { timeoutMs: 0, settleMs: 0 });
+	// the workflow ran: start() got 200 from its webhook, which only a published (active) workflow answers
 	assert.deepEqual(rows, [], 'n8n started the error workflow for a timeout: update the docs and expect one row');
-	assert.match(n8n.logs(), /Activated workflow "TEST catch-all — timeout"/);
 }, 120_000);
 
 test('an error branch whose "Call WF99" fails → exactly one catch-all row, naming Call WF99', async () => {
