@@ -69,6 +69,12 @@ async function main() {
 		];
 		if (process.env.SKIP_E2E === '1') console.log('e2e tests skipped: SKIP_E2E=1');
 		else runs.push({ name: 'e2e', files: testFiles('e2e'), workers: e2eWorkers });
+		if (process.env.SKIP_E2E !== '1') {
+			// installed once here (a cold cache: minutes), not by the first e2e files of parallel workers
+			const started = Date.now();
+			require('./lib/n8n').ensureN8n({ log: (m) => console.log(m) });
+			console.log(`n8n for the e2e tests ready (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+		}
 		let code = 0;
 		for (const r of runs) {
 			const started = Date.now();

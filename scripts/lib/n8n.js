@@ -116,6 +116,53 @@ function ensureN8n({ version = n8nVersion(), node = n8nNode(), log = () => {} } 
 	nodeOfBin.set(bin, node);
 	const marker = path.join(dir, '.installed');
 	if (fs.existsSync(marker) && fs.existsSync(bin)) return bin;
+	// several processes may ask at once (e2e files on parallel jest workers): one installs, the others wait for it
+	return withInstallLock(`${dir}.lock`, log, () => installN8n({ version, node, log, dir, bin, marker }));
+}
+
+/** How long a lock of installN8n may be held before another process takes it over (ms): a cold install takes minutes. */
+const INSTALL_LOCK_STALE_MS = 45 * 60_000;
+
+/**
+ * Runs `fn` while holding the lock folder `lock` (mkdir is atomic): waits, polling every second, while another
+ * process holds it; a lock older than INSTALL_LOCK_STALE_MS (its holder was killed) is taken over.
+ * Synchronous, as ensureN8n() is.
+ */
+function withInstallLock(lock, log, fn) {
+	const pause = new Int32Array(new SharedArrayBuffer(4));
+	fs.mkdirSync(path.dirname(lock), { recursive: true });
+	let said = false;
+	for (;;) {
+		try {
+			fs.mkdirSync(lock);
+			break;
+		} catch (error) {
+			if (error.code !== 'EEXIST') throw error;
+			let age = 0;
+			try {
+				age = Date.now() - fs.statSync(lock).mtimeMs;
+			} catch {
+				continue; // released meanwhile
+			}
+			if (age > INSTALL_LOCK_STALE_MS) {
+				fs.rmSync(lock, { recursive: true, force: true });
+				continue;
+			}
+			if (!said) log(`waiting for another process installing n8n (${lock})…`);
+			said = true;
+			Atomics.wait(pause, 0, 0, 1000);
+		}
+	}
+	try {
+		return fn();
+	} finally {
+		fs.rmSync(lock, { recursive: true, force: true });
+	}
+}
+
+/** ensureN8n()'s install, under its lock: a process that waited finds the marker the installing one wrote. */
+function installN8n({ version, node, log, dir, bin, marker }) {
+	if (fs.existsSync(marker) && fs.existsSync(bin)) return bin;
 	if (fs.existsSync(path.join(dir, 'node_modules', 'n8n', 'package.json')) && !needsScriptlessInstall(version)) {
 		const installed = JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', 'n8n', 'package.json'), 'utf8'));
 		if (installed.version === version && fs.existsSync(bin)) {
@@ -615,6 +662,7 @@ function jwtCredential(secret, { id = 'jwtContracts01', name = 'Contracts Webhoo
 
 module.exports = {
 	ensureN8n,
+	withInstallLock,
 	packPackage,
 	removePackage,
 	createInstance,
