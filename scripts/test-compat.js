@@ -18,11 +18,11 @@
  * `--no-jest` step 2, `--no-unit` only its unit/integration part; anything else is passed on to jest.
  */
 const { spawn } = require('node:child_process');
-const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
 const { ensureNode } = require('./lib/nodeRuntime');
 const { resolvePostgres, withDatabase } = require('./lib/postgres');
+const { testFiles, workers } = require('./lib/testRun');
 
 /**
  * The newest n8n that installs from the npm registry here (November 2026): 2.41.3 is `latest` but needs
@@ -33,17 +33,6 @@ const COMPAT_N8N_VERSION = '2.41.1';
 const COMPAT_TESTS = ['test/e2e/wf10_wf99.test.ts', 'test/e2e/canvas.test.ts', 'test/e2e/queue_mode.test.ts'];
 const ROOT = path.join(__dirname, '..');
 const UNIT_DIRS = ['unit', 'integration', 'live'];
-
-/** The test files under test/<dir> (as scripts/test.js lists them). */
-function testFiles(dir) {
-	const full = path.join(ROOT, 'test', dir);
-	if (!fs.existsSync(full)) return [];
-	return fs
-		.readdirSync(full, { recursive: true })
-		.filter((f) => f.endsWith('.test.ts'))
-		.map((f) => path.join('test', dir, f))
-		.sort();
-}
 
 /** What the demo's output must show (scripts/demo.ts prints these lines). */
 const DEMO_CHECKS = [
@@ -97,15 +86,8 @@ async function main() {
 	const withJest = !args.includes('--no-jest');
 	const withUnit = withJest && !args.includes('--no-unit');
 	const jestArgs = args.filter((a) => !['--no-demo', '--no-jest', '--no-unit'].includes(a));
-	// as in scripts/test.js
-	const e2eWorkers = Number(process.env.E2E_WORKERS || 2);
-	if (!Number.isInteger(e2eWorkers) || e2eWorkers < 1 || e2eWorkers > 16)
-		throw new Error(`E2E_WORKERS must be a whole number from 1 to 16, not ${JSON.stringify(process.env.E2E_WORKERS)}`);
-	const testWorkers = Number(process.env.TEST_WORKERS || 3);
-	if (!Number.isInteger(testWorkers) || testWorkers < 1 || testWorkers > 16)
-		throw new Error(
-			`TEST_WORKERS must be a whole number from 1 to 16, not ${JSON.stringify(process.env.TEST_WORKERS)}`,
-		);
+	const e2eWorkers = workers('E2E_WORKERS', 2);
+	const testWorkers = workers('TEST_WORKERS', 3);
 	const version = process.env.CONTRACTS_N8N_VERSION || COMPAT_N8N_VERSION;
 	const major = Number(process.env.COMPAT_NODE_MAJOR || 24);
 	const times = [];

@@ -18,35 +18,15 @@
  * Prints each run's wall time (seconds).
  */
 const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
 const path = require('node:path');
 const { resolvePostgres } = require('./lib/postgres');
+const { testFiles, workers } = require('./lib/testRun');
 
 const root = path.join(__dirname, '..');
 
 function run(cmd, args, env) {
 	const result = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
 	return result.status ?? 1;
-}
-
-function testFiles(dir) {
-	const full = path.join(root, 'test', dir);
-	if (!fs.existsSync(full)) return [];
-	return fs
-		.readdirSync(full, { recursive: true })
-		.filter((f) => f.endsWith('.test.ts'))
-		.map((f) => path.join('test', dir, f))
-		.sort();
-}
-
-/** A worker count from the environment: a whole number from 1 to 16, else `fallback`. */
-function workers(name, fallback) {
-	const raw = process.env[name];
-	if (raw === undefined || raw === '') return fallback;
-	const n = Number(raw);
-	if (!Number.isInteger(n) || n < 1 || n > 16)
-		throw new Error(`${name} must be a whole number from 1 to 16, not ${JSON.stringify(raw)}`);
-	return n;
 }
 
 async function main() {
