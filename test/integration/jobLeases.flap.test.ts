@@ -15,7 +15,7 @@ import { Client, Pool } from 'pg';
 import { ContractError } from '../../nodes/shared/errors';
 import { closeJobLeases, JobLease, jobLeaseFor, LEASE_PROBE_MS } from '../../nodes/shared/jobs/lease';
 import { claimJobs, finishJobs, LEASE_NOT_HELD, releaseStale } from '../../nodes/shared/jobs/queue';
-import { LEASE_LOCK } from '../../nodes/shared/jobs/statements';
+import { LEASE_LOCK } from '../../nodes/shared/statements/jobs';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { claimJobs } from '../../nodes/shared/jobs/queue';
-import { CLAIM_JOBS } from '../../nodes/shared/jobs/statements';
+import { CLAIM_JOBS } from '../../nodes/shared/statements/jobs';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;

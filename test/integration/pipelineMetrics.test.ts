@@ -30,7 +30,7 @@ import {
 import type { PipelineContext } from '../../nodes/PipelineCapture/actions/types';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { recordLlmCall, storableLabel } from '../../nodes/shared/llm/calls';
-import { RELEASE_STALE } from '../../nodes/shared/jobs/statements';
+import { RELEASE_STALE } from '../../nodes/shared/statements/jobs';
 import { replaceUnstorable } from '../../nodes/shared/sanitize';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
 import { BOT_CACHE_TTL_MS, botCacheOf } from '../../nodes/TelegramIngest/actions/botCache';
 import { ingestUpdate, type IngestInput } from '../../nodes/TelegramIngest/actions/ingest.operation';
-import { LOOKUP_BOT } from '../../nodes/TelegramIngest/actions/sql';
+import { LOOKUP_BOT } from '../../nodes/shared/statements/core';
 import { ContractError } from '../../nodes/shared/errors';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
 import { textWithUrls } from '../helpers/updates';

@@ -45,7 +45,7 @@ import { DatabaseError, type Pool, type PoolClient } from 'pg';
 import type { ErrorEnvelope } from '../../shared/contracts/envelope';
 import { isUuid } from '../../shared/contracts/ids';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../shared/jobs/backoff';
-import { failJobCtes } from '../../shared/jobs/statements';
+import { failJobCtes } from '../../shared/statements/jobs';
 import { retryIdempotent } from '../../shared/postgres/outcome';
 
 /** `details.job_outcome`: the job's new status, or why the job path left it alone. */

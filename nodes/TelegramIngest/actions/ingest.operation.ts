@@ -45,12 +45,13 @@ import { TelegramUpdatePayload } from '../../shared/jobs/payloads';
 import { isRecord } from '../../shared/json';
 import type { ItemState } from '../../shared/node/runItems';
 import { retryIdempotent } from '../../shared/postgres/outcome';
-import { withTransaction } from '../../shared/postgres/pool';
+import { inTransaction } from '../../shared/postgres/transaction';
 import { rememberSecrets } from '../../shared/redact';
 import { classifyBody, safeText, type Body, type Classified, type QuarantineReason } from './body';
 import { hasLoneSurrogate } from './exactJson';
 import { botCacheOf, type Bot } from './botCache';
-import { FIND_QUARANTINED, INGEST, LOCK_UPDATE, LOOKUP_BOT, NEITHER_SQLSTATE, QUARANTINE } from './sql';
+import { FIND_QUARANTINED, INGEST, LOCK_UPDATE, NEITHER_SQLSTATE, QUARANTINE } from './sql';
+import { LOOKUP_BOT } from '../../shared/statements/core';
 
 export interface IngestInput {
 	/** core.bots.bot_key: the `bot` query parameter of the webhook URL (/webhook/telegram?bot=<bot_key>). */
@@ -148,7 +149,7 @@ function dedupKey(botId: string, updateId: string): string {
  * is given (LOCK_UPDATE), so storing and quarantining one update_id never interleave.
  */
 function lockedFor<T>(run: Run, updateId: string | null, work: (client: PoolClient) => Promise<T>): Promise<T> {
-	return withTransaction(run.pool, async (client) => {
+	return inTransaction(run.pool, async (client) => {
 		if (updateId !== null) await client.query(LOCK_UPDATE, [run.bot.bot_id, updateId]);
 		return work(client);
 	});

@@ -2,12 +2,6 @@
  * The statements of TelegramIngest (seed 003 WF10). Bind parameters only.
  */
 
-/** Resolves a bot by its webhook key (one round trip). Columns: bot_id, tenant_id, webhook_secret, enabled. */
-export const LOOKUP_BOT = `
-SELECT b.bot_id, b.tenant_id, b.webhook_secret, (b.is_enabled AND t.is_enabled) AS enabled
-FROM core.bots b JOIN core.tenants t ON t.tenant_id = b.tenant_id
-WHERE b.bot_key = $1`;
-
 /**
  * Serialises the writes of one (bot, update_id) until the end of the transaction ($1 bot_id, $2 update_id
  * as int8 text). INGEST_UPDATE and QUARANTINE read different tables (raw.telegram_update_keys / ops.jobs

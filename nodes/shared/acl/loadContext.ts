@@ -28,7 +28,8 @@ import { parseRequest, safeJson, TenantId } from '../contracts/request';
 import { newCorrelationId } from '../envelopeBuilders';
 import { ContractError, fromPgError } from '../errors';
 import type { ItemState } from '../node/runItems';
-import { DEFAULT_CHAT_POLICY, LOAD_CONTEXT } from './sql';
+import { LOAD_CONTEXT } from '../statements/core';
+import { DEFAULT_CHAT_POLICY } from './chatPolicy';
 
 export const ContextRequest = z
 	.object({

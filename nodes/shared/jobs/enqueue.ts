@@ -7,7 +7,7 @@
 import type { Pool } from 'pg';
 import { ContractError, fromPgError } from '../errors';
 import { validateJob, type JobType } from './registry';
-import { ENQUEUE_JOBS, JOBS_BY_DEDUP_KEY } from './statements';
+import { ENQUEUE_JOBS, JOBS_BY_DEDUP_KEY } from '../statements/jobs';
 
 /** A job to enqueue: once per dedup key (ops.jobs.dedup_key is unique). */
 export interface WantedJob {

@@ -33,7 +33,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { Client, type ClientConfig, type Pool, type QueryConfig } from 'pg';
 import { ContractError } from '../errors';
-import { LEASE_LOCK, LEASE_PROBE, LEASE_RUNNING_JOBS } from './statements';
+import { LEASE_LOCK, LEASE_PROBE, LEASE_RUNNING_JOBS } from '../statements/jobs';
 
 /** First and longest wait (ms) between two attempts to connect and take the lease again. */
 export const LEASE_RECONNECT_MIN_MS = 250;

@@ -17,7 +17,7 @@ import type { Pool } from 'pg';
 import { isUuid } from '../contracts/ids';
 import { ContractError, fromPgError } from '../errors';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from './backoff';
-import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE, RELEASE_STALE_LEASED } from './statements';
+import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE, RELEASE_STALE_LEASED } from '../statements/jobs';
 
 const JOBS = { table: 'ops.jobs' };
 

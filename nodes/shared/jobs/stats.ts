@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { fromPgError } from '../errors';
 import { positiveInt } from './queue';
 import { JOB_TYPE_LIST } from './registry';
-import { JOB_STATS } from './statements';
+import { JOB_STATS } from '../statements/jobs';
 
 /** Default window of the run figures: the last hour. */
 export const STATS_WINDOW_SECONDS = 3600;

@@ -7,7 +7,7 @@
  * user info pasted into Host, Database or User is refused before any connection (`poolConfig`).
  */
 import { createHash } from 'node:crypto';
-import { Pool, type PoolClient, type PoolConfig } from 'pg';
+import { Pool, type PoolConfig } from 'pg';
 import { ContractError } from '../errors';
 import { Redactor, rememberSecrets } from '../redact';
 
@@ -174,33 +174,4 @@ export async function closeAllPools(): Promise<void> {
 	const all = [...pools.values()];
 	pools.clear();
 	await Promise.all(all.map((entry) => entry.pool.end().catch(() => undefined)));
-}
-
-/** pg also emits a lost connection as 'error' on a checked-out client; the failed query reports it. */
-function ignoreCheckedOutError(): void {}
-
-/**
- * Runs `work` in one transaction on one client: COMMIT when it resolves, ROLLBACK when it throws
- * (the error is rethrown unchanged). A client whose connection broke is destroyed, not reused; its
- * 'error' event (emitted besides the failed query's error) is not left unhandled (issue 26: a lost reply
- * must not become an uncaught exception of the n8n process).
- */
-export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
-	const client = await pool.connect();
-	client.on('error', ignoreCheckedOutError);
-	let broken: Error | undefined;
-	try {
-		await client.query('BEGIN');
-		const result = await work(client);
-		await client.query('COMMIT');
-		return result;
-	} catch (error) {
-		await client.query('ROLLBACK').catch((rollbackError: Error) => {
-			broken = rollbackError;
-		});
-		throw error;
-	} finally {
-		client.removeListener('error', ignoreCheckedOutError);
-		client.release(broken);
-	}
 }

@@ -8,7 +8,7 @@
  */
 import type { Pool } from 'pg';
 import { ContractError } from '../errors';
-import { withTransaction } from '../postgres/pool';
+import { inTransaction } from '../postgres/transaction';
 import { exportDefinition } from './exportFormat';
 import { ImportRequest, WorkflowDefinition, type WorkflowDefinitionInput } from './schema';
 import { validateDefinition } from './validate';
@@ -55,7 +55,7 @@ export async function importWorkflows(
 		validateDefinition(workflow);
 		check?.(workflow);
 	}
-	await withTransaction(pool, async (client) => {
+	await inTransaction(pool, async (client) => {
 		await client.query('SELECT pg_advisory_xact_lock(hashtext($1 || $2::text))', [ref.model, ref.modelVersion]);
 		if (request.importMode === 'REPLACE') {
 			await client.query('DELETE FROM ops.workflow_definitions WHERE model = $1 AND model_version = $2', [

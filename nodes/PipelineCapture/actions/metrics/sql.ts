@@ -16,7 +16,7 @@
 /** Bounds of the NEW → COMPLETED histogram, seconds; db/migrations/017 maas.metric_run_bounds() holds the same. */
 import type { Pool } from 'pg';
 import type { PipelineFigures } from './exposition';
-import { withTransaction } from '../../../shared/postgres/pool';
+import { inTransaction } from '../../../shared/postgres/transaction';
 
 export const RUN_DURATION_BUCKETS = [0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600];
 /** Bounds of the per-attempt model-time histogram, seconds; 017 maas.metric_attempt_bounds() holds the same. */
@@ -59,8 +59,8 @@ SELECT
  * @returns the row (PipelineFigures of ./exposition.ts) @throws the pg error
  */
 export async function scrapeFigures(pool: Pool): Promise<PipelineFigures> {
-	// withTransaction: the checked-out client's 'error' event (connection terminated mid-scrape) is handled
-	return withTransaction(pool, async (client) => {
+	// inTransaction: the checked-out client's 'error' event (connection terminated mid-scrape) is handled
+	return inTransaction(pool, async (client) => {
 		await client.query('SET TRANSACTION READ ONLY');
 		await client.query('SET LOCAL jit = off');
 		const { rows } = await client.query(PIPELINE_METRICS, [SIZED_TABLES]);

@@ -12,7 +12,7 @@ import type { ContractError } from '../../../shared/errors';
 import type { FieldInit } from '../../../shared/node/fields';
 import { replaceUnstorable } from '../../../shared/sanitize';
 import type { EngineOptions, EngineResult } from '../../../shared/stateMachine';
-import { RECORD_WARNINGS } from './sql';
+import { RECORD_WARNINGS } from '../../../shared/statements/errors';
 
 /** Failed processor runs of one run after which it ends FAILED (0: never). */
 export const DEFAULT_MAX_PROCESSOR_FAILURES = 3;

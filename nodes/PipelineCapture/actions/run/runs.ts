@@ -42,7 +42,6 @@ import {
 	LOST_WAITING,
 	PROCESSOR_FAILED,
 	READ_FOR_FAIL,
-	RECORD_WARNINGS,
 	RELEASE_CAPTURE,
 	RELEASE_READ_RUN,
 	RELEASE_STUCK,
@@ -51,6 +50,7 @@ import {
 	RESULT_COLUMNS,
 	STUCK_FOR_RELEASE,
 } from './sql';
+import { RECORD_WARNINGS } from '../../../shared/statements/errors';
 import {
 	countFailure,
 	failureRows,

@@ -3,6 +3,7 @@
  * (`WHERE id = $1 AND status = $from`): of concurrent callers exactly one gets the row (FACTS:
  * conditional capture, 20 callers → 1 winner), and the trigger notifies 'pipeline_events' at COMMIT.
  */
+import { warningRows } from '../../../shared/statements/errors';
 
 /** Request Handler (step 0): the run (NEW) and its raw_logs `user_query` row, in one statement. */
 export const CREATE_RUN = `
@@ -73,17 +74,6 @@ export const RESULT_COLUMNS = {
 } as const;
 
 /**
- * ASYNC_NEW_TX processor warnings as ops.errors rows, one per element of a jsonb array
- * `[{ message, details, workflow, node }]` (see ./warnings.ts); `correlation_id` from the run (its own id
- * when it has none). Used inside Complete Step's statement (FROM moved) and alone after a Capture.
- */
-function warningRows(from: string, array: string): string {
-	return `INSERT INTO ops.errors (correlation_id, workflow, node, kind, status_code, retryable, message, details, source)
-  SELECT coalesce(run.correlation_id, run.id), w.workflow, w.node, 'upstream', 400, false, w.message, w.details, 'PipelineCapture'
-  FROM ${from} AS run CROSS JOIN jsonb_to_recordset(${array}::jsonb) AS w(message text, details jsonb, workflow text, node text)`;
-}
-
-/**
  * Complete Step ($2 → $3, the state after the step's transition and the cascade; $4 the last transition
  * fired; token $5): stores the result and the final state in one statement, only while the run is still
  * in $2 under capture token $5 (the processors ran before it, outside any transaction). `draft_context`
@@ -133,10 +123,6 @@ SELECT r.*, md5($2::text) = ANY(r.completed_steps) AS done FROM maas.pipeline_ru
 export const RELEASE_CAPTURE = `
 UPDATE maas.pipeline_runs SET status = $4, previous_transition = 'RELEASE', capture_token = NULL, updated_at = now()
 WHERE id = $1 AND status = $2 AND capture_token = $3`;
-
-/** The warnings of a Capture's processors ($1 the run id, $2 the jsonb array), after the capture committed. */
-export const RECORD_WARNINGS = `
-${warningRows('(SELECT id, correlation_id FROM maas.pipeline_runs WHERE id = $1)', '$2')}`;
 
 /**
  * A failed processor of the holder ($1 run, $2 the state it holds it in, $3 its current token, NULL for a

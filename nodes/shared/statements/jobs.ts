@@ -6,7 +6,7 @@
  * applies only while the job is `running` under the lock it read (locked_by and/or claim_token).
  * Anchors: pg-boss (src/plans.ts) and graphile-worker (getJobs).
  */
-import { nextRunAtSql } from './backoff';
+import { nextRunAtSql } from '../jobs/backoff';
 
 /**
  * Claim: up to $2 due jobs of the types $1 (text[]) for worker $3, `FOR UPDATE SKIP LOCKED` (concurrent
