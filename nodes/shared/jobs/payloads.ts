@@ -82,3 +82,18 @@ export const QaAnswerPayload = z
 		trace_id: TraceId,
 	})
 	.passthrough();
+
+/**
+ * The payload schema of each job type of ./registry.json, keyed by job type: a new type's schema goes here
+ * (./registry.ts reads this map; a type of registry.json without a schema here does not compile).
+ */
+export const PAYLOAD_SCHEMAS = {
+	telegram_update: TelegramUpdatePayload,
+	url_normalize: UrlNormalizePayload,
+	url_fetch: UrlFetchPayload,
+	file_download: FileDownloadPayload,
+	document_extract: DocumentPayload,
+	document_chunk: DocumentPayload,
+	document_embed: DocumentEmbedPayload,
+	qa_answer: QaAnswerPayload,
+} as const satisfies Record<string, z.ZodTypeAny>;

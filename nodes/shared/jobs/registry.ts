@@ -1,7 +1,7 @@
 /**
  * The job-type registry: job_type → the worker workflow that runs it → its payload schema. One source:
  * the types and workflows are ./registry.json (read as well by scripts/gen-knowledge-workflows.js, which
- * writes WF90's claim list and dispatch map from it), the schemas are ./payloads.ts. Producers take their
+ * writes WF90's claim list and dispatch map from it), the schemas are ./payloads.ts (PAYLOAD_SCHEMAS). Producers take their
  * job_type from `JOB_TYPES`, never a literal; enqueue (./enqueue.ts) validates each payload here.
  *
  * Entry shape: `{ job_type, workflow_id, workflow_file, producer, payload }` —
@@ -13,15 +13,7 @@
  */
 import type { z } from 'zod';
 import { ContractError } from '../errors';
-import {
-	DocumentEmbedPayload,
-	DocumentPayload,
-	FileDownloadPayload,
-	QaAnswerPayload,
-	TelegramUpdatePayload,
-	UrlFetchPayload,
-	UrlNormalizePayload,
-} from './payloads';
+import { PAYLOAD_SCHEMAS } from './payloads';
 import REGISTRY from './registry.json';
 
 export type JobType = keyof typeof REGISTRY;
@@ -34,17 +26,8 @@ export interface JobTypeEntry {
 	payload: z.ZodTypeAny;
 }
 
-/** The payload schema of each registered type (a type without one does not compile). */
-const PAYLOADS: Record<JobType, z.ZodTypeAny> = {
-	telegram_update: TelegramUpdatePayload,
-	url_normalize: UrlNormalizePayload,
-	url_fetch: UrlFetchPayload,
-	file_download: FileDownloadPayload,
-	document_extract: DocumentPayload,
-	document_chunk: DocumentPayload,
-	document_embed: DocumentEmbedPayload,
-	qa_answer: QaAnswerPayload,
-};
+/** The payload schema of each registered type (./payloads.ts; a type without one does not compile). */
+const PAYLOADS: Record<JobType, z.ZodTypeAny> = PAYLOAD_SCHEMAS;
 
 /** Every registered job type, in registry order. */
 export const JOB_TYPE_LIST = Object.keys(REGISTRY) as JobType[];
