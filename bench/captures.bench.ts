@@ -17,7 +17,7 @@
  * median is reported); each side has a pool of workers + 2 connections; the order of the sides alternates.
  */
 import { Pool } from 'pg';
-import { capture } from '../nodes/PipelineCapture/actions/run/runs';
+import { capture } from '../nodes/PipelineCapture/actions/run/capture.operation';
 import { shippedDefinition } from '../nodes/PipelineCapture/engine/definition';
 import { setupDatabase } from '../test/helpers/db';
 import { recordGoal } from './goals';

@@ -7,7 +7,8 @@
  */
 import net from 'node:net';
 import type { Pool } from 'pg';
-import { capture, completeStep } from '../../nodes/PipelineCapture/actions/run/runs';
+import { capture } from '../../nodes/PipelineCapture/actions/run/capture.operation';
+import { completeStep } from '../../nodes/PipelineCapture/actions/run/completeStep.operation';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import { createRun } from '../../nodes/PipelineCapture/actions/run/runs';
+import { createRun } from '../../nodes/PipelineCapture/actions/run/createRun.operation';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { runWorkflow, stopEngine, type EngineNode } from '../helpers/n8nEngine';

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import { capture } from '../../nodes/PipelineCapture/actions/run/runs';
+import { capture } from '../../nodes/PipelineCapture/actions/run/capture.operation';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { PipelineListener, type PipelineEvent } from '../../nodes/shared/postgres/listener';
 import { setupDatabase, type TestDatabase } from '../helpers/db';

@@ -19,14 +19,12 @@ import { fetchSender } from '../../nodes/KnowledgeBot/transport/http';
 import { MODULES } from '../../nodes/PipelineCapture/actions/metrics/exposition';
 import { pipelineMetricsOperation } from '../../nodes/PipelineCapture/actions/metrics/pipelineMetrics.operation';
 import { generateOperation } from '../../nodes/PipelineCapture/actions/model/generate.operation';
-import {
-	archiveRun,
-	capture,
-	completeStep,
-	createRun,
-	failRun,
-	loadStepContext,
-} from '../../nodes/PipelineCapture/actions/run/runs';
+import { archiveRun } from '../../nodes/PipelineCapture/actions/run/archive.operation';
+import { capture } from '../../nodes/PipelineCapture/actions/run/capture.operation';
+import { completeStep } from '../../nodes/PipelineCapture/actions/run/completeStep.operation';
+import { createRun } from '../../nodes/PipelineCapture/actions/run/createRun.operation';
+import { failRun } from '../../nodes/PipelineCapture/actions/run/fail.operation';
+import { loadStepContext } from '../../nodes/PipelineCapture/actions/run/loadStepContext.operation';
 import type { PipelineContext } from '../../nodes/PipelineCapture/actions/types';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { recordLlmCall, storableLabel } from '../../nodes/shared/llm/calls';

@@ -13,14 +13,12 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Client, type Pool } from 'pg';
-import {
-	archiveRun,
-	capture,
-	completeStep,
-	createRun,
-	failRun,
-	sweep,
-} from '../../nodes/PipelineCapture/actions/run/runs';
+import { archiveRun } from '../../nodes/PipelineCapture/actions/run/archive.operation';
+import { capture } from '../../nodes/PipelineCapture/actions/run/capture.operation';
+import { completeStep } from '../../nodes/PipelineCapture/actions/run/completeStep.operation';
+import { createRun } from '../../nodes/PipelineCapture/actions/run/createRun.operation';
+import { failRun } from '../../nodes/PipelineCapture/actions/run/fail.operation';
+import { sweep } from '../../nodes/PipelineCapture/actions/run/sweep.operation';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { WorkflowDefinition } from '../../nodes/shared/stateMachine';

@@ -8,7 +8,10 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool } from 'pg';
-import { archiveRun, capture, completeStep, failRun } from '../../nodes/PipelineCapture/actions/run/runs';
+import { archiveRun } from '../../nodes/PipelineCapture/actions/run/archive.operation';
+import { capture } from '../../nodes/PipelineCapture/actions/run/capture.operation';
+import { completeStep } from '../../nodes/PipelineCapture/actions/run/completeStep.operation';
+import { failRun } from '../../nodes/PipelineCapture/actions/run/fail.operation';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { poolConfig } from '../../nodes/shared/postgres/pool';
 import { WorkflowDefinition } from '../../nodes/shared/stateMachine';

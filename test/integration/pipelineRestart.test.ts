@@ -9,7 +9,7 @@ import { afterAll, beforeAll } from '@jest/globals';
 import { embeddedPostgresUnreachable, startMigratedEmbedded, type EmbeddedServer } from '../helpers/embeddedPostgres';
 import { testSkipIf } from '../helpers/skip';
 import type { Pool } from 'pg';
-import { capture } from '../../nodes/PipelineCapture/actions/run/runs';
+import { capture } from '../../nodes/PipelineCapture/actions/run/capture.operation';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { PipelineListener, type PipelineEvent } from '../../nodes/shared/postgres/listener';
 

@@ -10,14 +10,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import type { Pool } from 'pg';
-import {
-	capture,
-	CAPTURE_REPLAY_WINDOW_SECONDS,
-	completeStep,
-	createRun,
-	failRun,
-	sweep,
-} from '../../nodes/PipelineCapture/actions/run/runs';
+import { capture, CAPTURE_REPLAY_WINDOW_SECONDS } from '../../nodes/PipelineCapture/actions/run/capture.operation';
+import { completeStep } from '../../nodes/PipelineCapture/actions/run/completeStep.operation';
+import { createRun } from '../../nodes/PipelineCapture/actions/run/createRun.operation';
+import { failRun } from '../../nodes/PipelineCapture/actions/run/fail.operation';
+import { sweep } from '../../nodes/PipelineCapture/actions/run/sweep.operation';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { WorkflowDefinition } from '../../nodes/shared/stateMachine';

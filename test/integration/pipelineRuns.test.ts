@@ -2,15 +2,12 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Client } from 'pg';
-import { captureOperation } from '../../nodes/PipelineCapture/actions/run/capture.operation';
-import {
-	capture,
-	completeStep,
-	createRun,
-	failRun,
-	getStatus,
-	sweep,
-} from '../../nodes/PipelineCapture/actions/run/runs';
+import { capture, captureOperation } from '../../nodes/PipelineCapture/actions/run/capture.operation';
+import { completeStep } from '../../nodes/PipelineCapture/actions/run/completeStep.operation';
+import { createRun } from '../../nodes/PipelineCapture/actions/run/createRun.operation';
+import { failRun } from '../../nodes/PipelineCapture/actions/run/fail.operation';
+import { getStatus } from '../../nodes/PipelineCapture/actions/run/getStatus.operation';
+import { sweep } from '../../nodes/PipelineCapture/actions/run/sweep.operation';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { setupDatabase, type TestDatabase } from '../helpers/db';

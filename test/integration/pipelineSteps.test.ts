@@ -1,15 +1,12 @@
 /** Step context, the Archivist and the blocking rule of seed 001 on real PostgreSQL. */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import {
-	archiveRun,
-	buildDraft,
-	capture,
-	completeStep,
-	createRun,
-	loadStepContext,
-	sweep,
-} from '../../nodes/PipelineCapture/actions/run/runs';
+import { archiveRun } from '../../nodes/PipelineCapture/actions/run/archive.operation';
+import { capture } from '../../nodes/PipelineCapture/actions/run/capture.operation';
+import { completeStep } from '../../nodes/PipelineCapture/actions/run/completeStep.operation';
+import { createRun } from '../../nodes/PipelineCapture/actions/run/createRun.operation';
+import { buildDraft, loadStepContext } from '../../nodes/PipelineCapture/actions/run/loadStepContext.operation';
+import { sweep } from '../../nodes/PipelineCapture/actions/run/sweep.operation';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { setupDatabase, type TestDatabase } from '../helpers/db';

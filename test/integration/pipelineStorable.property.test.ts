@@ -9,7 +9,9 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import fc from 'fast-check';
-import { capture, completeStep, createRun } from '../../nodes/PipelineCapture/actions/run/runs';
+import { capture } from '../../nodes/PipelineCapture/actions/run/capture.operation';
+import { completeStep } from '../../nodes/PipelineCapture/actions/run/completeStep.operation';
+import { createRun } from '../../nodes/PipelineCapture/actions/run/createRun.operation';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
 import { ContractError } from '../../nodes/shared/errors';
 import { unstorablePath } from '../../nodes/shared/sanitize';

@@ -16,10 +16,176 @@
  * Errors: 404 unknown run; 409 ILLEGAL_TRANSITION (legal ones listed); 400 WORKFLOW_FAILED /
  * NO_COMPUTE_MEMBER_FOR_TAG (a processor); 422; 503.
  */
+import type { Pool } from 'pg';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
-import { DEFAULT_MAX_PROCESSOR_FAILURES, MAX_PROCESSOR_FAILURES_FIELD } from './processorOutcome';
-import { capture } from './runs';
+import { ContractError } from '../../../shared/errors';
+import type { WorkflowDefinition } from '../../../shared/stateMachine';
+import { abortError, evaluate, runTransitionProcessors } from '../../../shared/stateMachine';
+import { edgeNamed, edgesOf, OWN_TRANSITIONS, type Edge } from '../../engine/definition';
+import { CAPTURE, CAPTURE_PROCESSED, PROCESSOR_FAILED, READ_RUN, RELEASE_CAPTURE } from './sql';
+import {
+	countFailure,
+	DEFAULT_MAX_PROCESSOR_FAILURES,
+	MAX_PROCESSOR_FAILURES_FIELD,
+	recordWarnings,
+	type StepOptions,
+	warningRows,
+} from './processorOutcome';
+import { notFound, publicRun, query, RUNS, runId, type RunRow } from './runRow';
+
+/**
+ * How long after its capture (s) a Capture with the same call key, by the same worker, is recognised as the
+ * retry of that capture (n8n's Retry On Fail waits at most 5 s between at most 5 tries); after it, the
+ * same key is another call (a re-run, an id used again) and loses as TAKEN.
+ */
+export const CAPTURE_REPLAY_WINDOW_SECONDS = 300;
+
+export interface CaptureResult {
+	captured: boolean;
+	/**
+	 * Why a capture lost: another worker took it (TAKEN; `run.status` is the state it took the run to, or
+	 * wherever the run is now), or an older run of the user is not archived yet (BLOCKED; `run.status` is
+	 * still the transition's source state). Null for the winner.
+	 */
+	reason: 'TAKEN' | 'BLOCKED' | null;
+	/** The winner's run (with its capture token); for a loser the run as committed after the winner. */
+	run: RunRow;
+	transition: Edge;
+	/** ASYNC_NEW_TX processor failures (also recorded in ops.errors); empty when none. */
+	warnings: string[];
+	/**
+	 * True when this call found its own earlier capture (same `capture_key`, the run in the transition's
+	 * target under a capture token: the first call's reply was lost) and answered as that call would have.
+	 */
+	replayed?: true;
+}
+
+/**
+ * Capture: moves the run along `transition` (a CAPTURE_* of the definition) when it is in that
+ * transition's source state. `captured: false` with the run as it is now (the state the winner took it
+ * to, never the stale source state) and the `reason` when another worker was first or the run is blocked.
+ * The transition's processors run for the winner only, after the capture committed and outside any
+ * transaction (no connection or row lock is held while a sub-workflow runs). A SYNC / ASYNC_SAME_TX failure
+ * gives the run back: RELEASE to the source state under a compare-and-set on the winner's capture token
+ * (so the trigger notifies again and a worker retries), or FAILED at the run's `maxProcessorFailures`th
+ * failure; the caller gets 400 with `details.failures` and `details.run_status`. ASYNC_NEW_TX failures are
+ * recorded as ops.errors warnings and returned in `warnings`.
+ * Retry after a lost reply (issue 26): `capture_key` names the call, identically on its retries (the node:
+ * n8n instance, workflow, execution, node name, run index, item index) and is stored with the capture
+ * (migration 019). A call that finds the run in `edge.to` by `edge.name`, still under a capture token,
+ * captured by this worker with its own key less than CAPTURE_REPLAY_WINDOW_SECONDS ago, is a retry of a
+ * capture that committed: it answers `captured: true` with that token and `replayed: true`, and runs the
+ * processors only when that capture did not mark them done (`capture_processed`). No key (null): no replay
+ * (a retry loses as TAKEN and the Sweep releases the run after stuck_after_seconds).
+ * @throws 404 unknown run; 409 ILLEGAL_TRANSITION (not in the definition, legal ones listed) or
+ *         CRITERION_NOT_MET; 400 WORKFLOW_FAILED / NO_COMPUTE_MEMBER_FOR_TAG
+ */
+export async function capture(
+	pool: Pool,
+	definition: WorkflowDefinition,
+	input: { run_id: unknown; transition: string; worker: string; capture_key?: string | null },
+	options: StepOptions = {},
+): Promise<CaptureResult> {
+	const id = runId(input.run_id);
+	const edge = edgeNamed(definition, input.transition);
+	if (OWN_TRANSITIONS.includes(edge.name)) throw ownTransition(definition, edge, 'CAPTURE_');
+	const declared = definition.states[edge.from].transitions.find((t) => t.name === edge.name)!;
+	if (declared.criterion) {
+		const [current] = await query<RunRow>(pool, READ_RUN, [id], 'select');
+		if (!current) throw notFound(id);
+		if (
+			current.status === edge.from &&
+			!evaluate(declared.criterion, current, {
+				state: current.status,
+				previousTransition: (current.previous_transition as string) ?? null,
+			})
+		) {
+			throw ContractError.conflict(
+				`transition ${edge.name} is not allowed for run ${id}: its criterion does not match`,
+				{ code: 'CRITERION_NOT_MET', run_id: id, transition: edge.name },
+				{ operation: 'update', ...RUNS },
+			);
+		}
+	}
+	// The first step of a run waits for the user's previous run to be archived (seed 001 blocking rule).
+	const blocking = edge.from === definition.initialState;
+	const key = typeof input.capture_key === 'string' && input.capture_key ? input.capture_key : null;
+	const rows = await query<RunRow & { captured: boolean; fresh: boolean }>(
+		pool,
+		CAPTURE,
+		[id, edge.from, edge.to, edge.name, input.worker, blocking, key, CAPTURE_REPLAY_WINDOW_SECONDS],
+		'update',
+	);
+	if (rows.length === 0) throw notFound(id);
+	const { captured, fresh, ...first } = rows[0];
+	// a loser whose snapshot still shows the source state reads the run again: this statement starts after
+	// the winner committed (the UPDATE waited for it), so it is in the source state only when the blocking
+	// rule refused the capture (or the winner's capture was given back since)
+	let run = first;
+	if (!captured && first.status === edge.from) {
+		const [now] = await query<RunRow>(pool, READ_RUN, [id], 'select');
+		if (now) run = now;
+	}
+	// a retry of this caller's own capture whose reply was lost: the run is where that capture took it,
+	// still under its token, captured by this worker with this key less than the replay window ago:
+	// answered as the first call would have been, with `replayed: true`
+	const replay =
+		!captured &&
+		key !== null &&
+		fresh &&
+		run === first &&
+		run.capture_key === key &&
+		run.captured_by === input.worker &&
+		run.status === edge.to &&
+		run.previous_transition === edge.name &&
+		typeof run.capture_token === 'string';
+	const won = captured || replay;
+	const reason = won ? null : blocking && run.status === edge.from ? 'BLOCKED' : 'TAKEN';
+	const result: CaptureResult = {
+		captured: won,
+		reason,
+		run: publicRun(run as RunRow),
+		transition: edge,
+		warnings: [],
+		...(replay ? { replayed: true } : {}),
+	};
+	if (!won || declared.processors.length === 0) return result;
+	// a replay of a capture whose processors succeeded already (its reply was lost after them): not again
+	if (replay && run.capture_processed === true) return result;
+	// the processors see the run as captured, without the capture token (a credential of the worker)
+	const { capture_token, ...entity } = publicRun(run);
+	const processed = await runTransitionProcessors(edge.from, declared, entity, options);
+	if (!processed.ok) {
+		const token = String(capture_token);
+		const where = { id, transition: edge.name, holding: edge.to, token, backTo: edge.from, result: processed, options };
+		// when even the count cannot be written, the capture is released (same compare-and-set, no count)
+		const release = () => pool.query(RELEASE_CAPTURE, [id, edge.to, token, edge.from]);
+		throw await countFailure(pool, PROCESSOR_FAILED, where, abortError(processed, { run_id: id }), release);
+	}
+	// the processors succeeded: marked on the capture (a replay skips them) with the warnings, in one
+	// statement; after the capture committed, a failure here must not cost the winner its capture token
+	const rowsOfWarnings = warningRows(processed.warnings, { id, transition: edge.name }, options);
+	try {
+		await pool.query(CAPTURE_PROCESSED, [id, edge.to, String(capture_token), rowsOfWarnings]);
+	} catch {
+		await recordWarnings(pool, processed.warnings, { id, transition: edge.name }, options);
+	}
+	return { ...result, warnings: processed.warnings };
+}
+
+/**
+ * 409 ILLEGAL_TRANSITION: `edge` is fired by its own operation (FAIL by Fail, RELEASE by the Sweep, ARCHIVE
+ * by Archive), not by Capture / Complete Step; `legal` lists that operation's transitions (by `prefix`).
+ */
+function ownTransition(definition: WorkflowDefinition, edge: Edge, prefix: string): ContractError {
+	const legal = [...new Set(edgesOf(definition).map((e) => e.name))].filter((n) => n.startsWith(prefix));
+	return ContractError.conflict(
+		`transition ${edge.name} is fired by its own operation (FAIL: Fail, RELEASE: Sweep, ARCHIVE: Archive), not here (legal: ${legal.join(', ')})`,
+		{ code: 'ILLEGAL_TRANSITION', transition: edge.name, legal },
+		{ operation: 'update', ...RUNS },
+	);
+}
 
 export const captureOperation: PipelineOperation = {
 	value: 'capture',

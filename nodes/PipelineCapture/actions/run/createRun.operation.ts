@@ -6,10 +6,35 @@
  * Output (201): `{ request_id, status: "processing", raw_log_id }`.
  * Errors: 401/403 identity (nothing written), 422 (field named), 503 database unreachable.
  */
+import type { Pool } from 'pg';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
 import type { PipelineOperation } from '../types';
-import { createRun } from './runs';
+import { ContractError } from '../../../shared/errors';
+import { CREATE_RUN } from './sql';
+import { query, RUNS, userIdOf } from './runRow';
+
+/** Create Run (step 0): `{ request_id, status: "processing", raw_log_id }`. */
+export async function createRun(
+	pool: Pool,
+	input: { user_id: unknown; query: unknown; correlation_id?: string | null },
+) {
+	const userId = userIdOf(input.user_id);
+	const text = typeof input.query === 'string' ? input.query.trim() : '';
+	if (!text)
+		throw ContractError.validation(
+			'invalid input: query is required',
+			{ code: 'VALIDATION', field: 'query' },
+			{ operation: 'validate', ...RUNS },
+		);
+	const [row] = await query<{ id: string; raw_log_id: string }>(
+		pool,
+		CREATE_RUN,
+		[userId, text, input.correlation_id ?? null],
+		'insert',
+	);
+	return { request_id: row.id, status: 'processing', raw_log_id: Number(row.raw_log_id) };
+}
 
 export const createRunOperation: PipelineOperation = {
 	value: 'createRun',

@@ -6,10 +6,48 @@
  * Errors: 401/403 identity; 404 unknown run, or another user's run (same message and details, so ids
  * cannot be probed); 422 not a UUID; 503.
  */
+import type { Pool } from 'pg';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
 import type { PipelineOperation } from '../types';
-import { getStatus } from './runs';
+import { publicRunError } from '../../../shared/envelopeBuilders';
+import { ContractError } from '../../../shared/errors';
+import { GET_RUN } from './sql';
+import { query, RUNS, runId, userIdOf } from './runRow';
+
+/**
+ * Get Status (seed 001 step 4, polling): `{ request_id, status: "processing" }`,
+ * `{ request_id, status: "completed", answer }` or `{ request_id, status: "failed", error }`; `error` is the
+ * stored error's public message (publicRunError: a 4xx keeps its message, anything else a fixed text of its kind).
+ * `user_id`: the caller; only that user's run is found. `null` reads any user's run (for callers that
+ * are not a user, e.g. a maintenance workflow; the Get Status operation always passes its identity).
+ * @throws 404 NOT_FOUND for an unknown run and, with the same message and details, for another
+ *         user's run (ids cannot be probed); 422 run_id not a UUID, user_id missing
+ */
+export async function getStatus(pool: Pool, input: { run_id: unknown; user_id: unknown }) {
+	const id = runId(input.run_id);
+	const owner = input.user_id === null ? null : userIdOf(input.user_id);
+	const [row] = await query<{ status: string; final_answer: string | null; error: Record<string, unknown> | null }>(
+		pool,
+		GET_RUN,
+		[id, owner],
+		'select',
+	);
+	if (!row)
+		throw ContractError.notFound(
+			`pipeline run ${id} does not exist`,
+			{ code: 'NOT_FOUND', run_id: id },
+			{ operation: 'select', ...RUNS },
+		);
+	if (row.status === 'COMPLETED') return { request_id: id, status: 'completed', answer: row.final_answer };
+	if (row.status === 'FAILED')
+		return {
+			request_id: id,
+			status: 'failed',
+			error: publicRunError(row.error),
+		};
+	return { request_id: id, status: 'processing' };
+}
 
 export const getStatusOperation: PipelineOperation = {
 	value: 'getStatus',
