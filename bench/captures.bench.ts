@@ -5,7 +5,7 @@
  * worker tries to capture EVERY run, each in its own (seeded) random order — as in n8n, where the Pipeline
  * Trigger tells every listening worker of every run and the workers race — so each run sees `workers`
  * attempts and exactly one must win.
- *   contracts — Pipeline Capture's Capture (runs.ts `capture`, transition CAPTURE_ANALYSIS, its blocking
+ *   contracts — Pipeline Capture's Capture (capture.operation.ts `capture`, transition CAPTURE_ANALYSIS, its blocking
  *               rule and its answer to a loser).
  *   baseline  — the bare compare-and-set a capture cannot go below: `UPDATE … SET status, captured_by,
  *               capture_token WHERE id = $1 AND status = 'NEW' RETURNING capture_token`, same workers, same
