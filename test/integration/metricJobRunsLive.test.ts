@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import { JOB_RUN_BUCKETS } from '../../nodes/PipelineCapture/actions/metrics/sql';
+import { JOB_RUN_BUCKETS } from '../../nodes/PipelineCapture/actions/metrics/buckets';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;

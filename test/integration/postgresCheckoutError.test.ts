@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import type { Pool } from 'pg';
-import { scrapeFigures } from '../../nodes/PipelineCapture/actions/metrics/sql';
+import { scrapeFigures } from '../../nodes/PipelineCapture/actions/metrics/scrape';
 import { fromPgError } from '../../nodes/shared/errors';
 import { inTransaction } from '../../nodes/shared/postgres/transaction';
 import { setupDatabase, type TestDatabase } from '../helpers/db';

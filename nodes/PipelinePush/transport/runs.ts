@@ -1,10 +1,12 @@
 /**
  * What Pipeline Push reads from `maas.pipeline_runs` (seed 001 §2): ownership at subscription, and the
- * answer once a run is COMPLETED or FAILED. Read only; every call is one statement on the credential's
+ * answer once a run is COMPLETED or FAILED (statements: shared/statements/pipelineRuns.ts OWNED_RUNS,
+ * FINISHED_RUNS). Read only; every call is one statement on the credential's
  * shared pool (nodes/shared/postgres/pool.ts), so a dropped connection fails one call, never the server.
  */
 import type { Pool } from 'pg';
 import { publicRunError } from '../../shared/envelopeBuilders';
+import { FINISHED_RUNS, OWNED_RUNS } from '../../shared/statements/pipelineRuns';
 
 export interface RunRow {
 	id: string;
@@ -26,15 +28,11 @@ export interface RunStore {
 	finished(ids: string[]): Promise<RunRow[]>;
 }
 
-const COLUMNS = 'id::text AS id, user_id, status, final_answer, error';
-const OWNED = `SELECT ${COLUMNS} FROM maas.pipeline_runs WHERE id = ANY($1::uuid[]) AND user_id = $2`;
-const FINISHED = `SELECT ${COLUMNS} FROM maas.pipeline_runs WHERE id = ANY($1::uuid[]) AND status IN ('COMPLETED', 'FAILED')`;
-
 /** A RunStore on the pool `pool()` returns (called per query: the shared pool may be recreated). */
 export function pgRunStore(pool: () => Pool): RunStore {
 	return {
-		owned: async (ids, userId) => (await pool().query<RunRow>(OWNED, [ids, userId])).rows,
-		finished: async (ids) => (await pool().query<RunRow>(FINISHED, [ids])).rows,
+		owned: async (ids, userId) => (await pool().query<RunRow>(OWNED_RUNS, [ids, userId])).rows,
+		finished: async (ids) => (await pool().query<RunRow>(FINISHED_RUNS, [ids])).rows,
 	};
 }
 

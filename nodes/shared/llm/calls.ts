@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { isUuid } from '../contracts/ids';
 import { replaceUnstorable } from '../sanitize';
+import { INSERT_LLM_CALL } from '../statements/llmCalls';
 import type { AttemptObserver, LlmAttempt } from './generate';
 
 /** UTF-16 code units kept of a model name or module label (they become Prometheus label values). */
@@ -25,13 +26,9 @@ export function storableLabel(value: string): string {
 	return replaceUnstorable(value.slice(0, MAX_LABEL_LENGTH)).text;
 }
 
-const INSERT_CALL = `INSERT INTO maas.llm_calls
-  (call_id, attempt, run_id, module, model, started_at, duration_ms, outcome, http_status, prompt_tokens, completion_tokens)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
-
-/** Inserts one attempt's row (one statement). @throws the pg error */
+/** Inserts one attempt's row (one statement: INSERT_LLM_CALL, shared/statements/llmCalls.ts). @throws the pg error */
 export async function recordLlmCall(pool: Pool, callId: string, origin: CallOrigin, a: LlmAttempt): Promise<void> {
-	await pool.query(INSERT_CALL, [
+	await pool.query(INSERT_LLM_CALL, [
 		callId,
 		a.attempt,
 		isUuid(origin.runId) ? origin.runId : null,

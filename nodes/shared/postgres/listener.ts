@@ -7,6 +7,7 @@
  * idempotent, so nothing runs twice and nothing is left behind.
  */
 import { Client, type ClientConfig, type QueryResult } from 'pg';
+import { CATCH_UP_RUNS } from '../statements/pipelineRuns';
 
 export interface PipelineEvent {
 	id: string;
@@ -39,20 +40,6 @@ export interface ListenerOptions {
 	 */
 	onConnect?(reconnected: boolean): void;
 }
-
-/**
- * One catch-up page: keyset pagination on (updated_at, id), so every matching run is read exactly once
- * even when more than a page match (a plain `ORDER BY updated_at LIMIT n` would keep the n oldest and
- * silently drop the newest). A catch-up must deliver every waiting run and every run changed since the
- * connection was lost; a repeat is harmless (consumers are idempotent), a loss is not.
- */
-const CATCH_UP = `
-SELECT id, status, 'CATCHUP' AS operation, updated_at::text AS cursor FROM maas.pipeline_runs
-WHERE (status = ANY($1::text[]) OR ($2::timestamptz IS NOT NULL AND updated_at >= $2::timestamptz))
-  AND (cardinality($3::text[]) = 0 OR status = ANY($3::text[]))
-  AND ($5::timestamptz IS NULL OR (updated_at, id) > ($5::timestamptz, $6::uuid))
-ORDER BY updated_at, id
-LIMIT $4`;
 
 /** Margin (ms) subtracted from the disconnect time, so a change committed just before it is caught up. */
 const CATCH_UP_MARGIN_MS = 5_000;
@@ -139,14 +126,14 @@ export class PipelineListener {
 		}
 	}
 
-	/** Every run the catch-up must deliver, page by page (see CATCH_UP). */
+	/** Every run the catch-up must deliver, page by page (see CATCH_UP_RUNS, shared/statements/pipelineRuns.ts). */
 	private async catchUp(client: Client, since: Date | null): Promise<PipelineEvent[][]> {
 		const limit = this.options.catchUpLimit ?? 1000;
 		const pages: PipelineEvent[][] = [];
 		// the cursor is updated_at as PostgreSQL prints it (microseconds kept: a JS Date would cut them)
 		let after: { cursor: string; id: string } | null = null;
 		for (;;) {
-			const result: QueryResult<PipelineEvent & { cursor: string }> = await client.query(CATCH_UP, [
+			const result: QueryResult<PipelineEvent & { cursor: string }> = await client.query(CATCH_UP_RUNS, [
 				this.options.waitingStatuses ?? ['NEW', 'ANALYZED', 'READY'],
 				since,
 				this.options.statuses ?? [],

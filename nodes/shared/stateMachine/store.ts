@@ -5,10 +5,19 @@
  *  - REPLACE: every existing workflow of the model is discarded; only the incoming set remains;
  *  - ACTIVATE: incoming workflows replace same-named ones; every other workflow of the model is set inactive.
  * Every imported workflow is stored `active: true`, whatever its body says (seed 004).
+ * The statements: shared/statements/workflowDefinitions.ts.
  */
 import type { Pool } from 'pg';
 import { ContractError } from '../errors';
 import { inTransaction } from '../postgres/transaction';
+import {
+	DEACTIVATE_OTHER_WORKFLOWS,
+	DELETE_MODEL_WORKFLOWS,
+	LOAD_WORKFLOWS,
+	LOCK_MODEL,
+	NEXT_POSITION,
+	UPSERT_WORKFLOW,
+} from '../statements/workflowDefinitions';
 import { exportDefinition } from './exportFormat';
 import { ImportRequest, WorkflowDefinition, type WorkflowDefinitionInput } from './schema';
 import { validateDefinition } from './validate';
@@ -56,33 +65,24 @@ export async function importWorkflows(
 		check?.(workflow);
 	}
 	await inTransaction(pool, async (client) => {
-		await client.query('SELECT pg_advisory_xact_lock(hashtext($1 || $2::text))', [ref.model, ref.modelVersion]);
+		await client.query(LOCK_MODEL, [ref.model, ref.modelVersion]);
 		if (request.importMode === 'REPLACE') {
-			await client.query('DELETE FROM ops.workflow_definitions WHERE model = $1 AND model_version = $2', [
-				ref.model,
-				ref.modelVersion,
-			]);
+			await client.query(DELETE_MODEL_WORKFLOWS, [ref.model, ref.modelVersion]);
 		}
 		if (request.importMode === 'ACTIVATE') {
-			await client.query(
-				'UPDATE ops.workflow_definitions SET active = false WHERE model = $1 AND model_version = $2 AND NOT (name = ANY($3))',
-				[ref.model, ref.modelVersion, names],
-			);
+			await client.query(DEACTIVATE_OTHER_WORKFLOWS, [ref.model, ref.modelVersion, names]);
 		}
-		const { rows } = await client.query<{ next: number }>(
-			'SELECT coalesce(max(position), 0) + 1 AS next FROM ops.workflow_definitions WHERE model = $1 AND model_version = $2',
-			[ref.model, ref.modelVersion],
-		);
+		const { rows } = await client.query<{ next: number }>(NEXT_POSITION, [ref.model, ref.modelVersion]);
 		let position = rows[0].next;
 		for (const workflow of request.workflows) {
 			const stored = { ...workflow, active: true };
-			await client.query(
-				`INSERT INTO ops.workflow_definitions (model, model_version, name, position, active, definition)
-				 VALUES ($1, $2, $3, $4, true, $5)
-				 ON CONFLICT (model, model_version, name)
-				 DO UPDATE SET definition = EXCLUDED.definition, active = true, imported_at = now()`,
-				[ref.model, ref.modelVersion, workflow.name, position++, JSON.stringify(stored)],
-			);
+			await client.query(UPSERT_WORKFLOW, [
+				ref.model,
+				ref.modelVersion,
+				workflow.name,
+				position++,
+				JSON.stringify(stored),
+			]);
 		}
 	});
 	return names;
@@ -90,10 +90,10 @@ export async function importWorkflows(
 
 /** The stored workflows of `ref`, in import order (`active` as stored). */
 export async function loadWorkflows(pool: Pool, ref: ModelRef): Promise<WorkflowDefinition[]> {
-	const { rows } = await pool.query<{ definition: WorkflowDefinitionInput; active: boolean }>(
-		'SELECT definition, active FROM ops.workflow_definitions WHERE model = $1 AND model_version = $2 ORDER BY position',
-		[ref.model, ref.modelVersion],
-	);
+	const { rows } = await pool.query<{ definition: WorkflowDefinitionInput; active: boolean }>(LOAD_WORKFLOWS, [
+		ref.model,
+		ref.modelVersion,
+	]);
 	return rows.map((r) => WorkflowDefinition.parse({ ...r.definition, active: r.active }));
 }
 

@@ -1,6 +1,6 @@
 /**
  * The Prometheus exposition of Metrics → Pipeline Metrics (seed 001 §9; every metric is listed in
- * docs/metrics.md): the figures of PIPELINE_METRICS (./sql.ts) and Job → Get Stats (jobStats) put in a
+ * docs/metrics.md): the figures of PIPELINE_METRICS (shared/statements/metrics.ts, read by ./scrape.ts) and Job → Get Stats (jobStats) put in a
  * fresh prom-client Registry per scrape — no metric state outlives the call, so every n8n process
  * (queue mode too) answers the same for the same database. Counters and gauges are prom-client
  * Counter / Gauge objects; a histogram whose buckets PostgreSQL counted is a metric object whose `get()`
@@ -9,15 +9,23 @@
  */
 import { Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { JobTypeStats } from '../../../shared/jobs/stats';
-import { JOB_RUN_BUCKETS, MODULE_DURATION_BUCKETS, RUN_DURATION_BUCKETS } from './sql';
+import { RUN_STATUS } from '../../../shared/statements/pipelineRuns';
+import { JOB_RUN_BUCKETS, MODULE_DURATION_BUCKETS, RUN_DURATION_BUCKETS } from './buckets';
 
 /** Content type of the text: Prometheus text format 0.0.4. */
 export const PROMETHEUS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
 
 /** The pipeline_runs statuses not finished yet (db/migrations/003), each reported even at 0. */
-export const ACTIVE_STATUSES = ['NEW', 'ANALYZING', 'ANALYZED', 'ASSEMBLING', 'READY', 'RESPONDING'] as const;
+export const ACTIVE_STATUSES = [
+	RUN_STATUS.NEW,
+	RUN_STATUS.ANALYZING,
+	RUN_STATUS.ANALYZED,
+	RUN_STATUS.ASSEMBLING,
+	RUN_STATUS.READY,
+	RUN_STATUS.RESPONDING,
+] as const;
 /** The finished statuses, counted by contracts_pipeline_finished_runs_total. */
-export const FINISHED_STATUSES = ['COMPLETED', 'FAILED'] as const;
+export const FINISHED_STATUSES = [RUN_STATUS.COMPLETED, RUN_STATUS.FAILED] as const;
 /** The module label values (db/migrations/017 maas.metric_module): the four steps, anything else `other`. */
 export const MODULES = ['analyzer', 'assembler', 'final_responder', 'archivist', 'other'] as const;
 

@@ -1,7 +1,7 @@
 /**
  * Metrics → Pipeline Metrics (seed 001 §9): the pipeline's metrics as a Prometheus scrape, computed from
  * the database only, so every n8n process (queue mode too) answers the same. Two queries sent at once:
- * PIPELINE_METRICS (./sql.ts: the counter rollup of db/migrations/017, the unfinished runs, table sizes
+ * PIPELINE_METRICS (shared/statements/metrics.ts, run by ./scrape.ts: the counter rollup of db/migrations/017, the unfinished runs, table sizes
  * from pg_class) and Job → Get Stats' jobStats (the ops.jobs queue per job type). The text is written by prom-client in a fresh Registry (./exposition.ts);
  * every metric (name, type, labels, unit) is listed in docs/metrics.md.
  * Input: `window_seconds` — the window Get Stats reads ops.job_runs over (1 … 2,592,000; default 3600). Since
@@ -17,7 +17,7 @@ import { jobStats, STATS_WINDOW_SECONDS } from '../../../shared/jobs/stats';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
 import { exposition, PROMETHEUS_CONTENT_TYPE } from './exposition';
-import { scrapeFigures } from './sql';
+import { scrapeFigures } from './scrape';
 
 export const pipelineMetricsOperation: PipelineOperation = {
 	value: 'pipelineMetrics',
