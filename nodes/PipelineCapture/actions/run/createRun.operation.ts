@@ -11,7 +11,7 @@ import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
 import type { PipelineOperation } from '../types';
 import { ContractError } from '../../../shared/errors';
-import { CREATE_RUN } from './sql';
+import { CREATE_RUN } from '../../../shared/statements/pipelineRuns';
 import { query, RUNS, userIdOf } from './runRow';
 
 /** Create Run (step 0): `{ request_id, status: "processing", raw_log_id }`. */

@@ -19,7 +19,7 @@ import { ContractError } from '../../../shared/errors';
 import type { WorkflowDefinition } from '../../../shared/stateMachine';
 import { runTransitionProcessors } from '../../../shared/stateMachine';
 import { hasProcessors, nonTerminalStates, transitionFrom } from '../../engine/definition';
-import { FAIL_READ_RUN, FAIL_RUN, READ_FOR_FAIL } from './sql';
+import { FAIL_READ_RUN, FAIL_RUN, READ_FOR_FAIL } from '../../../shared/statements/pipelineRuns';
 import { failureRows, joinRows, warningRows, type StepOptions } from './processorOutcome';
 import { doneAnyway, notApplied, recordRows, type ProcessorError } from './processorError';
 import { notFound, publicRun, query, RUNS, runId, type RunRow } from './runRow';

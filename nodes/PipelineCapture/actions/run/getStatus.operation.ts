@@ -12,7 +12,7 @@ import { identityFields } from '../../../shared/node/identity';
 import type { PipelineOperation } from '../types';
 import { publicRunError } from '../../../shared/envelopeBuilders';
 import { ContractError } from '../../../shared/errors';
-import { GET_RUN } from './sql';
+import { GET_RUN } from '../../../shared/statements/pipelineRuns';
 import { query, RUNS, runId, userIdOf } from './runRow';
 
 /**
