@@ -58,7 +58,7 @@ SELECT run.id, run.status, run.created_at, (SELECT id FROM log) AS raw_log_id FR
  * The loser's row is the statement's snapshot, which may predate a concurrent winner's commit (the UPDATE
  * re-checks the newest row version, a SELECT does not) and so still show the source state (issue 10 item 6:
  * 777 of 900 losers saw NEW). The caller reads such a row again in a new statement
- * (PipelineCapture/actions/run/runs.ts capture): the UPDATE waited for the winner, so that read sees the
+ * (PipelineCapture/actions/run/capture.operation.ts): the UPDATE waited for the winner, so that read sees the
  * state that won. Locking the loser's row `FOR SHARE` instead made every lost race a write transaction
  * (0.3× a bare compare-and-set at 8 workers, issue 14).
  * $1 the run id. Columns: captured, fresh and every column of maas.pipeline_runs.

@@ -22,7 +22,13 @@ import { ContractError } from '../../../shared/errors';
 import type { EngineResult, WorkflowDefinition } from '../../../shared/stateMachine';
 import { abortError, runTransitionProcessors } from '../../../shared/stateMachine';
 import { ARCHIVABLE_STATE, ARCHIVE, transitionFrom } from '../../engine/definition';
-import { ARCHIVE_FAILED, ARCHIVE_REPLAY, ARCHIVE_RUN, ARCHIVE_STATE, READ_RUN } from '../../../shared/statements/pipelineRuns';
+import {
+	ARCHIVE_FAILED,
+	ARCHIVE_REPLAY,
+	ARCHIVE_RUN,
+	ARCHIVE_STATE,
+	READ_RUN,
+} from '../../../shared/statements/pipelineRuns';
 import {
 	DEFAULT_MAX_PROCESSOR_FAILURES,
 	failureRows,

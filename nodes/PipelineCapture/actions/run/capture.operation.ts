@@ -23,7 +23,13 @@ import { ContractError } from '../../../shared/errors';
 import type { WorkflowDefinition } from '../../../shared/stateMachine';
 import { abortError, evaluate, runTransitionProcessors } from '../../../shared/stateMachine';
 import { edgeNamed, edgesOf, OWN_TRANSITIONS, type Edge } from '../../engine/definition';
-import { CAPTURE, CAPTURE_PROCESSED, PROCESSOR_FAILED, READ_RUN, RELEASE_CAPTURE } from '../../../shared/statements/pipelineRuns';
+import {
+	CAPTURE,
+	CAPTURE_PROCESSED,
+	PROCESSOR_FAILED,
+	READ_RUN,
+	RELEASE_CAPTURE,
+} from '../../../shared/statements/pipelineRuns';
 import {
 	countFailure,
 	DEFAULT_MAX_PROCESSOR_FAILURES,

@@ -23,7 +23,13 @@ import { unstorablePath } from '../../../shared/sanitize';
 import type { EngineResult, WorkflowDefinition } from '../../../shared/stateMachine';
 import { abortError, fireManual } from '../../../shared/stateMachine';
 import { edgeNamed, edgesOf, OWN_TRANSITIONS, type Edge } from '../../engine/definition';
-import { completeStepSql, FAIL_AFTER_ABORT, PROCESSOR_FAILED, READ_FOR_STEP, RESULT_COLUMNS } from '../../../shared/statements/pipelineRuns';
+import {
+	completeStepSql,
+	FAIL_AFTER_ABORT,
+	PROCESSOR_FAILED,
+	READ_FOR_STEP,
+	RESULT_COLUMNS,
+} from '../../../shared/statements/pipelineRuns';
 import {
 	countFailure,
 	DEFAULT_MAX_PROCESSOR_FAILURES,

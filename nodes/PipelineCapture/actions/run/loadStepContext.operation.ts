@@ -9,7 +9,12 @@ import type { Pool } from 'pg';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
 import { ContractError } from '../../../shared/errors';
-import { CONTEXT_ANALYSIS, CONTEXT_ARCHIVE, CONTEXT_ASSEMBLY, CONTEXT_RESPONSE } from '../../../shared/statements/pipelineRuns';
+import {
+	CONTEXT_ANALYSIS,
+	CONTEXT_ARCHIVE,
+	CONTEXT_ASSEMBLY,
+	CONTEXT_RESPONSE,
+} from '../../../shared/statements/pipelineRuns';
 import { query, RUNS, runId } from './runRow';
 
 /** Seed 001 step 2.2: the assembled context must fit 8000 tokens (estimated as characters / 4). */

@@ -19,7 +19,14 @@ import type { WorkflowDefinition } from '../../../shared/stateMachine';
 import { abortError, runTransitionProcessors } from '../../../shared/stateMachine';
 import { RECORD_WARNINGS } from '../../../shared/statements/errors';
 import { edgesOf, transitionFrom, type Edge } from '../../engine/definition';
-import { CLAIM_STUCK, LOST_WAITING, PROCESSOR_FAILED, RELEASE_READ_RUN, RELEASE_STUCK, STUCK_FOR_RELEASE } from '../../../shared/statements/pipelineRuns';
+import {
+	CLAIM_STUCK,
+	LOST_WAITING,
+	PROCESSOR_FAILED,
+	RELEASE_READ_RUN,
+	RELEASE_STUCK,
+	STUCK_FOR_RELEASE,
+} from '../../../shared/statements/pipelineRuns';
 import {
 	countFailure,
 	DEFAULT_MAX_PROCESSOR_FAILURES,
