@@ -1,6 +1,6 @@
 /**
  * Who may read which chunk, computed in the test from the facts it set up — never by the product's ACL SQL
- * (nodes/KnowledgeBot/actions/vectorAcl.ts) nor its Context Loader — so an e2e test can check WF51's
+ * (visibleTo in nodes/shared/statements/content.ts) nor its Context Loader — so an e2e test can check WF51's
  * answers and audit.qa_citations against it. Rules (seed 003 §0.2 and WF00c):
  *  - the asker must be a user of the tenant (core.tenant_users), not blocked, else the question is refused;
  *  - membership is Telegram's: creator / administrator / member are members, left / kicked are not, and a

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, test } from '@jest/globals';
 import { retrieveChunks } from '../../nodes/KnowledgeBot/actions/qa/retrieve';
 import { vectorRoute, type VectorRoute } from '../../nodes/KnowledgeBot/actions/vectorRoute';
 import { searchChunks, upsertEmbeddings } from '../../nodes/KnowledgeBot/actions/vectorStore';
-import { SEARCH_CHUNKS } from '../../nodes/KnowledgeBot/actions/vectorSql';
+import { SEARCH_CHUNKS } from '../../nodes/shared/statements/content';
 import { vectorDatabase } from '../helpers/pglite';
 
 const TENANT = '00000000-0000-4000-8000-0000000000c1';

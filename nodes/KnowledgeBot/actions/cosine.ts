@@ -1,7 +1,7 @@
 /**
- * The arithmetic of the exact vector route (exactSql.ts): vectors as float32 little-endian bytes, cosine
+ * The arithmetic of the exact vector route (shared/statements/content.ts, VISIBLE_EMBEDDINGS): vectors as float32 little-endian bytes, cosine
  * similarity computed in the node, and the k best kept while rows stream in. Ordering matches the pgvector
- * route (vectorSql.SEARCH_CHUNKS): highest similarity first, ties by the smaller chunk id, a zero vector
+ * route (content.SEARCH_CHUNKS): highest similarity first, ties by the smaller chunk id, a zero vector
  * (similarity undefined, NaN as in pgvector) last.
  */
 import { endianness } from 'node:os';

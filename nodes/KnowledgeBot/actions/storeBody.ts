@@ -7,29 +7,7 @@
 import crypto from 'node:crypto';
 import type { PoolClient } from 'pg';
 import type { SourceCtx } from '../../shared/contracts/sourceCtx';
-
-/**
- * $1 tenant_id, $2 doc_type, $3 source_key, $4 url_id, $5 file_unique_id, $6 sha256, $7 bytes, $8 mime,
- * $9 chat_id, $10 visibility, $11 dm_owner_user_id, $12 message_version_id.
- */
-const STORE_BODY = `
-WITH new_blob AS (
-  INSERT INTO content.blob_objects (sha256, size_bytes, mime_type, bytes) VALUES ($6, octet_length($7::bytea), $8, $7)
-  ON CONFLICT (sha256) DO NOTHING RETURNING id
-), blob AS (
-  SELECT id FROM new_blob UNION ALL SELECT id FROM content.blob_objects WHERE sha256 = $6 AND NOT EXISTS (SELECT 1 FROM new_blob)
-), doc AS (
-  INSERT INTO content.documents AS d (tenant_id, doc_type, source_key, url_id, file_unique_id, chat_id, visibility, dm_owner_user_id, message_version_id, blob_object_id, mime_type)
-  SELECT $1, $2, $3, $4, $5, $9, $10, $11, $12, blob.id, $8 FROM blob
-  ON CONFLICT (tenant_id, doc_type, source_key, chat_id) DO UPDATE SET
-    blob_object_id = EXCLUDED.blob_object_id, mime_type = EXCLUDED.mime_type, status = 'pending', error = NULL, updated_at = now()
-    WHERE d.blob_object_id IS DISTINCT FROM EXCLUDED.blob_object_id
-  RETURNING id, status
-)
-SELECT (SELECT id FROM blob) AS blob_object_id,
-       coalesce((SELECT id FROM doc), d.id) AS document_id, coalesce((SELECT status FROM doc), d.status) AS status
-FROM (SELECT 1) one
-LEFT JOIN content.documents d ON d.tenant_id = $1 AND d.doc_type = $2 AND d.source_key = $3 AND d.chat_id = $9`;
+import { STORE_BODY } from '../../shared/statements/content';
 
 export interface StoredBody {
 	sha256: string;

@@ -12,8 +12,7 @@
  */
 import type { Pool } from 'pg';
 import { ContractError, fromPgError } from '../../shared/errors';
-import { EXACT_TABLE } from './exactSql';
-import { EMBEDDINGS_TABLE } from './vectorSql';
+import { DETECT_VECTOR_ROUTE, EMBEDDINGS_TABLE, EXACT_TABLE } from '../../shared/statements/content';
 
 export interface VectorRoute {
 	route: 'pgvector_hnsw' | 'exact';
@@ -24,10 +23,6 @@ export interface VectorRoute {
 	/** pgvector ≥ 0.8: `hnsw.iterative_scan` keeps k under a selective filter */
 	iterative_scan: boolean;
 }
-
-const DETECT = `SELECT to_regclass('kg.chunk_embeddings_1536') IS NOT NULL AS hnsw,
-       to_regclass('kg.chunk_embeddings_1536_exact') IS NOT NULL AS exact,
-       (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS version`;
 
 /** `major.minor` of a version string is at least 0.8. */
 export function hasIterativeScan(version: string | null): boolean {
@@ -44,7 +39,7 @@ export function hasIterativeScan(version: string | null): boolean {
 export async function detectVectorRoute(db: Pick<Pool, 'query'>): Promise<VectorRoute> {
 	let row: { hnsw: boolean; exact: boolean; version: string | null };
 	try {
-		row = (await db.query(DETECT)).rows[0];
+		row = (await db.query(DETECT_VECTOR_ROUTE)).rows[0];
 	} catch (error) {
 		throw fromPgError(error, { operation: 'select', table: 'pg_class' });
 	}

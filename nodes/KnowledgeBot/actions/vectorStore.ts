@@ -1,11 +1,11 @@
 /**
  * The knowledge bot's vectors on either route (vectorRoute.ts): what WF41 embeds and stores, and the
  * search of WF51. Same inputs, same outputs, same ordering (nearest first, ties by chunk id) on both:
- *  - `pgvector_hnsw` (vectorSql.ts): the HNSW scan in one transaction with SET LOCAL
+ *  - `pgvector_hnsw` (shared/statements/content.ts SEARCH_CHUNKS): the HNSW scan in one transaction with SET LOCAL
  *    `hnsw.ef_search` = max(40, k) and, on pgvector ≥ 0.8, `hnsw.iterative_scan = relaxed_order` (the
  *    candidates re-sorted), so a selective ACL filter still gets k rows; on older pgvector a result shorter
  *    than k is re-run as an exact scan (index scans off: the visible rows only are scored, in SQL);
- *  - `exact` (exactSql.ts): the ACL filter in SQL first, then the cosine of every visible row computed in
+ *  - `exact` (content.ts VISIBLE_EMBEDDINGS, CHUNK_DETAILS): the ACL filter in SQL first, then the cosine of every visible row computed in
  *    the node as its row arrives (no vector is kept), the k best kept, then those k chunks read.
  */
 import { types, type CustomTypesConfig, type Pool } from 'pg';
@@ -15,13 +15,15 @@ import { vectorLiteral } from '../transport/embeddings';
 import { cosineScorer, float32Bytes, TopK } from './cosine';
 import {
 	CHUNK_DETAILS,
+	CHUNKS_TO_EMBED,
 	EXACT_CHUNKS_TO_EMBED,
 	EXACT_TABLE,
 	EXACT_UPSERT_EMBEDDINGS,
+	SEARCH_CHUNKS,
+	UPSERT_EMBEDDINGS,
 	VISIBLE_EMBEDDINGS,
-} from './exactSql';
+} from '../../shared/statements/content';
 import { forgetVectorRoute, vectorRoute, type VectorRoute } from './vectorRoute';
-import { CHUNKS_TO_EMBED, SEARCH_CHUNKS, UPSERT_EMBEDDINGS } from './vectorSql';
 
 type Db = Pick<Pool, 'query'>;
 
@@ -39,7 +41,7 @@ export interface SearchParams {
 	chat: string | null;
 }
 
-/** A row of the search: the chunk's columns (vectorAcl.CHUNK_COLUMNS, as pg returns them) and `score`, the cosine similarity. */
+/** A row of the search: the chunk's columns (content.CHUNK_COLUMNS, as pg returns them) and `score`, the cosine similarity. */
 export type SearchRow = Record<string, unknown> & { chunk_id: unknown; score: number };
 
 /**
@@ -164,7 +166,7 @@ async function searchHnsw(pool: Db, p: SearchParams, route: VectorRoute): Promis
 }
 
 /**
- * The `k` nearest chunks visible to the asker (vectorAcl.ts), nearest first, on the pool's route
+ * The `k` nearest chunks visible to the asker (content.visibleTo), nearest first, on the pool's route
  * (`route` overrides it: tests of a route's fallback).
  * @throws pg errors (callers map them with vectorError); ContractError VECTOR_STORE_MISSING
  */

@@ -401,3 +401,25 @@ SELECT t.job_type,
        coalesce(runs.runs, 0) AS runs, coalesce(runs.failures, 0) AS failures, runs.p50_ms, runs.p95_ms
 FROM types t LEFT JOIN jobs ON jobs.job_type = t.job_type LEFT JOIN runs ON runs.job_type = t.job_type
 ORDER BY t.job_type`;
+
+// --- Knowledge Bot (issue 28 move) ---
+import { FINISHED_JOB_STATUSES } from '../jobs/status';
+import { retentionBatch } from './core';
+
+/** The statuses of a job finished for good (FINISHED_JOB_STATUSES, from JOB_STATUS) as an SQL list of literals: 'succeeded', 'failed', 'dead'. */
+export const FINISHED_JOB_STATUS_LIST = FINISHED_JOB_STATUSES.map((s) => `'${s}'`).join(', ');
+
+/**
+ * Retention → Prune (WF60), one batch (core.retentionBatch): finished ops.jobs (+ runs) past the raw
+ * retention, by finished_at — no chat, so the default days; a finished job keeps its payload (raw row id, or
+ * the update in older jobs) while an update key still points at it (raw.telegram_update_keys.job_id).
+ */
+export const PRUNE_FINISHED_JOBS = retentionBatch({
+	table: 'ops.jobs',
+	from: 'ops.jobs t',
+	tenant: 't.tenant_id',
+	chat: 'NULL::bigint',
+	age: 't.finished_at',
+	policy: 'raw',
+	where: `t.status IN (${FINISHED_JOB_STATUS_LIST}) AND NOT EXISTS (SELECT 1 FROM raw.telegram_update_keys k WHERE k.job_id = t.id)`,
+});

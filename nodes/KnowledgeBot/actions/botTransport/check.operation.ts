@@ -21,6 +21,12 @@ import { z } from 'zod';
 import { OptionalUuid, parseRequest } from '../../../shared/contracts/request';
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { inTransaction } from '../../../shared/postgres/transaction';
+import {
+	INSERT_HEALTH_CHANGED,
+	INSERT_HEALTH_SNAPSHOT,
+	UPSERT_TRANSPORT_STATE,
+} from '../../../shared/statements/botTransport';
+import { BOT_TRANSPORT } from '../../../shared/statements/core';
 import { getMe, getWebhookInfo, telegramTransport, type WebhookInfo } from '../../transport/botApi';
 import type { KnowledgeOperation } from '../types';
 
@@ -52,16 +58,9 @@ export function healthOf(
 	return { health: 'ok', reason: 'ok' };
 }
 
-const FIND_BOT = `
-SELECT b.bot_id, b.tenant_id, coalesce(c.mode, 'webhook') AS mode, c.expected_webhook_url, coalesce(c.max_pending_updates, 100) AS max_pending_updates, s.health AS previous_health
-FROM core.bots b
-LEFT JOIN core.bot_transport_config c ON c.bot_id = b.bot_id
-LEFT JOIN core.bot_transport_state s ON s.bot_id = b.bot_id
-WHERE ($1::uuid IS NOT NULL AND b.bot_id = $1) OR ($1::uuid IS NULL AND b.tg_bot_id = $2::bigint)`;
-
 async function findBot(pool: Pool, botId: string | null, tgBotId: number | null) {
 	try {
-		return (await pool.query(FIND_BOT, [botId, tgBotId])).rows[0] as Record<string, unknown> | undefined;
+		return (await pool.query(BOT_TRANSPORT, [botId, tgBotId])).rows[0] as Record<string, unknown> | undefined;
 	} catch (error) {
 		throw fromPgError(error, { operation: 'select', table: 'core.bots' });
 	}
@@ -122,32 +121,30 @@ export const checkOperation: KnowledgeOperation = {
 		const previous = (bot.previous_health as Health | null) ?? null;
 		try {
 			return await inTransaction(pool, async (client) => {
-				const snapshot = await client.query(
-					`INSERT INTO ops.webhook_health_snapshots (bot_id, url, pending_update_count, last_error_date, last_error_message, health, info)
-					 VALUES ($1, $2, $3, to_timestamp($4), $5, $6, $7::jsonb) RETURNING id`,
-					[
-						bot.bot_id,
-						info?.url ?? null,
-						info?.pending_update_count ?? null,
-						info?.last_error_date ?? null,
-						info?.last_error_message ?? apiError,
-						health,
-						JSON.stringify(info ?? { error: apiError }),
-					],
-				);
-				await client.query(
-					`INSERT INTO core.bot_transport_state AS s (bot_id, mode, health, last_checked_at, last_ok_at, last_error, pending_update_count)
-					 VALUES ($1, $2, $3, now(), CASE WHEN $3 = 'ok' THEN now() END, $4, $5)
-					 ON CONFLICT (bot_id) DO UPDATE SET mode = EXCLUDED.mode, health = EXCLUDED.health, last_checked_at = now(),
-					   last_ok_at = coalesce(EXCLUDED.last_ok_at, s.last_ok_at), last_error = EXCLUDED.last_error, pending_update_count = EXCLUDED.pending_update_count`,
-					[bot.bot_id, bot.mode, health, health === 'ok' ? null : reason, info?.pending_update_count ?? null],
-				);
+				const snapshot = await client.query(INSERT_HEALTH_SNAPSHOT, [
+					bot.bot_id,
+					info?.url ?? null,
+					info?.pending_update_count ?? null,
+					info?.last_error_date ?? null,
+					info?.last_error_message ?? apiError,
+					health,
+					JSON.stringify(info ?? { error: apiError }),
+				]);
+				await client.query(UPSERT_TRANSPORT_STATE, [
+					bot.bot_id,
+					bot.mode,
+					health,
+					health === 'ok' ? null : reason,
+					info?.pending_update_count ?? null,
+				]);
 				let eventId: number | null = null;
 				if (previous !== health) {
-					const event = await client.query(
-						`INSERT INTO ops.bot_transport_events (bot_id, event, old_health, new_health, details) VALUES ($1, 'health_changed', $2, $3, $4::jsonb) RETURNING id`,
-						[bot.bot_id, previous, health, JSON.stringify({ reason })],
-					);
+					const event = await client.query(INSERT_HEALTH_CHANGED, [
+						bot.bot_id,
+						previous,
+						health,
+						JSON.stringify({ reason }),
+					]);
 					eventId = Number(event.rows[0].id);
 				}
 				return {

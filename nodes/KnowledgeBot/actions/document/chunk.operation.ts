@@ -15,6 +15,7 @@ import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request'
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { enqueueOnce } from '../../../shared/jobs/enqueue';
 import { JOB_TYPES } from '../../../shared/jobs/registry';
+import { LOAD_DOCUMENT_TEXT, WRITE_CHUNKS } from '../../../shared/statements/content';
 import type { KnowledgeOperation } from '../types';
 import { chunkText } from './chunkText';
 
@@ -41,31 +42,6 @@ export const ChunkRequest = z
 
 const WHERE = { table: 'kg.chunks' };
 
-const LOAD_DOCUMENT = `
-SELECT d.id, d.status, d.text, d.text_sha256, d.chat_id,
-       coalesce(p.allow_embedding, true) AS allow_embedding,
-       (SELECT id FROM kg.embedding_models WHERE is_active ORDER BY id LIMIT 1) AS model_id
-FROM content.documents d LEFT JOIN core.chat_policies p ON p.tenant_id = d.tenant_id AND p.chat_id = d.chat_id
-WHERE d.tenant_id = $1 AND d.id = $2`;
-
-/** $1 tenant_id, $2 document_id, $3 chunks JSON array. Returns inserted/updated/deleted counts. */
-const WRITE_CHUNKS = `
-WITH c AS (
-  SELECT * FROM jsonb_to_recordset($3::jsonb) AS c(chunk_no int, text text, char_start int, char_end int, text_sha256 text)
-), written AS (
-  INSERT INTO kg.chunks AS k (tenant_id, document_id, chunk_no, text, char_start, char_end, text_sha256)
-  SELECT $1, $2, chunk_no, text, char_start, char_end, text_sha256 FROM c
-  ON CONFLICT (document_id, chunk_no) DO UPDATE SET
-    text = EXCLUDED.text, char_start = EXCLUDED.char_start, char_end = EXCLUDED.char_end, text_sha256 = EXCLUDED.text_sha256
-  WHERE (k.text_sha256, k.char_start, k.char_end) IS DISTINCT FROM (EXCLUDED.text_sha256, EXCLUDED.char_start, EXCLUDED.char_end)
-  RETURNING (xmax = 0) AS inserted
-), removed AS (
-  DELETE FROM kg.chunks WHERE document_id = $2 AND chunk_no >= (SELECT count(*) FROM c) RETURNING id
-)
-SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated,
-       (SELECT count(*) FROM removed)::int AS removed
-FROM written`;
-
 const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
 
 export const chunkOperation: KnowledgeOperation = {
@@ -80,7 +56,7 @@ export const chunkOperation: KnowledgeOperation = {
 		let doc: Record<string, unknown> | undefined;
 		let written: { inserted: number; updated: number; removed: number };
 		try {
-			doc = (await pool.query(LOAD_DOCUMENT, [req.tenant_id, req.document_id])).rows[0];
+			doc = (await pool.query(LOAD_DOCUMENT_TEXT, [req.tenant_id, req.document_id])).rows[0];
 		} catch (error) {
 			throw fromPgError(error, { operation: 'select', table: 'content.documents' });
 		}

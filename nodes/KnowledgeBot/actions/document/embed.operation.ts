@@ -18,9 +18,14 @@ import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request'
 import { ContractError } from '../../../shared/errors';
 import { EmbeddingsError } from '../../transport/embeddings';
 import type { KnowledgeOperation } from '../types';
-import { EXACT_TABLE } from '../exactSql';
 import { chunksToEmbed, upsertEmbeddings, vectorError } from '../vectorStore';
-import { EMBEDDINGS_TABLE, VECTOR_DIMS } from '../vectorSql';
+import {
+	DOCUMENT_CHAT,
+	EMBEDDING_MODEL,
+	EMBEDDINGS_TABLE,
+	EXACT_TABLE,
+	VECTOR_DIMS,
+} from '../../../shared/statements/content';
 
 export const EmbedRequest = z.object({
 	tenant_id: TenantId,
@@ -52,7 +57,7 @@ export function embeddingsFailure(error: unknown): ContractError {
 export async function loadModel(pool: Pool, modelId: number): Promise<{ id: number; name: string; dims: number }> {
 	let rows: Record<string, unknown>[];
 	try {
-		rows = (await pool.query('SELECT id, provider, name, dims FROM kg.embedding_models WHERE id = $1', [modelId])).rows;
+		rows = (await pool.query(EMBEDDING_MODEL, [modelId])).rows;
 	} catch (error) {
 		throw vectorError(pool, error, { operation: 'select', table: 'kg.embedding_models' });
 	}
@@ -87,12 +92,7 @@ export const embedOperation: KnowledgeOperation = {
 		let chunks: Record<string, unknown>[];
 		let route: Awaited<ReturnType<typeof chunksToEmbed>>['route'];
 		try {
-			doc = (
-				await pool.query('SELECT chat_id FROM content.documents WHERE tenant_id = $1 AND id = $2', [
-					req.tenant_id,
-					req.document_id,
-				])
-			).rows;
+			doc = (await pool.query(DOCUMENT_CHAT, [req.tenant_id, req.document_id])).rows;
 			if (doc.length === 0)
 				throw ContractError.notFound(
 					`document ${req.document_id} not found`,

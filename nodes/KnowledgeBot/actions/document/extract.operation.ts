@@ -14,6 +14,7 @@ import { DbId, parseRequest, TenantId } from '../../../shared/contracts/request'
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { enqueueOnce } from '../../../shared/jobs/enqueue';
 import { JOB_TYPES } from '../../../shared/jobs/registry';
+import { LOAD_DOCUMENT_BODY, SAVE_EXTRACTION } from '../../../shared/statements/content';
 import type { KnowledgeOperation } from '../types';
 import { extractText, tokenCount } from './extractText';
 
@@ -24,19 +25,6 @@ export const ExtractRequest = z.object({
 });
 
 const WHERE = { table: 'content.documents' };
-
-const LOAD = `
-SELECT d.id, d.chat_id, d.mime_type, d.file_unique_id, f.file_name, b.bytes, b.sha256,
-       coalesce(p.allow_embedding, true) AS allow_embedding
-FROM content.documents d
-LEFT JOIN content.blob_objects b ON b.id = d.blob_object_id
-LEFT JOIN tg.files f ON f.tenant_id = d.tenant_id AND f.file_unique_id = d.file_unique_id
-LEFT JOIN core.chat_policies p ON p.tenant_id = d.tenant_id AND p.chat_id = d.chat_id
-WHERE d.tenant_id = $1 AND d.id = $2`;
-
-const SAVE = `
-UPDATE content.documents SET text = $3, text_sha256 = $4, token_count = $5, title = coalesce($6, title), status = $7, error = $8, updated_at = now()
-WHERE tenant_id = $1 AND id = $2`;
 
 export const extractOperation: KnowledgeOperation = {
 	value: 'extract',
@@ -50,7 +38,7 @@ export const extractOperation: KnowledgeOperation = {
 		Object.assign(state.ctx!, { tenant_id: req.tenant_id, trace_id: req.trace_id ?? null });
 		let doc: Record<string, unknown> | undefined;
 		try {
-			doc = (await pool.query(LOAD, [req.tenant_id, req.document_id])).rows[0];
+			doc = (await pool.query(LOAD_DOCUMENT_BODY, [req.tenant_id, req.document_id])).rows[0];
 		} catch (error) {
 			throw fromPgError(error, { operation: 'select', ...WHERE });
 		}
@@ -83,7 +71,7 @@ export const extractOperation: KnowledgeOperation = {
 		const tokens = text === null ? null : tokenCount(text);
 		const status = result ? 'done' : 'error';
 		try {
-			await pool.query(SAVE, [
+			await pool.query(SAVE_EXTRACTION, [
 				req.tenant_id,
 				req.document_id,
 				text,

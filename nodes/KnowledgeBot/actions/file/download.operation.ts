@@ -25,6 +25,8 @@ import { BOT_API_MAX_FILE_BYTES, BotApiError, downloadFile, getFile } from '../.
 import { SourceCtx } from '../../../shared/contracts/sourceCtx';
 import { enqueueOnce } from '../../../shared/jobs/enqueue';
 import { JOB_TYPES } from '../../../shared/jobs/registry';
+import { FIND_FILE_DOCUMENT, RECORD_FILE_TOO_LARGE } from '../../../shared/statements/content';
+import { TOUCH_FILE_INSTANCE } from '../../../shared/statements/tg';
 import { storeBody, type StoredBody } from '../storeBody';
 import type { KnowledgeOperation } from '../types';
 
@@ -41,17 +43,6 @@ export const DownloadFileRequest = z.object({
 });
 
 const WHERE = { table: 'tg.file_instances' };
-
-const RECORD_TOO_LARGE = `
-INSERT INTO content.documents AS d (tenant_id, doc_type, source_key, file_unique_id, chat_id, visibility, dm_owner_user_id, message_version_id, mime_type, status, error)
-VALUES ($1, 'file', $2, $3, $4, $5, $6, $7, $8, 'error', $9)
-ON CONFLICT (tenant_id, doc_type, source_key, chat_id) DO UPDATE SET status = 'error', error = EXCLUDED.error, updated_at = now()
-  WHERE d.status IS DISTINCT FROM 'error' OR d.error IS DISTINCT FROM EXCLUDED.error
-RETURNING id`;
-
-const TOUCH_INSTANCE = `
-UPDATE tg.file_instances SET tg_file_path = $4, last_seen_at = now()
-WHERE tenant_id = $1 AND file_unique_id = $2 AND file_id = $3`;
 
 /** A failed Bot API call as a ContractError (the transport has already redacted the token). */
 function upstream(error: unknown): ContractError {
@@ -107,7 +98,7 @@ export const downloadOperation: KnowledgeOperation = {
 			const reason = `file of ${req.file_size} bytes is over the Bot API download limit of ${BOT_API_MAX_FILE_BYTES} bytes`;
 			try {
 				const c = req.ctx;
-				const { rows } = await pool.query(RECORD_TOO_LARGE, [
+				const { rows } = await pool.query(RECORD_FILE_TOO_LARGE, [
 					req.tenant_id,
 					source.source_key,
 					req.file_unique_id,
@@ -120,12 +111,7 @@ export const downloadOperation: KnowledgeOperation = {
 				]);
 				const documentId =
 					rows[0]?.id ??
-					(
-						await pool.query(
-							"SELECT id FROM content.documents WHERE tenant_id = $1 AND doc_type = 'file' AND source_key = $2 AND chat_id = $3",
-							[req.tenant_id, source.source_key, c.chat_id],
-						)
-					).rows[0].id;
+					(await pool.query(FIND_FILE_DOCUMENT, [req.tenant_id, source.source_key, c.chat_id])).rows[0].id;
 				return {
 					blob_object_id: null,
 					document_id: Number(documentId),
@@ -154,7 +140,7 @@ export const downloadOperation: KnowledgeOperation = {
 		let stored: StoredBody;
 		try {
 			stored = await inTransaction(pool, async (client) => {
-				await client.query(TOUCH_INSTANCE, [req.tenant_id, req.file_unique_id, req.file_id, filePath]);
+				await client.query(TOUCH_FILE_INSTANCE, [req.tenant_id, req.file_unique_id, req.file_id, filePath]);
 				return storeBody(client, source, body, mime);
 			});
 		} catch (error) {

@@ -37,6 +37,9 @@ import { BigIntLike, DbId, parseRequest, TenantId } from '../../../shared/contra
 import { ContractError, fromPgError } from '../../../shared/errors';
 import { replaceUnstorable } from '../../../shared/sanitize';
 import { DEFAULT_RETRY, generate } from '../../../shared/llm/generate';
+import { ACTIVE_EMBEDDING_MODEL } from '../../../shared/statements/content';
+import { FIND_TURN, INSERT_TURN, SET_TURN_MESSAGE } from '../../../shared/statements/qa';
+import { REPLY_TARGET } from '../../../shared/statements/tg';
 import { BotApiError, sendMessage } from '../../transport/botApi';
 import { embeddingsFailure } from '../document/embed.operation';
 import type { KnowledgeOperation } from '../types';
@@ -80,32 +83,6 @@ export const ANSWER_SYSTEM_PROMPT = [
 export const ANSWER_DEADLINE_MS = 60_000;
 
 const WHERE = { table: 'audit.qa_turns' };
-
-const ACTIVE_MODEL =
-	'SELECT id, name, dims FROM kg.embedding_models WHERE is_active AND dims = 1536 ORDER BY id LIMIT 1';
-
-const FIND_TURN = `
-SELECT t.id, t.answer_text, t.telegram_message_id,
-       coalesce((SELECT jsonb_agg(jsonb_build_object('rank', c.rank, 'chunk_id', c.chunk_id, 'score', c.score, 'snippet', c.snippet, 'source_ref', c.source_ref) ORDER BY c.rank)
-                 FROM audit.qa_citations c WHERE c.turn_id = t.id), '[]'::jsonb) AS citations
-FROM audit.qa_turns t WHERE t.session_id = $1 AND t.question_message_version_id = $2`;
-
-/** The turn and its citations in one statement. $1 session, $2 question, $3 version, $4 answer, $5 model, $6 correlation, $7 citations JSON. */
-const INSERT_TURN = `
-WITH turn AS (
-  INSERT INTO audit.qa_turns (session_id, question, question_message_version_id, answer_text, model, correlation_id)
-  VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
-), cites AS (
-  INSERT INTO audit.qa_citations (turn_id, rank, chunk_id, score, snippet, source_ref)
-  SELECT turn.id, c.rank, c.chunk_id, c.score, c.snippet, c.source_ref
-  FROM turn, jsonb_to_recordset($7::jsonb) AS c(rank int, chunk_id bigint, score float8, snippet text, source_ref jsonb)
-  RETURNING rank
-)
-SELECT turn.id, (SELECT count(*) FROM cites)::int AS citations FROM turn`;
-
-/** The Telegram message_id to reply to: $1 message version, only of $2 tenant and $3 chat (exact decimal string). */
-const REPLY_TARGET =
-	'SELECT m.message_id FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE v.id = $1 AND m.tenant_id = $2 AND m.chat_id = $3::bigint';
 
 interface Citation {
 	rank: number;
@@ -196,7 +173,10 @@ export const answerOperation: KnowledgeOperation = {
 			citations = existing[0].citations as Citation[];
 			sentId = existing[0].telegram_message_id === null ? null : Number(existing[0].telegram_message_id);
 		} else {
-			const models = await query(pool, ACTIVE_MODEL, [], { operation: 'select', table: 'kg.embedding_models' });
+			const models = await query(pool, ACTIVE_EMBEDDING_MODEL, [], {
+				operation: 'select',
+				table: 'kg.embedding_models',
+			});
 			if (models.length === 0)
 				throw ContractError.notFound(
 					'no active embedding model of 1536 dimensions in kg.embedding_models',
@@ -292,7 +272,7 @@ export const answerOperation: KnowledgeOperation = {
 					{ rateLimited: status === 429 },
 				);
 			}
-			await query(pool, 'UPDATE audit.qa_turns SET telegram_message_id = $2 WHERE id = $1', [turnId, sentId], {
+			await query(pool, SET_TURN_MESSAGE, [turnId, sentId], {
 				operation: 'update',
 				...WHERE,
 			});

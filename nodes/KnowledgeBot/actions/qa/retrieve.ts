@@ -1,6 +1,6 @@
 /**
  * Retrieval for WF51: the `k` chunks nearest to a question vector that everyone who reads the reply may see
- * (seed 003 §0.2, vectorAcl.ts), on the database's vector route (vectorStore.ts: pgvector HNSW, or the exact
+ * (seed 003 §0.2, shared/statements/content.ts visibleTo), on the database's vector route (vectorStore.ts: pgvector HNSW, or the exact
  * search without the extension), given the ctx Context Loader (WF00c) built: in a `group`, only that chat's
  * group documents; in a `dm` (the asker's own private chat), the asker's dms and the groups they are a member
  * of (everything of the tenant for an admin). Refuses a ctx that is not allowed or names the wrong chat.
@@ -11,7 +11,7 @@ import { parseExactId, sameId } from '../../../shared/contracts/ids';
 import { ContractError } from '../../../shared/errors';
 import type { VectorRoute } from '../vectorRoute';
 import { searchChunks, vectorError } from '../vectorStore';
-import { EMBEDDINGS_TABLE as TABLE } from '../vectorSql';
+import { EMBEDDINGS_TABLE as TABLE } from '../../../shared/statements/content';
 
 export interface RetrievedChunk {
 	chunk_id: number;

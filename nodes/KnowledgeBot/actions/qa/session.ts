@@ -5,11 +5,7 @@
 import type { Pool } from 'pg';
 import { sqlId, type ExactId } from '../../../shared/contracts/ids';
 import { fromPgError } from '../../../shared/errors';
-
-const UPSERT_SESSION = `
-INSERT INTO audit.qa_sessions AS s (tenant_id, tg_user_id, channel, chat_id, meta) VALUES ($1, $2::bigint, $3, $4::bigint, $5::jsonb)
-ON CONFLICT (tenant_id, tg_user_id, chat_id) DO UPDATE SET last_at = now(), channel = EXCLUDED.channel, meta = s.meta || EXCLUDED.meta
-RETURNING session_id, (xmax = 0) AS created`;
+import { UPSERT_SESSION } from '../../../shared/statements/qa';
 
 /**
  * Ids are exact (ids.ts) and go to SQL as decimal strings.

@@ -17,7 +17,12 @@ import type { Pool } from 'pg';
 import { z } from 'zod';
 import { OptionalBigInt, OptionalUuid, parseRequest } from '../../../shared/contracts/request';
 import { fromPgError } from '../../../shared/errors';
-import { FINISHED_JOB_STATUSES } from '../../../shared/jobs/status';
+import { PRUNE_DOCUMENTS } from '../../../shared/statements/content';
+import type { RetentionBatch } from '../../../shared/statements/core';
+import { PRUNE_FINISHED_JOBS } from '../../../shared/statements/jobs';
+import { PRUNE_QA_TURNS } from '../../../shared/statements/qa';
+import { PRUNE_RAW_UPDATES } from '../../../shared/statements/telegramRaw';
+import { PRUNE_MEMBER_EVENTS, PRUNE_MESSAGES } from '../../../shared/statements/tg';
 import type { KnowledgeOperation } from '../types';
 
 export const PruneRequest = z.object({
@@ -30,102 +35,24 @@ export const PruneRequest = z.object({
 /** Column defaults of core.chat_policies (migration 001): used for chats without a policy row. */
 export const DEFAULT_RETENTION_DAYS = { raw: 90, documents: 3650 } as const;
 
-interface Target {
-	table: string;
-	/** the rows' tenant, chat and age columns, as SQL over alias `t` (joins allowed in `from`) */
-	from: string;
-	tenant: string;
-	chat: string;
-	age: string;
-	policy: 'raw' | 'documents';
-	/** further condition over `t` */
-	where?: string;
-}
-
-/** The finished statuses as an SQL list of literals ('succeeded', 'failed', 'dead'), from the one JOB_STATUS constant. */
-const FINISHED = FINISHED_JOB_STATUSES.map((s) => `'${s}'`).join(', ');
-
-const TARGETS: Target[] = [
-	// a raw row is the only copy of its update for a job not finished yet (the payload carries raw_update_id)
-	{
-		table: 'raw.telegram_updates',
-		from: 'raw.telegram_updates t JOIN raw.telegram_update_keys k ON k.raw_update_id = t.id',
-		tenant: 't.tenant_id',
-		chat: 'k.chat_id',
-		age: 't.received_at',
-		policy: 'raw',
-		where: `NOT EXISTS (SELECT 1 FROM ops.jobs j WHERE j.id = k.job_id AND j.status NOT IN (${FINISHED}))`,
-	},
-	{
-		table: 'tg.messages',
-		from: 'tg.messages t',
-		tenant: 't.tenant_id',
-		chat: 't.chat_id',
-		age: 't.sent_at',
-		policy: 'raw',
-	},
-	{
-		table: 'tg.chat_member_events',
-		from: 'tg.chat_member_events t',
-		tenant: 't.tenant_id',
-		chat: 't.chat_id',
-		age: 't.event_date',
-		policy: 'raw',
-	},
-	{
-		table: 'content.documents',
-		from: 'content.documents t',
-		tenant: 't.tenant_id',
-		chat: 't.chat_id',
-		age: 't.created_at',
-		policy: 'documents',
-	},
-	// finished jobs keep their payload (raw row id, or the update in older jobs): the raw retention, once no update key points at them
-	{
-		table: 'ops.jobs',
-		from: 'ops.jobs t',
-		tenant: 't.tenant_id',
-		chat: 'NULL::bigint',
-		age: 't.finished_at',
-		policy: 'raw',
-		where: `t.status IN (${FINISHED}) AND NOT EXISTS (SELECT 1 FROM raw.telegram_update_keys k WHERE k.job_id = t.id)`,
-	},
-	{
-		table: 'audit.qa_turns',
-		from: 'audit.qa_turns t JOIN audit.qa_sessions s ON s.session_id = t.session_id',
-		tenant: 's.tenant_id',
-		chat: 's.chat_id',
-		age: 't.created_at',
-		policy: 'documents',
-	},
+/**
+ * The tables pruned, in this order (a raw update before the finished jobs its keys point at), each with its
+ * batch statement from the table's statements module (core.retentionBatch).
+ */
+const TARGETS: readonly RetentionBatch[] = [
+	PRUNE_RAW_UPDATES,
+	PRUNE_MESSAGES,
+	PRUNE_MEMBER_EVENTS,
+	PRUNE_DOCUMENTS,
+	PRUNE_FINISHED_JOBS,
+	PRUNE_QA_TURNS,
 ];
-
-/** One batch of one table: $1 tenant|null, $2 chat|null, $3 batch size, $4 default days. */
-function batchSql(t: Target): string {
-	const column = t.policy === 'raw' ? 'retention_days_raw' : 'retention_days_documents';
-	return `
-WITH victims AS (
-  SELECT t.id FROM ${t.from}
-  LEFT JOIN core.chat_policies p ON p.tenant_id = ${t.tenant} AND p.chat_id = ${t.chat}
-  WHERE ($1::uuid IS NULL OR ${t.tenant} = $1) AND ($2::bigint IS NULL OR ${t.chat} = $2)
-    AND ${t.age} < now() - make_interval(days => coalesce(p.${column}, $4::int))${
-			t.where
-				? `
-    AND ${t.where}`
-				: ''
-		}
-  ORDER BY t.id
-  LIMIT $3
-  FOR UPDATE OF t SKIP LOCKED
-)
-DELETE FROM ${t.table} d USING victims v WHERE d.id = v.id`;
-}
 
 async function prune(pool: Pool, req: z.infer<typeof PruneRequest>) {
 	const deleted: Record<string, number> = {};
 	let more = false;
 	for (const target of TARGETS) {
-		const sql = batchSql(target);
+		const sql = target.sql;
 		deleted[target.table] = 0;
 		for (let batch = 0; batch < req.max_batches; batch++) {
 			let count: number;

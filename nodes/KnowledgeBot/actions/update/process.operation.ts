@@ -33,9 +33,11 @@ import { inTransaction } from '../../../shared/postgres/transaction';
 import { replaceUnstorable } from '../../../shared/sanitize';
 import { enqueueJobs } from '../../../shared/jobs/enqueue';
 import { JOB_TYPES } from '../../../shared/jobs/registry';
+import { BOT_USERNAME, CHAT_FETCH_POLICY } from '../../../shared/statements/core';
+import { RAW_UPDATE } from '../../../shared/statements/telegramRaw';
+import * as SQL from '../../../shared/statements/tg';
 import type { KnowledgeOperation } from '../types';
 import { parseUpdate, type ParsedUpdate } from './parseUpdate';
-import * as SQL from './sql';
 import { storableUpdate } from './storable';
 
 const Update = z.object({ update_id: z.number({ required_error: 'is required' }).int() }).passthrough();
@@ -68,12 +70,7 @@ type Request = z.infer<typeof ProcessUpdateRequest>;
 async function readRawUpdate(pool: Pool, req: Request): Promise<z.infer<typeof Update>> {
 	let row: { update: unknown } | undefined;
 	try {
-		row = (
-			await pool.query('SELECT update FROM raw.telegram_updates WHERE id = $1 AND tenant_id = $2', [
-				req.raw_update_id,
-				req.tenant_id,
-			])
-		).rows[0];
+		row = (await pool.query(RAW_UPDATE, [req.raw_update_id, req.tenant_id])).rows[0];
 	} catch (error) {
 		throw fromPgError(error, { operation: 'select', table: 'raw.telegram_updates' });
 	}
@@ -144,7 +141,7 @@ async function store(
 			await client.query(SQL.UPSERT_FILES, [tenantId, attachments]);
 			await client.query(SQL.INSERT_ATTACHMENTS, [tenantId, versionId, attachments]);
 		}
-		const policy = (await one(client, SQL.CHAT_POLICY, [tenantId, chat.id]))!;
+		const policy = (await one(client, CHAT_FETCH_POLICY, [tenantId, chat.id]))!;
 		const jobCtx = { chat_id: chat.id, visibility, dm_owner_user_id: dmOwner, message_version_id: versionId };
 		const question = message.question
 			? [
@@ -227,12 +224,7 @@ export const processOperation: KnowledgeOperation = {
 		let sourceBot: string | null = null;
 		if (req.bot_id) {
 			try {
-				const bot = (
-					await pool.query('SELECT username FROM core.bots WHERE bot_id = $1 AND tenant_id = $2', [
-						req.bot_id,
-						req.tenant_id,
-					])
-				).rows[0];
+				const bot = (await pool.query(BOT_USERNAME, [req.bot_id, req.tenant_id])).rows[0];
 				botUsername = bot?.username ?? null;
 				sourceBot = bot ? req.bot_id : null;
 			} catch (error) {

@@ -28,6 +28,7 @@ import { BlockedAddressError, OutboundPolicyError, parseOutboundPolicy, Redirect
 import { SourceCtx } from '../../../shared/contracts/sourceCtx';
 import { enqueueOnce } from '../../../shared/jobs/enqueue';
 import { JOB_TYPES } from '../../../shared/jobs/registry';
+import { RECORD_FETCH_DONE, RECORD_FETCH_FAILURE, URL_TO_FETCH } from '../../../shared/statements/content';
 import { storeBody, type StoredBody } from '../storeBody';
 import type { KnowledgeOperation } from '../types';
 
@@ -47,19 +48,13 @@ export const FetchUrlRequest = z.object({
 
 const WHERE = { table: 'content.url_fetches' };
 
-/** $1 url_id, $2 status, $3 http_status, $4 content_type, $5 final_url, $6 error. */
-const RECORD_FAILURE = `INSERT INTO content.url_fetches (url_id, status, http_status, content_type, final_url, error) VALUES ($1, 'error', $2, $3, $4, $5) RETURNING id`;
-
-/** $1 url_id, $2 http_status, $3 content_type, $4 final_url, $5 blob_object_id: in storeBody's transaction. */
-const RECORD_DONE = `INSERT INTO content.url_fetches (url_id, status, http_status, content_type, final_url, blob_object_id) VALUES ($1, 'done', $2, $3, $4, $5) RETURNING id`;
-
 async function recordFailure(
 	pool: Pool,
 	urlId: number,
 	values: { http_status?: number; content_type?: string; final_url?: string; error: string },
 ): Promise<number> {
 	try {
-		const { rows } = await pool.query(RECORD_FAILURE, [
+		const { rows } = await pool.query(RECORD_FETCH_FAILURE, [
 			urlId,
 			values.http_status ?? null,
 			values.content_type ?? null,
@@ -94,12 +89,7 @@ export const fetchOperation: KnowledgeOperation = {
 		}
 		let rows: { normalized_url: string }[];
 		try {
-			rows = (
-				await pool.query('SELECT normalized_url FROM content.urls WHERE tenant_id = $1 AND id = $2', [
-					req.tenant_id,
-					req.url_id,
-				])
-			).rows;
+			rows = (await pool.query(URL_TO_FETCH, [req.tenant_id, req.url_id])).rows;
 		} catch (error) {
 			throw fromPgError(error, { operation: 'select', table: 'content.urls' });
 		}
@@ -208,7 +198,13 @@ export const fetchOperation: KnowledgeOperation = {
 					res.body,
 					mime,
 				);
-				const attempt = await client.query(RECORD_DONE, [req.url_id, res.status, mime, res.url, body.blob_object_id]);
+				const attempt = await client.query(RECORD_FETCH_DONE, [
+					req.url_id,
+					res.status,
+					mime,
+					res.url,
+					body.blob_object_id,
+				]);
 				return [body, Number(attempt.rows[0].id)] as const;
 			});
 		} catch (error) {

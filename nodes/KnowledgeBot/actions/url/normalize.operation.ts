@@ -13,6 +13,7 @@ import { ContractError, fromPgError } from '../../../shared/errors';
 import { SourceCtx } from '../../../shared/contracts/sourceCtx';
 import { enqueueOnce } from '../../../shared/jobs/enqueue';
 import { JOB_TYPES } from '../../../shared/jobs/registry';
+import { FIND_URL, UPSERT_URL } from '../../../shared/statements/content';
 import type { KnowledgeOperation } from '../types';
 import { InvalidUrlError, normalizeUrl } from './normalizeUrl';
 
@@ -27,13 +28,6 @@ export const NormalizeUrlRequest = z.object({
 });
 
 const WHERE = { table: 'content.urls' };
-
-const UPSERT_URL = `
-WITH created AS (
-  INSERT INTO content.urls (tenant_id, normalized_url, original_url, host) VALUES ($1, $2, $3, $4)
-  ON CONFLICT (tenant_id, normalized_url) DO NOTHING RETURNING id)
-SELECT id FROM created UNION ALL
-SELECT id FROM content.urls WHERE tenant_id = $1 AND normalized_url = $2 AND NOT EXISTS (SELECT 1 FROM created)`;
 
 export const normalizeOperation: KnowledgeOperation = {
 	value: 'normalize',
@@ -58,17 +52,7 @@ export const normalizeOperation: KnowledgeOperation = {
 		let urlId: number;
 		try {
 			const { rows } = await pool.query(UPSERT_URL, [req.tenant_id, canonical.normalized_url, req.url, canonical.host]);
-			urlId = Number(
-				(
-					rows[0] ??
-					(
-						await pool.query('SELECT id FROM content.urls WHERE tenant_id = $1 AND normalized_url = $2', [
-							req.tenant_id,
-							canonical.normalized_url,
-						])
-					).rows[0]
-				).id,
-			);
+			urlId = Number((rows[0] ?? (await pool.query(FIND_URL, [req.tenant_id, canonical.normalized_url])).rows[0]).id);
 		} catch (error) {
 			throw fromPgError(error, { operation: 'upsert', ...WHERE });
 		}

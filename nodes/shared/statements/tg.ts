@@ -1,7 +1,13 @@
 /**
- * The statements of Update → Process (WF20), run in one transaction. Each is keyed so that a replayed
- * update changes nothing: conflicting inserts do nothing, upserts update only when a value differs.
+ * The statements of tg.* (seed 003 WF20: Telegram's users, chats, messages and their versions, files and
+ * attachments, member events and current memberships), as named texts, in one place as pg-boss keeps its
+ * `plans`. Bind parameters only. Users: the Knowledge Bot's Update → Process (WF20, one transaction: each is
+ * keyed so that a replayed update changes nothing — conflicting inserts do nothing, upserts update only when
+ * a value differs), File → Download (WF32), Q&A → Answer (WF51) and Retention → Prune (WF60).
  */
+import { retentionBatch } from './core';
+
+// --- Update → Process (WF20) ---
 
 /** $1 tenant_id, $2 users as a JSON array of Telegram User objects. */
 export const UPSERT_USERS = `
@@ -27,6 +33,7 @@ INSERT INTO tg.messages (tenant_id, chat_id, message_id, from_user_id, sent_at, 
 VALUES ($1, $2, $3, $4, to_timestamp($5), $6, $7)
 ON CONFLICT (tenant_id, chat_id, message_id) DO NOTHING`;
 
+/** The message $3 of chat $2 of tenant $1. Column: id (message_fk). */
 export const FIND_MESSAGE = 'SELECT id FROM tg.messages WHERE tenant_id = $1 AND chat_id = $2 AND message_id = $3';
 
 /** $1 message_fk, $2 version_no, $3 text, $4 caption, $5 normalized_text, $6 payload, $7 raw_update_id. */
@@ -35,6 +42,7 @@ INSERT INTO tg.message_versions (message_fk, version_no, text, caption, normaliz
 VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)
 ON CONFLICT (message_fk, version_no) DO NOTHING`;
 
+/** Version $2 of message $1. Column: id (message_version_id). */
 export const FIND_VERSION = 'SELECT id FROM tg.message_versions WHERE message_fk = $1 AND version_no = $2';
 
 /** Files of the attachments: $1 tenant_id, $2 attachments as a JSON array (kind, file_id, file_unique_id, file_name, mime_type, file_size). */
@@ -62,11 +70,6 @@ SELECT $2, a.kind, $1, a.file_unique_id, a.file_id
 FROM jsonb_to_recordset($3::jsonb) AS a(kind text, file_id text, file_unique_id text)
 ON CONFLICT (message_version_id, kind, file_unique_id) DO NOTHING`;
 
-/** $1 tenant_id. The chat's policy or the defaults of core.chat_policies. */
-export const CHAT_POLICY = `
-SELECT coalesce(p.allow_url_fetch, true) AS allow_url_fetch, coalesce(p.allow_file_download, true) AS allow_file_download
-FROM (SELECT 1) one LEFT JOIN core.chat_policies p ON p.tenant_id = $1 AND p.chat_id = $2`;
-
 /**
  * Member changes: $1 tenant_id, $2 chat_id, $3 raw_update_id, $4 JSON array of { tg_user_id, old_status,
  * new_status, is_member, date }, $5 the update's update_id, $6 the bot that received it (core.bots.bot_id,
@@ -77,6 +80,7 @@ FROM (SELECT 1) one LEFT JOIN core.chat_policies p ON p.tenant_id = $1 AND p.cha
  * updates in the order it sends them, so only ids of the same known bot compare. When a tie's order is
  * unknown (another bot, an unknown bot, or a row written without them: before migration 010, or by hand) the
  * non-member state wins: membership is never granted on a guess. A replay of the same update changes nothing.
+ * Columns: events, memberships (rows written).
  */
 export const RECORD_MEMBERS = `
 WITH m AS (
@@ -102,3 +106,38 @@ WITH m AS (
   RETURNING tg_user_id
 )
 SELECT (SELECT count(*) FROM events)::int AS events, (SELECT count(*) FROM current)::int AS memberships`;
+
+// --- File → Download (WF32) ---
+
+/** The file's path as getFile answered it: $1 tenant_id, $2 file_unique_id, $3 file_id, $4 tg_file_path; last_seen_at moved. */
+export const TOUCH_FILE_INSTANCE = `
+UPDATE tg.file_instances SET tg_file_path = $4, last_seen_at = now()
+WHERE tenant_id = $1 AND file_unique_id = $2 AND file_id = $3`;
+
+// --- Q&A → Answer (WF51) ---
+
+/** The Telegram message_id to reply to: $1 message version, only of $2 tenant and $3 chat (exact decimal string). Column: message_id. */
+export const REPLY_TARGET =
+	'SELECT m.message_id FROM tg.message_versions v JOIN tg.messages m ON m.id = v.message_fk WHERE v.id = $1 AND m.tenant_id = $2 AND m.chat_id = $3::bigint';
+
+// --- Retention → Prune (WF60) ---
+
+/** Messages (with their versions and attachments) past the chat policy's raw retention, by sent_at: one batch (core.retentionBatch). */
+export const PRUNE_MESSAGES = retentionBatch({
+	table: 'tg.messages',
+	from: 'tg.messages t',
+	tenant: 't.tenant_id',
+	chat: 't.chat_id',
+	age: 't.sent_at',
+	policy: 'raw',
+});
+
+/** Member events past the chat policy's raw retention, by event_date: one batch (core.retentionBatch). */
+export const PRUNE_MEMBER_EVENTS = retentionBatch({
+	table: 'tg.chat_member_events',
+	from: 'tg.chat_member_events t',
+	tenant: 't.tenant_id',
+	chat: 't.chat_id',
+	age: 't.event_date',
+	policy: 'raw',
+});
