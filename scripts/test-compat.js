@@ -34,7 +34,7 @@ const COMPAT_TESTS = ['test/e2e/wf10_wf99.test.ts', 'test/e2e/canvas.test.ts', '
 const ROOT = path.join(__dirname, '..');
 const UNIT_DIRS = ['unit', 'integration', 'live'];
 
-/** What the demo's output must show (scripts/demo.ts prints these lines). */
+/** What the demo's output must show (scripts/demo.ts and its parts in scripts/demo/ print these lines). */
 const DEMO_CHECKS = [
 	['a reply sent to Telegram', /reply sent to Telegram \(message \d+\)/],
 	['a cited answer (citation [1] of a stored document)', /^ {4}\[1\] document \d+ /m],
