@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from '@jest/globals';
-import { FIND_DUPLICATE, INGEST_UPDATE, LOCK_UPDATE } from '../../nodes/TelegramIngest/actions/sql';
+import { FIND_DUPLICATE, INGEST_UPDATE, LOCK_UPDATE } from '../../nodes/shared/statements/telegramRaw';
 
 const MIGRATIONS = path.join(__dirname, '..', '..', 'db', 'migrations');
 /** The text of the last migration (by file name) that defines raw.ingest_update: the one that is in force. */
