@@ -40,6 +40,8 @@
  * NOTHING`), so it is written once and its id answered (issue 26, docs/retry-safety.md).
  * A failure of either write is returned, not thrown: the envelope must reach the caller even when the
  * database is down.
+ * The statements: nodes/shared/statements/errors.ts (the ops.errors rows, the job path built from jobs.ts's
+ * failJobCtes) and jobs.ts's FAIL_JOB; the settling transaction through inTransaction (issue 28).
  */
 import { DatabaseError, type Pool } from 'pg';
 import type { ErrorEnvelope } from '../../shared/contracts/envelope';

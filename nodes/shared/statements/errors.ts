@@ -97,16 +97,26 @@ export const RECORD_WARNINGS = `
 ${warningRows('(SELECT id, correlation_id FROM maas.pipeline_runs WHERE id = $1)', '$2')}`;
 
 /**
- * The Error Pipe's ops.errors row from its parameters $1–$12 in ERROR_COLUMNS order (correlation_id,
- * tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details jsonb,
- * contract_version, source): `details` is an SQL expression replacing `$10::jsonb` (which it may extend).
+ * The Error Pipe's ops.errors row from its parameters (nodes/ErrorPipe/actions/record.ts errorParams): $1
+ * correlation_id, $2 tenant_id, $3 job_id, $4 workflow, $5 node, $6 kind, $7 status_code, $8 retryable,
+ * $9 message, $10 details (jsonb), $11 contract_version, $12 source. `details`: an SQL expression
+ * replacing `$10::jsonb` (one that extends it).
  */
 function envelopeValues(details = '$10::jsonb'): Record<ErrorColumn, string> {
-	const values = Object.fromEntries(ERROR_COLUMNS.map((column, i) => [column, `$${i + 1}`])) as Record<
-		ErrorColumn,
-		string
-	>;
-	return { ...values, details };
+	return {
+		correlation_id: '$1',
+		tenant_id: '$2',
+		job_id: '$3',
+		workflow: '$4',
+		node: '$5',
+		kind: '$6',
+		status_code: '$7',
+		retryable: '$8',
+		message: '$9',
+		details,
+		contract_version: '$11',
+		source: '$12',
+	};
 }
 
 /** An ops.errors id taken up front (the Error Pipe writes its row under it, at most once). Column: id. */
@@ -134,6 +144,22 @@ FROM ops.errors e LEFT JOIN ops.jobs j ON j.id = e.job_id
 WHERE e.id = $1`;
 
 /**
+ * RECORD_WITH_JOB's row: under prior's id (else $21), its details with job_outcome (the job's new status,
+ * else prior's run outcome — `retry` is the job's `queued` —, else `stale`); written when the job path
+ * applied, prior exists, no token was given ($19 false) or $22 is true.
+ */
+function recordWithJobRow(): string {
+	return insertErrors(
+		envelopeValues(`$10::jsonb || jsonb_build_object('job_outcome', coalesce((SELECT status FROM job),
+           (SELECT CASE status WHEN 'retry' THEN 'queued' ELSE status END FROM prior), 'stale'))`),
+		{
+			id: 'coalesce((SELECT error_id FROM prior), $21::bigint)',
+			from: 'WHERE EXISTS (SELECT 1 FROM job) OR EXISTS (SELECT 1 FROM prior) OR NOT $19::boolean OR $22::boolean',
+		},
+	);
+}
+
+/**
  * One statement: the ops.errors row (parameters $1–$12 as INSERT_ERROR, its details completed with
  * job_outcome, its id $21 taken up front) and the job path (./jobs.ts failJobCtes over $13–$20: job id,
  * retryable, last_error, backoff base, cap, correlation id, token given, token), committed together. The
@@ -156,20 +182,30 @@ WHERE e.id = $1`;
  */
 export const RECORD_WITH_JOB = `
 WITH ${failJobCtes(13, '$21::bigint').trimStart()}, err AS (
-  ${insertErrors(
-		envelopeValues(`$10::jsonb || jsonb_build_object('job_outcome', coalesce((SELECT status FROM job),
-           (SELECT CASE status WHEN 'retry' THEN 'queued' ELSE status END FROM prior), 'stale'))`),
-		{
-			id: 'coalesce((SELECT error_id FROM prior), $21::bigint)',
-			from: 'WHERE EXISTS (SELECT 1 FROM job) OR EXISTS (SELECT 1 FROM prior) OR NOT $19::boolean OR $22::boolean',
-		},
-	)}
+  ${recordWithJobRow()}
 )
 SELECT coalesce((SELECT error_id FROM prior), (SELECT id FROM err)) AS error_id,
        (SELECT status FROM job) AS status, (SELECT next_run_at FROM job) AS next_run_at,
        (SELECT status FROM prior) AS prior_status,
        EXISTS (SELECT 1 FROM prior) AND EXISTS (SELECT 1 FROM err) AS prior_restored,
        ${priorNextRunAt('$13')} AS prior_next_run_at`;
+
+/**
+ * RECORD_ONCE_PER_EXECUTION's row, one per `claim` row, under the id taken up front ($15; a row with that id
+ * already there fails the statement); details.branch_error_id names the error branch's row it is linked to.
+ */
+function catchAllRow(): string {
+	return insertErrors(
+		envelopeValues(`$10::jsonb || CASE WHEN claim.error_id <> $15::bigint
+                            THEN jsonb_build_object('branch_error_id', claim.error_id) ELSE '{}'::jsonb END`),
+		{
+			id: '$15::bigint',
+			onIdConflict: 'error',
+			from: 'FROM claim',
+			returning: "id, details->'branch_error_id' AS branch_error_id",
+		},
+	);
+}
 
 /**
  * The catch-all's row (issue 25 §2, migration 018): claims the failed execution ($13 instance id, $14
@@ -197,16 +233,7 @@ WITH claim AS (
      OR (c.recorded_by = 'branch' AND c.catch_all_error_id IS NULL AND c.node IS DISTINCT FROM EXCLUDED.node)
   RETURNING error_id
 ), err AS (
-  ${insertErrors(
-		envelopeValues(`$10::jsonb || CASE WHEN claim.error_id <> $15::bigint
-                            THEN jsonb_build_object('branch_error_id', claim.error_id) ELSE '{}'::jsonb END`),
-		{
-			id: '$15::bigint',
-			onIdConflict: 'error',
-			from: 'FROM claim',
-			returning: "id, details->'branch_error_id' AS branch_error_id",
-		},
-	)}
+  ${catchAllRow()}
 )
 SELECT id AS error_id, branch_error_id FROM err`;
 
