@@ -1,5 +1,5 @@
 /**
- * The latest migration defining raw.ingest_update (014, replaced by 015) runs nodes/TelegramIngest/actions/sql.ts's INGEST_UPDATE and
+ * The latest migration defining raw.ingest_update (014, replaced by 015) runs nodes/shared/statements/telegramRaw.ts's INGEST_UPDATE and
  * FIND_DUPLICATE: the migration must hold both texts verbatim, so the documented statements are the ones
  * that run (a change to either needs a new migration, and this test says so).
  */
@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from '@jest/globals';
-import { FIND_DUPLICATE, INGEST_UPDATE, LOCK_UPDATE } from '../../nodes/TelegramIngest/actions/sql';
+import { FIND_DUPLICATE, INGEST_UPDATE, LOCK_UPDATE } from '../../nodes/shared/statements/telegramRaw';
 
 const MIGRATIONS = path.join(__dirname, '..', '..', 'db', 'migrations');
 /** The text of the last migration (by file name) that defines raw.ingest_update: the one that is in force. */
@@ -24,8 +24,14 @@ test('raw.ingest_update holds INGEST_UPDATE and FIND_DUPLICATE verbatim, in that
 	const ingest = migration.indexOf(`RETURN QUERY${INGEST_UPDATE};`);
 	const find = migration.indexOf(`RETURN QUERY${FIND_DUPLICATE};`);
 	assert.ok(lock > 0, 'the advisory lock is taken first');
-	assert.ok(ingest > lock, 'INGEST_UPDATE, verbatim, after the lock (changed in sql.ts? write a new migration)');
-	assert.ok(find > ingest, 'FIND_DUPLICATE, verbatim, after INGEST_UPDATE (changed in sql.ts? write a new migration)');
+	assert.ok(
+		ingest > lock,
+		'INGEST_UPDATE, verbatim, after the lock (changed in telegramRaw.ts? write a new migration)',
+	);
+	assert.ok(
+		find > ingest,
+		'FIND_DUPLICATE, verbatim, after INGEST_UPDATE (changed in telegramRaw.ts? write a new migration)',
+	);
 });
 
 test('the function locks the same key as LOCK_UPDATE (which the quarantine path takes)', () => {

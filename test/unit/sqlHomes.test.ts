@@ -129,40 +129,19 @@ test('every table the migrations create has a home in TABLE_HOMES, and every hom
 	assert.deepEqual([...created].sort(), Object.keys(HOMES).sort());
 });
 
-/**
- * Files that still hold SQL of their own while issue 28 moves it into the statements modules, and modules
- * not written yet. Each entry is removed with its move; the test fails for an entry that has nothing left
- * to move, so the lists only shrink. Empty when the move is done.
- */
-const PENDING_FILES = new Set<string>([
-	'nodes/ErrorPipe/actions/record.ts',
-	'nodes/TelegramIngest/actions/sql.ts',
-]);
-const PENDING_MODULES = new Set<string>([]);
-
 test('every statements module named in TABLE_HOMES exists', () => {
 	const files = new Set(readdirSync(STATEMENTS).map((f) => basename(f, '.ts')));
-	const missing = [...new Set(Object.values(HOMES))].filter((m) => !files.has(m));
 	assert.deepEqual(
-		missing.filter((m) => !PENDING_MODULES.has(m)),
+		[...new Set(Object.values(HOMES))].filter((m) => !files.has(m)),
 		[],
-	);
-	assert.deepEqual(
-		[...PENDING_MODULES].filter((m) => files.has(m)),
-		[],
-		'written: remove it from PENDING_MODULES',
 	);
 });
 
 test('SQL naming a table lives in its statements module; transactions only through inTransaction', () => {
 	const files = tsFiles(NODES);
 	assert.ok(files.length > 50, `read ${files.length} files`);
-	const found = files.flatMap((file) => problems(file, readFileSync(file, 'utf8')));
-	const pending = (line: string) => PENDING_FILES.has(line.slice(0, line.indexOf(':')));
 	assert.deepEqual(
-		found.filter((line) => !pending(line)),
+		files.flatMap((file) => problems(file, readFileSync(file, 'utf8'))),
 		[],
 	);
-	const cleared = [...PENDING_FILES].filter((file) => !found.some((line) => line.startsWith(`${file}:`)));
-	assert.deepEqual(cleared, [], 'nothing left to move: remove it from PENDING_FILES');
 });

@@ -40,13 +40,25 @@
  * NOTHING`), so it is written once and its id answered (issue 26, docs/retry-safety.md).
  * A failure of either write is returned, not thrown: the envelope must reach the caller even when the
  * database is down.
+ * The statements: nodes/shared/statements/errors.ts (the ops.errors rows, the job path built from jobs.ts's
+ * failJobCtes) and jobs.ts's FAIL_JOB; the settling transaction through inTransaction (issue 28).
  */
-import { DatabaseError, type Pool, type PoolClient } from 'pg';
+import { DatabaseError, type Pool } from 'pg';
 import type { ErrorEnvelope } from '../../shared/contracts/envelope';
 import { isUuid } from '../../shared/contracts/ids';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from '../../shared/jobs/backoff';
-import { failJobCtes } from '../../shared/statements/jobs';
 import { retryIdempotent } from '../../shared/postgres/outcome';
+import { inTransaction, rollback } from '../../shared/postgres/transaction';
+import {
+	COMMITTED_OUTCOME,
+	EXECUTION_CLAIM,
+	INSERT_ERROR,
+	INSERT_ERROR_WITH_ID,
+	NEXT_ERROR_ID,
+	RECORD_ONCE_PER_EXECUTION,
+	RECORD_WITH_JOB,
+} from '../../shared/statements/errors';
+import { FAIL_JOB } from '../../shared/statements/jobs';
 
 /** `details.job_outcome`: the job's new status, or why the job path left it alone. */
 export type JobOutcome = 'queued' | 'dead' | 'failed' | 'stale' | 'write_failed';
@@ -76,77 +88,6 @@ export interface RecordResult {
 }
 
 export { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS };
-
-const INSERT_ERROR = `
-INSERT INTO ops.errors
-  (correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)
-RETURNING id`;
-
-/** An ops.errors id taken up front: the job path's row is written under it, at most once. */
-const NEXT_ERROR_ID = `SELECT nextval(pg_get_serial_sequence('ops.errors', 'id')) AS id`;
-
-/** INSERT_ERROR under the id taken up front ($13); nothing when a row with that id exists (no row returned). */
-const INSERT_ERROR_WITH_ID = `
-INSERT INTO ops.errors
-  (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
-VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)
-ON CONFLICT (id) DO NOTHING
-RETURNING id`;
-
-/** The outcome a committed job-path statement wrote: its row's job_outcome, and the job's next run when it is still that error's. */
-const COMMITTED_OUTCOME = `
-SELECT e.details->>'job_outcome' AS outcome,
-       CASE WHEN (j.last_error->>'error_id')::bigint = e.id THEN j.next_run_at END AS next_run_at
-FROM ops.errors e LEFT JOIN ops.jobs j ON j.id = e.job_id
-WHERE e.id = $1`;
-
-/**
- * One statement: the ops.errors row (parameters $1–$12 as INSERT_ERROR, its details completed with
- * job_outcome, its id $21 taken up front) and the job path (parameters $13–$20), committed together. The
- * job is updated before the row is inserted (the row's job_outcome reads it): the recovery transaction
- * takes the same two locks in the same order. When this envelope was recorded already for the same claim
- * token (failJobCtes' `prior`: the same last_error on the run the job path closed; a caller that sends the
- * envelope again, issue 26) the row is that first call's: it is inserted under `prior`'s id, with the
- * outcome that run recorded, `ON CONFLICT (id) DO NOTHING` — nothing is written when it exists, and it is
- * written now when the first call's row insert failed after its job path committed (every error path ends
- * in an ops.errors row). `error_id` is that row, `prior_status` the run's status and `prior_next_run_at` the
- * job's next run while its last error is still that row; `prior_restored` is true when the row was missing
- * and written now.
- * A stale error under a claim token (the job path applied nothing, no `prior` in this snapshot) writes no
- * row unless $22 is true: `error_id` is then NULL and the caller runs the statement again with $22 true, in
- * a new snapshot. The job path's UPDATE may have waited for the lock of a concurrent call of the same
- * envelope that committed meanwhile — its run is invisible to this statement's snapshot, visible to the
- * next one: that call's row is answered (a replay) instead of a second, stale row (issue 26 review).
- */
-const RECORD_WITH_JOB = `
-WITH ${failJobCtes(13, '$21::bigint').trimStart()}, err AS (
-  INSERT INTO ops.errors
-    (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
-  SELECT coalesce((SELECT error_id FROM prior), $21::bigint), $1, $2, $3, $4, $5, $6, $7, $8, $9,
-         $10::jsonb || jsonb_build_object('job_outcome', coalesce((SELECT status FROM job),
-           (SELECT CASE status WHEN 'retry' THEN 'queued' ELSE status END FROM prior), 'stale')), $11, $12
-  WHERE EXISTS (SELECT 1 FROM job) OR EXISTS (SELECT 1 FROM prior) OR NOT $19::boolean OR $22::boolean
-  ON CONFLICT (id) DO NOTHING
-  RETURNING id
-)
-SELECT coalesce((SELECT error_id FROM prior), (SELECT id FROM err)) AS error_id,
-       (SELECT status FROM job) AS status, (SELECT next_run_at FROM job) AS next_run_at,
-       (SELECT status FROM prior) AS prior_status,
-       EXISTS (SELECT 1 FROM prior) AND EXISTS (SELECT 1 FROM err) AS prior_restored,
-       (SELECT j.next_run_at FROM ops.jobs j, prior
-        WHERE j.id = $13 AND (j.last_error->>'error_id')::bigint = prior.error_id) AS prior_next_run_at`;
-
-/**
- * The job path alone (parameters as jobParams, $9 the ops.errors id for last_error.error_id, or NULL): one
- * row, the job's new status and next run (NULL when it was left alone) and `prior` (as RECORD_WITH_JOB).
- */
-const FAIL_JOB = `
-WITH ${failJobCtes(1, '$9::bigint').trimStart()}
-SELECT (SELECT status FROM job) AS status, (SELECT next_run_at FROM job) AS next_run_at,
-       (SELECT error_id FROM prior) AS prior_error_id, (SELECT status FROM prior) AS prior_status,
-       (SELECT j.next_run_at FROM ops.jobs j, prior
-        WHERE j.id = $1 AND (j.last_error->>'error_id')::bigint = prior.error_id) AS prior_next_run_at`;
 
 /** True when PostgreSQL answered with an error (the statement was rolled back); false when the outcome is unknown. */
 function rolledBack(error: unknown): boolean {
@@ -290,11 +231,18 @@ function replayedJob(
 	return { ...(job as Extract<RecordResult['job'], { executed: true }>), replayed: true };
 }
 
+/** How settleUnknownOutcome's transaction ended: a replay's row, this row written, or the first statement's committed. */
+type Settled =
+	| { kind: 'replay'; priorId: number }
+	| { kind: 'written'; jobFailure: RecordResult['write_failures'][number] | null }
+	| { kind: 'committed' };
+
 /**
  * After RECORD_WITH_JOB failed without a SQLSTATE (connection lost: committed or not, unknown): on a new
  * connection, one transaction does the job path again (under a savepoint: a job that cannot be written is
  * `write_failed`, the row is still written) and inserts the row under `errorId` ON CONFLICT DO NOTHING.
- * No row inserted = the first statement committed: roll back, report the committed outcome. Fills `result`.
+ * No row inserted = the first statement committed: roll back (inTransaction's `rollback(value)`), report the
+ * committed outcome. Fills `result`.
  */
 async function settleUnknownOutcome(
 	pool: Pool,
@@ -305,49 +253,49 @@ async function settleUnknownOutcome(
 	result: RecordResult,
 	jobResult: JobResult,
 ): Promise<void> {
-	let client: PoolClient | undefined;
-	let broken: unknown;
 	try {
-		client = await pool.connect();
-		// a connection lost while checked out is also emitted as 'error': the failed query reports it here
-		client.on('error', ignoreClientError);
-		await client.query('BEGIN');
-		let jobFailure: RecordResult['write_failures'][number] | null = null;
-		// the prior call's row id when this envelope was recorded already for the claim by another call
-		// (not by the statement being settled: its own row would carry errorId)
-		let priorId: number | null = null;
-		await client.query('SAVEPOINT job_path');
-		try {
-			const { rows } = await client.query(FAIL_JOB, [...jobParams, errorId]);
-			if (rows[0].status) result.job = jobResult(rows[0].status, rows[0]);
-			else if (rows[0].prior_status && Number(rows[0].prior_error_id) !== errorId) {
-				result.job = replayedJob(jobResult, rows[0]);
-				priorId = Number(rows[0].prior_error_id);
-			} else result.job = jobResult('stale');
-		} catch (failure) {
-			await client.query('ROLLBACK TO SAVEPOINT job_path');
-			result.job = jobResult('write_failed');
-			jobFailure = failureOf('ops.jobs', failure);
-		}
-		const outcome = (result.job as { outcome: JobOutcome }).outcome;
-		const details = { ...envelope.error.details, job_outcome: outcome };
-		const inserted = await client.query(INSERT_ERROR_WITH_ID, [
-			...errorParams.map((value, i) => (i === 9 ? details : value)),
-			priorId ?? errorId,
-		]);
-		if (priorId !== null) {
-			// a replay: the prior call's row, written now if it was missing (by no one, or by the first statement)
-			await client.query(inserted.rows.length ? 'COMMIT' : 'ROLLBACK');
-			result.error_id = priorId;
+		// inTransaction: its own client (a connection lost while checked out, also emitted as 'error', is
+		// reported by the failed query), ROLLBACK on a throw, and a client whose ROLLBACK failed is destroyed
+		const settled = await inTransaction<Settled>(pool, async (client) => {
+			let jobFailure: RecordResult['write_failures'][number] | null = null;
+			// the prior call's row id when this envelope was recorded already for the claim by another call
+			// (not by the statement being settled: its own row would carry errorId)
+			let priorId: number | null = null;
+			await client.query('SAVEPOINT job_path');
+			try {
+				const { rows } = await client.query(FAIL_JOB, [...jobParams, errorId]);
+				if (rows[0].status) result.job = jobResult(rows[0].status, rows[0]);
+				else if (rows[0].prior_status && Number(rows[0].prior_error_id) !== errorId) {
+					result.job = replayedJob(jobResult, rows[0]);
+					priorId = Number(rows[0].prior_error_id);
+				} else result.job = jobResult('stale');
+			} catch (failure) {
+				await client.query('ROLLBACK TO SAVEPOINT job_path');
+				result.job = jobResult('write_failed');
+				jobFailure = failureOf('ops.jobs', failure);
+			}
+			const outcome = (result.job as { outcome: JobOutcome }).outcome;
+			const details = { ...envelope.error.details, job_outcome: outcome };
+			const inserted = await client.query(INSERT_ERROR_WITH_ID, [
+				...errorParams.map((value, i) => (i === 9 ? details : value)),
+				priorId ?? errorId,
+			]);
+			if (priorId !== null) {
+				// a replay: the prior call's row, written now if it was missing (by no one, or by the first statement)
+				const replay = { kind: 'replay' as const, priorId };
+				return inserted.rows.length ? replay : rollback(replay);
+			}
+			// no row inserted: the first statement committed (its row holds the id), nothing of this is kept
+			return inserted.rows.length ? { kind: 'written' as const, jobFailure } : rollback({ kind: 'committed' as const });
+		});
+		if (settled.kind === 'replay') {
+			result.error_id = settled.priorId;
 			return;
 		}
-		if (inserted.rows.length) {
-			await client.query('COMMIT');
-			if (jobFailure) result.write_failures.push(jobFailure);
+		if (settled.kind === 'written') {
+			if (settled.jobFailure) result.write_failures.push(settled.jobFailure);
 		} else {
-			// the first statement committed (its row holds the id): nothing of this transaction is kept
-			await client.query('ROLLBACK');
-			const { rows } = await client.query(COMMITTED_OUTCOME, [errorId]);
+			const { rows } = await pool.query(COMMITTED_OUTCOME, [errorId]);
 			const committed = (rows[0]?.outcome ?? 'stale') as JobOutcome;
 			const applied = committed === 'queued' || committed === 'dead' || committed === 'failed';
 			result.job = jobResult(committed, applied ? { status: committed, next_run_at: rows[0]?.next_run_at } : undefined);
@@ -355,7 +303,6 @@ async function settleUnknownOutcome(
 		result.error_id = errorId;
 	} catch (error) {
 		// the database could not be reached again: whether the first statement committed stays unknown
-		broken = error;
 		result.error_id = null;
 		result.job = jobResult('write_failed');
 		const failure = failureOf('ops.errors', error);
@@ -363,10 +310,6 @@ async function settleUnknownOutcome(
 			...failure,
 			message: `outcome unknown (connection lost, not settled): ${failure.message}`,
 		});
-		await client?.query('ROLLBACK').catch(() => undefined);
-	} finally {
-		client?.removeListener('error', ignoreClientError);
-		client?.release(broken instanceof Error ? broken : undefined);
 	}
 }
 
@@ -376,47 +319,6 @@ async function settleUnknownOutcome(
  * 018's trigger (an error branch's row) uses the same window.
  */
 export const CLAIM_STALE_AFTER_SECONDS = 7 * 24 * 3600;
-
-/**
- * The catch-all's row (issue 25 §2, migration 018): claims the failed execution ($13 instance id, $14
- * execution id, $17 the failing node) under the ops.errors id taken up front ($15) and inserts the row
- * (parameters $1–$12 as INSERT_ERROR) only when
- *  - nobody claimed it (a new claim), or the claim is older than $16 seconds (replaced: a new failure);
- *  - or an error branch claimed it for another node (its row is kept as the execution's first; this row
- *    is linked to it by details.branch_error_id and noted in catch_all_error_id, once).
- * The claim's row is locked and the WHERE re-read on the committed version (ON CONFLICT DO UPDATE), so two
- * catch-alls, or a catch-all and an error branch's row, never both write one failure's row. No row
- * returned = the failure was recorded already (read it with EXECUTION_CLAIM).
- */
-const RECORD_ONCE_PER_EXECUTION = `
-WITH claim AS (
-  INSERT INTO ops.error_executions AS c (instance_id, execution_id, error_id, recorded_by, node)
-  VALUES ($13, $14, $15::bigint, 'catch_all', $17::text)
-  ON CONFLICT (instance_id, execution_id) DO UPDATE SET
-    error_id = CASE WHEN c.created_at < now() - make_interval(secs => $16) THEN EXCLUDED.error_id ELSE c.error_id END,
-    recorded_by = CASE WHEN c.created_at < now() - make_interval(secs => $16) THEN 'catch_all' ELSE c.recorded_by END,
-    node = CASE WHEN c.created_at < now() - make_interval(secs => $16) THEN EXCLUDED.node ELSE c.node END,
-    catch_all_error_id = CASE WHEN c.created_at < now() - make_interval(secs => $16) THEN NULL ELSE EXCLUDED.error_id END,
-    created_at = CASE WHEN c.created_at < now() - make_interval(secs => $16) THEN now() ELSE c.created_at END
-  WHERE c.created_at < now() - make_interval(secs => $16)
-     OR (c.recorded_by = 'branch' AND c.catch_all_error_id IS NULL AND c.node IS DISTINCT FROM EXCLUDED.node)
-  RETURNING error_id
-), err AS (
-  INSERT INTO ops.errors
-    (id, correlation_id, tenant_id, job_id, workflow, node, kind, status_code, retryable, message, details, contract_version, source)
-  SELECT $15::bigint, $1, $2, $3, $4, $5, $6, $7, $8, $9,
-         $10::jsonb || CASE WHEN claim.error_id <> $15::bigint
-                            THEN jsonb_build_object('branch_error_id', claim.error_id) ELSE '{}'::jsonb END,
-         $11, $12
-  FROM claim
-  RETURNING id, details->'branch_error_id' AS branch_error_id
-)
-SELECT id AS error_id, branch_error_id FROM err`;
-
-/** Who recorded execution ($1 instance, $2 id) first: its ops.errors row, `branch` | `catch_all`, the node, the catch-all's linked row. */
-const EXECUTION_CLAIM = `
-SELECT error_id, recorded_by, node, catch_all_error_id
-FROM ops.error_executions WHERE instance_id = $1 AND execution_id = $2`;
 
 /** What the catch-all did: wrote the row, or found the failure recorded already (by whom, which row). */
 export interface ExecutionClaim {
@@ -553,8 +455,4 @@ export async function recordOncePerExecution(
 		return fallback;
 	}
 	return result;
-}
-
-function ignoreClientError(): void {
-	// reported by the query that failed
 }

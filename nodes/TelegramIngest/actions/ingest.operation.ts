@@ -25,6 +25,8 @@
  *    a new secret or a re-enabled bot is accepted at once (refusals always read a fresh row);
  *  - 500 validation (details.field `jobType`): "Job Type" is not a registered job type whose payload is a
  *    Telegram update's (nodes/shared/jobs/registry.ts) — nothing is written, and Telegram delivers again;
+ *    likewise (details.field `payload.<path>`) when the payload raw.ingest_update would write fails that
+ *    type's registry schema (jobPayload.ts: a defect of the node, never of the update);
  *  - 503 db (retryable): database unreachable / connection lost — after the write was sent again twice
  *    (100 ms, 400 ms apart): the writes are idempotent on (bot, update_id) / the body's bytes, so a write
  *    whose reply was lost after its COMMIT is answered by the next attempt as stored (`duplicate: true`, the
@@ -50,7 +52,14 @@ import { rememberSecrets } from '../../shared/redact';
 import { classifyBody, safeText, type Body, type Classified, type QuarantineReason } from './body';
 import { hasLoneSurrogate } from './exactJson';
 import { botCacheOf, type Bot } from './botCache';
-import { FIND_QUARANTINED, INGEST, LOCK_UPDATE, NEITHER_SQLSTATE, QUARANTINE } from './sql';
+import { checkTelegramJob } from './jobPayload';
+import {
+	FIND_QUARANTINED,
+	INGEST,
+	LOCK_UPDATE,
+	NEITHER_SQLSTATE,
+	QUARANTINE,
+} from '../../shared/statements/telegramRaw';
 import { LOOKUP_BOT } from '../../shared/statements/core';
 
 export interface IngestInput {
@@ -252,6 +261,17 @@ export async function ingestUpdate(pool: Pool, input: IngestInput, state: ItemSt
 	ctx.update_id = ctxIdOf(keys.update_id);
 	ctx.chat_id = ctxIdOf(keys.chat_id);
 	ctx.message_id = ctxIdOf(keys.message_id);
+
+	// The job is written by raw.ingest_update (its payload built in SQL): the payload it will carry, checked
+	// against the job type's registry schema first (jobPayload.ts; 500 and nothing written when refused).
+	checkTelegramJob(input.jobType, {
+		tenant_id: bot.tenant_id,
+		bot_id: bot.bot_id,
+		update_id: keys.update_id,
+		update_type: keys.update_type,
+		trace_id: ctx.trace_id as string | null,
+		correlation_id: ctx.correlation_id as string,
+	});
 
 	let row:
 		| { job_id: string | null; raw_update_id: string | null; quarantine_id: string | null; duplicate: boolean }

@@ -37,7 +37,7 @@ LEFT JOIN core.tenant_chats tc ON tc.tenant_id = q.tenant_id AND tc.chat_id = $3
 LEFT JOIN tg.chat_memberships_current m ON m.tenant_id = q.tenant_id AND m.chat_id = $3::bigint AND m.tg_user_id = $2::bigint
 LEFT JOIN core.chat_policies cp ON cp.tenant_id = q.tenant_id AND cp.chat_id = $3::bigint`;
 
-// --- Knowledge Bot (issue 28 move) ---
+// --- Knowledge Bot: chat policies and bots (WF20, WF11); retention batches (WF60) ---
 
 /**
  * Update → Process (WF20): whether chat $2 of tenant $1 allows URL fetch and file download (its

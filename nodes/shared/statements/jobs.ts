@@ -1,12 +1,16 @@
 /**
  * Every statement of the ops.jobs queue (seed 003 ops.jobs; migration 008 claim_token), in one place as
  * pg-boss keeps its `plans`. Bind parameters only. The functions that run them: ./queue.ts (claim, finish,
- * release stale; leases: ./lease.ts), ./enqueue.ts, ./stats.ts; the Error Pipe's job path uses `failJobCtes`.
+ * release stale; leases: ./lease.ts), ./enqueue.ts, ./stats.ts; the Error Pipe's job path uses `failJobCtes`
+ * (FAIL_JOB here, RECORD_WITH_JOB in ./errors.ts), Telegram Ingest's raw.ingest_update `insertJobOncePerDedupKey`
+ * (./telegramRaw.ts). One fail / retry rule (endAttemptSet), one release (releaseCtes); statuses from JOB_STATUS.
  * Every statement that ends an attempt (finish, release stale, fail/retry) clears `claim_token` and
  * applies only while the job is `running` under the lock it read (locked_by and/or claim_token).
  * Anchors: pg-boss (src/plans.ts) and graphile-worker (getJobs).
  */
 import { nextRunAtSql } from '../jobs/backoff';
+import { FINISHED_JOB_STATUSES, JOB_RUN_STATUS, JOB_STATUS } from '../jobs/status';
+import { retentionBatch } from './core';
 
 /**
  * Claim: up to $2 due jobs of the types $1 (text[]) for worker $3, `FOR UPDATE SKIP LOCKED` (concurrent
@@ -72,6 +76,74 @@ FROM lease WHERE NOT lease.held
 ORDER BY priority DESC, id`;
 
 /**
+ * The SET assignments `status`, `next_run_at`, `finished_at` of `ops.jobs j` for an attempt that ended, the
+ * one fail / retry rule of Finish Job (FINISH_JOBS) and of the Error Pipe's job path (failJobCtes):
+ * `succeeded` when `success` is true; else `failed` when `retryable` is false; else `dead` when no attempt
+ * is left (attempts >= max_attempts, finished now); else `queued` again at the backoff's next run
+ * (nextRunAtSql over `base` / `cap`, seconds), not finished. Statuses from JOB_STATUS.
+ *
+ * @param o.success SQL boolean expression of a success (absent: the attempt failed, as for the Error Pipe)
+ * @param o.retryable SQL boolean expression of a retryable error
+ * @param o.base placeholder of the backoff base (s); o.cap: of its cap (s)
+ * @returns three comma-separated assignments, for an UPDATE of `ops.jobs j`
+ */
+function endAttemptSet(o: { success?: string; retryable: string; base: string; cap: string }): string {
+	const retry = [o.success ? `NOT ${o.success}` : '', o.retryable, 'j.attempts < j.max_attempts']
+		.filter(Boolean)
+		.join(' AND ');
+	const whens = [
+		o.success ? `WHEN ${o.success} THEN '${JOB_STATUS.succeeded}'` : '',
+		`WHEN NOT ${o.retryable} THEN '${JOB_STATUS.failed}'`,
+		`WHEN j.attempts >= j.max_attempts THEN '${JOB_STATUS.dead}'`,
+		`ELSE '${JOB_STATUS.queued}' END`,
+	].filter(Boolean);
+	return `status = CASE ${whens.join('\n                  ')},
+    next_run_at = CASE WHEN ${retry}
+      THEN ${nextRunAtSql('j.attempts', o.base, o.cap)} ELSE j.next_run_at END,
+    finished_at = CASE WHEN ${retry} THEN NULL ELSE now() END`;
+}
+
+/**
+ * SQL expression of the ops.job_runs status of an attempt from its job's new status (an SQL expression
+ * of a JOB_STATUS value): succeeded, dead and failed as the job; queued (retried) is `retry`.
+ */
+function runStatusOf(jobStatus: string): string {
+	const S = JOB_STATUS;
+	const R = JOB_RUN_STATUS;
+	return `CASE ${jobStatus} WHEN '${S.succeeded}' THEN '${R.succeeded}' WHEN '${S.queued}' THEN '${R.retry}' WHEN '${S.dead}' THEN '${R.dead}' ELSE '${R.failed}' END`;
+}
+
+/**
+ * The CTEs `job` and `run` of Release Stale (RELEASE_STALE, RELEASE_STALE_LEASED), after a CTE `stale`
+ * (the jobs to release: `id`, and `reason` when `o.reason`): each job goes back to `queued`, due now
+ * (`dead` and finished when no attempt is left), its lock, claim token, claim key and lease cleared, its
+ * last_error `{ kind: 'timeout', message: o.jobMessage }`; its open runs are closed as retry / dead with
+ * error `{ kind: 'timeout', message: o.runMessage }`. `job` returns id, status (and stale's reason).
+ *
+ * @param o.jobMessage SQL text expression of last_error.message (reads `j` and `stale`)
+ * @param o.runMessage SQL text expression of the run's error.message (reads `job`)
+ * @param o.reason whether `stale` has a `reason` column, returned by `job`
+ */
+function releaseCtes(o: { jobMessage: string; runMessage: string; reason?: boolean }): string {
+	return `job AS (
+  UPDATE ops.jobs j SET
+    status = CASE WHEN j.attempts >= j.max_attempts THEN '${JOB_STATUS.dead}' ELSE '${JOB_STATUS.queued}' END,
+    next_run_at = now(),
+    last_error = jsonb_build_object('kind', 'timeout', 'message', ${o.jobMessage}),
+    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
+    locked_by = NULL, locked_at = NULL, claim_token = NULL, claim_key = NULL, lease_id = NULL, updated_at = now()
+  FROM stale WHERE j.id = stale.id
+  RETURNING j.id, j.status${o.reason ? ', stale.reason' : ''}
+), run AS (
+  UPDATE ops.job_runs r SET status = ${runStatusOf('job.status')},
+    error = jsonb_build_object('kind', 'timeout', 'message', ${o.runMessage}),
+    finished_at = now()
+  FROM job WHERE r.job_id = job.id AND r.status = '${JOB_RUN_STATUS.running}'
+  RETURNING r.id
+)`;
+}
+
+/**
  * Finish: every job of one execution in one statement, from parallel arrays (one element per job, job
  * ids distinct): $1 id bigint[], $2 worker text[], $3 success boolean[], $4 retryable boolean[], $5 error
  * jsonb[] (NULL on success), $6 backoff base s, $7 backoff cap s, $8 claim_token uuid[] (NULL element: not
@@ -91,22 +163,16 @@ WITH input AS (
   SELECT j.id FROM ops.jobs j JOIN input i ON i.id = j.id ORDER BY j.id FOR UPDATE OF j
 ), job AS (
   UPDATE ops.jobs j SET
-    status = CASE WHEN i.success THEN 'succeeded'
-                  WHEN NOT i.retryable THEN 'failed'
-                  WHEN j.attempts >= j.max_attempts THEN 'dead'
-                  ELSE 'queued' END,
-    next_run_at = CASE WHEN NOT i.success AND i.retryable AND j.attempts < j.max_attempts
-      THEN ${nextRunAtSql('j.attempts', '$6', '$7')} ELSE j.next_run_at END,
+    ${endAttemptSet({ success: 'i.success', retryable: 'i.retryable', base: '$6', cap: '$7' })},
     last_error = CASE WHEN i.success THEN j.last_error ELSE i.error END,
-    locked_by = NULL, locked_at = NULL, claim_token = NULL, updated_at = now(),
-    finished_at = CASE WHEN NOT i.success AND i.retryable AND j.attempts < j.max_attempts THEN NULL ELSE now() END
+    locked_by = NULL, locked_at = NULL, claim_token = NULL, updated_at = now()
   FROM input i, locked l
   WHERE j.id = i.id AND l.id = i.id AND j.status = 'running' AND j.locked_by = i.worker
     AND (i.token IS NULL OR j.claim_token = i.token)
   RETURNING j.id, j.status, j.attempts, j.max_attempts, j.next_run_at, i.success, i.error, i.token
 ), run AS (
   UPDATE ops.job_runs r SET
-    status = CASE job.status WHEN 'succeeded' THEN 'succeeded' WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
+    status = ${runStatusOf('job.status')},
     error = CASE WHEN job.success THEN NULL ELSE job.error END,
     finished_at = now(), finish_key = md5(job.token::text)
   FROM job
@@ -164,21 +230,10 @@ WITH stale AS (
   ORDER BY locked_at
   LIMIT $2
   FOR UPDATE SKIP LOCKED
-), job AS (
-  UPDATE ops.jobs j SET
-    status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'queued' END,
-    next_run_at = now(),
-    last_error = jsonb_build_object('kind', 'timeout', 'message', 'released: locked by ' || coalesce(j.locked_by, '?') || ' for longer than ' || $1::text || ' s'),
-    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
-    locked_by = NULL, locked_at = NULL, claim_token = NULL, claim_key = NULL, lease_id = NULL, updated_at = now()
-  FROM stale WHERE j.id = stale.id
-  RETURNING j.id, j.status
-), run AS (
-  UPDATE ops.job_runs r SET status = CASE job.status WHEN 'dead' THEN 'dead' ELSE 'retry' END,
-    error = jsonb_build_object('kind', 'timeout', 'message', 'lock expired'), finished_at = now()
-  FROM job WHERE r.job_id = job.id AND r.status = 'running'
-  RETURNING r.id
-)
+), ${releaseCtes({
+	jobMessage: "'released: locked by ' || coalesce(j.locked_by, '?') || ' for longer than ' || $1::text || ' s'",
+	runMessage: "'lock expired'",
+})}
 SELECT job.id, job.status, (SELECT count(*) FROM run) AS runs_closed FROM job`;
 
 /**
@@ -223,25 +278,14 @@ WITH leases AS (
   ORDER BY j.locked_at
   LIMIT $2
   FOR UPDATE OF j SKIP LOCKED
-), job AS (
-  UPDATE ops.jobs j SET
-    status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'queued' END,
-    next_run_at = now(),
-    last_error = jsonb_build_object('kind', 'timeout', 'message', 'released: ' || CASE stale.reason
+), ${releaseCtes({
+	jobMessage: `'released: ' || CASE stale.reason
       WHEN 'lease' THEN 'the lease of ' || coalesce(j.locked_by, '?') || ' was not held for ' || $3::text || ' s (its process died)'
       WHEN 'lease_max' THEN 'locked by ' || coalesce(j.locked_by, '?') || ' for longer than the lease max of ' || $4::text || ' s'
-      ELSE 'locked by ' || coalesce(j.locked_by, '?') || ' for longer than ' || $1::text || ' s' END),
-    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
-    locked_by = NULL, locked_at = NULL, claim_token = NULL, claim_key = NULL, lease_id = NULL, updated_at = now()
-  FROM stale WHERE j.id = stale.id
-  RETURNING j.id, j.status, stale.reason
-), run AS (
-  UPDATE ops.job_runs r SET status = CASE job.status WHEN 'dead' THEN 'dead' ELSE 'retry' END,
-    error = jsonb_build_object('kind', 'timeout', 'message', CASE job.reason WHEN 'lease' THEN 'lease lost' ELSE 'lock expired' END),
-    finished_at = now()
-  FROM job WHERE r.job_id = job.id AND r.status = 'running'
-  RETURNING r.id
-)
+      ELSE 'locked by ' || coalesce(j.locked_by, '?') || ' for longer than ' || $1::text || ' s' END`,
+	runMessage: "CASE job.reason WHEN 'lease' THEN 'lease lost' ELSE 'lock expired' END",
+	reason: true,
+})}
 SELECT job.id, job.status, (SELECT count(*) FROM run) AS runs_closed, job.reason FROM job`;
 
 /**
@@ -296,7 +340,7 @@ WHERE NOT EXISTS (SELECT 1 FROM created c WHERE c.dedup_key = w.dedup_key)`;
 export const JOBS_BY_DEDUP_KEY = 'SELECT id, dedup_key FROM ops.jobs WHERE dedup_key = ANY($1)';
 
 /**
- * Fail / retry with backoff (the Error Pipe's job path, nodes/ErrorPipe/actions/record.ts) as CTEs `job`, `open_run`, `new_run` over the 8 parameters from `$p`: job id, retryable,
+ * Fail / retry with backoff (the Error Pipe's job path, nodes/ErrorPipe/actions/record.ts; the rule of endAttemptSet) as CTEs `job`, `open_run`, `new_run`, `prior` over the 8 parameters from `$p`: job id, retryable,
  * last_error (jsonb, without error_id), backoff base, backoff cap, correlation id, token given (boolean),
  * token (uuid; NULL when the given token is not a UUID, which then matches nothing).
  * `errorId`: SQL expression of the ops.errors id stored in last_error.error_id.
@@ -317,23 +361,17 @@ export function failJobCtes(p: number, errorId: string): string {
 error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${errorId}) AS v
 ), job AS (
   UPDATE ops.jobs j SET
-    status = CASE WHEN NOT ${retryable}::boolean THEN 'failed'
-                  WHEN j.attempts >= j.max_attempts THEN 'dead'
-                  ELSE 'queued' END,
-    next_run_at = CASE WHEN ${retryable}::boolean AND j.attempts < j.max_attempts
-      THEN ${nextRunAtSql('j.attempts', base, cap)}
-      ELSE j.next_run_at END,
+    ${endAttemptSet({ retryable: `${retryable}::boolean`, base, cap })},
     locked_by = NULL, locked_at = NULL, claim_token = NULL,
     last_error = (SELECT v FROM error_json),
-    updated_at = now(),
-    finished_at = CASE WHEN ${retryable}::boolean AND j.attempts < j.max_attempts THEN NULL ELSE now() END
+    updated_at = now()
   -- only the attempt still open: running, under the claim the error came from (issue 10 item 2)
   WHERE j.id = ${id} AND j.status = 'running'
     AND (NOT ${tokenGiven}::boolean OR j.claim_token = ${token}::uuid)
   RETURNING j.id, j.status, j.attempts, j.next_run_at
 ), open_run AS (
   -- the attempt a worker claimed (Claim Jobs opened it): closed with the outcome
-  UPDATE ops.job_runs r SET status = CASE job.status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
+  UPDATE ops.job_runs r SET status = ${runStatusOf('job.status')},
          error = (SELECT v FROM error_json), finished_at = now(),
          finish_key = CASE WHEN ${tokenGiven}::boolean THEN md5('error_pipe:' || ${token}::uuid::text) END
   FROM job
@@ -342,7 +380,7 @@ error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${er
 ), new_run AS (
   -- no open attempt (the job was not claimed through Claim Jobs): a run row of its own
   INSERT INTO ops.job_runs (job_id, attempt, status, correlation_id, error, started_at, finished_at, finish_key)
-  SELECT id, greatest(attempts, 1), CASE status WHEN 'queued' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE 'failed' END,
+  SELECT id, greatest(attempts, 1), ${runStatusOf('status')},
          ${correlation}::uuid, (SELECT v FROM error_json), now(), now(),
          CASE WHEN ${tokenGiven}::boolean THEN md5('error_pipe:' || ${token}::uuid::text) END
   FROM job WHERE NOT EXISTS (SELECT 1 FROM open_run)
@@ -355,6 +393,56 @@ error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${er
     AND r.error->>'error_id' IS NOT NULL AND r.error - 'error_id' = ${lastError}::jsonb
   ORDER BY r.id DESC LIMIT 1
 )`;
+}
+
+/**
+ * SQL expression (a scalar sub-select) of the job's next run while its last error is still the row of
+ * failJobCtes' CTE `prior` (last_error.error_id = prior's error_id), else NULL. `id`: placeholder of the
+ * job id. Read by FAIL_JOB and by the Error Pipe's RECORD_WITH_JOB (./errors.ts) as `prior_next_run_at`.
+ */
+export function priorNextRunAt(id: string): string {
+	return `(SELECT j.next_run_at FROM ops.jobs j, prior
+        WHERE j.id = ${id} AND (j.last_error->>'error_id')::bigint = prior.error_id)`;
+}
+
+/**
+ * The Error Pipe's job path alone (nodes/ErrorPipe/actions/record.ts, when its row and job in one statement
+ * failed with a SQLSTATE, and when an unknown outcome is settled): failJobCtes over $1–$8 (job id, retryable,
+ * last_error, backoff base, cap, correlation id, token given, token), $9 the ops.errors id for
+ * last_error.error_id (or NULL). One row: the job's new status and next run (NULL when it was left alone),
+ * and `prior` (the same envelope recorded already for this claim: its error id, run status and the job's
+ * next run while that error is still its last).
+ * Columns: status, next_run_at, prior_error_id, prior_status, prior_next_run_at.
+ */
+export const FAIL_JOB = `
+WITH ${failJobCtes(1, '$9::bigint').trimStart()}
+SELECT (SELECT status FROM job) AS status, (SELECT next_run_at FROM job) AS next_run_at,
+       (SELECT error_id FROM prior) AS prior_error_id, (SELECT status FROM prior) AS prior_status,
+       ${priorNextRunAt('$1')} AS prior_next_run_at`;
+
+/** The ops.jobs columns insertJobOncePerDedupKey fills. */
+export type EnqueuedJobColumn = 'tenant_id' | 'job_type' | 'payload' | 'max_attempts' | 'correlation_id' | 'dedup_key';
+
+/**
+ * One job per row of `from`, once per dedup key: `INSERT INTO ops.jobs (tenant_id, job_type, payload,
+ * max_attempts, correlation_id, dedup_key) SELECT … FROM <from> ON CONFLICT (dedup_key) DO NOTHING
+ * RETURNING id` (a key already taken returns no row). Telegram Ingest's INGEST_UPDATE (./telegramRaw.ts)
+ * builds its job with it, inside the text migration 015's raw.ingest_update holds verbatim: a change of
+ * this layout needs a new migration (test/unit/ingestFunction.test.ts says so).
+ *
+ * @param values one SQL expression per column (all required)
+ * @param from the row source (a CTE name)
+ * @returns the statement text, a CTE body
+ */
+export function insertJobOncePerDedupKey(values: Readonly<Record<EnqueuedJobColumn, string>>, from: string): string {
+	const v = values;
+	return `INSERT INTO ops.jobs (tenant_id, job_type, payload, max_attempts, correlation_id, dedup_key)
+  SELECT ${v.tenant_id}, ${v.job_type},
+         ${v.payload},
+         ${v.max_attempts}, ${v.correlation_id}, ${v.dedup_key}
+  FROM ${from}
+  ON CONFLICT (dedup_key) DO NOTHING
+  RETURNING id`;
 }
 
 /**
@@ -402,9 +490,7 @@ SELECT t.job_type,
 FROM types t LEFT JOIN jobs ON jobs.job_type = t.job_type LEFT JOIN runs ON runs.job_type = t.job_type
 ORDER BY t.job_type`;
 
-// --- Knowledge Bot (issue 28 move) ---
-import { FINISHED_JOB_STATUSES } from '../jobs/status';
-import { retentionBatch } from './core';
+// --- Retention → Prune (WF60) ---
 
 /** The statuses of a job finished for good (FINISHED_JOB_STATUSES, from JOB_STATUS) as an SQL list of literals: 'succeeded', 'failed', 'dead'. */
 export const FINISHED_JOB_STATUS_LIST = FINISHED_JOB_STATUSES.map((s) => `'${s}'`).join(', ');
