@@ -15,7 +15,8 @@
 import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
 import { isUuid } from '../contracts/ids';
-import { ContractError, fromPgError } from '../errors';
+import { ContractError } from '../errors';
+import { rowsOf } from '../postgres/rows';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from './backoff';
 import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE, RELEASE_STALE_LEASED } from '../statements/jobs';
 
@@ -56,11 +57,7 @@ async function run<T extends Record<string, unknown>>(
 	params: unknown[],
 	operation: string,
 ): Promise<T[]> {
-	try {
-		return (await pool.query<T>(sql, params)).rows;
-	} catch (error) {
-		throw fromPgError(error, { operation, ...JOBS });
-	}
+	return rowsOf<T>(pool, sql, params, { operation, ...JOBS });
 }
 
 /**

@@ -30,7 +30,7 @@ import {
 	READ_RUN,
 } from '../../../shared/statements/pipelineRuns';
 import {
-	DEFAULT_MAX_PROCESSOR_FAILURES,
+	stepOptionsOf,
 	failureRows,
 	joinRows,
 	MAX_PROCESSOR_FAILURES_FIELD,
@@ -209,11 +209,7 @@ export const archiveOperation: PipelineOperation = {
 			deps.pool,
 			{ run_id: input.run_id, summary: input.summary, tags: input.tags, call_key: deps.callKey ?? null },
 			await deps.definition(),
-			{
-				runProcessor: deps.runProcessor,
-				maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
-				origin: deps.origin,
-			},
+			stepOptionsOf(deps, input),
 		);
 		return { data: archived, output: 0, statusCode: archived.replayed ? 200 : 201 };
 	},

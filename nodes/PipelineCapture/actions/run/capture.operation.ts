@@ -32,7 +32,7 @@ import {
 } from '../../../shared/statements/pipelineRuns';
 import {
 	countFailure,
-	DEFAULT_MAX_PROCESSOR_FAILURES,
+	stepOptionsOf,
 	MAX_PROCESSOR_FAILURES_FIELD,
 	recordWarnings,
 	type StepOptions,
@@ -231,11 +231,7 @@ export const captureOperation: PipelineOperation = {
 				worker: deps.worker,
 				capture_key: deps.callKey ?? null,
 			},
-			{
-				runProcessor: deps.runProcessor,
-				maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
-				origin: deps.origin,
-			},
+			stepOptionsOf(deps, input),
 		);
 		const base = {
 			captured: result.captured,

@@ -32,7 +32,7 @@ import {
 } from '../../../shared/statements/pipelineRuns';
 import {
 	countFailure,
-	DEFAULT_MAX_PROCESSOR_FAILURES,
+	stepOptionsOf,
 	MAX_PROCESSOR_FAILURES_FIELD,
 	recordWarnings,
 	type StepOptions,
@@ -262,11 +262,7 @@ export const completeStepOperation: PipelineOperation = {
 				result: input.result,
 				draft_context: input.draft_context,
 			},
-			{
-				runProcessor: deps.runProcessor,
-				maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
-				origin: deps.origin,
-			},
+			stepOptionsOf(deps, input),
 		);
 		const data = { run_id: run.id, status: run.status, warnings: run.warnings };
 		return { data: 'replayed' in run ? { ...data, replayed: true } : data, output: 0 };

@@ -38,6 +38,21 @@ export interface StepOptions extends EngineOptions {
 	origin?: { workflow?: string | null; node?: string | null };
 }
 
+/**
+ * The StepOptions an operation hands its run: the node's processor runner and origin (`deps`), and the
+ * item's Max Processor Failures field (`input.max_processor_failures`; absent: DEFAULT_MAX_PROCESSOR_FAILURES).
+ */
+export function stepOptionsOf(
+	deps: { runProcessor?: StepOptions['runProcessor']; origin?: StepOptions['origin'] },
+	input: { max_processor_failures?: unknown },
+): StepOptions {
+	return {
+		runProcessor: deps.runProcessor,
+		maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
+		origin: deps.origin,
+	};
+}
+
 /** The ops.errors rows of `warnings` as the jsonb array RECORD_WARNINGS / completeStepSql take. */
 export function warningRows(warnings: string[], run: { id: string; transition: string }, options: StepOptions): string {
 	return JSON.stringify(

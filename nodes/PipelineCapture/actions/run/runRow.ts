@@ -7,7 +7,8 @@
  */
 import type { Pool } from 'pg';
 import { isUuid } from '../../../shared/contracts/ids';
-import { ContractError, fromPgError } from '../../../shared/errors';
+import { ContractError } from '../../../shared/errors';
+import { rowsOf } from '../../../shared/postgres/rows';
 
 /** The table the operations' ContractErrors name (`context.table`). */
 export const RUNS = { table: 'maas.pipeline_runs' };
@@ -44,11 +45,7 @@ export async function query<T extends Record<string, unknown>>(
 	params: unknown[],
 	operation: string,
 ): Promise<T[]> {
-	try {
-		return (await pool.query<T>(sql, params)).rows;
-	} catch (error) {
-		throw fromPgError(error, { operation, ...RUNS });
-	}
+	return rowsOf<T>(pool, sql, params, { operation, ...RUNS });
 }
 
 /** 404 NOT_FOUND: run `id` does not exist. */

@@ -29,7 +29,7 @@ import {
 } from '../../../shared/statements/pipelineRuns';
 import {
 	countFailure,
-	DEFAULT_MAX_PROCESSOR_FAILURES,
+	stepOptionsOf,
 	failureRows,
 	MAX_PROCESSOR_FAILURES_FIELD,
 	recordWarnings,
@@ -224,11 +224,7 @@ export const sweepOperation: PipelineOperation = {
 				field,
 			});
 		}
-		const result = await sweep(deps.pool, await deps.definition(), parsed.data, {
-			runProcessor: deps.runProcessor,
-			maxProcessorFailures: Number(input.max_processor_failures ?? DEFAULT_MAX_PROCESSOR_FAILURES),
-			origin: deps.origin,
-		});
+		const result = await sweep(deps.pool, await deps.definition(), parsed.data, stepOptionsOf(deps, input));
 		return {
 			many: [
 				...result.released.map((r) => ({ ...r, swept: 'released' })),
