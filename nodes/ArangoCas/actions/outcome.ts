@@ -46,6 +46,17 @@ export interface OutcomeRow {
 	[fact: string]: unknown;
 }
 
+/** `error.details` (besides `code`) per outcome, as `assertOk` takes them. */
+export type OutcomeDetails = Partial<Record<OutcomeCode, Record<string, unknown>>>;
+
+/**
+ * The LOCKED details of a row that reports the lock it found (`locked_by`, `locked_until` in ms since
+ * epoch, ./lockTime.ts), each null when the row (or the fact) is missing.
+ */
+export function lockDetails(row: OutcomeRow | undefined): { locked_by: unknown; locked_until: unknown } {
+	return { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null };
+}
+
 /**
  * Throws the ContractError of a failed outcome; returns when it is OK.
  * @param subject what was checked, for the message ("atoms/a1")
@@ -55,7 +66,7 @@ export interface OutcomeRow {
 export function assertOk(
 	row: OutcomeRow | undefined,
 	subject: string,
-	details: Partial<Record<OutcomeCode, Record<string, unknown>>>,
+	details: OutcomeDetails,
 	where: ErrorContextInit,
 ): asserts row is OutcomeRow {
 	if (!row) throw ContractError.db(`ArangoDB returned no result for ${subject}`, { code: 'NO_RESULT' }, where);

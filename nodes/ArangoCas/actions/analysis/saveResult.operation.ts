@@ -19,6 +19,7 @@ import { keyIn, parseInput, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
 import { runQuery } from '../../transport/query';
+import { succeeded } from '../result';
 import type { Operation } from '../types';
 
 export const SAVE_RESULT_AQL = `LET now = DATE_NOW()
@@ -163,6 +164,6 @@ export const saveResult: Operation = {
 		];
 		assertOk(row, `analysis result for atoms/${input.target_atom_id}`, { NOT_FOUND: { missing } }, where);
 		const ids = Array.isArray(row.artifact_ids) ? row.artifact_ids : [];
-		return { statusCode: 201, data: { success: true, artifacts_created: ids.length, artifact_ids: ids } };
+		return succeeded({ artifacts_created: ids.length, artifact_ids: ids }, 201);
 	},
 };

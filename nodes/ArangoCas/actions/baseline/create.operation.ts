@@ -33,7 +33,7 @@
 import type { Database } from 'arangojs';
 import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, UserId } from '../inputs';
+import { keyIn, optionalText, parseInput, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
 import { onWriteConflict } from '../../transport/conflict';
@@ -98,11 +98,7 @@ export const CreateBaselineInput = z.object({
 		.trim()
 		.min(1, 'is required')
 		.max(128, 'must be ≤ 128 characters'),
-	title: z
-		.string()
-		.max(512, 'must be ≤ 512 characters')
-		.nullish()
-		.transform((v) => v ?? null),
+	title: optionalText(512),
 	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
 	user_id: UserId.nullable(),
 });

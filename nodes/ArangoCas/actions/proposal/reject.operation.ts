@@ -9,12 +9,11 @@
  * 422 invalid input. One AQL query.
  */
 import { z } from 'zod';
-import { assertOk, type OutcomeRow } from '../outcome';
+import { casUpdateAtom } from '../casUpdate';
 import { keyIn, parseInput, Rev, UserId } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
-import { withCurrentRev } from '../../transport/conflict';
-import { runQuery } from '../../transport/query';
+import { succeeded } from '../result';
 import type { Operation } from '../types';
 
 export const REJECT_PROPOSAL_AQL = `LET now = DATE_NOW()
@@ -51,40 +50,21 @@ export const rejectProposal: Operation = {
 	]),
 	async execute(db, raw) {
 		const input = parseInput(RejectProposalInput, raw, 'atoms');
-		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(
-			db,
-			{ ids: [`atoms/${input.proposal_id}`], expectedRev: input.expected_proposal_rev },
-			() =>
-				runQuery<OutcomeRow>(db, {
-					query: REJECT_PROPOSAL_AQL,
-					bindVars: {
-						proposal_key: input.proposal_id,
-						expected_rev: input.expected_proposal_rev,
-						user_id: input.user_id,
-					},
-					...where,
-				}),
-		);
-		const row = rows[0];
-		assertOk(
-			row,
-			`atoms/${input.proposal_id}`,
-			{
-				NOT_FOUND: { missing: [`atoms/${input.proposal_id}`] },
-				INVALID_STATE: { status: row?.status ?? null, expected_status: 'proposal' },
-				REV_CONFLICT: { expected_rev: input.expected_proposal_rev, current_rev: row?.current_rev ?? null },
+		const row = await casUpdateAtom(db, {
+			key: input.proposal_id,
+			expectedRev: input.expected_proposal_rev,
+			query: REJECT_PROPOSAL_AQL,
+			bindVars: {
+				proposal_key: input.proposal_id,
+				expected_rev: input.expected_proposal_rev,
+				user_id: input.user_id,
 			},
-			where,
-		);
-		return {
-			statusCode: 200,
-			data: {
-				success: true,
-				proposal_id: `atoms/${input.proposal_id}`,
-				proposal_rev: row.proposal_rev,
-				rejected_by: input.user_id,
-			},
-		};
+			details: (found) => ({ INVALID_STATE: { status: found?.status ?? null, expected_status: 'proposal' } }),
+		});
+		return succeeded({
+			proposal_id: `atoms/${input.proposal_id}`,
+			proposal_rev: row.proposal_rev,
+			rejected_by: input.user_id,
+		});
 	},
 };
