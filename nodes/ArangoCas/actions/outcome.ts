@@ -58,6 +58,17 @@ export function lockDetails(row: OutcomeRow | undefined): { locked_by: unknown; 
 }
 
 /**
+ * The NOT_FOUND `missing` list of a row that reports what exists as flags (`atom_exists: false`): the
+ * id given for each flag that is false, in the order given (`{ atom_exists: "atoms/a1", prompt_exists:
+ * "prompts/p1" }`). A flag that is true or absent (no row) adds nothing.
+ */
+export function missingFrom(row: OutcomeRow | undefined, idsByFlag: Record<string, string>): string[] {
+	return Object.entries(idsByFlag)
+		.filter(([flag]) => row?.[flag] === false)
+		.map(([, id]) => id);
+}
+
+/**
  * Throws the ContractError of a failed outcome; returns when it is OK.
  * @param subject what was checked, for the message ("atoms/a1")
  * @param details facts for `error.details` (besides `code`), per outcome

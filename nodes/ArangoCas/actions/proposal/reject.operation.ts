@@ -8,11 +8,10 @@
  * `current_rev` (after a lost race, 1200, read again, with `current_revs`: ../../transport/conflict.ts);
  * 422 invalid input. One AQL query.
  */
-import { z } from 'zod';
 import { casUpdateAtom } from '../casUpdate';
-import { keyIn, parseInput, Rev, UserId } from '../inputs';
+import { keyIn, parseInput, Rev } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
-import { identityFields } from '../../../shared/node/identity';
+import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
 import { succeeded } from '../result';
 import type { Operation } from '../types';
 
@@ -29,11 +28,9 @@ LET updated = FIRST(
 )
 RETURN { outcome: outcome, status: proposal.status, current_rev: proposal._rev, proposal_rev: updated._rev }`;
 
-export const RejectProposalInput = z.object({
+export const RejectProposalInput = withUserIdSinceV2({
 	proposal_id: keyIn('atoms'),
 	expected_proposal_rev: Rev,
-	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
-	user_id: UserId.nullable(),
 });
 
 const ref = { resource: 'proposal', operation: 'reject' };
@@ -46,7 +43,7 @@ export const rejectProposal: Operation = {
 	fields: fieldsOf(ref, [
 		{ displayName: 'Proposal ID', name: 'proposalId', required: true, description: 'Key of the proposal atom' },
 		expectedRevField('Expected Proposal Revision', 'expectedProposalRev', 'expected_proposal_rev', 'proposal'),
-		...identityFields('Who rejects the proposal (stored in rejected_by)', 'user_id', { sinceVersion: 2 }),
+		...identityFieldsSinceV2('Who rejects the proposal (stored in rejected_by)'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(RejectProposalInput, raw, 'atoms');
