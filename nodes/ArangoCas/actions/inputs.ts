@@ -38,6 +38,24 @@ export const Rev = z
 /** A user id: the actor an operation stores (locked_by, unlocked_by, archived_by, merged_by, author, rejected_by, created_by, …). */
 export const UserId = z.string({ required_error: 'is required' }).trim().min(1, 'is required').max(256);
 
+/** A required text (trimmed, not empty: "is required"), of at most `max` characters ("must be ≤ <max> characters"). */
+export function requiredText(max: number) {
+	return z
+		.string({ required_error: 'is required' })
+		.trim()
+		.min(1, 'is required')
+		.max(max, `must be ≤ ${max} characters`);
+}
+
+/** An optional text of at most `max` characters (else "must be ≤ <max> characters"); missing or null → null. */
+export function optionalText(max: number) {
+	return z
+		.string()
+		.max(max, `must be ≤ ${max} characters`)
+		.nullish()
+		.transform((v) => v ?? null);
+}
+
 /**
  * Parses the operation's input with its schema.
  * @throws ContractError 422 validation naming the first failing field (`details.field`)

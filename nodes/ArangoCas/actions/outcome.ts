@@ -46,6 +46,28 @@ export interface OutcomeRow {
 	[fact: string]: unknown;
 }
 
+/** `error.details` (besides `code`) per outcome, as `assertOk` takes them. */
+export type OutcomeDetails = Partial<Record<OutcomeCode, Record<string, unknown>>>;
+
+/**
+ * The LOCKED details of a row that reports the lock it found (`locked_by`, `locked_until` in ms since
+ * epoch, ./lockTime.ts), each null when the row (or the fact) is missing.
+ */
+export function lockDetails(row: OutcomeRow | undefined): { locked_by: unknown; locked_until: unknown } {
+	return { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null };
+}
+
+/**
+ * The NOT_FOUND `missing` list of a row that reports what exists as flags (`atom_exists: false`): the
+ * id given for each flag that is false, in the order given (`{ atom_exists: "atoms/a1", prompt_exists:
+ * "prompts/p1" }`). A flag that is true or absent (no row) adds nothing.
+ */
+export function missingFrom(row: OutcomeRow | undefined, idsByFlag: Record<string, string>): string[] {
+	return Object.entries(idsByFlag)
+		.filter(([flag]) => row?.[flag] === false)
+		.map(([, id]) => id);
+}
+
 /**
  * Throws the ContractError of a failed outcome; returns when it is OK.
  * @param subject what was checked, for the message ("atoms/a1")
@@ -55,7 +77,7 @@ export interface OutcomeRow {
 export function assertOk(
 	row: OutcomeRow | undefined,
 	subject: string,
-	details: Partial<Record<OutcomeCode, Record<string, unknown>>>,
+	details: OutcomeDetails,
 	where: ErrorContextInit,
 ): asserts row is OutcomeRow {
 	if (!row) throw ContractError.db(`ArangoDB returned no result for ${subject}`, { code: 'NO_RESULT' }, where);

@@ -38,11 +38,18 @@ export function isWriteConflict(error: unknown): error is ContractError {
  */
 export function revMap(ids: string[], rows: unknown[]): Record<string, string | null> {
 	const revs: Record<string, string | null> = Object.fromEntries(ids.map((id) => [id, null]));
-	for (const row of rows) {
-		if (Array.isArray(row) && typeof row[0] === 'string' && row[0] in revs && typeof row[1] === 'string')
-			revs[row[0]] = row[1];
-	}
+	for (const [id, rev] of revPairs(rows)) if (id in revs) revs[id] = rev;
 	return revs;
+}
+
+/**
+ * The `[id, _rev]` rows whose id and `_rev` are both strings, in their order; any other row (a
+ * document that does not exist: `_rev` null) is left out.
+ */
+export function revPairs(rows: unknown[]): [string, string][] {
+	return rows.filter(
+		(row): row is [string, string] => Array.isArray(row) && typeof row[0] === 'string' && typeof row[1] === 'string',
+	);
 }
 
 /**

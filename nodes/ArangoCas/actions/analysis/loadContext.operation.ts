@@ -13,11 +13,10 @@
  * 422 invalid input. One read-only AQL query; it declares the traversal's vertex collections
  * (`WITH atoms, artifacts`: a cluster refuses an undeclared one, error 1521).
  */
-import { z } from 'zod';
-import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, UserId } from '../inputs';
+import { assertOk, missingFrom, type OutcomeRow } from '../outcome';
+import { keyIn, requiredText, parseInput } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
-import { identityFields } from '../../../shared/node/identity';
+import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 import { isRecord } from '../../../shared/json';
@@ -45,15 +44,9 @@ RETURN {
   issues_context: issues_context
 }`;
 
-export const LoadContextInput = z.object({
+export const LoadContextInput = withUserIdSinceV2({
 	target_atom_id: keyIn('atoms'),
-	agent_role_key: z
-		.string({ required_error: 'is required' })
-		.trim()
-		.min(1, 'is required')
-		.max(128, 'must be ≤ 128 characters'),
-	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
-	user_id: UserId.nullable(),
+	agent_role_key: requiredText(128),
 });
 
 export interface Issue {
@@ -90,7 +83,7 @@ export const loadContext: Operation = {
 			required: true,
 			description: 'The prompts.role_key of the agent, e.g. tech_lead or fixer',
 		},
-		...identityFields('Who asks for the analysis (output as requested_by)', 'user_id', { sinceVersion: 2 }),
+		...identityFieldsSinceV2('Who asks for the analysis (output as requested_by)'),
 	]),
 	async execute(db, raw, run) {
 		const input = parseInput(LoadContextInput, raw, 'prompts');
@@ -101,10 +94,10 @@ export const loadContext: Operation = {
 			...where,
 		});
 		const row = rows[0];
-		const missing = [
-			...(row?.atom_exists === false ? [`atoms/${input.target_atom_id}`] : []),
-			...(row?.prompt_exists === false ? [`prompts?role_key=${input.agent_role_key}`] : []),
-		];
+		const missing = missingFrom(row, {
+			atom_exists: `atoms/${input.target_atom_id}`,
+			prompt_exists: `prompts?role_key=${input.agent_role_key}`,
+		});
 		assertOk(
 			row,
 			`analysis context of atoms/${input.target_atom_id}`,

@@ -19,11 +19,11 @@
  */
 import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
-import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, UserId } from '../inputs';
+import { assertOk } from '../outcome';
+import { ANALYSED_ATOM_FIELD, ARTIFACTS_INSERT, insertArtifacts } from './artifacts';
+import { keyIn, parseInput } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
-import { identityFields } from '../../../shared/node/identity';
-import { runQuery } from '../../transport/query';
+import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
 import type { Operation } from '../types';
 
 export type AiErrorCode = 'TIMEOUT' | 'MODEL_ERROR' | 'INVALID_JSON' | 'NETWORK_ERROR';
@@ -87,7 +87,7 @@ const nullableText = (max: number) =>
 		.nullish()
 		.transform((v) => (v === null || v === undefined || v === '' ? null : String(v).slice(0, max)));
 
-export const SaveErrorInput = z.object({
+export const SaveErrorInput = withUserIdSinceV2({
 	target_atom_id: keyIn('atoms'),
 	prompt_id: keyIn('prompts')
 		.nullish()
@@ -112,8 +112,6 @@ export const SaveErrorInput = z.object({
 		}),
 	response_text: nullableText(100_000),
 	error_message: nullableText(10_000),
-	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
-	user_id: UserId.nullable(),
 });
 
 const ref = { resource: 'analysis', operation: 'saveError' };
@@ -125,7 +123,7 @@ export const saveError: Operation = {
 	description:
 		'Record a failed model call as an ai_error artifact (§3.1 5b: TIMEOUT, MODEL_ERROR, INVALID_JSON, NETWORK_ERROR)',
 	fields: fieldsOf(ref, [
-		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the analysed atom' },
+		ANALYSED_ATOM_FIELD,
 		{
 			displayName: 'Prompt ID',
 			name: 'promptId',
@@ -153,40 +151,29 @@ export const saveError: Operation = {
 			default: '={{ $json.error ? ($json.error.message || String($json.error)) : "" }}',
 			description: 'What went wrong, as the HTTP Request node reported it',
 		},
-		...identityFields('Who asked for the analysis (stored as created_by on the ai_error artifact)', 'user_id', {
-			sinceVersion: 2,
-		}),
+		...identityFieldsSinceV2('Who asked for the analysis (stored as created_by on the ai_error artifact)'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(SaveErrorInput, raw, 'artifacts');
 		const errorCode = classifyAiError(input.status_code, input.response_text, input.error_message);
-		const where = { operation: 'insert', collection: 'artifacts' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
-			query: SAVE_ERROR_AQL,
-			bindVars: {
-				target_key: input.target_atom_id,
-				prompt_key: input.prompt_id,
-				error_code: errorCode,
-				error_message: input.error_message,
-				model: input.model,
-				temperature: input.temperature,
-				timeout_seconds: AI_TIMEOUT_SECONDS,
-				request_id: input.request_id,
-				status_code: input.status_code,
-				response_text: input.response_text,
-				user_id: input.user_id,
-			},
-			...where,
+		const row = await insertArtifacts(db, SAVE_ERROR_AQL, input, {
+			error_code: errorCode,
+			error_message: input.error_message,
+			model: input.model,
+			temperature: input.temperature,
+			timeout_seconds: AI_TIMEOUT_SECONDS,
+			request_id: input.request_id,
+			status_code: input.status_code,
+			response_text: input.response_text,
 		});
-		const row = rows[0];
 		// NOT_FOUND here means the artifact itself was not written (never expected): a 500 names it.
 		if (row?.outcome === 'NOT_FOUND')
 			throw ContractError.db(
 				`ArangoDB wrote no ai_error artifact for atoms/${input.target_atom_id}`,
 				{ code: 'NO_RESULT' },
-				where,
+				ARTIFACTS_INSERT,
 			);
-		assertOk(row, `analysis error for atoms/${input.target_atom_id}`, {}, where);
+		assertOk(row, `analysis error for atoms/${input.target_atom_id}`, {}, ARTIFACTS_INSERT);
 		return {
 			statusCode: 201,
 			data: {

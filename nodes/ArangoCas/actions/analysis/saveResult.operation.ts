@@ -14,11 +14,12 @@
  */
 import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
-import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, UserId } from '../inputs';
+import { assertOk, missingFrom } from '../outcome';
+import { ANALYSED_ATOM_FIELD, ARTIFACTS_INSERT, insertArtifacts } from './artifacts';
+import { keyIn, parseInput } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
-import { identityFields } from '../../../shared/node/identity';
-import { runQuery } from '../../transport/query';
+import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
+import { succeeded } from '../result';
 import type { Operation } from '../types';
 
 export const SAVE_RESULT_AQL = `LET now = DATE_NOW()
@@ -91,7 +92,7 @@ export function parseAiResponse(value: unknown): z.infer<typeof AiResponse> {
 	return result.data;
 }
 
-export const SaveResultInput = z.object({
+export const SaveResultInput = withUserIdSinceV2({
 	target_atom_id: keyIn('atoms'),
 	prompt_id: keyIn('prompts'),
 	model: z
@@ -104,8 +105,6 @@ export const SaveResultInput = z.object({
 		.nullish()
 		.transform((v) => (v === null || v === undefined ? null : String(v))),
 	ai_response: z.unknown(),
-	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
-	user_id: UserId.nullable(),
 });
 
 const ref = { resource: 'analysis', operation: 'saveResult' };
@@ -116,7 +115,7 @@ export const saveResult: Operation = {
 	action: 'Save the analysis result',
 	description: 'Store the issues the model found as artifacts linked to the atom and the prompt (§3.1 5a)',
 	fields: fieldsOf(ref, [
-		{ displayName: 'Target Atom ID', name: 'targetAtomId', required: true, description: 'Key of the analysed atom' },
+		ANALYSED_ATOM_FIELD,
 		{
 			displayName: 'Prompt ID',
 			name: 'promptId',
@@ -136,33 +135,22 @@ export const saveResult: Operation = {
 			default: '={{ $json.response }}',
 			description: 'The model\'s answer: { "issues": [{ "description", "severity" }] } as an object or JSON text',
 		},
-		...identityFields('Who asked for the analysis (stored as created_by on the artifacts)', 'user_id', {
-			sinceVersion: 2,
-		}),
+		...identityFieldsSinceV2('Who asked for the analysis (stored as created_by on the artifacts)'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(SaveResultInput, raw, 'artifacts');
 		const response = parseAiResponse(input.ai_response);
-		const where = { operation: 'insert', collection: 'artifacts' };
-		const { rows } = await runQuery<OutcomeRow>(db, {
-			query: SAVE_RESULT_AQL,
-			bindVars: {
-				target_key: input.target_atom_id,
-				prompt_key: input.prompt_id,
-				model: input.model,
-				request_id: input.request_id,
-				user_id: input.user_id,
-				issues: response.issues.map((i) => ({ description: i.description, severity: i.severity })),
-			},
-			...where,
+		const row = await insertArtifacts(db, SAVE_RESULT_AQL, input, {
+			model: input.model,
+			request_id: input.request_id,
+			issues: response.issues.map((i) => ({ description: i.description, severity: i.severity })),
 		});
-		const row = rows[0];
-		const missing = [
-			...(row?.atom_exists === false ? [`atoms/${input.target_atom_id}`] : []),
-			...(row?.prompt_exists === false ? [`prompts/${input.prompt_id}`] : []),
-		];
-		assertOk(row, `analysis result for atoms/${input.target_atom_id}`, { NOT_FOUND: { missing } }, where);
+		const missing = missingFrom(row, {
+			atom_exists: `atoms/${input.target_atom_id}`,
+			prompt_exists: `prompts/${input.prompt_id}`,
+		});
+		assertOk(row, `analysis result for atoms/${input.target_atom_id}`, { NOT_FOUND: { missing } }, ARTIFACTS_INSERT);
 		const ids = Array.isArray(row.artifact_ids) ? row.artifact_ids : [];
-		return { statusCode: 201, data: { success: true, artifacts_created: ids.length, artifact_ids: ids } };
+		return succeeded({ artifacts_created: ids.length, artifact_ids: ids }, 201);
 	},
 };

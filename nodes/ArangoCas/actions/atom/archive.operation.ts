@@ -17,14 +17,11 @@
  * and Create Proposal, which CAS-touch the same atom (baseline/create.operation.ts,
  * proposal/create.operation.ts): of two concurrent ones, the later writer gets 1200 → 409.
  */
-import { z } from 'zod';
-import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, Rev, UserId } from '../inputs';
-import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
-import { identityFields } from '../../../shared/node/identity';
-import { withCurrentRev } from '../../transport/conflict';
-import { runQuery } from '../../transport/query';
+import { AtomCasInput, atomCasFields, updateAtomAsUser } from '../atomCas';
+import { optionalText, parseInput } from '../inputs';
+import { fieldsOf } from '../../../shared/node/fields';
 import { lockedUntilMs } from '../lockTime';
+import { succeeded } from '../result';
 import type { Operation } from '../types';
 
 export const ARCHIVE_AQL = `WITH atoms, baselines
@@ -66,16 +63,7 @@ RETURN {
   structure_edges_removed: removed_edges
 }`;
 
-export const ArchiveInput = z.object({
-	atom_id: keyIn('atoms'),
-	user_id: UserId,
-	expected_rev: Rev,
-	reason: z
-		.string()
-		.max(2000, 'must be ≤ 2000 characters')
-		.nullish()
-		.transform((v) => v ?? null),
-});
+export const ArchiveInput = AtomCasInput.extend({ reason: optionalText(2000) });
 
 const ref = { resource: 'atom', operation: 'archive' };
 
@@ -85,51 +73,20 @@ export const archive: Operation = {
 	action: 'Archive an atom',
 	description: 'Archive an atom and remove it from the document structure (§3.7, baseline protection, CAS on _rev)',
 	fields: fieldsOf(ref, [
-		ATOM_ID_FIELD,
-		...identityFields('Who archives (must hold the lock if the atom is locked)'),
-		expectedRevField('Expected Revision', 'expectedRev', 'expected_rev', 'atom'),
+		...atomCasFields('Who archives (must hold the lock if the atom is locked)'),
 		{ displayName: 'Reason', name: 'reason', description: 'Why the atom is archived (stored in archive_reason)' },
 	]),
 	async execute(db, raw) {
 		const input = parseInput(ArchiveInput, raw, 'atoms');
-		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(
-			db,
-			{ ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev },
-			() =>
-				runQuery<OutcomeRow>(db, {
-					query: ARCHIVE_AQL,
-					bindVars: {
-						atom_key: input.atom_id,
-						user_id: input.user_id,
-						expected_rev: input.expected_rev,
-						reason: input.reason,
-					},
-					...where,
-				}),
-		);
-		const row = rows[0];
-		assertOk(
-			row,
-			`atoms/${input.atom_id}`,
-			{
-				NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
-				PROTECTED_BY_BASELINE: { baselines: row?.baselines ?? [] },
-				LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
-				INVALID_STATE: { status: row?.status ?? null, expected_status: 'not archived' },
-				REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
-			},
-			where,
-		);
-		return {
-			statusCode: 200,
-			data: {
-				success: true,
-				atom_id: `atoms/${input.atom_id}`,
-				archived_at: row.archived_at,
-				atom_rev: row.atom_rev,
-				structure_edges_removed: row.structure_edges_removed,
-			},
-		};
+		const row = await updateAtomAsUser(db, input, ARCHIVE_AQL, { reason: input.reason }, (found) => ({
+			PROTECTED_BY_BASELINE: { baselines: found?.baselines ?? [] },
+			INVALID_STATE: { status: found?.status ?? null, expected_status: 'not archived' },
+		}));
+		return succeeded({
+			atom_id: `atoms/${input.atom_id}`,
+			archived_at: row.archived_at,
+			atom_rev: row.atom_rev,
+			structure_edges_removed: row.structure_edges_removed,
+		});
 	},
 };

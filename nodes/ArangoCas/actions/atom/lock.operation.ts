@@ -17,13 +17,11 @@
  * the document read) runs only when they pass, and a concurrent change still fails it with 1200 → 409.
  */
 import { z } from 'zod';
-import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, Rev, UserId } from '../inputs';
-import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
-import { identityFields } from '../../../shared/node/identity';
-import { withCurrentRev } from '../../transport/conflict';
-import { runQuery } from '../../transport/query';
+import { AtomCasInput, atomCasFields, updateAtomAsUser } from '../atomCas';
+import { parseInput } from '../inputs';
+import { fieldsOf } from '../../../shared/node/fields';
 import { lockedUntilMs } from '../lockTime';
+import { succeeded } from '../result';
 import type { Operation } from '../types';
 
 export const LOCK_AQL = `LET now = DATE_NOW()
@@ -48,10 +46,7 @@ RETURN {
   new_locked_until: updated.locked_until
 }`;
 
-export const LockInput = z.object({
-	atom_id: keyIn('atoms'),
-	user_id: UserId,
-	expected_rev: Rev,
+export const LockInput = AtomCasInput.extend({
 	lease_minutes: z.coerce
 		.number()
 		.positive('must be > 0')
@@ -67,9 +62,7 @@ export const lock: Operation = {
 	action: 'Lock an atom',
 	description: 'Take the edit lock of an atom for a lease (§3.6.1, CAS on _rev, no lock stealing)',
 	fields: fieldsOf(ref, [
-		ATOM_ID_FIELD,
-		...identityFields('Who takes the lock (stored in locked_by)'),
-		expectedRevField('Expected Revision', 'expectedRev', 'expected_rev', 'atom'),
+		...atomCasFields('Who takes the lock (stored in locked_by)'),
 		{
 			displayName: 'Lease (Minutes)',
 			name: 'leaseMinutes',
@@ -80,42 +73,12 @@ export const lock: Operation = {
 	]),
 	async execute(db, raw) {
 		const input = parseInput(LockInput, raw, 'atoms');
-		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(
-			db,
-			{ ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev },
-			() =>
-				runQuery<OutcomeRow>(db, {
-					query: LOCK_AQL,
-					bindVars: {
-						atom_key: input.atom_id,
-						user_id: input.user_id,
-						expected_rev: input.expected_rev,
-						lease_ms: Math.round(input.lease_minutes * 60_000),
-					},
-					...where,
-				}),
-		);
-		const row = rows[0];
-		assertOk(
-			row,
-			`atoms/${input.atom_id}`,
-			{
-				NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
-				LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
-				REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
-			},
-			where,
-		);
-		return {
-			statusCode: 200,
-			data: {
-				success: true,
-				atom_id: `atoms/${input.atom_id}`,
-				locked_by: input.user_id,
-				locked_until: row.new_locked_until,
-				atom_rev: row.atom_rev,
-			},
-		};
+		const row = await updateAtomAsUser(db, input, LOCK_AQL, { lease_ms: Math.round(input.lease_minutes * 60_000) });
+		return succeeded({
+			atom_id: `atoms/${input.atom_id}`,
+			locked_by: input.user_id,
+			locked_until: row.new_locked_until,
+			atom_rev: row.atom_rev,
+		});
 	},
 };

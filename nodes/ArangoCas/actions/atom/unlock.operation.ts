@@ -11,14 +11,11 @@
  * `current_rev` (after a lost race, 1200, read again, with `current_revs`: ../../transport/conflict.ts);
  * 422 invalid input. One AQL query.
  */
-import { z } from 'zod';
-import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, Rev, UserId } from '../inputs';
-import { ATOM_ID_FIELD, expectedRevField, fieldsOf } from '../../../shared/node/fields';
-import { identityFields } from '../../../shared/node/identity';
-import { withCurrentRev } from '../../transport/conflict';
-import { runQuery } from '../../transport/query';
+import { AtomCasInput, atomCasFields, updateAtomAsUser } from '../atomCas';
+import { parseInput } from '../inputs';
+import { fieldsOf } from '../../../shared/node/fields';
 import { lockedUntilMs } from '../lockTime';
+import { succeeded } from '../result';
 import type { Operation } from '../types';
 
 export const UNLOCK_AQL = `LET atom = DOCUMENT("atoms", @atom_key)
@@ -40,7 +37,8 @@ RETURN {
   atom_rev: was_locked ? updated._rev : atom._rev
 }`;
 
-export const UnlockInput = z.object({ atom_id: keyIn('atoms'), user_id: UserId, expected_rev: Rev });
+/** Unlock takes the shared input only. */
+export const UnlockInput = AtomCasInput;
 
 const ref = { resource: 'atom', operation: 'unlock' };
 
@@ -50,34 +48,11 @@ export const unlock: Operation = {
 	action: 'Unlock an atom',
 	description: 'Release the lock of an atom, owner only (§3.6.2, CAS on _rev)',
 	fields: fieldsOf(ref, [
-		ATOM_ID_FIELD,
-		...identityFields('Who releases the lock: must be its holder (expired locks are cleared by Unlock Expired)'),
-		expectedRevField('Expected Revision', 'expectedRev', 'expected_rev', 'atom'),
+		...atomCasFields('Who releases the lock: must be its holder (expired locks are cleared by Unlock Expired)'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(UnlockInput, raw, 'atoms');
-		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(
-			db,
-			{ ids: [`atoms/${input.atom_id}`], expectedRev: input.expected_rev },
-			() =>
-				runQuery<OutcomeRow>(db, {
-					query: UNLOCK_AQL,
-					bindVars: { atom_key: input.atom_id, user_id: input.user_id, expected_rev: input.expected_rev },
-					...where,
-				}),
-		);
-		const row = rows[0];
-		assertOk(
-			row,
-			`atoms/${input.atom_id}`,
-			{
-				NOT_FOUND: { missing: [`atoms/${input.atom_id}`] },
-				LOCKED: { locked_by: row?.locked_by ?? null, locked_until: row?.locked_until ?? null },
-				REV_CONFLICT: { expected_rev: input.expected_rev, current_rev: row?.current_rev ?? null },
-			},
-			where,
-		);
-		return { statusCode: 200, data: { success: true, atom_id: `atoms/${input.atom_id}`, atom_rev: row.atom_rev } };
+		const row = await updateAtomAsUser(db, input, UNLOCK_AQL);
+		return succeeded({ atom_id: `atoms/${input.atom_id}`, atom_rev: row.atom_rev });
 	},
 };

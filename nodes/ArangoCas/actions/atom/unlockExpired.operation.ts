@@ -16,6 +16,7 @@ import { parseInput } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { runQuery } from '../../transport/query';
 import { lockedUntilMs } from '../lockTime';
+import { succeeded } from '../result';
 import type { Operation } from '../types';
 
 export const UNLOCK_EXPIRED_AQL = `LET now = DATE_NOW()
@@ -65,14 +66,6 @@ export const unlockExpired: Operation = {
 		});
 		// A document skipped by ignoreErrors yields no NEW: keep only real rows.
 		const unlocked = result.rows.filter((r) => r && typeof r.id === 'string');
-		return {
-			statusCode: 200,
-			data: {
-				success: true,
-				unlocked,
-				unlocked_count: unlocked.length,
-				skipped_conflicts: result.writesIgnored,
-			},
-		};
+		return succeeded({ unlocked, unlocked_count: unlocked.length, skipped_conflicts: result.writesIgnored });
 	},
 };

@@ -31,12 +31,11 @@
  * single document whose `_rev` the caller could give.
  */
 import type { Database } from 'arangojs';
-import { z } from 'zod';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, UserId } from '../inputs';
+import { keyIn, requiredText, optionalText, parseInput } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
-import { identityFields } from '../../../shared/node/identity';
-import { onWriteConflict } from '../../transport/conflict';
+import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
+import { onWriteConflict, revPairs } from '../../transport/conflict';
 import { runQuery } from '../../transport/query';
 import type { Operation } from '../types';
 
@@ -91,20 +90,10 @@ LET doc_id = CONCAT("docs/", @doc_key)
 ${REACHABLE_ACTIVE_ATOMS}
     RETURN [v._id, v._rev]`;
 
-export const CreateBaselineInput = z.object({
+export const CreateBaselineInput = withUserIdSinceV2({
 	doc_id: keyIn('docs'),
-	version_tag: z
-		.string({ required_error: 'is required' })
-		.trim()
-		.min(1, 'is required')
-		.max(128, 'must be ≤ 128 characters'),
-	title: z
-		.string()
-		.max(512, 'must be ≤ 512 characters')
-		.nullish()
-		.transform((v) => v ?? null),
-	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
-	user_id: UserId.nullable(),
+	version_tag: requiredText(128),
+	title: optionalText(512),
 });
 
 /**
@@ -119,10 +108,7 @@ async function readReachableRevs(db: Database, docKey: string): Promise<Record<s
 		operation: 'select',
 		collection: 'atoms',
 	});
-	const revs: Record<string, string> = {};
-	for (const row of rows)
-		if (Array.isArray(row) && typeof row[0] === 'string' && typeof row[1] === 'string') revs[row[0]] = row[1];
-	return revs;
+	return Object.fromEntries(revPairs(rows));
 }
 
 const ref = { resource: 'baseline', operation: 'create' };
@@ -141,7 +127,7 @@ export const createBaseline: Operation = {
 			description: 'Tag of the baseline (unique per document), e.g. v1.0',
 		},
 		{ displayName: 'Title', name: 'title', description: 'Title of the baseline, e.g. MVP Release' },
-		...identityFields("Who creates the baseline (stored as the baseline's created_by)", 'user_id', { sinceVersion: 2 }),
+		...identityFieldsSinceV2("Who creates the baseline (stored as the baseline's created_by)"),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(CreateBaselineInput, raw, 'baselines');

@@ -26,7 +26,7 @@
 import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, UserId } from '../inputs';
+import { keyIn, optionalText, parseInput, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
 import { withCurrentRev } from '../../transport/conflict';
@@ -79,11 +79,7 @@ export const CreateProposalInput = z.object({
 		.string({ required_error: 'is required' })
 		.min(1, 'is required')
 		.max(1_000_000, 'must be ≤ 1,000,000 characters'),
-	comment: z
-		.string()
-		.max(2000, 'must be ≤ 2000 characters')
-		.nullish()
-		.transform((v) => v ?? null),
+	comment: optionalText(2000),
 	author: UserId,
 });
 

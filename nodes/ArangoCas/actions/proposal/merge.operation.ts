@@ -45,6 +45,7 @@ import { identityFields } from '../../../shared/node/identity';
 import { onWriteConflict, readCurrentRevs } from '../../transport/conflict';
 import { inStreamTransaction } from '../../transport/query';
 import { lockedUntilMs } from '../lockTime';
+import { succeeded } from '../result';
 import type { Operation } from '../types';
 
 export const MERGE_SWITCH_AQL = `LET now = DATE_NOW()
@@ -243,20 +244,16 @@ export const mergeProposal: Operation = {
 						collection: 'proposal_links',
 					});
 					const rebased = Array.isArray(row.rebased_proposals) ? row.rebased_proposals : [];
-					return {
-						statusCode: 200 as const,
-						data: {
-							success: true,
-							new_active_atom_id: winnerId,
-							archived_atom_id: currentId,
-							structure_edge_id: edgeId,
-							structure_edge_rev: row.structure_edge_rev,
-							rebased_proposals_count: rebased.length,
-							rebased_proposals: rebased,
-							revision_link_id: row.revision_link_id ?? null,
-							removed_proposal_links: unlinked.rows,
-						},
-					};
+					return succeeded({
+						new_active_atom_id: winnerId,
+						archived_atom_id: currentId,
+						structure_edge_id: edgeId,
+						structure_edge_rev: row.structure_edge_rev,
+						rebased_proposals_count: rebased.length,
+						rebased_proposals: rebased,
+						revision_link_id: row.revision_link_id ?? null,
+						removed_proposal_links: unlinked.rows,
+					});
 				}),
 			{
 				known: { expected_rev: input.expected_edge_rev },

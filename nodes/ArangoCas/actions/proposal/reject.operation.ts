@@ -8,13 +8,11 @@
  * `current_rev` (after a lost race, 1200, read again, with `current_revs`: ../../transport/conflict.ts);
  * 422 invalid input. One AQL query.
  */
-import { z } from 'zod';
-import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, Rev, UserId } from '../inputs';
+import { casUpdateAtom } from '../casUpdate';
+import { keyIn, parseInput, Rev } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
-import { identityFields } from '../../../shared/node/identity';
-import { withCurrentRev } from '../../transport/conflict';
-import { runQuery } from '../../transport/query';
+import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
+import { succeeded } from '../result';
 import type { Operation } from '../types';
 
 export const REJECT_PROPOSAL_AQL = `LET now = DATE_NOW()
@@ -30,11 +28,9 @@ LET updated = FIRST(
 )
 RETURN { outcome: outcome, status: proposal.status, current_rev: proposal._rev, proposal_rev: updated._rev }`;
 
-export const RejectProposalInput = z.object({
+export const RejectProposalInput = withUserIdSinceV2({
 	proposal_id: keyIn('atoms'),
 	expected_proposal_rev: Rev,
-	// null: a version-1 node, which has no Identity fields (acts as no one, as before issue 25)
-	user_id: UserId.nullable(),
 });
 
 const ref = { resource: 'proposal', operation: 'reject' };
@@ -47,44 +43,25 @@ export const rejectProposal: Operation = {
 	fields: fieldsOf(ref, [
 		{ displayName: 'Proposal ID', name: 'proposalId', required: true, description: 'Key of the proposal atom' },
 		expectedRevField('Expected Proposal Revision', 'expectedProposalRev', 'expected_proposal_rev', 'proposal'),
-		...identityFields('Who rejects the proposal (stored in rejected_by)', 'user_id', { sinceVersion: 2 }),
+		...identityFieldsSinceV2('Who rejects the proposal (stored in rejected_by)'),
 	]),
 	async execute(db, raw) {
 		const input = parseInput(RejectProposalInput, raw, 'atoms');
-		const where = { operation: 'update', collection: 'atoms' };
-		const { rows } = await withCurrentRev(
-			db,
-			{ ids: [`atoms/${input.proposal_id}`], expectedRev: input.expected_proposal_rev },
-			() =>
-				runQuery<OutcomeRow>(db, {
-					query: REJECT_PROPOSAL_AQL,
-					bindVars: {
-						proposal_key: input.proposal_id,
-						expected_rev: input.expected_proposal_rev,
-						user_id: input.user_id,
-					},
-					...where,
-				}),
-		);
-		const row = rows[0];
-		assertOk(
-			row,
-			`atoms/${input.proposal_id}`,
-			{
-				NOT_FOUND: { missing: [`atoms/${input.proposal_id}`] },
-				INVALID_STATE: { status: row?.status ?? null, expected_status: 'proposal' },
-				REV_CONFLICT: { expected_rev: input.expected_proposal_rev, current_rev: row?.current_rev ?? null },
+		const row = await casUpdateAtom(db, {
+			key: input.proposal_id,
+			expectedRev: input.expected_proposal_rev,
+			query: REJECT_PROPOSAL_AQL,
+			bindVars: {
+				proposal_key: input.proposal_id,
+				expected_rev: input.expected_proposal_rev,
+				user_id: input.user_id,
 			},
-			where,
-		);
-		return {
-			statusCode: 200,
-			data: {
-				success: true,
-				proposal_id: `atoms/${input.proposal_id}`,
-				proposal_rev: row.proposal_rev,
-				rejected_by: input.user_id,
-			},
-		};
+			details: (found) => ({ INVALID_STATE: { status: found?.status ?? null, expected_status: 'proposal' } }),
+		});
+		return succeeded({
+			proposal_id: `atoms/${input.proposal_id}`,
+			proposal_rev: row.proposal_rev,
+			rejected_by: input.user_id,
+		});
 	},
 };
