@@ -1,5 +1,5 @@
 /**
- * The ops.jobs queue's worker side (statements in ./statements.ts):
+ * The ops.jobs queue's worker side (statements in ../statements/jobs.ts):
  *  - claimJobs: one statement takes up to `batch_size` due jobs (`FOR UPDATE SKIP LOCKED`), counts the
  *    attempt, sets locked_by/locked_at, a fresh `claim_token` naming this attempt, and opens an
  *    ops.job_runs row per job;

@@ -1,6 +1,6 @@
 /**
  * Job → Get Stats (seed 001 monitoring): the ops.jobs queue by job type, in ONE query
- * (nodes/shared/jobs/statements.ts JOB_STATS).
+ * (nodes/shared/statements/jobs.ts JOB_STATS).
  * Input: `window_seconds` (1 … 2,592,000; default 3600), `job_type` (one or comma-separated; empty: every
  * registered type plus every type found in ops.jobs).
  * Output: one item per job type, sorted by job_type:
