@@ -32,25 +32,40 @@ function isPool(db: Pool | SingleConnection): db is Pool {
 /** pg also emits a lost connection as 'error' on a checked-out client; the failed query reports it. */
 function ignoreCheckedOutError(): void {}
 
-/** BEGIN, `fn`, then COMMIT (or ROLLBACK on a throw or a Rollback) on one client. */
+/**
+ * BEGIN, `fn`, then COMMIT — or ROLLBACK when `fn` throws (rethrown), returns a Rollback, or COMMIT fails
+ * (rethrown). A failed ROLLBACK is handed to `onRollbackError` (its connection is broken); after a Rollback
+ * result it is also thrown, as nothing tells whether the work was kept. ROLLBACK is sent once at most.
+ */
 async function run<T>(
 	client: Pick<Pool, 'query'>,
 	fn: () => Promise<T | Rollback<T>>,
 	onRollbackError: (e: Error) => void,
 ): Promise<T> {
-	try {
-		await client.query('BEGIN');
-		const result = await fn();
-		if (result instanceof Rollback) {
-			await client.query('ROLLBACK');
-			return result.value;
-		}
-		await client.query('COMMIT');
-		return result;
-	} catch (error) {
+	const rollbackAfter = async (error: unknown): Promise<never> => {
 		await client.query('ROLLBACK').catch(onRollbackError);
 		throw error;
+	};
+	let result: T | Rollback<T>;
+	try {
+		await client.query('BEGIN');
+		result = await fn();
+	} catch (error) {
+		return rollbackAfter(error);
 	}
+	if (result instanceof Rollback) {
+		await client.query('ROLLBACK').catch((error: Error) => {
+			onRollbackError(error);
+			throw error;
+		});
+		return result.value;
+	}
+	try {
+		await client.query('COMMIT');
+	} catch (error) {
+		return rollbackAfter(error);
+	}
+	return result;
 }
 
 /**

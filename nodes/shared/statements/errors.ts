@@ -41,12 +41,12 @@ export const ERROR_CONTRACT_VERSION = 1;
  * @param options.onIdConflict with `id`: `nothing` (default, the ON CONFLICT above) or `error` (no ON
  *   CONFLICT: a row with that id already there fails the statement, SQLSTATE 23505)
  * @param options.from the rest of the SELECT after its list (`FROM q WHERE …`), when it reads rows
- * @param options.returning the RETURNING list (default `id`)
+ * @param options.returning the RETURNING list (default `id`; null: no RETURNING, the statement returns no rows)
  * @returns the statement text (a CTE body or a whole statement)
  */
 export function insertErrors(
 	values: Readonly<Record<ErrorColumn, string>>,
-	options: { id?: string; onIdConflict?: 'nothing' | 'error'; from?: string; returning?: string } = {},
+	options: { id?: string; onIdConflict?: 'nothing' | 'error'; from?: string; returning?: string | null } = {},
 ): string {
 	const columns = options.id ? ['id', ...ERROR_COLUMNS] : [...ERROR_COLUMNS];
 	const list = options.id ? [options.id, ...ERROR_COLUMNS.map((c) => values[c])] : ERROR_COLUMNS.map((c) => values[c]);
@@ -55,7 +55,7 @@ export function insertErrors(
 		`  SELECT ${list.join(', ')}`,
 		options.from ? `  ${options.from}` : '',
 		options.id && options.onIdConflict !== 'error' ? '  ON CONFLICT (id) DO NOTHING' : '',
-		`  RETURNING ${options.returning ?? 'id'}`,
+		options.returning === null ? '' : `  RETURNING ${options.returning ?? 'id'}`,
 	]
 		.filter(Boolean)
 		.join('\n');
@@ -88,6 +88,7 @@ export function warningRows(from: string, array: string): string {
 		},
 		{
 			from: `FROM ${from} AS run CROSS JOIN jsonb_to_recordset(${array}::jsonb) AS w(message text, details jsonb, workflow text, node text)`,
+			returning: null,
 		},
 	);
 }
