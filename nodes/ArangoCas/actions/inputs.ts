@@ -1,9 +1,10 @@
 /**
- * Input validation shared by the ArangoCAS operations (zod; a failure names the field → 422).
+ * Input schemas shared by the ArangoCAS operations (zod, parsed by the shared `parseInput` with `inCollection`:
+ * a failure names the field → 422).
  * Atom ids are accepted as a key (`a1`) or as a document id of the expected collection (`atoms/a1`).
  */
 import { z } from 'zod';
-import { ContractError } from '../../shared/errors';
+import type { ParseInputOptions } from '../../shared/contracts/input';
 
 /** ArangoDB's document key alphabet (1–254 characters). */
 const KEY = /^[A-Za-z0-9_\-:.@()+,=;$!*'%]{1,254}$/;
@@ -57,25 +58,10 @@ export function optionalText(max: number) {
 }
 
 /**
- * Parses the operation's input with its schema.
- * @throws ContractError 422 validation naming the first failing field (`details.field`)
+ * ArangoCAS's style of the shared `parseInput` (nodes/shared/contracts/input.ts): `parseInput(schema, raw,
+ * inCollection('atoms'))` fails with 422 `invalid input: <field> <message>`, details `{ code: 'VALIDATION', field,
+ * issues: [{ field, message }] }` (every issue), context `{ operation: 'validate', collection }`.
  */
-export function parseInput<S extends z.ZodTypeAny>(
-	schema: S,
-	input: Record<string, unknown>,
-	collection: string,
-): z.output<S> {
-	const parsed = schema.safeParse(input);
-	if (parsed.success) return parsed.data as z.output<S>;
-	const issue = parsed.error.issues[0];
-	const field = issue.path.join('.') || '(input)';
-	throw ContractError.validation(
-		`invalid input: ${field} ${issue.message}`,
-		{
-			code: 'VALIDATION',
-			field,
-			issues: parsed.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
-		},
-		{ operation: 'validate', collection },
-	);
+export function inCollection(collection: string): ParseInputOptions {
+	return { where: { collection }, issues: true };
 }

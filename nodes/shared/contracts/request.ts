@@ -1,11 +1,14 @@
 /**
- * The `req` of a seed-003 workflow input, validated by its zod schema: a failure is a 422 ContractError
- * naming the field (`req.<path>`), kind `validation`, never retryable.
+ * The `req` of a seed-003 workflow input, validated by its zod schema through the shared `parseInput`
+ * (./input.ts, prefix `req`): a failure is a 422 ContractError naming the field (`req.<path>`), kind
+ * `validation`, never retryable.
  */
 import { z } from 'zod';
-import { ContractError, type ErrorContextInit } from '../errors';
+import type { ErrorContextInit } from '../errors';
+import { parseInput } from './input';
 import { Int8Id, SafeDbId } from './ids';
 
+export { safeJson } from './input';
 export { Int8Id, PositiveInt8Id, SafeDbId, sqlId, sameId, type ExactId } from './ids';
 
 /**
@@ -31,25 +34,11 @@ export const OptionalBigInt = z
 	.transform((v) => v ?? null);
 
 /**
- * @throws ContractError 422 `{ code: "VALIDATION", field: "req.<path>" }` naming the first bad field
+ * Knowledge Bot's name for the shared input parser: `parseInput(schema, raw, { prefix: 'req', where })` (./input.ts).
+ * `raw` is the `req` (an object, or JSON text parsed first); returns the schema's output.
+ * @throws ContractError 422 `invalid request: req.<path> <message>`, details `{ code: "VALIDATION", field:
+ *         "req.<path>" }` naming the first bad field, context `{ operation: 'validate', ...where }`
  */
 export function parseRequest<S extends z.ZodTypeAny>(schema: S, raw: unknown, where: ErrorContextInit): z.output<S> {
-	const parsed = schema.safeParse(typeof raw === 'string' ? safeJson(raw) : raw);
-	if (parsed.success) return parsed.data;
-	const issue = parsed.error.issues[0];
-	const field = ['req', ...issue.path].join('.');
-	throw ContractError.validation(
-		`invalid request: ${field} ${issue.message}`,
-		{ code: 'VALIDATION', field },
-		{ operation: 'validate', ...where },
-	);
-}
-
-/** `text` parsed as JSON, or `text` itself when it is not JSON (a request given as a string). Never throws. */
-export function safeJson(text: string): unknown {
-	try {
-		return JSON.parse(text);
-	} catch {
-		return text;
-	}
+	return parseInput(schema, raw, { prefix: 'req', where });
 }

@@ -14,7 +14,8 @@
  * (`WITH atoms, artifacts`: a cluster refuses an undeclared one, error 1521).
  */
 import { assertOk, missingFrom, type OutcomeRow } from '../outcome';
-import { keyIn, requiredText, parseInput } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection, keyIn, requiredText } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
 import { runQuery } from '../../transport/query';
@@ -86,7 +87,7 @@ export const loadContext: Operation = {
 		...identityFieldsSinceV2('Who asks for the analysis (output as requested_by)'),
 	]),
 	async execute(db, raw, run) {
-		const input = parseInput(LoadContextInput, raw, 'prompts');
+		const input = parseInput(LoadContextInput, raw, inCollection('prompts'));
 		const where = { operation: 'select', collection: 'prompts' };
 		const { rows } = await runQuery<OutcomeRow>(db, {
 			query: LOAD_CONTEXT_AQL,

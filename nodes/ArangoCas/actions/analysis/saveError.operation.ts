@@ -21,7 +21,8 @@ import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
 import { assertOk } from '../outcome';
 import { ANALYSED_ATOM_FIELD, ARTIFACTS_INSERT, insertArtifacts } from './artifacts';
-import { keyIn, parseInput } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection, keyIn } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
 import type { Operation } from '../types';
@@ -154,7 +155,7 @@ export const saveError: Operation = {
 		...identityFieldsSinceV2('Who asked for the analysis (stored as created_by on the ai_error artifact)'),
 	]),
 	async execute(db, raw) {
-		const input = parseInput(SaveErrorInput, raw, 'artifacts');
+		const input = parseInput(SaveErrorInput, raw, inCollection('artifacts'));
 		const errorCode = classifyAiError(input.status_code, input.response_text, input.error_message);
 		const row = await insertArtifacts(db, SAVE_ERROR_AQL, input, {
 			error_code: errorCode,

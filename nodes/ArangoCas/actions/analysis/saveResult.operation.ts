@@ -16,7 +16,8 @@ import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
 import { assertOk, missingFrom } from '../outcome';
 import { ANALYSED_ATOM_FIELD, ARTIFACTS_INSERT, insertArtifacts } from './artifacts';
-import { keyIn, parseInput } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection, keyIn } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
 import { succeeded } from '../result';
@@ -138,7 +139,7 @@ export const saveResult: Operation = {
 		...identityFieldsSinceV2('Who asked for the analysis (stored as created_by on the artifacts)'),
 	]),
 	async execute(db, raw) {
-		const input = parseInput(SaveResultInput, raw, 'artifacts');
+		const input = parseInput(SaveResultInput, raw, inCollection('artifacts'));
 		const response = parseAiResponse(input.ai_response);
 		const row = await insertArtifacts(db, SAVE_RESULT_AQL, input, {
 			model: input.model,

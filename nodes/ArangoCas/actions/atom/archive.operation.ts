@@ -18,7 +18,8 @@
  * proposal/create.operation.ts): of two concurrent ones, the later writer gets 1200 → 409.
  */
 import { AtomCasInput, atomCasFields, updateAtomAsUser } from '../atomCas';
-import { optionalText, parseInput } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection, optionalText } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { lockedUntilMs } from '../lockTime';
 import { succeeded } from '../result';
@@ -77,7 +78,7 @@ export const archive: Operation = {
 		{ displayName: 'Reason', name: 'reason', description: 'Why the atom is archived (stored in archive_reason)' },
 	]),
 	async execute(db, raw) {
-		const input = parseInput(ArchiveInput, raw, 'atoms');
+		const input = parseInput(ArchiveInput, raw, inCollection('atoms'));
 		const row = await updateAtomAsUser(db, input, ARCHIVE_AQL, { reason: input.reason }, (found) => ({
 			PROTECTED_BY_BASELINE: { baselines: found?.baselines ?? [] },
 			INVALID_STATE: { status: found?.status ?? null, expected_status: 'not archived' },

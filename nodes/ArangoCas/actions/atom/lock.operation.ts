@@ -18,7 +18,8 @@
  */
 import { z } from 'zod';
 import { AtomCasInput, atomCasFields, updateAtomAsUser } from '../atomCas';
-import { parseInput } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { lockedUntilMs } from '../lockTime';
 import { succeeded } from '../result';
@@ -72,7 +73,7 @@ export const lock: Operation = {
 		},
 	]),
 	async execute(db, raw) {
-		const input = parseInput(LockInput, raw, 'atoms');
+		const input = parseInput(LockInput, raw, inCollection('atoms'));
 		const row = await updateAtomAsUser(db, input, LOCK_AQL, { lease_ms: Math.round(input.lease_minutes * 60_000) });
 		return succeeded({
 			atom_id: `atoms/${input.atom_id}`,

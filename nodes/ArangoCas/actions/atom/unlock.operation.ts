@@ -12,7 +12,8 @@
  * 422 invalid input. One AQL query.
  */
 import { AtomCasInput, atomCasFields, updateAtomAsUser } from '../atomCas';
-import { parseInput } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { lockedUntilMs } from '../lockTime';
 import { succeeded } from '../result';
@@ -51,7 +52,7 @@ export const unlock: Operation = {
 		...atomCasFields('Who releases the lock: must be its holder (expired locks are cleared by Unlock Expired)'),
 	]),
 	async execute(db, raw) {
-		const input = parseInput(UnlockInput, raw, 'atoms');
+		const input = parseInput(UnlockInput, raw, inCollection('atoms'));
 		const row = await updateAtomAsUser(db, input, UNLOCK_AQL);
 		return succeeded({ atom_id: `atoms/${input.atom_id}`, atom_rev: row.atom_rev });
 	},

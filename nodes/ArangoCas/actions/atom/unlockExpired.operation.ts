@@ -12,7 +12,8 @@
  * issue 25: every write names its actor, here no user).
  */
 import { z } from 'zod';
-import { parseInput } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { runQuery } from '../../transport/query';
 import { lockedUntilMs } from '../lockTime';
@@ -57,7 +58,7 @@ export const unlockExpired: Operation = {
 		},
 	]),
 	async execute(db, raw) {
-		const input = parseInput(UnlockExpiredInput, raw, 'atoms');
+		const input = parseInput(UnlockExpiredInput, raw, inCollection('atoms'));
 		const result = await runQuery<{ id: string; atom_rev: string }>(db, {
 			query: UNLOCK_EXPIRED_AQL,
 			bindVars: { batch_size: input.batch_size, unlocked_by: EXPIRED_ACTOR },

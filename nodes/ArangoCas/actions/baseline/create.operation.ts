@@ -32,7 +32,8 @@
  */
 import type { Database } from 'arangojs';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, requiredText, optionalText, parseInput } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection, keyIn, optionalText, requiredText } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
 import { onWriteConflict, revPairs } from '../../transport/conflict';
@@ -130,7 +131,7 @@ export const createBaseline: Operation = {
 		...identityFieldsSinceV2("Who creates the baseline (stored as the baseline's created_by)"),
 	]),
 	async execute(db, raw) {
-		const input = parseInput(CreateBaselineInput, raw, 'baselines');
+		const input = parseInput(CreateBaselineInput, raw, inCollection('baselines'));
 		const where = { operation: 'insert', collection: 'baselines' };
 		const { rows } = await onWriteConflict(
 			() =>

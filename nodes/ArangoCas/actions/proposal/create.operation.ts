@@ -26,7 +26,8 @@
 import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, optionalText, parseInput, UserId } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection, keyIn, optionalText, UserId } from '../inputs';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
 import { withCurrentRev } from '../../transport/conflict';
@@ -108,7 +109,7 @@ export const createProposal: Operation = {
 		...identityFields("Who proposes (stored as the proposal's author)", 'author'),
 	]),
 	async execute(db, raw) {
-		const input = parseInput(CreateProposalInput, raw, 'atoms');
+		const input = parseInput(CreateProposalInput, raw, inCollection('atoms'));
 		const where = { operation: 'insert', collection: 'atoms' };
 		// A lost race (1200) aborts the transaction; the target's _rev is then read again for current_rev.
 		return withCurrentRev(db, { ids: [`atoms/${input.target_active_id}`] }, () =>

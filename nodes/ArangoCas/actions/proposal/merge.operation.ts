@@ -39,7 +39,8 @@
 import { z } from 'zod';
 import { ContractError } from '../../../shared/errors';
 import { assertOk, type OutcomeRow } from '../outcome';
-import { keyIn, parseInput, Rev, UserId } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection, keyIn, Rev, UserId } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
 import { onWriteConflict, readCurrentRevs } from '../../transport/conflict';
@@ -184,7 +185,7 @@ export const mergeProposal: Operation = {
 		},
 	]),
 	async execute(db, raw) {
-		const input = parseInput(MergeInput, raw, 'atoms');
+		const input = parseInput(MergeInput, raw, inCollection('atoms'));
 		const winnerId = `atoms/${input.winner_proposal_id}`;
 		const currentId = `atoms/${input.current_active_id}`;
 		const edgeId = `structure_links/${input.structure_edge_id}`;

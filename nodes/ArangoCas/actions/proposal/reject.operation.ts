@@ -9,7 +9,8 @@
  * 422 invalid input. One AQL query.
  */
 import { casUpdateAtom } from '../casUpdate';
-import { keyIn, parseInput, Rev } from '../inputs';
+import { parseInput } from '../../../shared/contracts/input';
+import { inCollection, keyIn, Rev } from '../inputs';
 import { expectedRevField, fieldsOf } from '../../../shared/node/fields';
 import { identityFieldsSinceV2, withUserIdSinceV2 } from '../identitySinceV2';
 import { succeeded } from '../result';
@@ -46,7 +47,7 @@ export const rejectProposal: Operation = {
 		...identityFieldsSinceV2('Who rejects the proposal (stored in rejected_by)'),
 	]),
 	async execute(db, raw) {
-		const input = parseInput(RejectProposalInput, raw, 'atoms');
+		const input = parseInput(RejectProposalInput, raw, inCollection('atoms'));
 		const row = await casUpdateAtom(db, {
 			key: input.proposal_id,
 			expectedRev: input.expected_proposal_rev,

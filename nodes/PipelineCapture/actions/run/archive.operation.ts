@@ -16,6 +16,8 @@
  * Errors: 404; 409 NOT_ARCHIVABLE (not COMPLETED, or archived already with another summary); 400; 422; 503.
  */
 import type { Pool } from 'pg';
+import { z } from 'zod';
+import { parseInput } from '../../../shared/contracts/input';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
 import { ContractError } from '../../../shared/errors';
@@ -40,7 +42,10 @@ import {
 	warningRows,
 } from './processorOutcome';
 import { doneAnyway, notApplied, recordRows, type ProcessorError } from './processorError';
-import { notFound, publicRun, query, RUNS, runId, type RunRow } from './runRow';
+import { notFound, PIPELINE_INPUT, publicRun, query, RequiredText, RunId, type RunRow } from './runRow';
+
+/** What Archive validates: the run (a UUID) and the summary (trimmed, not empty). */
+const ArchiveInput = z.object({ run_id: RunId, summary: RequiredText });
 
 /**
  * Archive (Archivist signal 2): stores the summary in lsm_storage and marks the run archived, once.
@@ -77,14 +82,7 @@ export async function archiveRun(
 	replayed?: true;
 	processor_error?: ProcessorError;
 }> {
-	const id = runId(input.run_id);
-	const summary = typeof input.summary === 'string' ? input.summary.trim() : '';
-	if (!summary)
-		throw ContractError.validation(
-			'invalid input: summary is required',
-			{ code: 'VALIDATION', field: 'summary' },
-			{ operation: 'validate', ...RUNS },
-		);
+	const { run_id: id, summary } = parseInput(ArchiveInput, input, PIPELINE_INPUT);
 	const tags = Array.isArray(input.tags)
 		? input.tags.map(String)
 		: typeof input.tags === 'string' && input.tags

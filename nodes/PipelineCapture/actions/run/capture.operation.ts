@@ -17,6 +17,7 @@
  * NO_COMPUTE_MEMBER_FOR_TAG (a processor); 422; 503.
  */
 import type { Pool } from 'pg';
+import { parseInput } from '../../../shared/contracts/input';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
 import { ContractError } from '../../../shared/errors';
@@ -38,7 +39,7 @@ import {
 	type StepOptions,
 	warningRows,
 } from './processorOutcome';
-import { notFound, publicRun, query, RUNS, runId, type RunRow } from './runRow';
+import { notFound, PIPELINE_INPUT, publicRun, query, RUNS, RunInput, type RunRow } from './runRow';
 
 /**
  * How long after its capture (s) a Capture with the same call key, by the same worker, is recognised as the
@@ -93,7 +94,7 @@ export async function capture(
 	input: { run_id: unknown; transition: string; worker: string; capture_key?: string | null },
 	options: StepOptions = {},
 ): Promise<CaptureResult> {
-	const id = runId(input.run_id);
+	const { run_id: id } = parseInput(RunInput, input, PIPELINE_INPUT);
 	const edge = edgeNamed(definition, input.transition);
 	if (OWN_TRANSITIONS.includes(edge.name)) throw ownTransition(definition, edge, 'CAPTURE_');
 	const declared = definition.states[edge.from].transitions.find((t) => t.name === edge.name)!;

@@ -15,6 +15,8 @@
  * details.failures, details.run_status); 422; 503.
  */
 import type { Pool } from 'pg';
+import { z } from 'zod';
+import { parseInput } from '../../../shared/contracts/input';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
 import { isUuid } from '../../../shared/contracts/ids';
@@ -38,7 +40,33 @@ import {
 	type StepOptions,
 	warningRows,
 } from './processorOutcome';
-import { BOOKKEEPING, notFound, publicRun, query, RUNS, runId, type RunRow } from './runRow';
+import { BOOKKEEPING, notFound, PIPELINE_INPUT, publicRun, query, RUNS, RunInput, type RunRow } from './runRow';
+
+/** The capture token Complete Step must hold: the UUID Capture returned. */
+const TokenInput = z.object({
+	capture_token: z.custom<string>(isUuid, 'must be the UUID Capture returned'),
+});
+
+/**
+ * What Complete Step writes (`result`, and `draft_context` as text or null) must be storable by PostgreSQL:
+ * the first string or key holding NUL or a lone surrogate (result first) is named with its path
+ * (unstorablePath: `result.answer[2]`), as one field.
+ */
+const StorableInput = z
+	.object({ result: z.unknown(), draft_context: z.string().nullable() })
+	.superRefine((input, ctx) => {
+		for (const field of ['result', 'draft_context'] as const) {
+			const path = unstorablePath(input[field]);
+			if (path !== null) {
+				ctx.addIssue({
+					code: z.ZodIssueCode.custom,
+					path: [`${field}${path}`],
+					message: 'contains NUL or a lone surrogate, which PostgreSQL cannot store',
+				});
+				return;
+			}
+		}
+	});
 
 /**
  * Complete Step: stores the step's result (analysis_result / final_context_payload / final_answer, by
@@ -71,7 +99,7 @@ export async function completeStep(
 	input: { run_id: unknown; transition: string; capture_token: unknown; result: unknown; draft_context?: unknown },
 	options: StepOptions = {},
 ): Promise<RunRow & { warnings: string[] }> {
-	const id = runId(input.run_id);
+	const { run_id: id } = parseInput(RunInput, input, PIPELINE_INPUT);
 	const edge = edgeNamed(definition, input.transition);
 	const column = OWN_TRANSITIONS.includes(edge.name)
 		? undefined
@@ -89,14 +117,7 @@ export async function completeStep(
 			{ operation: 'update', ...RUNS },
 		);
 	}
-	if (typeof input.capture_token !== 'string' || !isUuid(input.capture_token)) {
-		throw ContractError.validation(
-			'invalid input: capture_token must be the UUID Capture returned',
-			{ code: 'VALIDATION', field: 'capture_token' },
-			{ operation: 'validate', ...RUNS },
-		);
-	}
-	const token = input.capture_token;
+	const { capture_token: token } = parseInput(TokenInput, input, PIPELINE_INPUT);
 	const value =
 		column === 'analysis_result'
 			? JSON.stringify(input.result ?? null)
@@ -107,19 +128,7 @@ export async function completeStep(
 					: JSON.stringify(input.result);
 	const draft = input.draft_context === undefined || input.draft_context === null ? null : String(input.draft_context);
 	// refused before any processor runs: a value PostgreSQL refuses would fail the final write after them
-	for (const [field, v] of [
-		['result', input.result],
-		['draft_context', draft],
-	] as const) {
-		const path = unstorablePath(v);
-		if (path !== null) {
-			throw ContractError.validation(
-				`invalid input: ${field}${path} contains NUL or a lone surrogate, which PostgreSQL cannot store`,
-				{ code: 'VALIDATION', field: `${field}${path}` },
-				{ operation: 'validate', ...RUNS },
-			);
-		}
-	}
+	parseInput(StorableInput, { result: input.result, draft_context: draft }, PIPELINE_INPUT);
 	const [read] = await query<RunRow & { done: boolean }>(pool, READ_FOR_STEP, [id, token], 'select');
 	if (!read) throw notFound(id);
 	const { done, ...current } = read;

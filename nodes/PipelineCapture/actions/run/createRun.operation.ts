@@ -7,26 +7,23 @@
  * Errors: 401/403 identity (nothing written), 422 (field named), 503 database unreachable.
  */
 import type { Pool } from 'pg';
+import { z } from 'zod';
+import { parseInput } from '../../../shared/contracts/input';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
 import type { PipelineOperation } from '../types';
-import { ContractError } from '../../../shared/errors';
 import { CREATE_RUN } from '../../../shared/statements/pipelineRuns';
-import { query, RUNS, userIdOf } from './runRow';
+import { PIPELINE_INPUT, query, RequiredText, UserId } from './runRow';
+
+/** What Create Run validates: the owner and the query (both trimmed, not empty). */
+const CreateRunInput = z.object({ user_id: UserId, query: RequiredText });
 
 /** Create Run (step 0): `{ request_id, status: "processing", raw_log_id }`. */
 export async function createRun(
 	pool: Pool,
 	input: { user_id: unknown; query: unknown; correlation_id?: string | null },
 ) {
-	const userId = userIdOf(input.user_id);
-	const text = typeof input.query === 'string' ? input.query.trim() : '';
-	if (!text)
-		throw ContractError.validation(
-			'invalid input: query is required',
-			{ code: 'VALIDATION', field: 'query' },
-			{ operation: 'validate', ...RUNS },
-		);
+	const { user_id: userId, query: text } = parseInput(CreateRunInput, input, PIPELINE_INPUT);
 	const [row] = await query<{ id: string; raw_log_id: string }>(
 		pool,
 		CREATE_RUN,

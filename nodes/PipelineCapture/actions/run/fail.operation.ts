@@ -13,6 +13,7 @@
  * changing while the processors ran); 422; 503.
  */
 import type { Pool } from 'pg';
+import { parseInput } from '../../../shared/contracts/input';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
 import { ContractError } from '../../../shared/errors';
@@ -22,7 +23,7 @@ import { hasProcessors, nonTerminalStates, transitionFrom } from '../../engine/d
 import { FAIL_READ_RUN, FAIL_RUN, READ_FOR_FAIL } from '../../../shared/statements/pipelineRuns';
 import { failureRows, joinRows, warningRows, type StepOptions } from './processorOutcome';
 import { doneAnyway, notApplied, recordRows, type ProcessorError } from './processorError';
-import { notFound, publicRun, query, RUNS, runId, type RunRow } from './runRow';
+import { notFound, PIPELINE_INPUT, publicRun, query, RUNS, RunInput, type RunRow } from './runRow';
 
 /** How often Fail reads the run again when it changed while FAIL's processors ran (then 409 RUN_CHANGED). */
 export const FAIL_ATTEMPTS = 3;
@@ -52,7 +53,7 @@ export async function failRun(
 	input: { run_id: unknown; error: unknown; call_key?: string | null },
 	options: StepOptions = {},
 ): Promise<RunRow & { warnings: string[]; processor_error?: ProcessorError }> {
-	const id = runId(input.run_id);
+	const { run_id: id } = parseInput(RunInput, input, PIPELINE_INPUT);
 	const error = JSON.stringify(
 		input.error !== null && typeof input.error === 'object' && !Array.isArray(input.error)
 			? input.error

@@ -7,13 +7,18 @@
  * cannot be probed); 422 not a UUID; 503.
  */
 import type { Pool } from 'pg';
+import { z } from 'zod';
+import { parseInput } from '../../../shared/contracts/input';
 import { fieldsOf } from '../../../shared/node/fields';
 import { identityFields } from '../../../shared/node/identity';
 import type { PipelineOperation } from '../types';
 import { publicRunError } from '../../../shared/envelopeBuilders';
 import { ContractError } from '../../../shared/errors';
 import { GET_RUN } from '../../../shared/statements/pipelineRuns';
-import { query, RUNS, runId, userIdOf } from './runRow';
+import { PIPELINE_INPUT, query, RUNS, RunId, UserId } from './runRow';
+
+/** What Get Status validates: the run (a UUID) and its owner (required; null: any owner). */
+const StatusInput = z.object({ run_id: RunId, user_id: UserId.nullable() });
 
 /**
  * Get Status (seed 001 step 4, polling): `{ request_id, status: "processing" }`,
@@ -25,8 +30,7 @@ import { query, RUNS, runId, userIdOf } from './runRow';
  *         user's run (ids cannot be probed); 422 run_id not a UUID, user_id missing
  */
 export async function getStatus(pool: Pool, input: { run_id: unknown; user_id: unknown }) {
-	const id = runId(input.run_id);
-	const owner = input.user_id === null ? null : userIdOf(input.user_id);
+	const { run_id: id, user_id: owner } = parseInput(StatusInput, input, PIPELINE_INPUT);
 	const [row] = await query<{ status: string; final_answer: string | null; error: Record<string, unknown> | null }>(
 		pool,
 		GET_RUN,

@@ -6,6 +6,8 @@
  * Errors: 404 unknown run; 422; 503.
  */
 import type { Pool } from 'pg';
+import { z } from 'zod';
+import { parseInput } from '../../../shared/contracts/input';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
 import { ContractError } from '../../../shared/errors';
@@ -15,7 +17,7 @@ import {
 	CONTEXT_ASSEMBLY,
 	CONTEXT_RESPONSE,
 } from '../../../shared/statements/pipelineRuns';
-import { query, RUNS, runId } from './runRow';
+import { PIPELINE_INPUT, query, RUNS, RunId } from './runRow';
 
 /** Seed 001 step 2.2: the assembled context must fit 8000 tokens (estimated as characters / 4). */
 export const TOKEN_LIMIT = 8000;
@@ -46,30 +48,32 @@ export function buildDraft(
 
 export type Step = 'analysis' | 'assembly' | 'response' | 'archive';
 
+/** What Load Step Context validates: the run (a UUID) and the step (a Step). */
+const StepContextInput = z.object({
+	run_id: RunId,
+	step: z.enum(['analysis', 'assembly', 'response', 'archive'], {
+		errorMap: () => ({ message: 'must be analysis, assembly, response or archive' }),
+	}),
+});
+
 /**
  * Load Step Context: what the step's model call needs (seed 001 steps 1–3 and the Archivist).
  * analysis → `{ user_query, prompt, lsm }` (lsm may be empty: the Analyzer continues without context);
  * assembly → `{ draft_context, tokens, truncated, assembler_prompt }`; response → `{ final_context_payload,
  * prompt }`; archive → `{ user_query, final_answer, prompt }`. Missing prompts are null.
- * @throws 404 unknown run; 422
+ * @throws 404 unknown run; 422 run_id not a UUID, step not one of the four
  */
 export async function loadStepContext(
 	pool: Pool,
 	input: { run_id: unknown; step: Step },
 ): Promise<Record<string, unknown>> {
-	const id = runId(input.run_id);
+	const { run_id: id, step } = parseInput(StepContextInput, input, PIPELINE_INPUT);
 	const sql = {
 		analysis: CONTEXT_ANALYSIS,
 		assembly: CONTEXT_ASSEMBLY,
 		response: CONTEXT_RESPONSE,
 		archive: CONTEXT_ARCHIVE,
-	}[input.step];
-	if (!sql)
-		throw ContractError.validation(
-			`invalid input: step must be analysis, assembly, response or archive`,
-			{ code: 'VALIDATION', field: 'step' },
-			{ operation: 'validate', ...RUNS },
-		);
+	}[step];
 	const [row] = await query<Record<string, unknown>>(pool, sql, [id], 'select');
 	if (!row)
 		throw ContractError.notFound(
@@ -77,7 +81,7 @@ export async function loadStepContext(
 			{ code: 'NOT_FOUND', run_id: id },
 			{ operation: 'select', ...RUNS },
 		);
-	if (input.step !== 'assembly') return { run_id: id, step: input.step, ...row };
+	if (step !== 'assembly') return { run_id: id, step, ...row };
 	const history = [
 		...(row.history as { message_type: string; content: string }[])
 			.reverse()
@@ -93,7 +97,7 @@ export async function loadStepContext(
 	});
 	return {
 		run_id: id,
-		step: input.step,
+		step,
 		user_id: row.user_id,
 		user_query: row.user_query,
 		assembler_prompt: row.assembler_prompt ?? null,

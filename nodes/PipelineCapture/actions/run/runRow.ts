@@ -1,12 +1,15 @@
 /**
  * The pipeline_runs row as the Pipeline Run operations (run/*.operation.ts, seed 001 steps 0–4, seed 004 state
  * machine) read it, over a pg Pool: the table label of their errors, the run without its retry bookkeeping, the
- * run_id / user_id checks, one statement with its PostgreSQL error mapped, and the 404 of an unknown run.
+ * run_id / user_id / required text schemas and how the operations parse their input (PIPELINE_INPUT), one
+ * statement with its PostgreSQL error mapped, and the 404 of an unknown run.
  * Each state change is one statement; errors are ContractErrors (404 unknown run, 409 illegal
  * transition / lost capture, 422 invalid input, 503 database unreachable).
  */
 import type { Pool } from 'pg';
+import { z } from 'zod';
 import { isUuid } from '../../../shared/contracts/ids';
+import type { ParseInputOptions } from '../../../shared/contracts/input';
 import { ContractError } from '../../../shared/errors';
 import { rowsOf } from '../../../shared/postgres/rows';
 
@@ -26,17 +29,28 @@ export function publicRun<T extends Record<string, unknown>>(row: T): T {
 /** A run row as the operations return it. */
 export type RunRow = Record<string, unknown> & { id: string; status: string };
 
-/** The run id of an input. @throws ContractError 422 (field run_id) when it is not a UUID */
-export function runId(value: unknown): string {
-	if (typeof value !== 'string' || !isUuid(value)) {
-		throw ContractError.validation(
-			'invalid input: run_id must be a UUID',
-			{ code: 'VALIDATION', field: 'run_id' },
-			{ operation: 'validate', ...RUNS },
-		);
-	}
-	return value;
-}
+/** A run id (`run_id`): a UUID, else 422 `invalid input: run_id must be a UUID`. */
+export const RunId = z.custom<string>(isUuid, 'must be a UUID');
+
+/** `value` trimmed when it is a string (or, with `numbers`, a number), else '' (so "is required"). */
+const trimmed = (numbers: boolean) => (value: unknown) =>
+	typeof value === 'string' || (numbers && typeof value === 'number') ? String(value).trim() : '';
+
+/** A user id (`user_id`): a string or number, trimmed; else, or when empty, 422 `invalid input: user_id is required`. */
+export const UserId = z.preprocess(trimmed(true), z.string().min(1, 'is required'));
+
+/** A required text (`query`, `summary`): trimmed; not a string, or empty, is 422 `invalid input: <field> is required`. */
+export const RequiredText = z.preprocess(trimmed(false), z.string().min(1, 'is required'));
+
+/** The input of an operation that needs only its run: `{ run_id }` (RunId). */
+export const RunInput = z.object({ run_id: RunId });
+
+/**
+ * Pipeline Capture's style of the shared `parseInput` (nodes/shared/contracts/input.ts): `parseInput(schema, input,
+ * PIPELINE_INPUT)` fails with 422 `invalid input: <field> <message>`, details `{ code: 'VALIDATION', field }`,
+ * context `{ operation: 'validate', table: 'maas.pipeline_runs' }`.
+ */
+export const PIPELINE_INPUT: ParseInputOptions = { where: RUNS };
 
 /** The rows of one statement. @throws ContractError as fromPgError maps the PostgreSQL error (503 unreachable…) */
 export async function query<T extends Record<string, unknown>>(
@@ -55,16 +69,4 @@ export function notFound(id: string): ContractError {
 		{ code: 'NOT_FOUND', run_id: id },
 		{ operation: 'update', ...RUNS },
 	);
-}
-
-/** A user id (string or number, trimmed). @throws ContractError 422 when missing or empty */
-export function userIdOf(value: unknown): string {
-	const userId = typeof value === 'string' || typeof value === 'number' ? String(value).trim() : '';
-	if (!userId)
-		throw ContractError.validation(
-			'invalid input: user_id is required',
-			{ code: 'VALIDATION', field: 'user_id' },
-			{ operation: 'validate', ...RUNS },
-		);
-	return userId;
 }

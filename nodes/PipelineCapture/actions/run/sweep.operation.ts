@@ -12,7 +12,7 @@
  */
 import type { Pool } from 'pg';
 import { z } from 'zod';
-import { ContractError } from '../../../shared/errors';
+import { parseInput } from '../../../shared/contracts/input';
 import { fieldsOf } from '../../../shared/node/fields';
 import type { PipelineOperation, PipelineResult } from '../types';
 import type { WorkflowDefinition } from '../../../shared/stateMachine';
@@ -38,6 +38,7 @@ import {
 } from './processorOutcome';
 import { publicRun, query, type RunRow } from './runRow';
 
+/** What Sweep validates (422 `invalid input: <field> <message>`): its two ages (s) and its limit, defaulted. */
 const Input = z.object({
 	stuck_after_seconds: z.coerce.number().int().min(1).max(86_400).default(300),
 	lost_after_seconds: z.coerce.number().int().min(1).max(86_400).default(60),
@@ -216,15 +217,9 @@ export const sweepOperation: PipelineOperation = {
 		MAX_PROCESSOR_FAILURES_FIELD,
 	]),
 	async execute(deps, input): Promise<PipelineResult> {
-		const parsed = Input.safeParse(input);
-		if (!parsed.success) {
-			const field = parsed.error.issues[0].path.join('.');
-			throw ContractError.validation(`invalid input: ${field} ${parsed.error.issues[0].message}`, {
-				code: 'VALIDATION',
-				field,
-			});
-		}
-		const result = await sweep(deps.pool, await deps.definition(), parsed.data, stepOptionsOf(deps, input));
+		// no error context (where), as before the shared parser: PIPELINE_INPUT would add the table
+		const parsed = parseInput(Input, input);
+		const result = await sweep(deps.pool, await deps.definition(), parsed, stepOptionsOf(deps, input));
 		return {
 			many: [
 				...result.released.map((r) => ({ ...r, swept: 'released' })),
