@@ -17,7 +17,7 @@ export const IDENTITY_SINCE_VERSION = 2;
 
 /**
  * The input schema of such an operation: its own `fields`, then `user_id` (a UserId, or null on a
- * version-1 node). Issues are reported in that order (./inputs.ts `parseInput`: 422 on the first).
+ * version-1 node). Issues are reported in that order (the shared `parseInput`, nodes/shared/contracts/input.ts: 422 on the first).
  */
 export function withUserIdSinceV2<T extends z.ZodRawShape>(fields: T) {
 	return z.object({ ...fields, user_id: UserId.nullable() });
