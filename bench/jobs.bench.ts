@@ -1,31 +1,34 @@
 /**
- * `npm run bench:jobs`: claimed-and-finished jobs/s of the ops.jobs queue against pg-boss 10, in one run,
- * on one fresh database (issue 14, P2 and the jobs half of P3).
- *   contracts — Claim Jobs + Finish Job as they run in n8n: one claim of a batch (claimJobs), then ONE
- *               Finish Job statement for the batch's items (finishJobs, each item with its job id, the
- *               locked_by worker and the claim_token the claim returned).
- *   baseline  — pg-boss `fetch` of a batch + `complete` of its ids (its own schema, same server).
- * At each worker count of BENCH_WORKER_COUNTS (default 1,2,4,8): BENCH_JOBS (default 3,000) jobs each,
- * batches of BENCH_JOB_BATCH (default 10), each side with its own pool of workers + 2 connections; the order of
- * the two sides alternates between worker counts, and both queues are vacuumed before every measurement.
- * BENCH_JOB_ROUNDS (default 3) repeats every measurement; the median is reported.
- * Refuses to report when a job was lost (not finished, or finished other than once, in the worker loop
- * and in the database) or done twice (claimed twice, a second attempt, a second job_runs row).
- * Ratio = contracts / pg-boss (higher is better; goal P2: ≥ 1.0 at 4 workers).
- * BENCH_JOBS is also the queue's depth at the start: pg-boss's fetch reads and sorts every queued job of its
- * queue on each call, our claim about one batch of jobs_due_idx, so the ratio grows with BENCH_JOBS.
+ * `npm run bench:jobs`: claimed-and-finished jobs/s of the ops.jobs queue against today's anchors, pg-boss
+ * 12.38.0 and graphile-worker 0.18.0, in one run, on one fresh database (issue 29 P2; issue 14 P2/P3).
+ *   contracts       — Claim Jobs + Finish Job as they run in n8n: one claim of a batch (claimJobs), then ONE
+ *                     Finish Job statement for the batch's items (finishJobs, each item with its job id, the
+ *                     locked_by worker and the claim_token the claim returned).
+ *   pg-boss         — `fetch` of a batch + `complete` of its ids (./anchors/pgBoss.ts).
+ *   graphile-worker — its runner, concurrency = workers, local queue of a batch, batched completions
+ *                     (./anchors/graphileWorker.ts).
+ * Both anchors need Node ≥ 22.18: on an older Node the bench runs itself again on Node 24 (ensureNode, the
+ * runtime test:compat uses) and says so.
+ * Measurements: at queue depth BENCH_JOBS (default 3,000) every worker count of BENCH_WORKER_COUNTS (default
+ * 1,2,4,8); at the other depths of BENCH_JOB_DEPTHS (default 300,3000,30000) 4 workers. Batches of
+ * BENCH_JOB_BATCH (default 10). Each measurement: a fresh queue of `depth` jobs, vacuumed, each side with its own
+ * pool of workers + 2 connections; BENCH_JOB_ROUNDS (default 3) rounds, the order of the sides rotating; the
+ * median is reported.
+ * Refuses to report when a job was lost (not finished, or finished other than once, in the worker loop and in
+ * the database) or done twice (claimed twice, a second attempt, a second job_runs row), on every side.
+ * Ratio = contracts / anchor (higher is better; goal P2: ≥ 1.0× both anchors at 4 workers, at every depth ≥ 3,000).
  */
+import { spawnSync } from 'node:child_process';
 import { Pool } from 'pg';
-import PgBoss from 'pg-boss';
 import { ContractError } from '../nodes/shared/errors';
 import { claimJobs, finishJobs } from '../nodes/shared/jobs/queue';
 import { setupDatabase } from '../test/helpers/db';
 import { recordGoal } from './goals';
 import {
-	alternatingMedians,
 	duplicates,
 	envInt,
 	markdownTable,
+	median,
 	rate,
 	Refused,
 	refuseUnless,
@@ -33,21 +36,27 @@ import {
 	workerCounts,
 } from './report';
 
-const JOBS = envInt('BENCH_JOBS', 3000);
+const DEPTH = envInt('BENCH_JOBS', 3000);
 const BATCH = envInt('BENCH_JOB_BATCH', 10);
 const ROUNDS = envInt('BENCH_JOB_ROUNDS', 3);
 const COUNTS = workerCounts();
+/** Queue depths measured at 4 workers besides DEPTH's curve. */
+const DEPTHS = (process.env.BENCH_JOB_DEPTHS ?? '300,3000,30000').split(',').map((d) => Number(d.trim()));
+/** The Node both anchors need (graphile-worker 0.18: ≥ 22.18; pg-boss 12: ≥ 22.12). */
+const ANCHOR_NODE = [22, 18];
 
-type Side = (workers: number, round: number) => Promise<number>;
-
-/** Claim Jobs + Finish Job (one statement per batch each), `workers` concurrent loops. Returns jobs/s. */
-function contracts(url: string): Side {
-	return async (workers, round) => {
+/**
+ * Claim Jobs + Finish Job as they run in n8n (one statement per batch each), `workers` concurrent loops over
+ * `depth` fresh jobs. Returns jobs/s.
+ * @throws Refused when a job was claimed or finished twice, not finished, or not succeeded once in the database
+ */
+async function contractsRate(url: string, workers: number, depth: number, tag: string): Promise<number> {
+	{
 		const pool = new Pool({ connectionString: url, max: workers + 2 });
 		pool.on('error', () => undefined);
-		const type = `bench_w${workers}_r${round}`;
+		const type = `bench_${tag}`;
 		try {
-			await pool.query('INSERT INTO ops.jobs (job_type) SELECT $1 FROM generate_series(1, $2)', [type, JOBS]);
+			await pool.query('INSERT INTO ops.jobs (job_type) SELECT $1 FROM generate_series(1, $2)', [type, depth]);
 			await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
 			// open the pool's connections before the clock starts, as pg-boss's start() has for its own
 			const clients = await Promise.all(Array.from({ length: workers }, () => pool.connect()));
@@ -82,7 +91,7 @@ function contracts(url: string): Side {
 			refuseUnless(errors.length === 0, `contracts: ${errors.length} Finish Job errors (first: ${errors[0]})`);
 			refuseUnless(duplicates(claimed).length === 0, `contracts: ${duplicates(claimed).length} jobs claimed twice`);
 			refuseUnless(duplicates(finished).length === 0, `contracts: ${duplicates(finished).length} jobs finished twice`);
-			refuseUnless(finished.length === JOBS, `contracts: ${finished.length} of ${JOBS} jobs finished`);
+			refuseUnless(finished.length === depth, `contracts: ${finished.length} of ${depth} jobs finished`);
 			const { rows } = await pool.query<{ done: number; all: number; runs: number; good_runs: number }>(
 				`SELECT count(*) FILTER (WHERE j.status = 'succeeded' AND j.attempts = 1 AND j.claim_token IS NULL AND j.locked_by IS NULL)::int AS done,
 				        count(*)::int AS all,
@@ -93,131 +102,139 @@ function contracts(url: string): Side {
 			);
 			const db = rows[0];
 			refuseUnless(
-				db.all === JOBS && db.done === JOBS,
-				`contracts: ${db.done} of ${db.all} jobs succeeded once in the database (${JOBS} enqueued)`,
+				db.all === depth && db.done === depth,
+				`contracts: ${db.done} of ${db.all} jobs succeeded once in the database (${depth} enqueued)`,
 			);
 			refuseUnless(
-				db.runs === JOBS && db.good_runs === JOBS,
-				`contracts: ${db.runs} job_runs rows, ${db.good_runs} succeeded (want ${JOBS} each)`,
+				db.runs === depth && db.good_runs === depth,
+				`contracts: ${db.runs} job_runs rows, ${db.good_runs} succeeded (want ${depth} each)`,
 			);
-			return JOBS / seconds;
+			return depth / seconds;
 		} finally {
 			await pool.end();
 		}
+	}
+}
+
+const SIDES = ['contracts', 'pg-boss', 'graphile-worker'] as const;
+type Side = (typeof SIDES)[number];
+
+/** One measurement of `side`. */
+type Measure = (side: Side, workers: number, depth: number, tag: string) => Promise<number>;
+
+/**
+ * The median rate of each side over ROUNDS rounds at (workers, depth); the sides' order rotates from round to
+ * round (and from one measurement point to the next), so drift of the machine's load favours none of them.
+ */
+async function medians(measure: Measure, workers: number, depth: number, k: number): Promise<Record<Side, number>> {
+	const samples: Record<Side, number[]> = { contracts: [], 'pg-boss': [], 'graphile-worker': [] };
+	for (let round = 0; round < ROUNDS; round += 1) {
+		const shift = (k + round) % SIDES.length;
+		const order = [...SIDES.slice(shift), ...SIDES.slice(0, shift)];
+		for (const side of order)
+			samples[side].push(
+				await measure(side, workers, depth, `d${depth}_w${workers}_r${round}_${side.replace('-', '')}`),
+			);
+	}
+	return {
+		contracts: median(samples.contracts),
+		'pg-boss': median(samples['pg-boss']),
+		'graphile-worker': median(samples['graphile-worker']),
 	};
 }
 
-/** pg-boss `fetch` (batch) + `complete` (the batch's ids), `workers` concurrent loops. Returns jobs/s. */
-function pgBoss(url: string): Side {
-	return async (workers, round) => {
-		const boss = new PgBoss({
-			connectionString: url,
-			max: workers + 2,
-			supervise: false,
-			schedule: false,
-			migrate: true,
-		});
-		boss.on('error', () => undefined);
-		await boss.start();
-		const queue = `bench_w${workers}_r${round}`;
-		try {
-			await boss.createQueue(queue);
-			for (let i = 0; i < JOBS; i += 1000)
-				await boss.insert(Array.from({ length: Math.min(1000, JOBS - i) }, () => ({ name: queue, data: {} })));
-			const admin = new Pool({ connectionString: url, max: 1 });
-			try {
-				await admin.query('VACUUM ANALYZE pgboss.job');
-			} finally {
-				await admin.end();
-			}
-			const fetched: string[] = [];
-			let completed = 0;
-			const start = performance.now();
-			await Promise.all(
-				Array.from({ length: workers }, async () => {
-					for (;;) {
-						const jobs = await boss.fetch(queue, { batchSize: BATCH });
-						if (!jobs || jobs.length === 0) return;
-						for (const job of jobs) fetched.push(job.id);
-						const result = (await boss.complete(
-							queue,
-							jobs.map((j) => j.id),
-						)) as unknown as { affected: number };
-						completed += result.affected;
-					}
-				}),
-			);
-			const seconds = secondsSince(start);
-			refuseUnless(duplicates(fetched).length === 0, `pg-boss: ${duplicates(fetched).length} jobs fetched twice`);
-			refuseUnless(
-				fetched.length === JOBS && completed === JOBS,
-				`pg-boss: ${fetched.length} fetched, ${completed} completed of ${JOBS}`,
-			);
-			const db = new Pool({ connectionString: url, max: 1 });
-			try {
-				const { rows } = await db.query<{ done: number; all: number }>(
-					"SELECT count(*) FILTER (WHERE state = 'completed' AND retry_count = 0)::int AS done, count(*)::int AS all FROM pgboss.job WHERE name = $1",
-					[queue],
-				);
-				refuseUnless(
-					rows[0].all === JOBS && rows[0].done === JOBS,
-					`pg-boss: ${rows[0].done} of ${rows[0].all} jobs completed once in the database`,
-				);
-			} finally {
-				await db.end();
-			}
-			return JOBS / seconds;
-		} finally {
-			await boss.stop({ graceful: false, wait: true });
-		}
+/** True when this Node can load both anchors. */
+function anchorsLoadHere(): boolean {
+	const [major, minor] = process.versions.node.split('.').map(Number);
+	return major > ANCHOR_NODE[0] || (major === ANCHOR_NODE[0] && minor >= ANCHOR_NODE[1]);
+}
+
+/** Runs this bench again on Node 24 (the anchors' Node) and exits with its status. */
+function againOnNode24(): never {
+	// eslint-disable-next-line @typescript-eslint/no-require-imports
+	const { ensureNode } = require('../scripts/lib/nodeRuntime') as {
+		ensureNode: (major: number, o: { log: (s: string) => void }) => { bin: string; version: string };
 	};
+	const node = ensureNode(24, { log: console.log });
+	console.log(
+		`Node ${process.versions.node} cannot load pg-boss 12 / graphile-worker 0.18: running on Node ${node.version}\n`,
+	);
+	const result = spawnSync(node.bin, ['--import', 'tsx', __filename], { stdio: 'inherit', env: process.env });
+	process.exit(result.status ?? 1);
 }
 
 async function main() {
+	if (!anchorsLoadHere()) againOnNode24();
+	const { PG_BOSS_VERSION, pgBossRate } = await import('./anchors/pgBoss');
+	const { GRAPHILE_WORKER_VERSION, graphileWorkerRate } = await import('./anchors/graphileWorker');
 	const db = await setupDatabase();
 	try {
-		const ours = contracts(db.url);
-		const boss = pgBoss(db.url);
-		const measured = await alternatingMedians(COUNTS, ROUNDS, (side, workers, round) =>
-			side === 'ours' ? ours(workers, round) : boss(workers, round),
-		);
-		const rows = measured.map((r) => ({ workers: r.workers, ours: r.ours, boss: r.baseline }));
-		for (const r of rows)
+		const measure: Measure = (side, workers, depth, tag) =>
+			side === 'contracts'
+				? contractsRate(db.url, workers, depth, tag)
+				: side === 'pg-boss'
+					? pgBossRate(db.url, workers, depth, BATCH, tag)
+					: graphileWorkerRate(db.url, workers, depth, BATCH, tag);
+		const points = [
+			...COUNTS.map((workers) => ({ workers, depth: DEPTH })),
+			...DEPTHS.filter((d) => d !== DEPTH).map((depth) => ({ workers: 4, depth })),
+		];
+		const rows: Array<{ workers: number; depth: number } & Record<Side, number>> = [];
+		for (const [k, p] of points.entries()) {
+			const m = await medians(measure, p.workers, p.depth, k);
+			rows.push({ ...p, ...m });
 			console.log(
-				`  ${r.workers} workers: contracts ${rate(r.ours)} jobs/s, pg-boss ${rate(r.boss)} jobs/s, ratio ${(r.ours / r.boss).toFixed(2)}x`,
+				`  depth ${p.depth}, ${p.workers} workers: contracts ${rate(m.contracts)} jobs/s, pg-boss ${rate(m['pg-boss'])}, graphile-worker ${rate(m['graphile-worker'])}`,
 			);
+		}
+		const ratio = (a: number, b: number) => `${(a / b).toFixed(3)}×`;
 		console.log(
-			`\njobs claimed and finished (${JOBS} jobs per measurement, batches of ${BATCH}, median of ${ROUNDS}; no job lost or done twice):`,
+			`\njobs claimed and finished (batches of ${BATCH}, median of ${ROUNDS}; no job lost or done twice on any side; Node ${process.versions.node}):`,
 		);
 		console.log(
-			'  contracts = Claim Jobs + Finish Job (one statement per batch each); pg-boss 10.4.2 = fetch + complete of the batch\n',
+			`  contracts = Claim Jobs + Finish Job (one statement per batch each); pg-boss ${PG_BOSS_VERSION} = fetch + complete of the batch; graphile-worker ${GRAPHILE_WORKER_VERSION} = its runner, local queue of ${BATCH}, batched completions\n`,
 		);
 		console.log(
 			markdownTable(
-				['workers', 'contracts jobs/s', 'pg-boss jobs/s', 'contracts / pg-boss'],
-				rows.map((r) => [r.workers, rate(r.ours), rate(r.boss), `${(r.ours / r.boss).toFixed(2)}×`]),
+				[
+					'depth',
+					'workers',
+					'contracts jobs/s',
+					'pg-boss jobs/s',
+					'graphile-worker jobs/s',
+					'contracts / pg-boss',
+					'contracts / graphile-worker',
+				],
+				rows.map((r) => [
+					r.depth,
+					r.workers,
+					rate(r.contracts),
+					rate(r['pg-boss']),
+					rate(r['graphile-worker']),
+					ratio(r.contracts, r['pg-boss']),
+					ratio(r.contracts, r['graphile-worker']),
+				]),
 			),
 		);
-		const p2 = rows.find((r) => r.workers === 4);
-		if (p2) {
-			console.log(
-				`\nP2 (4 workers, batches of ${BATCH}): contracts / pg-boss = ${(p2.ours / p2.boss).toFixed(2)}× (goal ≥ 1.0×)`,
-			);
-			recordGoal({
-				goal: 'P2',
-				what: `Claim Jobs + Finish Job, 4 workers, batches of ${BATCH}`,
-				measured: `${rate(p2.ours)} jobs/s`,
-				baseline: `pg-boss fetch + complete ${rate(p2.boss)} jobs/s`,
-				ratio: p2.ours / p2.boss,
-				atLeast: 1.0,
-			});
-		}
+		for (const r of rows.filter((x) => x.workers === 4 && x.depth >= 3000))
+			for (const anchor of ['pg-boss', 'graphile-worker'] as const) {
+				const version = anchor === 'pg-boss' ? PG_BOSS_VERSION : GRAPHILE_WORKER_VERSION;
+				recordGoal({
+					goal: 'P2',
+					what: `Claim Jobs + Finish Job, 4 workers, depth ${r.depth}, batches of ${BATCH} (Node ${process.versions.node})`,
+					measured: `${rate(r.contracts)} jobs/s`,
+					baseline: `${anchor} ${version} ${rate(r[anchor])} jobs/s`,
+					ratio: r.contracts / r[anchor],
+					atLeast: 1.0,
+				});
+			}
+		const curve = rows.filter((r) => r.depth === DEPTH);
 		// P3's jobs half: the curve over worker counts; reaching here means no job was lost or done twice.
 		recordGoal({
 			goal: 'P3',
-			what: `jobs/s at ${rows.map((r) => r.workers).join(' / ')} workers, none lost or done twice`,
-			measured: rows.map((r) => rate(r.ours)).join(' / '),
-			baseline: `pg-boss ${rows.map((r) => rate(r.boss)).join(' / ')}`,
+			what: `jobs/s at ${curve.map((r) => r.workers).join(' / ')} workers (depth ${DEPTH}), none lost or done twice`,
+			measured: curve.map((r) => rate(r.contracts)).join(' / '),
+			baseline: `pg-boss ${curve.map((r) => rate(r['pg-boss'])).join(' / ')}; graphile-worker ${curve.map((r) => rate(r['graphile-worker'])).join(' / ')}`,
 			ratio: null,
 			atLeast: null,
 			held: true,

@@ -16,8 +16,8 @@
  * two settings removed, its own id, webhook id and path (<path>-saved), so n8n's defaults apply (n8n is
  * started without EXECUTIONS_DATA_SAVE_* overrides: every execution saved). The copies are checked to have
  * really saved one execution per update, and the shipped ones none (n8n's SQLite, execution_entity).
- * Prints the median of BENCH_ROUNDS (default 5) interleaved rounds per variant, ours/floor (goal ≥ 0.9,
- * issue 14 P1), ours/floor+errors and ours/builtin, then the CPU ms per update of n8n (main + task runner),
+ * Prints the median of BENCH_ROUNDS (default 5) interleaved rounds per variant, ours/floor+errors (issue 29 P1:
+ * goal ≥ 1.0×, bar ≥ 0.95×), ours/floor (for information) and ours/builtin, then the CPU ms per update of n8n (main + task runner),
  * of the PostgreSQL backends of the bench database and of the client (bench/cpu.ts, from /proc): the rates
  * move ±10 % with whatever else the 2 cores run, the CPU per update much less. Refuses to report when an answer is not 200, or when any update was lost or duplicated
  * (raw rows, keys and jobs each grow by exactly the updates sent, one distinct job per update).
@@ -224,10 +224,10 @@ async function main() {
 		const ratio = (a: Variant['name'], b: Variant['name'], saving: Variant['saving']) =>
 			(rate(a, saving) / rate(b, saving)).toFixed(2);
 		console.log(
-			`  ${'ratio ours / floor (goal ≥ 0.9)'.padEnd(48)} ${ratio('ours', 'floor', 'off').padStart(8)}x  ${ratio('ours', 'floor', 'default').padStart(14)}x`,
+			`  ${'ratio ours / floor+errors (P1 ≥ 1.0, bar 0.95)'.padEnd(48)} ${ratio('ours', 'floor+errors', 'off').padStart(8)}x  ${ratio('ours', 'floor+errors', 'default').padStart(14)}x`,
 		);
 		console.log(
-			`  ${"ratio ours / floor+errors (WF10's whole shape)".padEnd(48)} ${ratio('ours', 'floor+errors', 'off').padStart(8)}x  ${ratio('ours', 'floor+errors', 'default').padStart(14)}x`,
+			`  ${'ratio ours / floor (for information)'.padEnd(48)} ${ratio('ours', 'floor', 'off').padStart(8)}x  ${ratio('ours', 'floor', 'default').padStart(14)}x`,
 		);
 		console.log(
 			`  ${'ratio ours+respond / floor (same shape)'.padEnd(48)} ${ratio('ours+respond', 'floor', 'off').padStart(8)}x  ${ratio('ours+respond', 'floor', 'default').padStart(14)}x`,
@@ -261,26 +261,31 @@ async function main() {
 		);
 		const savingLabel = { off: 'successful executions not saved', default: "n8n's default saving" } as const;
 		const updatesPerS = (x: number) => `${x.toFixed(1)} updates/s`;
+		// P1 (issue 29, decided): WF10's baseline is the floor of its own shape, the error branch of seed 002 §2.3
+		// attached and never taken (it is mandatory, so n8n's cost of carrying it is part of the limit). Goal: ≥ 1.0×
+		// that floor, i.e. our node costs no more than a No Op; the bar is ≥ 0.95× as the median of the interleaved rounds.
 		for (const saving of ['off', 'default'] as const) {
 			const cpu = (name: Variant['name']) =>
 				cpuMedian(variants.find((x) => x.name === name && x.saving === saving)!, 'n8n');
-			const [oursCpu, floorCpu] = [cpu('ours'), cpu('floor')];
+			const [oursCpu, floorCpu] = [cpu('ours'), cpu('floor+errors')];
 			recordGoal({
 				goal: 'P1',
-				what: `WF10 vs the floor of its shape, ${savingLabel[saving]}${oursCpu && floorCpu ? ` (n8n CPU ${ms(oursCpu)} vs ${ms(floorCpu)} ms/update)` : ''}`,
-				measured: updatesPerS(rate('ours', saving)),
-				baseline: `Webhook → No Op → Respond ${updatesPerS(rate('floor', saving))}`,
-				ratio: rate('ours', saving) / rate('floor', saving),
-				atLeast: 0.9,
-			});
-		}
-		for (const saving of ['off', 'default'] as const)
-			recordGoal({
-				goal: 'P1',
-				what: `WF10 vs the floor carrying the seed-002 §2.3 error branch, ${savingLabel[saving]}`,
+				what: `WF10 vs the floor of its shape (with the seed-002 §2.3 error branch), ${savingLabel[saving]}, median of ${ROUNDS} interleaved rounds${oursCpu && floorCpu ? ` (n8n CPU ${ms(oursCpu)} vs ${ms(floorCpu)} ms/update)` : ''}`,
 				measured: updatesPerS(rate('ours', saving)),
 				baseline: `floor + error branch ${updatesPerS(rate('floor+errors', saving))}`,
 				ratio: rate('ours', saving) / rate('floor+errors', saving),
+				atLeast: 0.95,
+				bound: 'goal ≥ 1.00×, bar ≥ 0.95×',
+			});
+		}
+		// The plain floor (no error branch), for information.
+		for (const saving of ['off', 'default'] as const)
+			recordGoal({
+				goal: 'P1',
+				what: `WF10 vs the plain floor (Webhook → No Op → Respond, no error branch), ${savingLabel[saving]}`,
+				measured: updatesPerS(rate('ours', saving)),
+				baseline: `Webhook → No Op → Respond ${updatesPerS(rate('floor', saving))}`,
+				ratio: rate('ours', saving) / rate('floor', saving),
 				atLeast: null,
 			});
 		// The ceiling of P1 for any WF10 that carries the mandatory branch: a middle node that cost no more than
