@@ -1,10 +1,10 @@
 /**
  * bench:jobs's pg-boss side (issue 29 P2): `fetch` of a batch + `complete` of its ids, as a pg-boss 12 worker
- * loop does (pg-boss 12.38.0, installed as the devDependency alias `pg-boss-12`; it needs Node ≥ 22.12). Its
+ * loop does (pg-boss 12.38.0, a devDependency; it needs Node ≥ 22.12). Its
  * own schema (`pgboss`) on the same server and database as ours.
  */
 import { Pool } from 'pg';
-import { PgBoss } from 'pg-boss-12';
+import { PgBoss } from 'pg-boss';
 import { duplicates, refuseUnless, secondsSince } from '../report';
 
 /** The version measured, as printed in the tables. */
