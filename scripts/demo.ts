@@ -39,7 +39,9 @@
  * stops n8n (main and workers) and removes the demo's n8n user folder(s), the packed package and the stand-ins,
  * as `--once` does at its end (scripts/lib/cleanupOnSignals.js; exit code 130/143/129 mid-run, 0 once the demo
  * has finished); a second Ctrl-C exits at once, naming what was left. DEMO_DATABASE names the demo's database
- * (default contracts_demo, dropped and created again each run; kept at exit).
+ * (default contracts_demo, dropped and created again each run; kept at exit). DEMO_SKIP_BUILD=1 uses the dist/
+ * that is there instead of building (the e2e tests set it: `npm run build` empties dist/ first, which the other
+ * e2e files running beside them read).
  *
  * `npm run demo -- --queue [--workers N]` runs the same in n8n queue mode (scripts/lib/n8nQueue.js): one
  * main (webhooks, WF90's schedules) and N `n8n worker` processes (default 2, at most 8) on Redis at
@@ -106,7 +108,9 @@ async function main() {
 					path.join(LOG_DIR, `n8n-${role}.log`),
 				);
 	console.log(`n8n's log: ${logFiles.join(', ')} (written as n8n runs, kept when the demo ends)`);
-	if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0)
+	if (process.env.DEMO_SKIP_BUILD === '1' && fs.existsSync(path.join(ROOT, 'dist', 'nodes')))
+		console.log('build skipped (DEMO_SKIP_BUILD=1): the dist/ that is there is packed');
+	else if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0)
 		throw new Error('build failed');
 	interrupted();
 	const { server, url, db, dbClosed } = await prepareDatabase();

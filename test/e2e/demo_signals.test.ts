@@ -52,7 +52,7 @@ function startDemo() {
 	const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-demo-logs-'));
 	const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
 		cwd: ROOT,
-		env: { ...process.env, DEMO_DATABASE: database, DEMO_LOG_DIR: logDir },
+		env: { ...process.env, DEMO_DATABASE: database, DEMO_LOG_DIR: logDir, DEMO_SKIP_BUILD: '1' },
 		stdio: ['ignore', 'pipe', 'pipe'],
 	});
 	const demo = {
