@@ -16,8 +16,9 @@ import { retentionBatch } from './core';
  * Claim: up to $2 due jobs of the types $1 (text[]) for worker $3, `FOR UPDATE SKIP LOCKED` (concurrent
  * workers never get the same job); counts the attempt, sets locked_by/locked_at and a fresh claim_token,
  * stores the digest of the call key $4 (claim_key, ./queue.ts claimKeyDigest; NULL: none) and the claiming process's lease $5 (lease_id, uuid;
- * NULL: none; migration 020), and opens one ops.job_runs row per job — all in this one statement. Columns:
- * the ops.jobs row + run_id + replayed.
+ * NULL: none; migration 020), and opens one ops.job_runs row per job under the id it reserves from the runs'
+ * sequence and keeps in ops.jobs.run_id (migration 023) — all in this one statement. Columns: the ops.jobs row
+ * (run_id: the open run) + replayed + lease_lost.
  * Per type, the due jobs are read in the order of jobs_due_idx (job_type, priority DESC, next_run_at, id),
  * so a claim reads about $2 index entries of each type, not the whole queue (with `job_type = ANY(…)` the
  * index cannot give the order: every due job was read and sorted on each claim). The types' candidates are
@@ -25,7 +26,8 @@ import { retentionBatch } from './core';
  * lock ends with the statement). `next` is MATERIALIZED: the candidates are read and locked once.
  * Replay (issue 26, a retry after a lost reply): when jobs are still `running` under worker $3 with the
  * claim_key $4, claimed less than $6 seconds ago, the statement claims nothing new and returns those
- * jobs (their claim_token and open run unchanged; lease_id set to $5 when given) with `replayed = true`.
+ * jobs (their claim_token and open run unchanged; lease_id set to $5 when given; run_id looked up once for a
+ * job claimed before migration 023) with `replayed = true`.
  * Lease gate: with a lease $5 whose advisory lock no session holds now (ops.job_lease_held, read once), the
  * statement claims and replays nothing and returns one row of NULLs with `lease_lost = true` (the process
  * believes it holds a lease the server dropped: a half-open connection; ./queue.ts answers 503). Every
@@ -35,7 +37,8 @@ export const CLAIM_JOBS = `
 WITH lease AS MATERIALIZED (
   SELECT $5::uuid IS NULL OR ops.job_lease_held($5::uuid) AS held
 ), replay AS (
-  UPDATE ops.jobs j SET lease_id = coalesce($5::uuid, j.lease_id)
+  UPDATE ops.jobs j SET lease_id = coalesce($5::uuid, j.lease_id),
+    run_id = coalesce(j.run_id, (SELECT max(o.id) FROM ops.job_runs o WHERE o.job_id = j.id AND o.status = 'running'))
   WHERE (SELECT held FROM lease) AND $4::text IS NOT NULL AND j.claim_key = $4::text AND j.status = 'running' AND j.locked_by = $3
     AND j.locked_at > now() - make_interval(secs => $6::float8)
   RETURNING j.*
@@ -55,23 +58,19 @@ WITH lease AS MATERIALIZED (
 ), claimed AS (
   UPDATE ops.jobs j
   SET status = 'running', attempts = j.attempts + 1, locked_by = $3, locked_at = now(), updated_at = now(),
-      claim_token = gen_random_uuid(), claim_key = $4::text, lease_id = $5::uuid
+      claim_token = gen_random_uuid(), claim_key = $4::text, lease_id = $5::uuid,
+      run_id = nextval('ops.job_runs_id_seq'::regclass)
   FROM next WHERE j.id = next.id
   RETURNING j.*
 ), runs AS (
-  INSERT INTO ops.job_runs (job_id, attempt, status, worker, correlation_id)
-  SELECT id, attempts, 'running', $3, correlation_id FROM claimed
-  RETURNING id, job_id
+  INSERT INTO ops.job_runs (id, job_id, attempt, status, worker, correlation_id)
+  SELECT run_id, id, attempts, 'running', $3, correlation_id FROM claimed
 )
-SELECT claimed.*, runs.id AS run_id, false AS replayed, false AS lease_lost
-FROM claimed JOIN runs ON runs.job_id = claimed.id
+SELECT claimed.*, false AS replayed, false AS lease_lost FROM claimed
 UNION ALL
-SELECT replay.*,
-       (SELECT max(o.id) FROM ops.job_runs o WHERE o.job_id = replay.id AND o.status = 'running') AS run_id,
-       true AS replayed, false AS lease_lost
-FROM replay
+SELECT replay.*, true AS replayed, false AS lease_lost FROM replay
 UNION ALL
-SELECT (NULL::ops.jobs).*, NULL::bigint AS run_id, false AS replayed, true AS lease_lost
+SELECT (NULL::ops.jobs).*, false AS replayed, true AS lease_lost
 FROM lease WHERE NOT lease.held
 ORDER BY priority DESC, id`;
 
@@ -149,8 +148,8 @@ function releaseCtes(o: { jobMessage: string; runMessage: string; reason?: boole
  * jsonb[] (NULL on success), $6 backoff base s, $7 backoff cap s, $8 claim_token uuid[] (NULL element: not
  * checked). A job is finished only while `running` under its worker (and token when given): succeeded; or
  * queued again with backoff (retryable, attempts left), dead (none left), failed (not retryable). Its open
- * ops.job_runs row (the job's latest `running` run, looked up per job by job_runs_job_idx, never by a scan of
- * all runs) is closed with the outcome. The rows are locked in id order (no deadlock between two
+ * ops.job_runs row (ops.jobs.run_id, a primary-key read; for a job claimed before migration 023 the job's
+ * latest `running` run, by job_runs_job_idx) is closed with the outcome. The rows are locked in id order (no deadlock between two
  * batches). The run also keeps md5 of the claim token given (`finish_key`, migration 021; NULL without a
  * token): a retry of this finish after a lost reply finds it (CURRENT_JOBS). Columns: id, status, attempts,
  * max_attempts, next_run_at, run_id — one row per job finished (a job not held as given returns no row).
@@ -169,15 +168,15 @@ WITH input AS (
   FROM input i, locked l
   WHERE j.id = i.id AND l.id = i.id AND j.status = 'running' AND j.locked_by = i.worker
     AND (i.token IS NULL OR j.claim_token = i.token)
-  RETURNING j.id, j.status, j.attempts, j.max_attempts, j.next_run_at, i.success, i.error, i.token
+  RETURNING j.id, j.status, j.attempts, j.max_attempts, j.next_run_at, j.run_id, i.success, i.error, i.token
 ), run AS (
   UPDATE ops.job_runs r SET
     status = ${runStatusOf('job.status')},
     error = CASE WHEN job.success THEN NULL ELSE job.error END,
     finished_at = now(), finish_key = md5(job.token::text)
   FROM job
-  CROSS JOIN LATERAL (SELECT max(o.id) AS id FROM ops.job_runs o WHERE o.job_id = job.id AND o.status = 'running') open
-  WHERE r.id = open.id
+  WHERE r.id = coalesce(job.run_id, (SELECT max(o.id) FROM ops.job_runs o WHERE o.job_id = job.id AND o.status = 'running'))
+    AND r.job_id = job.id AND r.status = 'running'
   RETURNING r.id, r.job_id
 )
 SELECT job.id, job.status, job.attempts, job.max_attempts, job.next_run_at, run.id AS run_id
