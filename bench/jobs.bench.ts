@@ -17,11 +17,15 @@
  * Refuses to report when a job was lost (not finished, or finished other than once, in the worker loop and in
  * the database) or done twice (claimed twice, a second attempt, a second job_runs row), on every side.
  * Ratio = contracts / anchor (higher is better; goal P2: ≥ 1.0× both anchors at 4 workers, at every depth ≥ 3,000).
+ * Then what ops.job_runs costs, at 4 workers and depth BENCH_JOBS: the shipped CLAIM_JOBS + FINISH_JOBS as plain
+ * queries with and without their job_runs CTEs (claimJobsStatement / finishJobsStatement), alternating, ROUNDS
+ * rounds each, with the ratio of each to both anchors of that point (the issue's "ratio with and without it").
  */
 import { spawnSync } from 'node:child_process';
 import { Pool } from 'pg';
 import { ContractError } from '../nodes/shared/errors';
 import { claimJobs, finishJobs } from '../nodes/shared/jobs/queue';
+import { claimJobsStatement, finishJobsStatement } from '../nodes/shared/statements/jobs';
 import { setupDatabase } from '../test/helpers/db';
 import { recordGoal } from './goals';
 import {
@@ -116,6 +120,77 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 	}
 }
 
+/**
+ * What the ops.job_runs bookkeeping costs (issue 29 P2: "measure it separately"): CLAIM_JOBS + FINISH_JOBS sent
+ * as plain queries (the parameters claimJobs/finishJobs send: no call key, no lease), with `runs` true (the
+ * shipped statements: a run opened per claimed job, closed by the finish) or false (the same statements without
+ * their job_runs CTEs: claimJobsStatement / finishJobsStatement). Returns jobs/s.
+ * @throws Refused when a job was lost or done twice, or the runs are not exactly one succeeded run per job (none
+ *   without runs)
+ */
+async function statementsRate(
+	url: string,
+	workers: number,
+	depth: number,
+	tag: string,
+	runs: boolean,
+): Promise<number> {
+	const pool = new Pool({ connectionString: url, max: workers + 2 });
+	pool.on('error', () => undefined);
+	const type = `bench_${tag}`;
+	const claim = claimJobsStatement({ runs });
+	const finish = finishJobsStatement({ runs });
+	try {
+		await pool.query('INSERT INTO ops.jobs (job_type) SELECT $1 FROM generate_series(1, $2)', [type, depth]);
+		await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
+		const clients = await Promise.all(Array.from({ length: workers }, () => pool.connect()));
+		for (const client of clients) client.release();
+		const finished: number[] = [];
+		const start = performance.now();
+		await Promise.all(
+			Array.from({ length: workers }, async (_, w) => {
+				for (;;) {
+					const { rows: jobs } = await pool.query<{ id: string; claim_token: string }>(claim, [
+						[type],
+						BATCH,
+						`w${w}`,
+						null,
+						null,
+						30,
+					]);
+					if (jobs.length === 0) return;
+					const { rows } = await pool.query<{ id: string }>(finish, [
+						jobs.map((j) => j.id),
+						jobs.map(() => `w${w}`),
+						jobs.map(() => true),
+						jobs.map(() => false),
+						jobs.map(() => null),
+						5,
+						300,
+						jobs.map((j) => j.claim_token),
+					]);
+					for (const r of rows) finished.push(Number(r.id));
+				}
+			}),
+		);
+		const seconds = secondsSince(start);
+		refuseUnless(duplicates(finished).length === 0, `statements: ${duplicates(finished).length} jobs finished twice`);
+		refuseUnless(finished.length === depth, `statements: ${finished.length} of ${depth} jobs finished`);
+		const { rows } = await pool.query<{ done: number; runs: number }>(
+			`SELECT count(*) FILTER (WHERE j.status = 'succeeded' AND j.attempts = 1)::int AS done,
+			        (SELECT count(*) FROM ops.job_runs r JOIN ops.jobs x ON x.id = r.job_id
+			         WHERE x.job_type = $1 AND r.status = 'succeeded' AND r.attempt = 1)::int AS runs
+			 FROM ops.jobs j WHERE j.job_type = $1`,
+			[type],
+		);
+		refuseUnless(rows[0].done === depth, `statements: ${rows[0].done} of ${depth} jobs succeeded once`);
+		refuseUnless(rows[0].runs === (runs ? depth : 0), `statements: ${rows[0].runs} succeeded runs (runs ${runs})`);
+		return depth / seconds;
+	} finally {
+		await pool.end();
+	}
+}
+
 const SIDES = ['contracts', 'pg-boss', 'graphile-worker'] as const;
 type Side = (typeof SIDES)[number];
 
@@ -187,6 +262,16 @@ async function main() {
 				`  depth ${p.depth}, ${p.workers} workers: contracts ${rate(m.contracts)} jobs/s, pg-boss ${rate(m['pg-boss'])}, graphile-worker ${rate(m['graphile-worker'])}`,
 			);
 		}
+		// the cost of ops.job_runs at the goal point (4 workers, depth DEPTH): the two statement sets alternating
+		const withRuns: number[] = [];
+		const withoutRuns: number[] = [];
+		for (let round = 0; round < ROUNDS; round += 1)
+			for (const runs of round % 2 === 0 ? [true, false] : [false, true])
+				(runs ? withRuns : withoutRuns).push(
+					await statementsRate(db.url, 4, DEPTH, `cost_r${round}_${runs ? 'runs' : 'noruns'}`, runs),
+				);
+		const cost = { with: median(withRuns), without: median(withoutRuns) };
+		const goalPoint = rows.find((r) => r.workers === 4 && r.depth === DEPTH);
 		const ratio = (a: number, b: number) => `${(a / b).toFixed(3)}×`;
 		console.log(
 			`\njobs claimed and finished (batches of ${BATCH}, median of ${ROUNDS}; no job lost or done twice on any side; Node ${process.versions.node}):`,
@@ -213,6 +298,25 @@ async function main() {
 					rate(r['graphile-worker']),
 					ratio(r.contracts, r['pg-boss']),
 					ratio(r.contracts, r['graphile-worker']),
+				]),
+			),
+		);
+		console.log(
+			`\nwhat ops.job_runs costs (4 workers, depth ${DEPTH}, median of ${ROUNDS}; the shipped statements as plain queries, with and without their job_runs CTEs):`,
+		);
+		console.log(
+			markdownTable(
+				['statements', 'jobs/s', 'without / with', ...(goalPoint ? ['/ pg-boss', '/ graphile-worker'] : [])],
+				[
+					['with job_runs (shipped)', cost.with, 1],
+					['without job_runs', cost.without, cost.without / cost.with],
+				].map(([name, r, x]) => [
+					name as string,
+					rate(r as number),
+					`${(x as number).toFixed(3)}×`,
+					...(goalPoint
+						? [ratio(r as number, goalPoint['pg-boss']), ratio(r as number, goalPoint['graphile-worker'])]
+						: []),
 				]),
 			),
 		);

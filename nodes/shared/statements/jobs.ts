@@ -33,7 +33,15 @@ import { retentionBatch } from './core';
  * believes it holds a lease the server dropped: a half-open connection; ./queue.ts answers 503). Every
  * other row has `lease_lost = false`.
  */
-export const CLAIM_JOBS = `
+export const CLAIM_JOBS = claimJobsStatement({ runs: true });
+
+/**
+ * CLAIM_JOBS (`runs: true`), or the same statement without its ops.job_runs bookkeeping (`runs: false`: no run
+ * reserved or opened; run_id unchanged) — the latter only for bench:jobs's measurement of what the runs cost
+ * (issue 29 P2); no node runs it.
+ */
+export function claimJobsStatement(o: { runs: boolean }): string {
+	return `
 WITH lease AS MATERIALIZED (
   SELECT $5::uuid IS NULL OR ops.job_lease_held($5::uuid) AS held
 ), replay AS (
@@ -58,14 +66,10 @@ WITH lease AS MATERIALIZED (
 ), claimed AS (
   UPDATE ops.jobs j
   SET status = 'running', attempts = j.attempts + 1, locked_by = $3, locked_at = now(), updated_at = now(),
-      claim_token = gen_random_uuid(), claim_key = $4::text, lease_id = $5::uuid,
-      run_id = nextval('ops.job_runs_id_seq'::regclass)
+      claim_token = gen_random_uuid(), claim_key = $4::text, lease_id = $5::uuid${o.runs ? reserveRun() : ''}
   FROM next WHERE j.id = next.id
   RETURNING j.*
-), runs AS (
-  INSERT INTO ops.job_runs (id, job_id, attempt, status, worker, correlation_id)
-  SELECT run_id, id, attempts, 'running', $3, correlation_id FROM claimed
-)
+)${o.runs ? openRuns() : ''}
 SELECT claimed.*, false AS replayed, false AS lease_lost FROM claimed
 UNION ALL
 SELECT replay.*, true AS replayed, false AS lease_lost FROM replay
@@ -73,6 +77,20 @@ UNION ALL
 SELECT (NULL::ops.jobs).*, false AS replayed, true AS lease_lost
 FROM lease WHERE NOT lease.held
 ORDER BY priority DESC, id`;
+}
+
+/** CLAIM_JOBS's SET of the run id it reserves (migration 023). */
+function reserveRun(): string {
+	return ",\n      run_id = nextval('ops.job_runs_id_seq'::regclass)";
+}
+
+/** CLAIM_JOBS's CTE opening each claimed job's run under the reserved id. */
+function openRuns(): string {
+	return `, runs AS (
+  INSERT INTO ops.job_runs (id, job_id, attempt, status, worker, correlation_id)
+  SELECT run_id, id, attempts, 'running', $3, correlation_id FROM claimed
+)`;
+}
 
 /**
  * The SET assignments `status`, `next_run_at`, `finished_at` of `ops.jobs j` for an attempt that ended, the
@@ -154,7 +172,14 @@ function releaseCtes(o: { jobMessage: string; runMessage: string; reason?: boole
  * token): a retry of this finish after a lost reply finds it (CURRENT_JOBS). Columns: id, status, attempts,
  * max_attempts, next_run_at, run_id — one row per job finished (a job not held as given returns no row).
  */
-export const FINISH_JOBS = `
+export const FINISH_JOBS = finishJobsStatement({ runs: true });
+
+/**
+ * FINISH_JOBS (`runs: true`), or the same statement without closing the job's run (`runs: false`: run_id NULL)
+ * — the latter only for bench:jobs's measurement of what the runs cost (issue 29 P2); no node runs it.
+ */
+export function finishJobsStatement(o: { runs: boolean }): string {
+	return `
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::text[], $3::boolean[], $4::boolean[], $5::jsonb[], $8::uuid[])
     AS i(id, worker, success, retryable, error, token)
@@ -169,7 +194,14 @@ WITH input AS (
   WHERE j.id = i.id AND l.id = i.id AND j.status = 'running' AND j.locked_by = i.worker
     AND (i.token IS NULL OR j.claim_token = i.token)
   RETURNING j.id, j.status, j.attempts, j.max_attempts, j.next_run_at, j.run_id, i.success, i.error, i.token
-), run AS (
+)${o.runs ? closeRuns() : ''}
+SELECT job.id, job.status, job.attempts, job.max_attempts, job.next_run_at, ${o.runs ? 'run.id' : 'NULL::bigint'} AS run_id
+FROM job${o.runs ? ' LEFT JOIN run ON run.job_id = job.id' : ''}`;
+}
+
+/** FINISH_JOBS's CTE closing each finished job's open run with the outcome (by ops.jobs.run_id, migration 023). */
+function closeRuns(): string {
+	return `, run AS (
   UPDATE ops.job_runs r SET
     status = ${runStatusOf('job.status')},
     error = CASE WHEN job.success THEN NULL ELSE job.error END,
@@ -178,9 +210,8 @@ WITH input AS (
   WHERE r.id = coalesce(job.run_id, (SELECT max(o.id) FROM ops.job_runs o WHERE o.job_id = job.id AND o.status = 'running'))
     AND r.job_id = job.id AND r.status = 'running'
   RETURNING r.id, r.job_id
-)
-SELECT job.id, job.status, job.attempts, job.max_attempts, job.next_run_at, run.id AS run_id
-FROM job LEFT JOIN run ON run.job_id = job.id`;
+)`;
+}
 
 /**
  * What Finish Job answers for the inputs FINISH_JOBS did not finish, in one statement — parallel arrays, one
