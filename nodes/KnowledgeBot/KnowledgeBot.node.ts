@@ -15,6 +15,7 @@ import { executionPool } from '../shared/postgres/executionPool';
 import { contractsLlmApiTest } from '../shared/llm/credentialTest';
 import { cancelSignalOf, type LlmCredential } from '../shared/llm/generate';
 import { KNOWLEDGE_RESOURCES } from './actions';
+import { DEFAULT_MIN_SCORE, DEFAULT_RELATIVE_SCORE } from './actions/qa/citations';
 import type { KnowledgeContext, KnowledgeOperation } from './actions/types';
 import type { TelegramCredential } from './transport/botApi';
 import { contractsEmbeddingsApiTest, contractsTelegramApiTest } from './transport/credentialTest';
@@ -64,6 +65,10 @@ const KNOWLEDGE_ROUTE: Route<KnowledgeOperation, Pool, KnowledgeContext> = {
 				task,
 			),
 		postJson: httpPostJson,
+		relevance: () => ({
+			minScore: fn.getNodeParameter('minScore', itemIndex, DEFAULT_MIN_SCORE),
+			relativeScore: fn.getNodeParameter('relativeScore', itemIndex, DEFAULT_RELATIVE_SCORE),
+		}),
 		llm: async () => ({
 			credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
 			send: fetchSender,
@@ -127,6 +132,26 @@ export class KnowledgeBot implements INodeType {
 				'The req of the seed-003 workflow this operation implements (docs/nodes/knowledge-bot.md gives each shape)',
 			),
 			contextProperty(),
+			{
+				displayName: 'Minimum Score',
+				name: 'minScore',
+				type: 'number',
+				default: DEFAULT_MIN_SCORE,
+				typeOptions: { minValue: 0, maxValue: 1, numberPrecision: 2 },
+				description:
+					"Absolute relevance floor (cosine similarity, 0–1): a retrieved chunk scoring below it is neither given to the model nor cited. The default 0.25 was measured with the offline word-hashing embedder; re-tune it for your embedding model's scale. When no chunk passes, the bot says it found nothing, without calling the model.",
+				displayOptions: { show: { resource: ['qa'], operation: ['answer'] } },
+			},
+			{
+				displayName: 'Minimum Relative Score',
+				name: 'relativeScore',
+				type: 'number',
+				default: DEFAULT_RELATIVE_SCORE,
+				typeOptions: { minValue: 0, maxValue: 1, numberPrecision: 2 },
+				description:
+					'Relevance floor relative to the best retrieved chunk (0–1): a chunk scoring below this fraction of the best score is neither given to the model nor cited (0: off)',
+				displayOptions: { show: { resource: ['qa'], operation: ['answer'] } },
+			},
 			optionsCollection(
 				{
 					displayName: 'Allowed Ports',

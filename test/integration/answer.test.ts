@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
 import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
-import { answerOperation, NOTHING_FOUND } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
+import { answerOperation, nothingFoundText } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
+import type { KnowledgeOperation } from '../../nodes/KnowledgeBot/actions/types';
+import { extractiveAnswer } from '../helpers/extractiveAnswer';
 import { upsertSessionOperation } from '../../nodes/KnowledgeBot/actions/qa/upsertSession.operation';
 import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
 import { startEmbeddings, type EmbeddingStandIn } from '../helpers/embeddingStandIn';
@@ -230,7 +232,7 @@ test('nothing visible: the fixed answer, no model call; the admin sees the DM no
 			question: 'deployment password?',
 		})
 	).data;
-	assert.deepEqual([dm.answer_text, dm.citations], [NOTHING_FOUND, []]);
+	assert.deepEqual([dm.answer_text, dm.citations], [nothingFoundText('dm', 'deployment password?'), []]);
 	assert.equal(model.requests.length, calls);
 	model.respond = () => ({ text: 'It rotates every Monday [1].' });
 	const admin = (
@@ -267,7 +269,8 @@ test("asked in the group, the answer cites only that group: not the asker's DM, 
 		assert.equal(reply.chat_id, GROUP);
 		assert.doesNotMatch(reply.text, /Doc 1|Doc 2/, `user ${user}: the group reads only its own sources`);
 	}
-	// the same admin in their own dm still sees the whole tenant
+	// the same admin in their own dm still sees the whole tenant (the model cites all three sources)
+	model.respond = () => ({ text: 'Runbook [1], password [2], freeze [3].' });
 	const dm = (
 		await run(answerOperation, {
 			tenant_id: TENANT,
@@ -372,4 +375,181 @@ test('Upsert Session (WF50): one session per user and chat, meta merged', async 
 		});
 		assert.deepEqual([refused.statusCode, refused.details.field], [422, 'req.meta'], JSON.stringify(meta));
 	}
+});
+
+// --- issue 30: relevant citations only, one Sources line per document ---
+
+const NOTES_GROUP = -1003;
+
+/** Answer with the node's Minimum Score / Minimum Relative Score fields set as given. */
+const withFloors = (fields: { minScore?: unknown; relativeScore?: unknown }): KnowledgeOperation => ({
+	...answerOperation,
+	execute: (deps, req) => answerOperation.execute({ ...deps, relevance: () => fields }, req),
+});
+
+async function notesGroup() {
+	const q = (sql: string, params: unknown[] = []) => vdb.db.query(sql, params);
+	if ((await q('SELECT 1 FROM core.tenant_chats WHERE chat_id = $1', [NOTES_GROUP])).rows.length) return;
+	await q('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2)', [TENANT, NOTES_GROUP]);
+	await q(
+		"INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, $2, 2, 'member')",
+		[TENANT, NOTES_GROUP],
+	);
+	await q("INSERT INTO tg.files (tenant_id, file_unique_id, file_name) VALUES ($1, 'uniq-notes', 'notes.pdf')", [
+		TENANT,
+	]);
+	const article = Array.from(
+		{ length: 120 },
+		(_, i) => `Paragraph ${i} explains overlap and recall in retrieval.`,
+	).join('\n');
+	const handbook = Array.from(
+		{ length: 40 },
+		(_, i) => `Section ${i}: a vector index answers nearest-neighbour queries over embeddings.`,
+	).join('\n');
+	const docs: [string, 'url' | 'file', string | null, string | null][] = [
+		['Meeting notes on vector indexes: we rebuild them every night.', 'file', null, 'uniq-notes'],
+		[article, 'url', 'Retrieval notes', null],
+		[handbook, 'url', 'Vector index handbook', null],
+	];
+	for (const [i, [text, type, title, unique]] of docs.entries()) {
+		const { rows } = await q(
+			"INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status, title, file_unique_id) VALUES ($1, $2, $3, $4, 'group', $5, 'done', $6, $7) RETURNING id",
+			[TENANT, type, `${type}:notes-${i}`, NOTES_GROUP, text, title, unique],
+		);
+		const id = Number((rows[0] as { id: number }).id);
+		await run(chunkOperation, { tenant_id: TENANT, document_id: id });
+		await run(embedOperation, { tenant_id: TENANT, document_id: id, model_id: 1 });
+	}
+}
+
+const inNotes = (question: string, extra: Record<string, unknown> = {}) =>
+	ask(2, question, { chat_id: NOTES_GROUP, ...extra });
+
+test('issue 30: the unrelated article is neither sent to the model nor cited; the file is named by its file name', async () => {
+	await notesGroup();
+	model.respond = extractiveAnswer;
+	const before = model.requests.length;
+	const { data } = await run(answerOperation, inNotes('What do the meeting notes say about vector indexes?'));
+	const prompt = JSON.stringify(model.requests.slice(before));
+	assert.doesNotMatch(prompt, /overlap and recall/, 'the noise chunks fail the floors');
+	const retrieval = data.retrieval as { candidates: number; relevant: number };
+	assert.equal(retrieval.candidates, 5);
+	assert.ok(retrieval.relevant < retrieval.candidates, JSON.stringify(retrieval));
+	const reply = botApi.sent.at(-1)!;
+	const [, sources] = reply.text.split('\n\nSources:\n');
+	assert.equal(sources, '[1] notes.pdf', reply.text);
+	assert.match(data.answer_text as string, /Meeting notes on vector indexes[^"]*" \[1\]$/);
+	const rows = await vdb.db.query<{ chunk_id: number; source: number }>(
+		"SELECT chunk_id::int AS chunk_id, (source_ref->>'source')::int AS source FROM audit.qa_citations WHERE turn_id = $1 ORDER BY rank",
+		[data.turn_id],
+	);
+	assert.deepEqual(
+		rows.rows,
+		(data.citations as { chunk_id: number }[]).map((c) => ({ chunk_id: c.chunk_id, source: 1 })),
+	);
+});
+
+test('issue 30: several chunks of one document are one source line, every chunk id kept in audit.qa_citations', async () => {
+	await notesGroup();
+	model.respond = () => ({ text: 'A vector index answers nearest-neighbour queries [1].' });
+	const { data } = await run(
+		withFloors({ minScore: 0, relativeScore: 0.5 }),
+		inNotes('vector index nearest-neighbour queries over embeddings section', { k: 4 }),
+	);
+	const citations = data.citations as {
+		rank: number;
+		chunk_id: number;
+		source_ref: { document_id: number; source: number };
+	}[];
+	assert.ok(citations.length >= 2, `several chunks of the handbook: ${citations.length}`);
+	assert.equal(new Set(citations.map((c) => c.source_ref.document_id)).size, 1);
+	assert.deepEqual(
+		citations.map((c) => [c.rank, c.source_ref.source]),
+		citations.map((_, i) => [i + 1, 1]),
+	);
+	const sources = data.sources as { n: number; label: string; chunk_ids: number[] }[];
+	assert.deepEqual(sources, [
+		{
+			n: 1,
+			label: 'Vector index handbook',
+			url: null,
+			document_id: citations[0].source_ref.document_id,
+			chunk_ids: citations.map((c) => c.chunk_id),
+		},
+	]);
+	assert.equal(botApi.sent.at(-1)!.text.split('\n\nSources:\n')[1], '[1] Vector index handbook');
+	const stored = await vdb.db.query<{ n: number }>(
+		'SELECT count(*)::int AS n FROM audit.qa_citations WHERE turn_id = $1',
+		[data.turn_id],
+	);
+	assert.equal(stored.rows[0].n, citations.length);
+});
+
+test('issue 30: only the sources the answer references are cited, renumbered in order of reference', async () => {
+	await notesGroup();
+	const before = model.requests.length;
+	let numbered: string[] = [];
+	model.respond = (body) => {
+		const prompt = JSON.stringify(body);
+		numbered = [...prompt.matchAll(/\[(\d+)\] (notes\.pdf|Vector index handbook|Retrieval notes)/g)].map(
+			(m) => `${m[1]} ${m[2]}`,
+		);
+		const handbook = numbered.find((x) => x.endsWith('handbook'))?.split(' ')[0] ?? 'none';
+		return { text: `Indexes answer neighbour queries [${handbook}].` };
+	};
+	const { data } = await run(
+		withFloors({ minScore: 0, relativeScore: 0 }),
+		inNotes('what do the meeting notes and the vector index handbook say about vector indexes?', { k: 10 }),
+	);
+	assert.equal(model.requests.length, before + 1);
+	assert.ok(numbered.length >= 2, `the model saw several sources: ${numbered.join(', ')}`);
+	assert.notEqual(numbered[0].split(' ')[1], 'Vector', 'the handbook is not source [1] in the prompt');
+	assert.equal(data.answer_text, 'Indexes answer neighbour queries [1].');
+	const sources = data.sources as { n: number; label: string }[];
+	assert.deepEqual(
+		sources.map((x) => [x.n, x.label]),
+		[[1, 'Vector index handbook']],
+	);
+	assert.equal(
+		botApi.sent.at(-1)!.text,
+		'Indexes answer neighbour queries [1].\n\nSources:\n[1] Vector index handbook',
+	);
+});
+
+test('issue 30: nothing passes the floors — a plain "found nothing" reply in the group and in a DM, no model call', async () => {
+	await notesGroup();
+	const calls = model.requests.length;
+	const group = (await run(answerOperation, inNotes('What is the capital of France?'))).data;
+	assert.equal(group.answer_text, "I found nothing in this chat's documents about “What is the capital of France?”.");
+	assert.deepEqual([group.citations, group.sources], [[], []]);
+	assert.equal(botApi.sent.at(-1)!.text, group.answer_text, 'sent as is, no Sources');
+	assert.equal(botApi.sent.at(-1)!.chat_id, NOTES_GROUP);
+	const dm = (
+		await run(withFloors({ minScore: 0.99 }), {
+			tenant_id: TENANT,
+			tg_user_id: 2,
+			channel: 'dm',
+			chat_id: null,
+			question: 'deployment runbook after a migration?',
+		})
+	).data;
+	assert.match(
+		dm.answer_text as string,
+		/^I found nothing in the documents you can see .* about “deployment runbook after a migration\?”\.$/,
+	);
+	assert.equal(botApi.sent.at(-1)!.chat_id, 2);
+	assert.equal(model.requests.length, calls, 'the model is never asked');
+	const turns = await vdb.db.query<{ n: number }>(
+		'SELECT count(*)::int AS n FROM audit.qa_citations WHERE turn_id = ANY($1)',
+		[[group.turn_id, dm.turn_id]],
+	);
+	assert.equal(turns.rows[0].n, 0);
+});
+
+test('issue 30: a floor outside 0–1 is refused 422 naming the field, before anything is asked or written', async () => {
+	const calls = model.requests.length;
+	const error = await failure(withFloors({ relativeScore: 2 }), inNotes('vector indexes?'));
+	assert.equal(error.statusCode, 422);
+	assert.equal((error.details as { field: string }).field, 'relativeScore');
+	assert.equal(model.requests.length, calls);
 });

@@ -40,6 +40,11 @@ export interface KnowledgeContext {
 	 * offers one (getExecutionCancelSignal; it ends a retry wait) (Answer only).
 	 */
 	llm: () => Promise<{ credential: LlmCredential; send: Sender; signal?: AbortSignal }>;
+	/**
+	 * The node's Minimum Score and Minimum Relative Score fields as entered (Answer only; absent or empty: the
+	 * defaults of qa/citations.ts). Optional: callers without a node (tests, benches) get the defaults.
+	 */
+	relevance?: () => { minScore?: unknown; relativeScore?: unknown };
 	/** Vectors for texts through the Contracts Embeddings API credential (Embed, Answer). @throws EmbeddingsError */
 	embed: (
 		model: EmbeddingModel,

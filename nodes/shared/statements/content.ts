@@ -214,7 +214,7 @@ export function visibleTo(p: AclPlaceholders): string {
   END`;
 }
 
-/** The columns of a retrieved chunk (RetrievedChunk without score), over `c`, `d` and `u` (content.urls). */
+/** The columns of a retrieved chunk (RetrievedChunk without file_name and score), over `c`, `d` and `u` (content.urls). */
 export const CHUNK_COLUMNS = `c.id AS chunk_id, c.document_id, c.chunk_no, c.text, d.title, d.doc_type, d.chat_id, d.visibility,
        d.message_version_id, d.file_unique_id, u.normalized_url AS url`;
 
@@ -264,7 +264,8 @@ RETURNING chunk_id`;
  * re-sorted here — and on older pgvector re-runs it as an exact scan when it came back short.
  * $1 tenant, $2 model, $3 query vector "[…]", $4 tg_user_id as its exact decimal string, $5 is_admin,
  * $6 k, $7 channel ('group' | 'dm'), $8 the group's chat_id as its exact decimal string (null for dm).
- * Columns: CHUNK_COLUMNS and score (cosine similarity).
+ * Columns: CHUNK_COLUMNS, file_name (tg.files: the name a file document was sent with, null for a URL) and
+ * score (cosine similarity).
  */
 export const SEARCH_CHUNKS = `
 WITH nearest AS MATERIALIZED (
@@ -278,10 +279,11 @@ WITH nearest AS MATERIALIZED (
   ORDER BY e.embedding <=> $3::vector
   LIMIT $6
 )
-SELECT chunk_id, document_id, chunk_no, text, title, doc_type, chat_id, visibility, message_version_id, file_unique_id, url,
-       1 - distance AS score
-FROM nearest
-ORDER BY distance, chunk_id`;
+SELECT n.chunk_id, n.document_id, n.chunk_no, n.text, n.title, n.doc_type, n.chat_id, n.visibility, n.message_version_id, n.file_unique_id, n.url,
+       f.file_name, 1 - n.distance AS score
+FROM nearest n
+LEFT JOIN tg.files f ON f.tenant_id = $1 AND f.file_unique_id = n.file_unique_id
+ORDER BY n.distance, n.chunk_id`;
 
 /**
  * Exact route: every visible row's chunk id (text: exact) and vector. $1 tenant, $2 model, $3 tg_user_id
@@ -295,12 +297,13 @@ JOIN content.documents d ON d.id = c.document_id AND d.tenant_id = $1
 WHERE e.tenant_id = $1 AND e.model_id = $2
   AND ${visibleTo({ tenant: '$1', user: '$3', admin: '$4', channel: '$5', chat: '$6' })}`;
 
-/** Exact route: the chosen chunks, the ACL filter applied again. $1 tenant, $2 user, $3 is_admin, $4 channel, $5 chat, $6 chunk ids (bigint[]). Columns: CHUNK_COLUMNS. */
+/** Exact route: the chosen chunks, the ACL filter applied again. $1 tenant, $2 user, $3 is_admin, $4 channel, $5 chat, $6 chunk ids (bigint[]). Columns: CHUNK_COLUMNS and file_name (as SEARCH_CHUNKS). */
 export const CHUNK_DETAILS = `
-SELECT ${CHUNK_COLUMNS}
+SELECT ${CHUNK_COLUMNS}, f.file_name
 FROM kg.chunks c
 JOIN content.documents d ON d.id = c.document_id AND d.tenant_id = $1
 LEFT JOIN content.urls u ON u.id = d.url_id
+LEFT JOIN tg.files f ON f.tenant_id = d.tenant_id AND f.file_unique_id = d.file_unique_id
 WHERE c.tenant_id = $1 AND c.id = ANY($6::bigint[])
   AND ${visibleTo({ tenant: '$1', user: '$2', admin: '$3', channel: '$4', chat: '$5' })}`;
 

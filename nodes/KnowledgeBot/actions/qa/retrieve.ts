@@ -26,6 +26,8 @@ export interface RetrievedChunk {
 	message_version_id: number | null;
 	file_unique_id: string | null;
 	url: string | null;
+	/** the name a file document was sent with (tg.files; null for a URL, or a file sent without a name) */
+	file_name: string | null;
 	/** cosine similarity, 1 = same direction */
 	score: number;
 }
@@ -102,6 +104,7 @@ export async function retrieveChunks(
 			document_id: Number(r.document_id),
 			chat_id: exactOf(r.chat_id),
 			message_version_id: r.message_version_id === null ? null : Number(r.message_version_id),
+			file_name: (r.file_name as string | null | undefined) ?? null,
 			score: Number(r.score),
 		})) as RetrievedChunk[];
 	} catch (error) {
