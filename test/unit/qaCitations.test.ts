@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from '@jest/globals';
 import {
+	answerPrompt,
 	DEFAULT_MIN_SCORE,
 	DEFAULT_RELATIVE_SCORE,
 	groupByDocument,
@@ -16,7 +17,7 @@ import {
 	sourceLine,
 	sourcesOf,
 } from '../../nodes/KnowledgeBot/actions/qa/citations';
-import { extractiveAnswer } from '../helpers/extractiveAnswer';
+import { extractiveAnswer, sourcesOfPrompt } from '../helpers/extractiveAnswer';
 
 const c = (id: number, document_id: number, score: number) => ({ id, document_id, score });
 
@@ -132,4 +133,32 @@ test('the extractive stand-in quotes and cites [n] only the sources that hold th
 	const none = extractiveAnswer({ prompt: 'Sources:\n[1] a\nabc def\n\nQuestion: what is xyz?' });
 	assert.equal(none.text, 'I do not know: the sources do not say.');
 	assert.doesNotMatch(none.text, /\[\d+\]/);
+});
+
+test('answerPrompt: one numbered source per document with its passages; the stand-in reads it back and cites the right number', () => {
+	const chunk = (document_id: number, text: string, extra: Record<string, unknown> = {}) => ({
+		document_id,
+		text,
+		score: 0.5,
+		...extra,
+	});
+	const groups = groupByDocument([
+		chunk(8, 'Paragraph 1 explains overlap and recall in retrieval.', { title: 'Retrieval notes', url: 'http://x/a' }),
+		chunk(9, 'Meeting notes on vector indexes', { file_name: 'notes.pdf' }),
+		chunk(8, 'Paragraph 2 explains overlap.', { title: 'Retrieval notes', url: 'http://x/a' }),
+	]);
+	const prompt = answerPrompt(groups, 'What do the meeting notes say about vector indexes?');
+	assert.equal(
+		prompt,
+		'Sources:\n[1] Retrieval notes http://x/a\nParagraph 1 explains overlap and recall in retrieval.\n…\nParagraph 2 explains overlap.\n\n[2] notes.pdf\nMeeting notes on vector indexes\n\nQuestion: What do the meeting notes say about vector indexes?',
+	);
+	assert.deepEqual(
+		sourcesOfPrompt(prompt).map((x) => x.n),
+		[1, 2],
+	);
+	const answer = extractiveAnswer({ messages: [{ role: 'user', content: prompt }] }).text;
+	assert.deepEqual(renumberAnswer(answer, groups.length), {
+		text: 'The shared documents say: "Meeting notes on vector indexes" [1]',
+		cited: [2],
+	});
 });

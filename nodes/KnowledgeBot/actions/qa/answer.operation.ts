@@ -57,6 +57,7 @@ import { BotApiError, sendMessage } from '../../transport/botApi';
 import { embeddingsFailure } from '../document/embed.operation';
 import type { KnowledgeOperation } from '../types';
 import {
+	answerPrompt,
 	groupByDocument,
 	relevanceRule,
 	relevantChunks,
@@ -265,18 +266,11 @@ export const answerOperation: KnowledgeOperation = {
 			} else {
 				const { credential, send, signal } = await llm();
 				// one numbered source per document: its label (and URL), then its passages, best first
-				const sources = groups
-					.map((g) => {
-						const c = g.chunks[0];
-						const url = c.url && c.url !== sourceLabel(c) ? ` ${c.url}` : '';
-						return `[${g.n}] ${sourceLabel(c)}${url}\n${g.chunks.map((x) => x.text).join('\n…\n')}`;
-					})
-					.join('\n\n');
 				const result = await generate(
 					credential,
 					{
 						system: ANSWER_SYSTEM_PROMPT,
-						input: `Sources:\n${sources}\n\nQuestion: ${req.question}`,
+						input: answerPrompt(groups, req.question),
 						expectJson: false,
 						temperature: 0.2,
 					},

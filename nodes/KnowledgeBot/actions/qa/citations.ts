@@ -63,6 +63,8 @@ export function relevantChunks<T extends { score: number }>(candidates: readonly
 	return candidates.filter((c) => c.score >= floor);
 }
 
+const nonBlank = (s: string | null | undefined): string | null => (typeof s === 'string' && s.trim() ? s.trim() : null);
+
 /** A numbered source: one document and its chunks (best first). `n` starts at 1. */
 export interface SourceGroup<T> {
 	n: number;
@@ -85,6 +87,21 @@ export function groupByDocument<T extends { document_id: number }>(chunks: reado
 		group.chunks.push(chunk);
 	}
 	return [...groups.values()];
+}
+
+/**
+ * The model's input (the user part; the system part is answer.operation.ts ANSWER_SYSTEM_PROMPT):
+ * `Sources:` then each source as `[n] <label>[ <url>]` and its passages (best first, separated by a `…` line),
+ * a blank line between sources, then `Question: <question>`.
+ */
+export function answerPrompt(groups: readonly SourceGroup<SourceRef & { text: string }>[], question: string): string {
+	const sources = groups.map((g) => {
+		const first = g.chunks[0];
+		const label = sourceLabel(first);
+		const url = nonBlank(first.url);
+		return `[${g.n}] ${label}${url && url !== label ? ` ${url}` : ''}\n${g.chunks.map((c) => c.text).join('\n…\n')}`;
+	});
+	return `Sources:\n${sources.join('\n\n')}\n\nQuestion: ${question}`;
 }
 
 /**
@@ -124,8 +141,6 @@ export interface SourceRef {
 	file_name?: string | null;
 	url?: string | null;
 }
-
-const nonBlank = (s: string | null | undefined): string | null => (typeof s === 'string' && s.trim() ? s.trim() : null);
 
 /** The label of a document: its title, else its file name, else its URL, else `document <id>`. */
 export function sourceLabel(ref: SourceRef): string {
