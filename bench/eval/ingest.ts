@@ -13,7 +13,7 @@
  *     (WF41). A DM text is also a question to the bot (qa_answer): those jobs are not run.
  * The jobs are read from ops.jobs and left `queued` there (the bench's database is dropped afterwards).
  * Returns the document map (eval id ↔ content.documents.id) and each chunk's document, and throws when a
- * document did not end `done` with embedded chunks.
+ * document was not stored in the chat and visibility it was shared with, or did not end chunked and embedded.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -216,6 +216,20 @@ export async function ingestCorpus(options: {
 
 	const missing = corpus.documents.filter((d) => !documentIds.has(d.id)).map((d) => d.id);
 	if (missing.length) throw new Error(`ingestion: no document was stored for ${missing.join(', ')}`);
+	// each document where it was shared: the group's chat, or the sharer's private chat as a dm of theirs
+	const { rows: placed } = await q(
+		'SELECT id, chat_id::text AS chat, visibility, dm_owner_user_id::text AS owner FROM content.documents WHERE tenant_id = $1',
+		[tenantId],
+	);
+	for (const d of corpus.documents) {
+		const row = placed.find((r) => Number(r.id) === documentIds.get(d.id));
+		const want =
+			'group' in d.shared_in
+				? [String(group.get(d.shared_in.group)!.chat_id), 'group', null]
+				: [String(person.get(d.shared_in.dm)!.tg_user_id), 'dm', String(person.get(d.shared_in.dm)!.tg_user_id)];
+		if (!row || JSON.stringify([row.chat, row.visibility, row.owner]) !== JSON.stringify(want))
+			throw new Error(`ingestion: document ${d.id} stored as ${JSON.stringify(row)}, expected ${JSON.stringify(want)}`);
+	}
 	const { rows: chunkRows } = await q('SELECT c.id, c.document_id FROM kg.chunks c WHERE c.tenant_id = $1', [tenantId]);
 	const evalIds = new Map([...documentIds].map(([e, d]) => [d, e]));
 	const chunkDocuments = new Map<number, number>();
