@@ -20,7 +20,9 @@ function promptOf(body: Record<string, unknown>): string {
 /** The numbered sources of a WF51 prompt: `[{ n, text }]` (the lines after each `[n]` header), in order. */
 export function sourcesOfPrompt(prompt: string): { n: number; text: string }[] {
 	const out: { n: number; text: string }[] = [];
-	const header = /^\[(\d+)\][^\n]*\n([\s\S]*?)(?=\n\n\[\d+\] |\n\nQuestion: |$)/gm;
+	// `(?![\s\S])` is the prompt's end: with the `m` flag `$` would also match at each line end and cut a
+	// multi-line source to its first line.
+	const header = /^\[(\d+)\][^\n]*\n([\s\S]*?)(?=\n\n\[\d+\] |\n\nQuestion: |(?![\s\S]))/gm;
 	for (let m = header.exec(prompt); m; m = header.exec(prompt)) out.push({ n: Number(m[1]), text: m[2].trim() });
 	return out;
 }

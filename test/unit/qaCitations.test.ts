@@ -135,6 +135,24 @@ test('the extractive stand-in quotes and cites [n] only the sources that hold th
 	assert.doesNotMatch(none.text, /\[\d+\]/);
 });
 
+test('the extractive stand-in reads a multi-line source to its end, not only its first line', () => {
+	const prompt = [
+		'Sources:',
+		'[1] Refund policy\nOur refund policy.\nWindows differ by plan.\nCustomers may ask for a refund within 30 days of purchase.',
+		'[2] Pricing\nPricing plans\nThe team plan costs 12 euros.\nThe business plan costs 30 euros.',
+		'Question: Within how many days may customers ask for a refund?',
+	].join('\n\n');
+	// the sentence that answers sits on a later line of each source than its first
+	assert.deepEqual(
+		sourcesOfPrompt(prompt).map((x) => x.text.split('\n').length),
+		[3, 3],
+	);
+	assert.equal(
+		extractiveAnswer({ messages: [{ role: 'user', content: prompt }] }).text,
+		'The shared documents say: "Customers may ask for a refund within 30 days of purchase." [1]',
+	);
+});
+
 test('answerPrompt: one numbered source per document with its passages; the stand-in reads it back and cites the right number', () => {
 	const chunk = (document_id: number, text: string, extra: Record<string, unknown> = {}) => ({
 		document_id,
