@@ -36,7 +36,8 @@
 import crypto from 'node:crypto';
 import { answerOperation } from '../nodes/KnowledgeBot/actions/qa/answer.operation';
 import { vectorRoute } from '../nodes/KnowledgeBot/actions/vectorRoute';
-import type { EmbeddingsCredential } from '../nodes/KnowledgeBot/transport/embeddings';
+import { embedTexts, type EmbeddingsCredential } from '../nodes/KnowledgeBot/transport/embeddings';
+import { httpPostJson } from '../nodes/KnowledgeBot/transport/http';
 import type { LlmCredential } from '../nodes/shared/llm/generate';
 import { startBotApi } from '../test/helpers/botApiStandIn';
 import { seedBot, setupDatabase } from '../test/helpers/db';
@@ -55,6 +56,7 @@ import {
 	type QuestionResult,
 	type Scores,
 } from './eval/score';
+import { sweep } from './eval/sweep';
 import { markdownTable } from './report';
 
 const WARMUP = 3;
@@ -83,6 +85,8 @@ interface SideResult {
 	ingestSeconds: number;
 	unresolvedCitations: number;
 	auditDifferences: string[];
+	/** EVAL_SWEEP=1, offline side: the floors × scorings tables (eval/sweep.ts) */
+	sweepLines: string[];
 }
 
 const fmt = (x: number) => (Number.isNaN(x) ? 'n/a' : x.toFixed(3));
@@ -164,7 +168,24 @@ async function evaluate(set: EvalSet, side: Side): Promise<SideResult> {
 			const topScore = topScoreOf(Array.isArray(data.citations) ? data.citations : audit.rows);
 			results.push({ question: q, cited, referenced, ms, answer, topScore });
 		}
+		let sweepLines: string[] = [];
+		if (process.env.EVAL_SWEEP === '1' && side.goals) {
+			const model = (
+				await db.pool.query('SELECT id, name, dims FROM kg.embedding_models WHERE is_active AND dims = 1536 ORDER BY id LIMIT 1')
+			).rows[0] as { id: number; name: string; dims: number };
+			const swept = await sweep({
+				pool: db.pool,
+				tenantId: bot.tenantId,
+				modelId: Number(model.id),
+				set,
+				corpus,
+				embedQuestion: async (text) =>
+					(await embedTexts(httpPostJson, side.embeddings(), { name: model.name, dims: 1536 }, [text], 'RETRIEVAL_QUERY'))[0],
+			});
+			sweepLines = ['', '## Sweep of the retrieval defaults (EVAL_SWEEP=1, offline stand-ins, k = 5)', ...swept.lines];
+		}
 		return {
+			sweepLines,
 			side,
 			scores: score(set.corpus, results),
 			referenced: score(set.corpus, results, 'referenced'),
@@ -230,7 +251,7 @@ function report(set: EvalSet, r: SideResult): string[] {
 			: 'no answer with a source';
 	};
 	lines.push(
-		`Best source score (cosine): answers whose [n] source is expected: ${spread('right')}; questions expecting nothing found: ${spread('none')}.`,
+		`Best source score (cosine; retrieval hybrid: the hybrid score): answers whose [n] source is expected: ${spread('right')}; questions expecting nothing found: ${spread('none')}.`,
 	);
 	if (r.side.goals)
 		lines.push(
@@ -257,6 +278,7 @@ function report(set: EvalSet, r: SideResult): string[] {
 				`  ${m.id} ${m.kind}: ${m.expect.join(',') || 'none'} → ${m.cited.join(',') || 'none'}; ${referenced.get(m.id)?.join(',') || 'none'}${m.leaked.length ? `  LEAK ${m.leaked.join(',')}` : ''}`,
 			);
 	}
+	lines.push(...r.sweepLines);
 	return lines;
 }
 

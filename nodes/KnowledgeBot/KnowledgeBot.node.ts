@@ -16,6 +16,7 @@ import { contractsLlmApiTest } from '../shared/llm/credentialTest';
 import { cancelSignalOf, type LlmCredential } from '../shared/llm/generate';
 import { KNOWLEDGE_RESOURCES } from './actions';
 import { DEFAULT_MIN_SCORE, DEFAULT_RELATIVE_SCORE } from './actions/qa/citations';
+import { DEFAULT_RETRIEVAL } from './actions/qa/retrieve';
 import type { KnowledgeContext, KnowledgeOperation } from './actions/types';
 import type { TelegramCredential } from './transport/botApi';
 import { contractsEmbeddingsApiTest, contractsTelegramApiTest } from './transport/credentialTest';
@@ -68,6 +69,7 @@ const KNOWLEDGE_ROUTE: Route<KnowledgeOperation, Pool, KnowledgeContext> = {
 		relevance: () => ({
 			minScore: fn.getNodeParameter('minScore', itemIndex, DEFAULT_MIN_SCORE),
 			relativeScore: fn.getNodeParameter('relativeScore', itemIndex, DEFAULT_RELATIVE_SCORE),
+			retrieval: fn.getNodeParameter('retrieval', itemIndex, DEFAULT_RETRIEVAL),
 		}),
 		llm: async () => ({
 			credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
@@ -132,6 +134,29 @@ export class KnowledgeBot implements INodeType {
 				'The req of the seed-003 workflow this operation implements (docs/nodes/knowledge-bot.md gives each shape)',
 			),
 			contextProperty(),
+			{
+				displayName: 'Retrieval',
+				name: 'retrieval',
+				type: 'options',
+				noDataExpression: true,
+				default: DEFAULT_RETRIEVAL,
+				options: [
+					{
+						name: 'Hybrid (Vector + Full-Text)',
+						value: 'hybrid',
+						description:
+							"Each chunk scored half cosine similarity, half PostgreSQL full-text rank of the question ('english': stop words, stemming)",
+					},
+					{
+						name: 'Vector',
+						value: 'vector',
+						description: 'Each chunk scored by cosine similarity alone',
+					},
+				],
+				description:
+					'How retrieved chunks are scored. The default, Hybrid, was measured on the issue-30 evaluation set (npm run eval:answer); Vector is the pure embedding route.',
+				displayOptions: { show: { resource: ['qa'], operation: ['answer'] } },
+			},
 			{
 				displayName: 'Minimum Score',
 				name: 'minScore',

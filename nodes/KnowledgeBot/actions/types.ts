@@ -41,10 +41,11 @@ export interface KnowledgeContext {
 	 */
 	llm: () => Promise<{ credential: LlmCredential; send: Sender; signal?: AbortSignal }>;
 	/**
-	 * The node's Minimum Score and Minimum Relative Score fields as entered (Answer only; absent or empty: the
-	 * defaults of qa/citations.ts). Optional: callers without a node (tests, benches) get the defaults.
+	 * The node's Minimum Score, Minimum Relative Score and Retrieval fields as entered (Answer only; absent or
+	 * empty: the defaults of qa/citations.ts and qa/retrieve.ts). Optional: callers without a node (tests,
+	 * benches) get the defaults.
 	 */
-	relevance?: () => { minScore?: unknown; relativeScore?: unknown };
+	relevance?: () => { minScore?: unknown; relativeScore?: unknown; retrieval?: unknown };
 	/** Vectors for texts through the Contracts Embeddings API credential (Embed, Answer). @throws EmbeddingsError */
 	embed: (
 		model: EmbeddingModel,

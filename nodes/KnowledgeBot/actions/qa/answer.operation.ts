@@ -2,8 +2,9 @@
  * Q&A → Answer: WF51 of seed 003. Answers a question from the sources the readers of the reply may see, with citations:
  *  1. ACL: the ctx of Context Loader (WF00c) — 403/404 as there;
  *  2. the session (WF50);
- *  3. the question embedded (first active 1,536-dimension model, task RETRIEVAL_QUERY) and the `k` nearest
- *     chunks everyone who reads the reply may see (retrieve.ts, this tenant only): asked in a `group`, only
+ *  3. the question embedded (first active 1,536-dimension model, task RETRIEVAL_QUERY) and the `k` best
+ *     chunks (the node's Retrieval: `hybrid`, cosine combined with PostgreSQL's full-text rank of the question,
+ *     or `vector`, cosine alone: retrieve.ts RetrievalMode) everyone who reads the reply may see (retrieve.ts, this tenant only): asked in a `group`, only
  *     that group's documents (never a dm, never another group — an admin's question too, since the whole
  *     group reads the answer and its Sources); asked in the asker's own `dm`, their dms and the groups they
  *     are a current member of (everything of the tenant for an admin);
@@ -39,7 +40,7 @@
  * `question`: 1–4000 characters after trimming; a NUL or a lone UTF-16 surrogate (PostgreSQL cannot store
  *   them) is refused 422 `req.question` — Update → Process stores message texts with them replaced by U+FFFD,
  *   so a question it enqueues never has one.
- * Errors: 422 `req.<field>`, 422 `minScore` / `relativeScore` (a node field outside 0–1); 403/404 ACL; 404 NO_EMBEDDING_MODEL; 502 embeddings/model/Bot API
+ * Errors: 422 `req.<field>`, 422 `minScore` / `relativeScore` (a node field outside 0–1), 422 `retrieval` (not vector/hybrid); 403/404 ACL; 404 NO_EMBEDDING_MODEL; 502 embeddings/model/Bot API
  *   (retryable as their classes); 500 VECTOR_STORE_MISSING; 503/500 db.
  */
 import type { Pool } from 'pg';
@@ -67,7 +68,7 @@ import {
 	sourcesOf,
 	type RelevanceRule,
 } from './citations';
-import { retrieveChunks, type RetrievedChunk } from './retrieve';
+import { HYBRID_LEXICAL_WEIGHT, retrievalMode, retrieveChunks, type RetrievalMode, type RetrievedChunk } from './retrieve';
 import { upsertSession } from './session';
 
 export const AnswerRequest = z.object({
@@ -161,12 +162,20 @@ export function replyText(answer: string, citations: readonly Citation[]): strin
 	return `${answer}\n\nSources:\n${sources.map((s) => sourceLine(s.n, s.ref)).join('\n')}`;
 }
 
-/** The node's two floors (its fields; defaults when empty), a field outside 0–1 refused 422 naming it. */
-function ruleOf(values: { minScore?: unknown; relativeScore?: unknown }): RelevanceRule {
+/**
+ * The node's two floors and its Retrieval mode (its fields; defaults when empty), a floor outside 0–1 or a mode
+ * other than vector/hybrid refused 422 naming the field.
+ */
+function ruleOf(values: {
+	minScore?: unknown;
+	relativeScore?: unknown;
+	retrieval?: unknown;
+}): RelevanceRule & { retrieval: RetrievalMode } {
 	try {
-		return relevanceRule(values);
+		return { ...relevanceRule(values), retrieval: retrievalMode(values.retrieval) };
 	} catch (error) {
-		const field = String((error as Error).message).startsWith('minScore') ? 'minScore' : 'relativeScore';
+		const message = String((error as Error).message);
+		const field = ['minScore', 'relativeScore', 'retrieval'].find((f) => message.startsWith(f)) ?? 'minScore';
 		throw ContractError.validation(
 			(error as Error).message,
 			{ code: 'VALIDATION', field },
@@ -222,7 +231,7 @@ export const answerOperation: KnowledgeOperation = {
 		let citations: Citation[];
 		let sentId: number | null = null;
 		let vectorRoute: string | null = null;
-		let retrieval: Record<string, number> | null = null;
+		let retrieval: Record<string, number | string> | null = null;
 		if (existing.length > 0) {
 			turnId = Number(existing[0].id);
 			answer = String(existing[0].answer_text);
@@ -250,6 +259,7 @@ export const answerOperation: KnowledgeOperation = {
 				model_id: model.id,
 				k: req.k,
 				onRoute: (r) => (vectorRoute = r.route),
+				hybrid: rule.retrieval === 'hybrid' ? { question: req.question, weight: HYBRID_LEXICAL_WEIGHT } : undefined,
 			});
 			const passed = relevantChunks(chunks, rule);
 			retrieval = {
@@ -257,6 +267,7 @@ export const answerOperation: KnowledgeOperation = {
 				relevant: passed.length,
 				min_score: rule.minScore,
 				relative_score: rule.relativeScore,
+				mode: rule.retrieval,
 			};
 			const groups = groupByDocument(passed);
 			let modelName: string | null = null;
