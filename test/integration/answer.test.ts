@@ -8,14 +8,20 @@ import { afterAll, beforeAll, test } from '@jest/globals';
 import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
 import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
 import { answerOperation, nothingFoundText } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
+import { DEFAULT_MIN_SCORE, DEFAULT_RELATIVE_SCORE } from '../../nodes/KnowledgeBot/actions/qa/citations';
+import { HYBRID_LEXICAL_WEIGHT } from '../../nodes/KnowledgeBot/actions/qa/retrieve';
 import type { KnowledgeOperation } from '../../nodes/KnowledgeBot/actions/types';
 import { extractiveAnswer } from '../helpers/extractiveAnswer';
 import { upsertSessionOperation } from '../../nodes/KnowledgeBot/actions/qa/upsertSession.operation';
 import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
-import { startEmbeddings, type EmbeddingStandIn } from '../helpers/embeddingStandIn';
+import { hashedVector, startEmbeddings, type EmbeddingStandIn } from '../helpers/embeddingStandIn';
 import { knowledgeRunner } from '../helpers/knowledgeOps';
 import { ModelStandIn } from '../helpers/modelStandIn';
 import { vectorDatabase } from '../helpers/pglite';
+
+/** Cosine similarity of two vectors (the stand-in's are unit length; computed in full anyway). */
+const cosineOf = (a: number[], b: number[]) =>
+	a.reduce((sum, x, i) => sum + x * b[i], 0) / (Math.hypot(...a) * Math.hypot(...b));
 
 let vdb: Awaited<ReturnType<typeof vectorDatabase>>;
 let embeddings: EmbeddingStandIn;
@@ -26,6 +32,16 @@ const { run, failure } = knowledgeRunner(() => vdb.pool, '3e4f5a6b-7c8d-4e9f-a0b
 	telegram: () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }),
 	llm: () => ({ api: 'openai', baseUrl: model.url, model: 'stand-in' }),
 });
+/**
+ * Answer with the node's fields set as given. The tests before issue 30's hybrid retrieval pin `vector` and the
+ * floors their fixtures were written for (0.25 / 0.7: cosine of the word-hashing embedder); the hybrid tests at
+ * the end use the node's defaults.
+ */
+const withFields = (fields: { minScore?: unknown; relativeScore?: unknown; retrieval?: unknown }): KnowledgeOperation => ({
+	...answerOperation,
+	execute: (deps, req) => answerOperation.execute({ ...deps, relevance: () => fields }, req),
+});
+const vectorAnswer = withFields({ retrieval: 'vector', minScore: 0.25, relativeScore: 0.7 });
 const TENANT = '00000000-0000-4000-8000-0000000000aa';
 const GROUP = -1001;
 const OTHER_GROUP = -1002;
@@ -94,7 +110,7 @@ test('a member asks in the group: the model answers from the visible source only
 	model.respond = () => ({ text: 'Restart the worker pool after each migration [1].' });
 	const before = model.requests.length;
 	const { data } = await run(
-		answerOperation,
+		vectorAnswer,
 		ask(2, 'How do we handle deployment after a migration?', { question_message_version_id: versionId }),
 	);
 	assert.equal(data.answer_text, 'Restart the worker pool after each migration [1].');
@@ -125,7 +141,7 @@ test('the same question message again (a retried job): the same turn, no second 
 	const [requests, sent] = [model.requests.length, botApi.sent.length];
 	const first = (
 		await run(
-			answerOperation,
+			vectorAnswer,
 			ask(2, 'How do we handle deployment after a migration?', { question_message_version_id: versionId }),
 		)
 	).data;
@@ -151,10 +167,10 @@ test('sendMessage fails: a retryable 502 with the turn kept; the retry only send
 	);
 	const req = ask(3, 'deployment steps?', { question_message_version_id: Number(version.rows[0].id) });
 	botApi.failNext(502);
-	const error = await failure(answerOperation, req);
+	const error = await failure(vectorAnswer, req);
 	assert.deepEqual([error.statusCode, error.retryable, error.details.code], [502, true, 'REPLY_FAILED']);
 	const calls = model.requests.length;
-	const retried = (await run(answerOperation, req)).data;
+	const retried = (await run(vectorAnswer, req)).data;
 	assert.equal(model.requests.length, calls, 'the model is not asked again');
 	assert.equal(retried.turn_id, error.details.turn_id);
 	assert.ok(retried.telegram_message_id);
@@ -164,11 +180,11 @@ test('ACL before anything: blocked → 403, non-member in the group → 403 NOT_
 	const turns = async () =>
 		(await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns')).rows[0].n;
 	const before = await turns();
-	const blocked = await failure(answerOperation, ask(4, 'deployment?'));
+	const blocked = await failure(vectorAnswer, ask(4, 'deployment?'));
 	assert.deepEqual([blocked.statusCode, blocked.details.code], [403, 'BLOCKED']);
-	const outsider = await failure(answerOperation, ask(5, 'deployment?'));
+	const outsider = await failure(vectorAnswer, ask(5, 'deployment?'));
 	assert.deepEqual([outsider.statusCode, outsider.details.code], [403, 'NOT_A_MEMBER']);
-	const empty = await failure(answerOperation, ask(2, '   '));
+	const empty = await failure(vectorAnswer, ask(2, '   '));
 	assert.deepEqual([empty.statusCode, empty.details.field], [422, 'req.question']);
 	assert.equal(await turns(), before);
 });
@@ -182,7 +198,7 @@ test("spoofed DM (WF51): a dm naming a group or another user's dm is refused 403
 		).rows[0];
 	const [before, calls, sent] = [await counts(), model.requests.length, botApi.sent.length];
 	for (const chatId of [GROUP, 3, '3', -1]) {
-		const error = await failure(answerOperation, {
+		const error = await failure(vectorAnswer, {
 			tenant_id: TENANT,
 			tg_user_id: 2,
 			channel: 'dm',
@@ -195,7 +211,7 @@ test("spoofed DM (WF51): a dm naming a group or another user's dm is refused 403
 			`chat_id ${chatId}`,
 		);
 	}
-	const rounded = await failure(answerOperation, {
+	const rounded = await failure(vectorAnswer, {
 		tenant_id: TENANT,
 		tg_user_id: 9007199254740993,
 		channel: 'dm',
@@ -210,7 +226,7 @@ test("spoofed DM (WF51): a dm naming a group or another user's dm is refused 403
 
 test("own DM (WF51): the reply goes to the asker's own private chat", async () => {
 	model.respond = () => ({ text: 'Restart the worker pool [1].' });
-	const { data } = await run(answerOperation, {
+	const { data } = await run(vectorAnswer, {
 		tenant_id: TENANT,
 		tg_user_id: 2,
 		channel: 'dm',
@@ -224,7 +240,7 @@ test("own DM (WF51): the reply goes to the asker's own private chat", async () =
 test('nothing visible: the fixed answer, no model call; the admin sees the DM note', async () => {
 	const calls = model.requests.length;
 	const dm = (
-		await run(answerOperation, {
+		await run(vectorAnswer, {
 			tenant_id: TENANT,
 			tg_user_id: 5,
 			channel: 'dm',
@@ -236,7 +252,7 @@ test('nothing visible: the fixed answer, no model call; the admin sees the DM no
 	assert.equal(model.requests.length, calls);
 	model.respond = () => ({ text: 'It rotates every Monday [1].' });
 	const admin = (
-		await run(answerOperation, {
+		await run(vectorAnswer, {
 			tenant_id: TENANT,
 			tg_user_id: 1,
 			channel: 'dm',
@@ -254,7 +270,7 @@ test("asked in the group, the answer cites only that group: not the asker's DM, 
 	for (const user of [3, 1]) {
 		const before = model.requests.length;
 		const { data } = await run(
-			answerOperation,
+			vectorAnswer,
 			ask(user, 'deployment password, deployment freeze, deployment runbook?'),
 		);
 		const citations = data.citations as { source_ref: { title: string; chat_id: number } }[];
@@ -272,7 +288,7 @@ test("asked in the group, the answer cites only that group: not the asker's DM, 
 	// the same admin in their own dm still sees the whole tenant (the model cites all three sources)
 	model.respond = () => ({ text: 'Runbook [1], password [2], freeze [3].' });
 	const dm = (
-		await run(answerOperation, {
+		await run(vectorAnswer, {
 			tenant_id: TENANT,
 			tg_user_id: 1,
 			channel: 'dm',
@@ -307,7 +323,7 @@ test("reply-to is scoped: a question_message_version_id of another chat or anoth
 	await version(TENANT, GROUP, 555); // the message the bot must not reply to
 	for (const foreign of [await version(TENANT, OTHER_GROUP, 555), await version(OTHER_TENANT, GROUP, 555)]) {
 		const { data } = await run(
-			answerOperation,
+			vectorAnswer,
 			ask(2, 'deployment runbook?', { question_message_version_id: foreign }),
 		);
 		assert.ok(data.telegram_message_id);
@@ -316,7 +332,7 @@ test("reply-to is scoped: a question_message_version_id of another chat or anoth
 		assert.equal(reply.reply_parameters?.message_id, undefined, `version ${foreign} is not a message of this chat`);
 	}
 	const own = await version(TENANT, GROUP, 556);
-	await run(answerOperation, ask(2, 'deployment runbook?', { question_message_version_id: own }));
+	await run(vectorAnswer, ask(2, 'deployment runbook?', { question_message_version_id: own }));
 	assert.equal(botApi.sent.at(-1)!.reply_parameters?.message_id, 556, "control: this chat's own message is replied to");
 });
 
@@ -325,7 +341,7 @@ test('a question with a NUL or a lone surrogate is refused 422 req.question, bef
 		(await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns')).rows[0].n;
 	const [before, calls, sent] = [await turns(), model.requests.length, botApi.sent.length];
 	for (const question of ['deploy\u0000ment?', 'deploy \ud800 ment?', 'deploy \udc00?']) {
-		const error = await failure(answerOperation, ask(2, question));
+		const error = await failure(vectorAnswer, ask(2, question));
 		assert.deepEqual(
 			[error.statusCode, error.kind, error.details.field],
 			[422, 'validation', 'req.question'],
@@ -334,7 +350,7 @@ test('a question with a NUL or a lone surrogate is refused 422 req.question, bef
 	}
 	assert.deepEqual([await turns(), model.requests.length, botApi.sent.length], [before, calls, sent]);
 	model.respond = () => ({ text: 'ok [1]' });
-	const pair = (await run(answerOperation, ask(2, 'deployment 👋 runbook?', { send_reply: false }))).data;
+	const pair = (await run(vectorAnswer, ask(2, 'deployment 👋 runbook?', { send_reply: false }))).data;
 	assert.ok(pair.turn_id, 'a valid surrogate pair (an emoji) is a question like any other');
 });
 
@@ -381,11 +397,9 @@ test('Upsert Session (WF50): one session per user and chat, meta merged', async 
 
 const NOTES_GROUP = -1003;
 
-/** Answer with the node's Minimum Score / Minimum Relative Score fields set as given. */
-const withFloors = (fields: { minScore?: unknown; relativeScore?: unknown }): KnowledgeOperation => ({
-	...answerOperation,
-	execute: (deps, req) => answerOperation.execute({ ...deps, relevance: () => fields }, req),
-});
+/** Answer with retrieval `vector` and the node's Minimum Score / Minimum Relative Score fields set as given. */
+const withFloors = (fields: { minScore?: unknown; relativeScore?: unknown }): KnowledgeOperation =>
+	withFields({ retrieval: 'vector', ...fields });
 
 async function notesGroup() {
 	const q = (sql: string, params: unknown[] = []) => vdb.db.query(sql, params);
@@ -429,7 +443,7 @@ test('issue 30: the unrelated article is neither sent to the model nor cited; th
 	await notesGroup();
 	model.respond = extractiveAnswer;
 	const before = model.requests.length;
-	const { data } = await run(answerOperation, inNotes('What do the meeting notes say about vector indexes?'));
+	const { data } = await run(vectorAnswer, inNotes('What do the meeting notes say about vector indexes?'));
 	const prompt = JSON.stringify(model.requests.slice(before));
 	assert.doesNotMatch(prompt, /overlap and recall/, 'the noise chunks fail the floors');
 	const retrieval = data.retrieval as { candidates: number; relevant: number };
@@ -519,7 +533,7 @@ test('issue 30: only the sources the answer references are cited, renumbered in 
 test('issue 30: nothing passes the floors — a plain "found nothing" reply in the group and in a DM, no model call', async () => {
 	await notesGroup();
 	const calls = model.requests.length;
-	const group = (await run(answerOperation, inNotes('What is the capital of France?'))).data;
+	const group = (await run(vectorAnswer, inNotes('What is the capital of France?'))).data;
 	assert.equal(group.answer_text, "I found nothing in this chat's documents about “What is the capital of France?”.");
 	assert.deepEqual([group.citations, group.sources], [[], []]);
 	assert.equal(botApi.sent.at(-1)!.text, group.answer_text, 'sent as is, no Sources');
@@ -551,5 +565,50 @@ test('issue 30: a floor outside 0–1 is refused 422 naming the field, before an
 	const error = await failure(withFloors({ relativeScore: 2 }), inNotes('vector indexes?'));
 	assert.equal(error.statusCode, 422);
 	assert.equal((error.details as { field: string }).field, 'relativeScore');
+	assert.equal(model.requests.length, calls);
+});
+
+// --- issue 30: hybrid retrieval (the node's default Retrieval) on the pgvector route ---
+
+test('hybrid (the default): the short document holding the question’s words is the one source; its score combines cosine and full-text rank', async () => {
+	await notesGroup();
+	model.respond = extractiveAnswer;
+	const { data } = await run(answerOperation, inNotes('What do the meeting notes say about vector indexes?'));
+	const retrieval = data.retrieval as { mode: string; min_score: number; relative_score: number };
+	assert.deepEqual(
+		[retrieval.mode, retrieval.min_score, retrieval.relative_score],
+		['hybrid', DEFAULT_MIN_SCORE, DEFAULT_RELATIVE_SCORE],
+	);
+	assert.deepEqual(
+		(data.sources as { label: string }[]).map((s) => s.label),
+		['notes.pdf'],
+	);
+	// the hybrid score, recomputed from the chunk's cosine (the stand-in's vectors) and PostgreSQL's own rank
+	const citation = (data.citations as { chunk_id: number; score: number; snippet: string }[])[0];
+	const question = 'What do the meeting notes say about vector indexes?';
+	const cosine = cosineOf(hashedVector(question, 1536), hashedVector(citation.snippet, 1536));
+	const { rows } = await vdb.db.query<{ lexical: number }>(
+		"SELECT ts_rank('{1,1,1,1}', strip(to_tsvector('english', $1)), replace(plainto_tsquery('english', $2)::text, ' & ', ' | ')::tsquery) AS lexical",
+		[citation.snippet, question],
+	);
+	const lexical = Number(rows[0].lexical);
+	assert.ok(lexical > 0.4, `the chunk holds 4 of the question's 5 lexemes: ${lexical}`);
+	const expected = (1 - HYBRID_LEXICAL_WEIGHT) * cosine + HYBRID_LEXICAL_WEIGHT * lexical;
+	assert.ok(Math.abs(citation.score - expected) < 1e-3, `${citation.score} vs ${expected}`);
+});
+
+test('hybrid: a question of common words only finds nothing (no lexeme after PostgreSQL drops the stop words); the model is not asked', async () => {
+	await notesGroup();
+	const calls = model.requests.length;
+	const { data } = await run(answerOperation, inNotes('What is it about and how were they there?'));
+	assert.match(data.answer_text as string, /^I found nothing in this chat's documents/);
+	assert.deepEqual(data.sources, []);
+	assert.equal(model.requests.length, calls);
+});
+
+test('Retrieval field: a value other than vector or hybrid is refused 422 naming it, before anything is asked', async () => {
+	const calls = model.requests.length;
+	const error = await failure(withFields({ retrieval: 'bm25' }), inNotes('vector indexes?'));
+	assert.deepEqual([error.statusCode, (error.details as { field: string }).field], [422, 'retrieval']);
 	assert.equal(model.requests.length, calls);
 });

@@ -320,11 +320,14 @@ function questionQuery(param: string): string {
 }
 
 /**
- * A chunk's lexical score against `query`, 0–1: ts_rank_cd (cover density) over the chunk text's 'english'
- * tsvector, normalised by rank / (rank + 1) (flag 32). The expression is the one migration 024 indexes (GIN).
+ * A chunk's lexical score against `query`, 0 to about 0.61: PostgreSQL's ts_rank over the chunk text's 'english'
+ * tsvector with its positions stripped and every weight 1 — so each question lexeme the chunk holds counts once,
+ * however often it repeats (a long chunk repeating one word does not outrank a short one holding several), and
+ * ts_rank divides by the number of the question's lexemes: about 0.61 × the share of them the chunk holds. The
+ * tsvector is the expression migration 024 indexes (GIN), used by the `@@` match.
  */
 function lexicalRank(text: string, query: string): string {
-	return `ts_rank_cd(to_tsvector('english', ${text}), ${query}, 32)`;
+	return `ts_rank('{1,1,1,1}', strip(to_tsvector('english', ${text})), ${query})`;
 }
 
 /** The hybrid score, SQL: (1 − w) × cosine + w × lexical, w = the placeholder `weight` (0–1). */
@@ -382,7 +385,7 @@ LIMIT $6`;
 
 /**
  * Exact route, hybrid: as VISIBLE_EMBEDDINGS (every visible row's chunk id and vector, the ACL filter first)
- * with each row's full-text rank against the question ($7, text), 0–1. The node combines it with the cosine
+ * with each row's full-text rank against the question ($7, text; lexicalRank). The node combines it with the cosine
  * it computes (vectorStore.ts). Columns: chunk_id (text), embedding, lexical.
  */
 export const VISIBLE_EMBEDDINGS_HYBRID = `

@@ -39,7 +39,7 @@ export interface RetrievedChunk {
  * How WF51 scores candidates (the node's Retrieval field, issue 30):
  *  - `vector`: cosine similarity of the question's vector alone (the route of vectorRoute.ts);
  *  - `hybrid`: (1 − HYBRID_LEXICAL_WEIGHT) × cosine + HYBRID_LEXICAL_WEIGHT × PostgreSQL full-text rank of the
- *    question against the chunk ('english': stop words, stemming; ts_rank_cd normalised to 0–1), on either
+ *    question against the chunk ('english': stop words, stemming; content.ts lexicalRank, 0 to about 0.61), on either
  *    vector route (content.ts SEARCH_CHUNKS_HYBRID, VISIBLE_EMBEDDINGS_HYBRID).
  */
 export type RetrievalMode = 'vector' | 'hybrid';
@@ -48,17 +48,17 @@ export const RETRIEVAL_MODES: readonly RetrievalMode[] = ['hybrid', 'vector'];
 /**
  * Default retrieval: `hybrid`. Measured on the issue-30 evaluation set (`EVAL_SWEEP=1 npm run eval:answer`, the
  * offline stand-ins): `vector` meets issue 30's goal at no floors (recall 0.79 at precision 0.48 with 0.25 / 0.7;
- * precision at most 0.77 while recall ≥ 0.3), `hybrid` meets it (precision 0.94, recall 0.84 at the
+ * precision at most 0.77 while recall ≥ 0.3), `hybrid` meets it (precision 0.94, recall 0.83 at the
  * default floors: citations.ts DEFAULT_MIN_SCORE has the table). `vector` stays for real embedding models.
  */
 export const DEFAULT_RETRIEVAL: RetrievalMode = 'hybrid';
 
 /**
  * The full-text rank's weight in the hybrid score (0–1). Measured as DEFAULT_RETRIEVAL (EVAL_SWEEP=1 sweeps 0.5,
- * 0.6, 0.7, 0.8 over 9 × 8 floor pairs): at 0.7 the most pairs meet issue 30's goal (14, among them every pair of
- * minScore 0.40–0.44 × relativeScore 0.88–0.95), at 0.6 12, at 0.8 11, at 0.5 7.
+ * 0.6, 0.7, 0.8 over 9 × 8 floor pairs): at 0.6 the most pairs meet issue 30's goal (12), at 0.7 8, at 0.5 7,
+ * at 0.8 2.
  */
-export const HYBRID_LEXICAL_WEIGHT = 0.7;
+export const HYBRID_LEXICAL_WEIGHT = 0.6;
 
 /**
  * The node's Retrieval field as a mode: `vector` or `hybrid`; empty → DEFAULT_RETRIEVAL.
