@@ -171,7 +171,9 @@ async function evaluate(set: EvalSet, side: Side): Promise<SideResult> {
 		let sweepLines: string[] = [];
 		if (process.env.EVAL_SWEEP === '1' && side.goals) {
 			const model = (
-				await db.pool.query('SELECT id, name, dims FROM kg.embedding_models WHERE is_active AND dims = 1536 ORDER BY id LIMIT 1')
+				await db.pool.query(
+					'SELECT id, name, dims FROM kg.embedding_models WHERE is_active AND dims = 1536 ORDER BY id LIMIT 1',
+				)
 			).rows[0] as { id: number; name: string; dims: number };
 			const swept = await sweep({
 				pool: db.pool,
@@ -180,7 +182,15 @@ async function evaluate(set: EvalSet, side: Side): Promise<SideResult> {
 				set,
 				corpus,
 				embedQuestion: async (text) =>
-					(await embedTexts(httpPostJson, side.embeddings(), { name: model.name, dims: 1536 }, [text], 'RETRIEVAL_QUERY'))[0],
+					(
+						await embedTexts(
+							httpPostJson,
+							side.embeddings(),
+							{ name: model.name, dims: 1536 },
+							[text],
+							'RETRIEVAL_QUERY',
+						)
+					)[0],
 			});
 			sweepLines = ['', '## Sweep of the retrieval defaults (EVAL_SWEEP=1, offline stand-ins, k = 5)', ...swept.lines];
 		}

@@ -86,8 +86,7 @@ export async function sweep(options: {
 				const rule = { minScore, relativeScore };
 				const results: QuestionResult[] = set.questions.map((question, i) => {
 					const groups = groupByDocument(relevantChunks(candidates.get(s.name)![i], rule));
-					if (groups.length === 0)
-						return { question, cited: [], referenced: [], ms: 0, answer: '', topScore: null };
+					if (groups.length === 0) return { question, cited: [], referenced: [], ms: 0, answer: '', topScore: null };
 					const model = extractiveAnswer({ prompt: answerPrompt(groups, question.question) }).text;
 					const { cited } = renumberAnswer(model, groups.length);
 					const documents = cited.map((n) => evalIdOf(groups[n - 1].document_id));

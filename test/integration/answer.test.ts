@@ -37,7 +37,11 @@ const { run, failure } = knowledgeRunner(() => vdb.pool, '3e4f5a6b-7c8d-4e9f-a0b
  * floors their fixtures were written for (0.25 / 0.7: cosine of the word-hashing embedder); the hybrid tests at
  * the end use the node's defaults.
  */
-const withFields = (fields: { minScore?: unknown; relativeScore?: unknown; retrieval?: unknown }): KnowledgeOperation => ({
+const withFields = (fields: {
+	minScore?: unknown;
+	relativeScore?: unknown;
+	retrieval?: unknown;
+}): KnowledgeOperation => ({
 	...answerOperation,
 	execute: (deps, req) => answerOperation.execute({ ...deps, relevance: () => fields }, req),
 });
@@ -269,10 +273,7 @@ test("asked in the group, the answer cites only that group: not the asker's DM, 
 	model.respond = () => ({ text: 'Restart the worker pool [1].' });
 	for (const user of [3, 1]) {
 		const before = model.requests.length;
-		const { data } = await run(
-			vectorAnswer,
-			ask(user, 'deployment password, deployment freeze, deployment runbook?'),
-		);
+		const { data } = await run(vectorAnswer, ask(user, 'deployment password, deployment freeze, deployment runbook?'));
 		const citations = data.citations as { source_ref: { title: string; chat_id: number } }[];
 		assert.deepEqual(
 			citations.map((c) => [c.source_ref.title, c.source_ref.chat_id]),
@@ -322,10 +323,7 @@ test("reply-to is scoped: a question_message_version_id of another chat or anoth
 	};
 	await version(TENANT, GROUP, 555); // the message the bot must not reply to
 	for (const foreign of [await version(TENANT, OTHER_GROUP, 555), await version(OTHER_TENANT, GROUP, 555)]) {
-		const { data } = await run(
-			vectorAnswer,
-			ask(2, 'deployment runbook?', { question_message_version_id: foreign }),
-		);
+		const { data } = await run(vectorAnswer, ask(2, 'deployment runbook?', { question_message_version_id: foreign }));
 		assert.ok(data.telegram_message_id);
 		const reply = botApi.sent.at(-1)!;
 		assert.equal(reply.chat_id, GROUP);

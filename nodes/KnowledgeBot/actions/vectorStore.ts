@@ -59,7 +59,12 @@ export const HYBRID_CANDIDATES = 50;
  * A row of the search: the chunk's columns (content.CHUNK_COLUMNS, as pg returns them) and `score`, the cosine
  * similarity — in a hybrid search the hybrid score, with `cosine` and `lexical` (the full-text rank, 0–1) beside it.
  */
-export type SearchRow = Record<string, unknown> & { chunk_id: unknown; score: number; cosine?: number; lexical?: number };
+export type SearchRow = Record<string, unknown> & {
+	chunk_id: unknown;
+	score: number;
+	cosine?: number;
+	lexical?: number;
+};
 
 /**
  * Maps a failure of the vector SQL: a table missing (42P01: migrations not applied, or 007's table dropped)

@@ -68,7 +68,13 @@ import {
 	sourcesOf,
 	type RelevanceRule,
 } from './citations';
-import { HYBRID_LEXICAL_WEIGHT, retrievalMode, retrieveChunks, type RetrievalMode, type RetrievedChunk } from './retrieve';
+import {
+	HYBRID_LEXICAL_WEIGHT,
+	retrievalMode,
+	retrieveChunks,
+	type RetrievalMode,
+	type RetrievedChunk,
+} from './retrieve';
 import { upsertSession } from './session';
 
 export const AnswerRequest = z.object({
