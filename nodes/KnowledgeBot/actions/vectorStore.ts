@@ -7,6 +7,10 @@
  *    than k is re-run as an exact scan (index scans off: the visible rows only are scored, in SQL);
  *  - `exact` (content.ts VISIBLE_EMBEDDINGS, CHUNK_DETAILS): the ACL filter in SQL first, then the cosine of every visible row computed in
  *    the node as its row arrives (no vector is kept), the k best kept, then those k chunks read.
+ * Hybrid retrieval (SearchParams.hybrid, issue 30) on either route: each candidate's score is (1 − w) × cosine +
+ * w × PostgreSQL's full-text rank of the question (content.ts lexicalRank), best first — on pgvector over the
+ * union of the HNSW's nearest and the full-text index's best HYBRID_CANDIDATES (SEARCH_CHUNKS_HYBRID), on the
+ * exact route over every visible row (VISIBLE_EMBEDDINGS_HYBRID adds the rank to each row). Same ACL filter.
  */
 import { types, type CustomTypesConfig, type Pool } from 'pg';
 import { ContractError, fromPgError, type ErrorContextInit } from '../../shared/errors';

@@ -1,5 +1,6 @@
 /**
- * Retrieval for WF51: the `k` chunks nearest to a question vector that everyone who reads the reply may see
+ * Retrieval for WF51: the `k` chunks nearest to a question vector (or, retrieval `hybrid`, best by cosine combined
+ * with the question's full-text rank: RetrievalMode) that everyone who reads the reply may see
  * (seed 003 §0.2, shared/statements/content.ts visibleTo), on the database's vector route (vectorStore.ts: pgvector HNSW, or the exact
  * search without the extension), given the ctx Context Loader (WF00c) built: in a `group`, only that chat's
  * group documents; in a `dm` (the asker's own private chat), the asker's dms and the groups they are a member
@@ -30,7 +31,7 @@ export interface RetrievedChunk {
 	file_name: string | null;
 	/** cosine similarity, 1 = same direction; retrieval `hybrid`: the hybrid score (HYBRID_LEXICAL_WEIGHT) */
 	score: number;
-	/** retrieval `hybrid` only: the cosine similarity and the full-text rank (0–1) the score combines */
+	/** retrieval `hybrid` only: the cosine similarity and the full-text rank (0 to about 0.61) the score combines */
 	cosine?: number;
 	lexical?: number;
 }
@@ -43,7 +44,6 @@ export interface RetrievedChunk {
  *    vector route (content.ts SEARCH_CHUNKS_HYBRID, VISIBLE_EMBEDDINGS_HYBRID).
  */
 export type RetrievalMode = 'vector' | 'hybrid';
-export const RETRIEVAL_MODES: readonly RetrievalMode[] = ['hybrid', 'vector'];
 
 /**
  * Default retrieval: `hybrid`. Measured on the issue-30 evaluation set (`EVAL_SWEEP=1 npm run eval:answer`, the
