@@ -15,8 +15,10 @@
  *    WF90 jobs: WF90 polls every 10 s and runs its batch one job after another, so a job's latency is mostly
  *    the wait for the next poll. WF90 is measured once as a cross-check: BENCH_JOBS (default 50) qa_answer jobs
  *    enqueued at once, the time from the first claim to the last finish, per job.
- *    Every answer must be 200 with at least one citation, every cited chunk one the asker may see in that
- *    channel (bench/answerCorpus.ts), every reply sent: otherwise the bench refuses to print numbers.
+ *    Every answer must be 200 with at least one citation or the "I found nothing …" reply (issue 30: no candidate
+ *    passed the relevance floors of the node's defaults — counted per path and printed), every cited chunk one
+ *    the asker may see in that channel (bench/answerCorpus.ts), every reply sent: otherwise the bench refuses to
+ *    print numbers.
  *    Executions are not saved (EXECUTIONS_DATA_SAVE_ON_SUCCESS=none), as in bench:wf10.
  * 2. Search ms at BENCH_SEARCH_SIZES (default 1000,10000,100000) chunks per vector route (bench/vectorSearch.bench.ts,
  *    imported): exact on the test PostgreSQL, pgvector HNSW on PGlite up to BENCH_HNSW_MAX (default 10,000;
@@ -119,14 +121,21 @@ async function answerLatency(started: number) {
 			chat_id: q.chat_id,
 			question: q.question,
 		});
+		/** answers per path that found nothing (no candidate passed the floors): no citation, the fixed reply */
+		const nothingFound = new Map<string, number>();
 		const check = (
 			q: Question,
-			data: { citations?: { chunk_id: number }[]; telegram_message_id?: number | null } | undefined,
+			data:
+				| { citations?: { chunk_id: number }[]; telegram_message_id?: number | null; answer_text?: unknown }
+				| undefined,
 			where: string,
 		) => {
 			const cited = data?.citations ?? [];
-			if (cited.length === 0)
-				throw new Error(`${where}: no citation for ${JSON.stringify(q)}: ${JSON.stringify(data)}`);
+			if (cited.length === 0) {
+				if (typeof data?.answer_text !== 'string' || !data.answer_text.startsWith('I found nothing '))
+					throw new Error(`${where}: no citation for ${JSON.stringify(q)}: ${JSON.stringify(data)}`);
+				nothingFound.set(where, (nothingFound.get(where) ?? 0) + 1);
+			}
 			const allowed = corpus.allowed(q.channel);
 			const leaked = cited.filter((c) => !allowed.has(Number(c.chunk_id)));
 			if (leaked.length)
@@ -201,6 +210,7 @@ async function answerLatency(started: number) {
 					`${p.name} | ${percentile(times[i], 50).toFixed(1)} | ${percentile(times[i], 95).toFixed(1)} | ${(percentile(times[i], 50) / floor).toFixed(1)}x`,
 			),
 			`n8n WF51 − in-process, p50: ${(percentile(times[3], 50) - percentile(times[1], 50)).toFixed(1)} ms (what n8n adds: webhook, sub-workflow call, node); n8n WF51 − n8n no-op, p50: ${(percentile(times[3], 50) - percentile(times[2], 50)).toFixed(1)} ms (WF51 inside n8n)`,
+			`answers that found nothing (no candidate passed the node's default floors; no model call, the fixed reply sent): ${['in-process', 'n8n WF51'].map((w) => `${w} ${nothingFound.get(w) ?? 0}/${QUESTIONS + WARMUP}`).join(', ')}`,
 			`WF90 (cross-check): ${JOBS} qa_answer jobs enqueued at once, all succeeded; first claim → last finish ${(jobs.drainMs / 1000).toFixed(1)} s = ${(jobs.drainMs / JOBS).toFixed(1)} ms per job (sequential in one execution); enqueue → last finish ${(jobs.totalMs / 1000).toFixed(1)} s (includes the wait for WF90's 10 s schedule)`,
 		];
 		return lines;

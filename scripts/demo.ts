@@ -13,9 +13,11 @@
  * Then the bot answers: the chunks are embedded by WF41 (embeddings from a local stand-in that hashes words,
  * so a question sharing a document's words finds that document nearest), and a member asks twice — in a DM
  * and as an @mention in the group — as Telegram updates through WF10; WF90 → WF20 → qa_answer → WF51
- * retrieves the chunks the readers of the reply may see (exact route without pgvector, HNSW with it), a
- * local model stand-in answers from source [1] (extractiveAnswer.ts), the reply goes out via the Bot API
- * stand-in, and the demo prints the question, the reply as sent, its citations and the audit.qa_* rows.
+ * retrieves the chunks the readers of the reply may see (exact route without pgvector, HNSW with it), keeps
+ * those above the relevance floors (issue 30), a local model stand-in quotes the sources holding the
+ * question's words and cites them [n] (extractiveAnswer.ts), the reply goes out via the Bot API stand-in with
+ * one Sources line per cited document, and the demo prints the question, the reply as sent, its citations and
+ * the audit.qa_* rows, and checks each reply cites the one document its question is about.
  * Then seed 001 step 4, variant B: it prints the push endpoint of M17 (Pipeline Push, ws://127.0.0.1:5681/api/ws,
  * another free port when 5681 is taken) and the metrics scrape URL (GET /webhook/metrics, M18, imported when
  * the checkout has it); a WebSocket client, authenticated as demo-user before the query is posted, subscribes to

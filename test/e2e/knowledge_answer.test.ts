@@ -24,7 +24,8 @@ import { ModelStandIn } from '../helpers/modelStandIn';
 import { startN8n, WORKFLOWS, type RunningN8n } from '../helpers/n8n';
 import { dmQuestion, groupMention } from '../helpers/questionUpdates';
 import { VisibilityOracle, type Outcome } from '../helpers/visibilityOracle';
-import { NOTHING_FOUND } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
+import { nothingFoundText } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
+import { sourcesOfPrompt } from '../helpers/extractiveAnswer';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('../../scripts/lib/n8n');
 
@@ -576,11 +577,17 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 	}
 	await finished(setup, 'joins and embeddings');
 
-	// the model stand-in answers citing [1], naming the ask it was given
+	// the model stand-in answers citing every source it was given ([1][2]…: issue 30 cites only what the answer
+	// references, and every visible chunk here passes the relevance floors), naming the ask it was given
 	const modelCallsBefore = model.requests.length;
-	model.respond = (body) => ({
-		text: `Answer to ask ${JSON.stringify(body).match(/\(ask (\d+)\)/)?.[1] ?? '?'} [1].`,
-	});
+	const cite = (count: number) => Array.from({ length: count }, (_, i) => `[${i + 1}]`).join('');
+	model.respond = (body) => {
+		const messages = (body.messages ?? []) as { role: string; content: string }[];
+		const prompt = messages.find((m) => m.role === 'user')?.content ?? '';
+		return {
+			text: `Answer to ask ${JSON.stringify(body).match(/\(ask (\d+)\)/)?.[1] ?? '?'} ${cite(sourcesOfPrompt(prompt).length)}.`,
+		};
+	};
 	interface Ask {
 		n: number;
 		bot: typeof botA;
@@ -675,7 +682,9 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 				turns,
 				[
 					{
-						answer_text: visible.length ? `Answer to ask ${a.n} [1].` : NOTHING_FOUND,
+						answer_text: visible.length
+							? `Answer to ask ${a.n} ${cite(visible.length)}.`
+							: nothingFoundText(a.where === 'dm' ? 'dm' : 'group', `how do we restart the worker pool? (ask ${a.n})`),
 						channel: a.where === 'dm' ? 'dm' : 'group',
 						chat: String(a.chat),
 						user: String(a.user.id),
@@ -688,13 +697,17 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 			assert.equal(replies.length, 1, `ask ${a.n}: one reply to the question`);
 			const calls = modelCalls(a.n);
 			if (visible.length === 0) {
-				assert.equal(replies[0].text, NOTHING_FOUND, `ask ${a.n}`);
+				assert.match(replies[0].text, /^I found nothing in the documents you can see .*\(ask \d+\)”\.$/, `ask ${a.n}`);
 				assert.equal(calls.length, 0, `ask ${a.n}: nothing visible → the model is not asked`);
 				continue;
 			}
 			const sources = replies[0].text.split('\n\nSources:\n');
-			assert.equal(sources[0], `Answer to ask ${a.n} [1].`);
-			assert.equal(sources[1].split('\n').length, visible.length, `ask ${a.n}: one Sources line per cited chunk`);
+			assert.equal(sources[0], `Answer to ask ${a.n} ${cite(visible.length)}.`);
+			assert.equal(
+				sources[1].split('\n').length,
+				visible.length,
+				`ask ${a.n}: one Sources line per cited document (one chunk each here)`,
+			);
 			assert.equal(calls.length, 1, `ask ${a.n}: one model call`);
 			const prompt = JSON.stringify(calls[0].body);
 			for (const [chunk, word] of codeword)

@@ -1,7 +1,7 @@
 /**
  * The demo's model stand-in answers (scripts/demo/standIns.ts, one ModelStandIn behind the "Contracts LLM" credential
  * llmContracts01): a WF51 question (its prompt numbers the sources, `[1] …`) gets the extractive answer
- * (extractiveAnswer.ts); every other request is a MaaS pipeline step (M11 Analyzer, M12 Assembler,
+ * (extractiveAnswer.ts: quotes and cites `[n]` the sources holding the question's words); every other request is a MaaS pipeline step (M11 Analyzer, M12 Assembler,
  * M13 Final Responder, M14 Archivist) and gets maasModel.ts's `normalModel` answer. No network, no randomness.
  */
 import { extractiveAnswer, firstSource } from './extractiveAnswer';

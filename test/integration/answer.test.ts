@@ -7,13 +7,21 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { chunkOperation } from '../../nodes/KnowledgeBot/actions/document/chunk.operation';
 import { embedOperation } from '../../nodes/KnowledgeBot/actions/document/embed.operation';
-import { answerOperation, NOTHING_FOUND } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
+import { answerOperation, nothingFoundText } from '../../nodes/KnowledgeBot/actions/qa/answer.operation';
+import { DEFAULT_MIN_SCORE, DEFAULT_RELATIVE_SCORE } from '../../nodes/KnowledgeBot/actions/qa/citations';
+import { HYBRID_LEXICAL_WEIGHT } from '../../nodes/KnowledgeBot/actions/qa/retrieve';
+import type { KnowledgeOperation } from '../../nodes/KnowledgeBot/actions/types';
+import { extractiveAnswer } from '../helpers/extractiveAnswer';
 import { upsertSessionOperation } from '../../nodes/KnowledgeBot/actions/qa/upsertSession.operation';
 import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
-import { startEmbeddings, type EmbeddingStandIn } from '../helpers/embeddingStandIn';
+import { hashedVector, startEmbeddings, type EmbeddingStandIn } from '../helpers/embeddingStandIn';
 import { knowledgeRunner } from '../helpers/knowledgeOps';
 import { ModelStandIn } from '../helpers/modelStandIn';
 import { vectorDatabase } from '../helpers/pglite';
+
+/** Cosine similarity of two vectors (the stand-in's are unit length; computed in full anyway). */
+const cosineOf = (a: number[], b: number[]) =>
+	a.reduce((sum, x, i) => sum + x * b[i], 0) / (Math.hypot(...a) * Math.hypot(...b));
 
 let vdb: Awaited<ReturnType<typeof vectorDatabase>>;
 let embeddings: EmbeddingStandIn;
@@ -24,6 +32,20 @@ const { run, failure } = knowledgeRunner(() => vdb.pool, '3e4f5a6b-7c8d-4e9f-a0b
 	telegram: () => ({ accessToken: botApi.token, baseUrl: botApi.baseUrl }),
 	llm: () => ({ api: 'openai', baseUrl: model.url, model: 'stand-in' }),
 });
+/**
+ * Answer with the node's fields set as given. The tests before issue 30's hybrid retrieval pin `vector` and the
+ * floors their fixtures were written for (0.25 / 0.7: cosine of the word-hashing embedder); the hybrid tests at
+ * the end use the node's defaults.
+ */
+const withFields = (fields: {
+	minScore?: unknown;
+	relativeScore?: unknown;
+	retrieval?: unknown;
+}): KnowledgeOperation => ({
+	...answerOperation,
+	execute: (deps, req) => answerOperation.execute({ ...deps, relevance: () => fields }, req),
+});
+const vectorAnswer = withFields({ retrieval: 'vector', minScore: 0.25, relativeScore: 0.7 });
 const TENANT = '00000000-0000-4000-8000-0000000000aa';
 const GROUP = -1001;
 const OTHER_GROUP = -1002;
@@ -92,7 +114,7 @@ test('a member asks in the group: the model answers from the visible source only
 	model.respond = () => ({ text: 'Restart the worker pool after each migration [1].' });
 	const before = model.requests.length;
 	const { data } = await run(
-		answerOperation,
+		vectorAnswer,
 		ask(2, 'How do we handle deployment after a migration?', { question_message_version_id: versionId }),
 	);
 	assert.equal(data.answer_text, 'Restart the worker pool after each migration [1].');
@@ -123,7 +145,7 @@ test('the same question message again (a retried job): the same turn, no second 
 	const [requests, sent] = [model.requests.length, botApi.sent.length];
 	const first = (
 		await run(
-			answerOperation,
+			vectorAnswer,
 			ask(2, 'How do we handle deployment after a migration?', { question_message_version_id: versionId }),
 		)
 	).data;
@@ -149,10 +171,10 @@ test('sendMessage fails: a retryable 502 with the turn kept; the retry only send
 	);
 	const req = ask(3, 'deployment steps?', { question_message_version_id: Number(version.rows[0].id) });
 	botApi.failNext(502);
-	const error = await failure(answerOperation, req);
+	const error = await failure(vectorAnswer, req);
 	assert.deepEqual([error.statusCode, error.retryable, error.details.code], [502, true, 'REPLY_FAILED']);
 	const calls = model.requests.length;
-	const retried = (await run(answerOperation, req)).data;
+	const retried = (await run(vectorAnswer, req)).data;
 	assert.equal(model.requests.length, calls, 'the model is not asked again');
 	assert.equal(retried.turn_id, error.details.turn_id);
 	assert.ok(retried.telegram_message_id);
@@ -162,11 +184,11 @@ test('ACL before anything: blocked → 403, non-member in the group → 403 NOT_
 	const turns = async () =>
 		(await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns')).rows[0].n;
 	const before = await turns();
-	const blocked = await failure(answerOperation, ask(4, 'deployment?'));
+	const blocked = await failure(vectorAnswer, ask(4, 'deployment?'));
 	assert.deepEqual([blocked.statusCode, blocked.details.code], [403, 'BLOCKED']);
-	const outsider = await failure(answerOperation, ask(5, 'deployment?'));
+	const outsider = await failure(vectorAnswer, ask(5, 'deployment?'));
 	assert.deepEqual([outsider.statusCode, outsider.details.code], [403, 'NOT_A_MEMBER']);
-	const empty = await failure(answerOperation, ask(2, '   '));
+	const empty = await failure(vectorAnswer, ask(2, '   '));
 	assert.deepEqual([empty.statusCode, empty.details.field], [422, 'req.question']);
 	assert.equal(await turns(), before);
 });
@@ -180,7 +202,7 @@ test("spoofed DM (WF51): a dm naming a group or another user's dm is refused 403
 		).rows[0];
 	const [before, calls, sent] = [await counts(), model.requests.length, botApi.sent.length];
 	for (const chatId of [GROUP, 3, '3', -1]) {
-		const error = await failure(answerOperation, {
+		const error = await failure(vectorAnswer, {
 			tenant_id: TENANT,
 			tg_user_id: 2,
 			channel: 'dm',
@@ -193,7 +215,7 @@ test("spoofed DM (WF51): a dm naming a group or another user's dm is refused 403
 			`chat_id ${chatId}`,
 		);
 	}
-	const rounded = await failure(answerOperation, {
+	const rounded = await failure(vectorAnswer, {
 		tenant_id: TENANT,
 		tg_user_id: 9007199254740993,
 		channel: 'dm',
@@ -208,7 +230,7 @@ test("spoofed DM (WF51): a dm naming a group or another user's dm is refused 403
 
 test("own DM (WF51): the reply goes to the asker's own private chat", async () => {
 	model.respond = () => ({ text: 'Restart the worker pool [1].' });
-	const { data } = await run(answerOperation, {
+	const { data } = await run(vectorAnswer, {
 		tenant_id: TENANT,
 		tg_user_id: 2,
 		channel: 'dm',
@@ -222,7 +244,7 @@ test("own DM (WF51): the reply goes to the asker's own private chat", async () =
 test('nothing visible: the fixed answer, no model call; the admin sees the DM note', async () => {
 	const calls = model.requests.length;
 	const dm = (
-		await run(answerOperation, {
+		await run(vectorAnswer, {
 			tenant_id: TENANT,
 			tg_user_id: 5,
 			channel: 'dm',
@@ -230,11 +252,11 @@ test('nothing visible: the fixed answer, no model call; the admin sees the DM no
 			question: 'deployment password?',
 		})
 	).data;
-	assert.deepEqual([dm.answer_text, dm.citations], [NOTHING_FOUND, []]);
+	assert.deepEqual([dm.answer_text, dm.citations], [nothingFoundText('dm', 'deployment password?'), []]);
 	assert.equal(model.requests.length, calls);
 	model.respond = () => ({ text: 'It rotates every Monday [1].' });
 	const admin = (
-		await run(answerOperation, {
+		await run(vectorAnswer, {
 			tenant_id: TENANT,
 			tg_user_id: 1,
 			channel: 'dm',
@@ -251,10 +273,7 @@ test("asked in the group, the answer cites only that group: not the asker's DM, 
 	model.respond = () => ({ text: 'Restart the worker pool [1].' });
 	for (const user of [3, 1]) {
 		const before = model.requests.length;
-		const { data } = await run(
-			answerOperation,
-			ask(user, 'deployment password, deployment freeze, deployment runbook?'),
-		);
+		const { data } = await run(vectorAnswer, ask(user, 'deployment password, deployment freeze, deployment runbook?'));
 		const citations = data.citations as { source_ref: { title: string; chat_id: number } }[];
 		assert.deepEqual(
 			citations.map((c) => [c.source_ref.title, c.source_ref.chat_id]),
@@ -267,9 +286,10 @@ test("asked in the group, the answer cites only that group: not the asker's DM, 
 		assert.equal(reply.chat_id, GROUP);
 		assert.doesNotMatch(reply.text, /Doc 1|Doc 2/, `user ${user}: the group reads only its own sources`);
 	}
-	// the same admin in their own dm still sees the whole tenant
+	// the same admin in their own dm still sees the whole tenant (the model cites all three sources)
+	model.respond = () => ({ text: 'Runbook [1], password [2], freeze [3].' });
 	const dm = (
-		await run(answerOperation, {
+		await run(vectorAnswer, {
 			tenant_id: TENANT,
 			tg_user_id: 1,
 			channel: 'dm',
@@ -303,17 +323,14 @@ test("reply-to is scoped: a question_message_version_id of another chat or anoth
 	};
 	await version(TENANT, GROUP, 555); // the message the bot must not reply to
 	for (const foreign of [await version(TENANT, OTHER_GROUP, 555), await version(OTHER_TENANT, GROUP, 555)]) {
-		const { data } = await run(
-			answerOperation,
-			ask(2, 'deployment runbook?', { question_message_version_id: foreign }),
-		);
+		const { data } = await run(vectorAnswer, ask(2, 'deployment runbook?', { question_message_version_id: foreign }));
 		assert.ok(data.telegram_message_id);
 		const reply = botApi.sent.at(-1)!;
 		assert.equal(reply.chat_id, GROUP);
 		assert.equal(reply.reply_parameters?.message_id, undefined, `version ${foreign} is not a message of this chat`);
 	}
 	const own = await version(TENANT, GROUP, 556);
-	await run(answerOperation, ask(2, 'deployment runbook?', { question_message_version_id: own }));
+	await run(vectorAnswer, ask(2, 'deployment runbook?', { question_message_version_id: own }));
 	assert.equal(botApi.sent.at(-1)!.reply_parameters?.message_id, 556, "control: this chat's own message is replied to");
 });
 
@@ -322,7 +339,7 @@ test('a question with a NUL or a lone surrogate is refused 422 req.question, bef
 		(await vdb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.qa_turns')).rows[0].n;
 	const [before, calls, sent] = [await turns(), model.requests.length, botApi.sent.length];
 	for (const question of ['deploy\u0000ment?', 'deploy \ud800 ment?', 'deploy \udc00?']) {
-		const error = await failure(answerOperation, ask(2, question));
+		const error = await failure(vectorAnswer, ask(2, question));
 		assert.deepEqual(
 			[error.statusCode, error.kind, error.details.field],
 			[422, 'validation', 'req.question'],
@@ -331,7 +348,7 @@ test('a question with a NUL or a lone surrogate is refused 422 req.question, bef
 	}
 	assert.deepEqual([await turns(), model.requests.length, botApi.sent.length], [before, calls, sent]);
 	model.respond = () => ({ text: 'ok [1]' });
-	const pair = (await run(answerOperation, ask(2, 'deployment 👋 runbook?', { send_reply: false }))).data;
+	const pair = (await run(vectorAnswer, ask(2, 'deployment 👋 runbook?', { send_reply: false }))).data;
 	assert.ok(pair.turn_id, 'a valid surrogate pair (an emoji) is a question like any other');
 });
 
@@ -372,4 +389,224 @@ test('Upsert Session (WF50): one session per user and chat, meta merged', async 
 		});
 		assert.deepEqual([refused.statusCode, refused.details.field], [422, 'req.meta'], JSON.stringify(meta));
 	}
+});
+
+// --- issue 30: relevant citations only, one Sources line per document ---
+
+const NOTES_GROUP = -1003;
+
+/** Answer with retrieval `vector` and the node's Minimum Score / Minimum Relative Score fields set as given. */
+const withFloors = (fields: { minScore?: unknown; relativeScore?: unknown }): KnowledgeOperation =>
+	withFields({ retrieval: 'vector', ...fields });
+
+async function notesGroup() {
+	const q = (sql: string, params: unknown[] = []) => vdb.db.query(sql, params);
+	if ((await q('SELECT 1 FROM core.tenant_chats WHERE chat_id = $1', [NOTES_GROUP])).rows.length) return;
+	await q('INSERT INTO core.tenant_chats (tenant_id, chat_id) VALUES ($1, $2)', [TENANT, NOTES_GROUP]);
+	await q(
+		"INSERT INTO tg.chat_memberships_current (tenant_id, chat_id, tg_user_id, status) VALUES ($1, $2, 2, 'member')",
+		[TENANT, NOTES_GROUP],
+	);
+	await q("INSERT INTO tg.files (tenant_id, file_unique_id, file_name) VALUES ($1, 'uniq-notes', 'notes.pdf')", [
+		TENANT,
+	]);
+	const article = Array.from(
+		{ length: 120 },
+		(_, i) => `Paragraph ${i} explains overlap and recall in retrieval.`,
+	).join('\n');
+	const handbook = Array.from(
+		{ length: 40 },
+		(_, i) => `Section ${i}: a vector index answers nearest-neighbour queries over embeddings.`,
+	).join('\n');
+	const docs: [string, 'url' | 'file', string | null, string | null][] = [
+		['Meeting notes on vector indexes: we rebuild them every night.', 'file', null, 'uniq-notes'],
+		[article, 'url', 'Retrieval notes', null],
+		[handbook, 'url', 'Vector index handbook', null],
+	];
+	for (const [i, [text, type, title, unique]] of docs.entries()) {
+		const { rows } = await q(
+			"INSERT INTO content.documents (tenant_id, doc_type, source_key, chat_id, visibility, text, status, title, file_unique_id) VALUES ($1, $2, $3, $4, 'group', $5, 'done', $6, $7) RETURNING id",
+			[TENANT, type, `${type}:notes-${i}`, NOTES_GROUP, text, title, unique],
+		);
+		const id = Number((rows[0] as { id: number }).id);
+		await run(chunkOperation, { tenant_id: TENANT, document_id: id });
+		await run(embedOperation, { tenant_id: TENANT, document_id: id, model_id: 1 });
+	}
+}
+
+const inNotes = (question: string, extra: Record<string, unknown> = {}) =>
+	ask(2, question, { chat_id: NOTES_GROUP, ...extra });
+
+test('issue 30: the unrelated article is neither sent to the model nor cited; the file is named by its file name', async () => {
+	await notesGroup();
+	model.respond = extractiveAnswer;
+	const before = model.requests.length;
+	const { data } = await run(vectorAnswer, inNotes('What do the meeting notes say about vector indexes?'));
+	const prompt = JSON.stringify(model.requests.slice(before));
+	assert.doesNotMatch(prompt, /overlap and recall/, 'the noise chunks fail the floors');
+	const retrieval = data.retrieval as { candidates: number; relevant: number };
+	assert.equal(retrieval.candidates, 5);
+	assert.ok(retrieval.relevant < retrieval.candidates, JSON.stringify(retrieval));
+	const reply = botApi.sent.at(-1)!;
+	const [, sources] = reply.text.split('\n\nSources:\n');
+	assert.equal(sources, '[1] notes.pdf', reply.text);
+	assert.match(data.answer_text as string, /Meeting notes on vector indexes[^"]*" \[1\]$/);
+	const rows = await vdb.db.query<{ chunk_id: number; source: number }>(
+		"SELECT chunk_id::int AS chunk_id, (source_ref->>'source')::int AS source FROM audit.qa_citations WHERE turn_id = $1 ORDER BY rank",
+		[data.turn_id],
+	);
+	assert.deepEqual(
+		rows.rows,
+		(data.citations as { chunk_id: number }[]).map((c) => ({ chunk_id: c.chunk_id, source: 1 })),
+	);
+});
+
+test('issue 30: several chunks of one document are one source line, every chunk id kept in audit.qa_citations', async () => {
+	await notesGroup();
+	model.respond = () => ({ text: 'A vector index answers nearest-neighbour queries [1].' });
+	const { data } = await run(
+		withFloors({ minScore: 0, relativeScore: 0.5 }),
+		inNotes('vector index nearest-neighbour queries over embeddings section', { k: 4 }),
+	);
+	const citations = data.citations as {
+		rank: number;
+		chunk_id: number;
+		source_ref: { document_id: number; source: number };
+	}[];
+	assert.ok(citations.length >= 2, `several chunks of the handbook: ${citations.length}`);
+	assert.equal(new Set(citations.map((c) => c.source_ref.document_id)).size, 1);
+	assert.deepEqual(
+		citations.map((c) => [c.rank, c.source_ref.source]),
+		citations.map((_, i) => [i + 1, 1]),
+	);
+	const sources = data.sources as { n: number; label: string; chunk_ids: number[] }[];
+	assert.deepEqual(sources, [
+		{
+			n: 1,
+			label: 'Vector index handbook',
+			url: null,
+			document_id: citations[0].source_ref.document_id,
+			chunk_ids: citations.map((c) => c.chunk_id),
+		},
+	]);
+	assert.equal(botApi.sent.at(-1)!.text.split('\n\nSources:\n')[1], '[1] Vector index handbook');
+	const stored = await vdb.db.query<{ n: number }>(
+		'SELECT count(*)::int AS n FROM audit.qa_citations WHERE turn_id = $1',
+		[data.turn_id],
+	);
+	assert.equal(stored.rows[0].n, citations.length);
+});
+
+test('issue 30: only the sources the answer references are cited, renumbered in order of reference', async () => {
+	await notesGroup();
+	const before = model.requests.length;
+	let numbered: string[] = [];
+	model.respond = (body) => {
+		const prompt = JSON.stringify(body);
+		numbered = [...prompt.matchAll(/\[(\d+)\] (notes\.pdf|Vector index handbook|Retrieval notes)/g)].map(
+			(m) => `${m[1]} ${m[2]}`,
+		);
+		const handbook = numbered.find((x) => x.endsWith('handbook'))?.split(' ')[0] ?? 'none';
+		return { text: `Indexes answer neighbour queries [${handbook}].` };
+	};
+	const { data } = await run(
+		withFloors({ minScore: 0, relativeScore: 0 }),
+		inNotes('what do the meeting notes and the vector index handbook say about vector indexes?', { k: 10 }),
+	);
+	assert.equal(model.requests.length, before + 1);
+	assert.ok(numbered.length >= 2, `the model saw several sources: ${numbered.join(', ')}`);
+	assert.notEqual(numbered[0].split(' ')[1], 'Vector', 'the handbook is not source [1] in the prompt');
+	assert.equal(data.answer_text, 'Indexes answer neighbour queries [1].');
+	const sources = data.sources as { n: number; label: string }[];
+	assert.deepEqual(
+		sources.map((x) => [x.n, x.label]),
+		[[1, 'Vector index handbook']],
+	);
+	assert.equal(
+		botApi.sent.at(-1)!.text,
+		'Indexes answer neighbour queries [1].\n\nSources:\n[1] Vector index handbook',
+	);
+});
+
+test('issue 30: nothing passes the floors — a plain "found nothing" reply in the group and in a DM, no model call', async () => {
+	await notesGroup();
+	const calls = model.requests.length;
+	const group = (await run(vectorAnswer, inNotes('What is the capital of France?'))).data;
+	assert.equal(group.answer_text, "I found nothing in this chat's documents about “What is the capital of France?”.");
+	assert.deepEqual([group.citations, group.sources], [[], []]);
+	assert.equal(botApi.sent.at(-1)!.text, group.answer_text, 'sent as is, no Sources');
+	assert.equal(botApi.sent.at(-1)!.chat_id, NOTES_GROUP);
+	const dm = (
+		await run(withFloors({ minScore: 0.99 }), {
+			tenant_id: TENANT,
+			tg_user_id: 2,
+			channel: 'dm',
+			chat_id: null,
+			question: 'deployment runbook after a migration?',
+		})
+	).data;
+	assert.match(
+		dm.answer_text as string,
+		/^I found nothing in the documents you can see .* about “deployment runbook after a migration\?”\.$/,
+	);
+	assert.equal(botApi.sent.at(-1)!.chat_id, 2);
+	assert.equal(model.requests.length, calls, 'the model is never asked');
+	const turns = await vdb.db.query<{ n: number }>(
+		'SELECT count(*)::int AS n FROM audit.qa_citations WHERE turn_id = ANY($1)',
+		[[group.turn_id, dm.turn_id]],
+	);
+	assert.equal(turns.rows[0].n, 0);
+});
+
+test('issue 30: a floor outside 0–1 is refused 422 naming the field, before anything is asked or written', async () => {
+	const calls = model.requests.length;
+	const error = await failure(withFloors({ relativeScore: 2 }), inNotes('vector indexes?'));
+	assert.equal(error.statusCode, 422);
+	assert.equal((error.details as { field: string }).field, 'relativeScore');
+	assert.equal(model.requests.length, calls);
+});
+
+// --- issue 30: hybrid retrieval (the node's default Retrieval) on the pgvector route ---
+
+test('hybrid (the default): the short document holding the question’s words is the one source; its score combines cosine and full-text rank', async () => {
+	await notesGroup();
+	model.respond = extractiveAnswer;
+	const { data } = await run(answerOperation, inNotes('What do the meeting notes say about vector indexes?'));
+	const retrieval = data.retrieval as { mode: string; min_score: number; relative_score: number };
+	assert.deepEqual(
+		[retrieval.mode, retrieval.min_score, retrieval.relative_score],
+		['hybrid', DEFAULT_MIN_SCORE, DEFAULT_RELATIVE_SCORE],
+	);
+	assert.deepEqual(
+		(data.sources as { label: string }[]).map((s) => s.label),
+		['notes.pdf'],
+	);
+	// the hybrid score, recomputed from the chunk's cosine (the stand-in's vectors) and PostgreSQL's own rank
+	const citation = (data.citations as { chunk_id: number; score: number; snippet: string }[])[0];
+	const question = 'What do the meeting notes say about vector indexes?';
+	const cosine = cosineOf(hashedVector(question, 1536), hashedVector(citation.snippet, 1536));
+	const { rows } = await vdb.db.query<{ lexical: number }>(
+		"SELECT ts_rank('{1,1,1,1}', strip(to_tsvector('english', $1)), replace(plainto_tsquery('english', $2)::text, ' & ', ' | ')::tsquery) AS lexical",
+		[citation.snippet, question],
+	);
+	const lexical = Number(rows[0].lexical);
+	assert.ok(lexical > 0.4, `the chunk holds 4 of the question's 5 lexemes: ${lexical}`);
+	const expected = (1 - HYBRID_LEXICAL_WEIGHT) * cosine + HYBRID_LEXICAL_WEIGHT * lexical;
+	assert.ok(Math.abs(citation.score - expected) < 1e-3, `${citation.score} vs ${expected}`);
+});
+
+test('hybrid: a question of common words only finds nothing (no lexeme after PostgreSQL drops the stop words); the model is not asked', async () => {
+	await notesGroup();
+	const calls = model.requests.length;
+	const { data } = await run(answerOperation, inNotes('What is it about and how were they there?'));
+	assert.match(data.answer_text as string, /^I found nothing in this chat's documents/);
+	assert.deepEqual(data.sources, []);
+	assert.equal(model.requests.length, calls);
+});
+
+test('Retrieval field: a value other than vector or hybrid is refused 422 naming it, before anything is asked', async () => {
+	const calls = model.requests.length;
+	const error = await failure(withFields({ retrieval: 'bm25' }), inNotes('vector indexes?'));
+	assert.deepEqual([error.statusCode, (error.details as { field: string }).field], [422, 'retrieval']);
+	assert.equal(model.requests.length, calls);
 });

@@ -213,6 +213,28 @@ forEachVectorBackend((backend) => {
 						`user ${user} in ${where ?? 'dm'}, question "${question}"`,
 					);
 					for (let i = 1; i < got.length; i++) assert.ok(got[i - 1].score >= got[i].score - 1e-9, 'nearest first');
+					// hybrid retrieval (issue 30): the same rows, each scored (1 − w) × its cosine + w × its full-text
+					// rank, best first — the ACL filter as strict as on the vector route (three questions: a word some
+					// chunks hold, one all hold, none — enough for the filter, and PGlite is slow at it)
+					if (!['budget', 'note', 'anything at all'].includes(question)) continue;
+					const hybrid = await retrieveChunks(vdb.pool, ctx, hashedVector(question, 1536), {
+						model_id: model,
+						k: 100,
+						hybrid: { question, weight: 0.6 },
+					});
+					assert.deepEqual(
+						hybrid.map((c) => c.chunk_id).sort((a, b) => a - b),
+						expected,
+						`hybrid: user ${user} in ${where ?? 'dm'}, question "${question}"`,
+					);
+					const cosine = new Map(got.map((c) => [c.chunk_id, c.score]));
+					for (const [i, c] of hybrid.entries()) {
+						assert.ok(Math.abs(c.cosine! - cosine.get(c.chunk_id)!) < 1e-5, 'the cosine of the vector route');
+						const holds = c.text.split(' ').includes(question);
+						assert.equal(c.lexical! > 0, holds, `lexical > 0 exactly when "${c.text}" holds "${question}"`);
+						assert.ok(Math.abs(c.score - (0.4 * c.cosine! + 0.6 * c.lexical!)) < 1e-5, 'the hybrid score');
+						if (i > 0) assert.ok(hybrid[i - 1].score >= c.score - 1e-9, 'best first');
+					}
 				}
 			}
 		}

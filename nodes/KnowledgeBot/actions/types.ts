@@ -40,6 +40,12 @@ export interface KnowledgeContext {
 	 * offers one (getExecutionCancelSignal; it ends a retry wait) (Answer only).
 	 */
 	llm: () => Promise<{ credential: LlmCredential; send: Sender; signal?: AbortSignal }>;
+	/**
+	 * The node's Minimum Score, Minimum Relative Score and Retrieval fields as entered (Answer only; absent or
+	 * empty: the defaults of qa/citations.ts and qa/retrieve.ts). Optional: callers without a node (tests,
+	 * benches) get the defaults.
+	 */
+	relevance?: () => { minScore?: unknown; relativeScore?: unknown; retrieval?: unknown };
 	/** Vectors for texts through the Contracts Embeddings API credential (Embed, Answer). @throws EmbeddingsError */
 	embed: (
 		model: EmbeddingModel,

@@ -7,6 +7,10 @@
  *    than k is re-run as an exact scan (index scans off: the visible rows only are scored, in SQL);
  *  - `exact` (content.ts VISIBLE_EMBEDDINGS, CHUNK_DETAILS): the ACL filter in SQL first, then the cosine of every visible row computed in
  *    the node as its row arrives (no vector is kept), the k best kept, then those k chunks read.
+ * Hybrid retrieval (SearchParams.hybrid, issue 30) on either route: each candidate's score is (1 − w) × cosine +
+ * w × PostgreSQL's full-text rank of the question (content.ts lexicalRank), best first — on pgvector over the
+ * union of the HNSW's nearest and the full-text index's best HYBRID_CANDIDATES (SEARCH_CHUNKS_HYBRID), on the
+ * exact route over every visible row (VISIBLE_EMBEDDINGS_HYBRID adds the rank to each row). Same ACL filter.
  */
 import { types, type CustomTypesConfig, type Pool } from 'pg';
 import { ContractError, fromPgError, type ErrorContextInit } from '../../shared/errors';
@@ -20,8 +24,10 @@ import {
 	EXACT_TABLE,
 	EXACT_UPSERT_EMBEDDINGS,
 	SEARCH_CHUNKS,
+	SEARCH_CHUNKS_HYBRID,
 	UPSERT_EMBEDDINGS,
 	VISIBLE_EMBEDDINGS,
+	VISIBLE_EMBEDDINGS_HYBRID,
 } from '../../shared/statements/content';
 import { forgetVectorRoute, vectorRoute, type VectorRoute } from './vectorRoute';
 
@@ -39,10 +45,30 @@ export interface SearchParams {
 	channel: string;
 	/** the group's chat_id (null for dm) */
 	chat: string | null;
+	/**
+	 * Hybrid retrieval (issue 30): the question's text, ranked by PostgreSQL full-text search ('english'), and the
+	 * weight of that rank in the score: score = (1 − weight) × cosine + weight × lexical (each 0–1). Absent: the
+	 * vector score alone (cosine).
+	 */
+	hybrid?: { question: string; weight: number };
 }
 
-/** A row of the search: the chunk's columns (content.CHUNK_COLUMNS, as pg returns them) and `score`, the cosine similarity. */
-export type SearchRow = Record<string, unknown> & { chunk_id: unknown; score: number };
+/**
+ * Candidates per list on the pgvector route's hybrid search: the HNSW's nearest and the full-text index's best,
+ * each this many (at least k), before the hybrid score picks k.
+ */
+export const HYBRID_CANDIDATES = 50;
+
+/**
+ * A row of the search: the chunk's columns (content.CHUNK_COLUMNS, as pg returns them) and `score`, the cosine
+ * similarity — in a hybrid search the hybrid score, with `cosine` and `lexical` (the full-text rank, 0–1) beside it.
+ */
+export type SearchRow = Record<string, unknown> & {
+	chunk_id: unknown;
+	score: number;
+	cosine?: number;
+	lexical?: number;
+};
 
 /**
  * Maps a failure of the vector SQL: a table missing (42P01: migrations not applied, or 007's table dropped)
@@ -124,10 +150,12 @@ async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
 	}
 	const score = cosineScorer(p.vector);
 	const top = new TopK(p.k);
+	const hybrid = p.hybrid;
+	const values = [p.tenant_id, p.model_id, p.user, p.admin, p.channel, p.chat];
 	// each vector is scored by the type parser as its row arrives: 100k visible rows keep 100k numbers, not 600 MB
 	const { rows } = await pool.query({
-		text: VISIBLE_EMBEDDINGS,
-		values: [p.tenant_id, p.model_id, p.user, p.admin, p.channel, p.chat],
+		text: hybrid ? VISIBLE_EMBEDDINGS_HYBRID : VISIBLE_EMBEDDINGS,
+		values: hybrid ? [...values, hybrid.question] : values,
 		types: {
 			getTypeParser: ((oid: number) =>
 				oid === BYTEA
@@ -135,33 +163,59 @@ async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
 					: (text: string) => text) as CustomTypesConfig['getTypeParser'],
 		},
 	});
-	for (const row of rows as { chunk_id: string; embedding: number }[])
-		top.offer({ id: row.chunk_id, score: row.embedding });
-	const best = top.result();
+	for (const row of rows as { chunk_id: string; embedding: number; lexical?: string }[]) {
+		if (!hybrid) {
+			top.offer({ id: row.chunk_id, score: row.embedding });
+			continue;
+		}
+		// the same combination as content.ts hybridScore (the pgvector route's SQL)
+		const lexical = Number(row.lexical);
+		const item = { id: row.chunk_id, score: (1 - hybrid.weight) * row.embedding + hybrid.weight * lexical };
+		top.offer(Object.assign(item, { cosine: row.embedding, lexical }));
+	}
+	const best = top.result() as { id: string; score: number; cosine?: number; lexical?: number }[];
 	if (best.length === 0) return [];
 	const details = (
 		await pool.query(CHUNK_DETAILS, [p.tenant_id, p.user, p.admin, p.channel, p.chat, best.map((b) => b.id)])
 	).rows;
 	const byId = new Map(details.map((d) => [String(d.chunk_id), d]));
 	// a chunk deleted, or no longer visible, between the two statements is left out
-	return best.filter((b) => byId.has(b.id)).map((b) => ({ ...byId.get(b.id)!, score: b.score }) as SearchRow);
+	return best
+		.filter((b) => byId.has(b.id))
+		.map(
+			(b) =>
+				({
+					...byId.get(b.id)!,
+					score: b.score,
+					...(hybrid ? { cosine: b.cosine, lexical: b.lexical } : {}),
+				}) as SearchRow,
+		);
 }
 
 async function searchHnsw(pool: Db, p: SearchParams, route: VectorRoute): Promise<SearchRow[]> {
-	const params = [p.tenant_id, p.model_id, vectorLiteral(p.vector), p.user, p.admin, p.k, p.channel, p.chat];
+	const params: unknown[] = [p.tenant_id, p.model_id, vectorLiteral(p.vector), p.user, p.admin, p.k, p.channel, p.chat];
+	if (p.hybrid) params.push(Math.max(p.k, HYBRID_CANDIDATES), p.hybrid.question, p.hybrid.weight);
+	const sql = p.hybrid ? SEARCH_CHUNKS_HYBRID : SEARCH_CHUNKS;
 	return inTransaction(pool, async (db) => {
 		const iterative = route.iterative_scan ? ", set_config('hnsw.iterative_scan', 'relaxed_order', true)" : '';
 		await db.query(`SELECT set_config('hnsw.ef_search', $1, true)${iterative}`, [
 			String(Math.min(1000, Math.max(40, p.k))),
 		]);
-		let rows = (await db.query(SEARCH_CHUNKS, params)).rows;
+		let rows = (await db.query(sql, params)).rows;
 		if (rows.length < p.k) {
 			// the HNSW candidates ran out before k visible rows (pgvector < 0.8, or an iterative scan that hit
 			// hnsw.max_scan_tuples on a large corpus): an exact scan of the visible rows instead
 			await db.query("SELECT set_config('enable_indexscan', 'off', true)");
-			rows = (await db.query(SEARCH_CHUNKS, params)).rows;
+			rows = (await db.query(sql, params)).rows;
 		}
-		return rows.map((r) => ({ ...r, score: Number(r.score) }) as SearchRow);
+		return rows.map(
+			(r) =>
+				({
+					...r,
+					score: Number(r.score),
+					...(p.hybrid ? { cosine: Number(r.cosine), lexical: Number(r.lexical) } : {}),
+				}) as SearchRow,
+		);
 	});
 }
 

@@ -214,7 +214,7 @@ export function visibleTo(p: AclPlaceholders): string {
   END`;
 }
 
-/** The columns of a retrieved chunk (RetrievedChunk without score), over `c`, `d` and `u` (content.urls). */
+/** The columns of a retrieved chunk (RetrievedChunk without file_name and score), over `c`, `d` and `u` (content.urls). */
 export const CHUNK_COLUMNS = `c.id AS chunk_id, c.document_id, c.chunk_no, c.text, d.title, d.doc_type, d.chat_id, d.visibility,
        d.message_version_id, d.file_unique_id, u.normalized_url AS url`;
 
@@ -264,7 +264,8 @@ RETURNING chunk_id`;
  * re-sorted here — and on older pgvector re-runs it as an exact scan when it came back short.
  * $1 tenant, $2 model, $3 query vector "[…]", $4 tg_user_id as its exact decimal string, $5 is_admin,
  * $6 k, $7 channel ('group' | 'dm'), $8 the group's chat_id as its exact decimal string (null for dm).
- * Columns: CHUNK_COLUMNS and score (cosine similarity).
+ * Columns: CHUNK_COLUMNS, file_name (tg.files: the name a file document was sent with, null for a URL) and
+ * score (cosine similarity).
  */
 export const SEARCH_CHUNKS = `
 WITH nearest AS MATERIALIZED (
@@ -278,10 +279,11 @@ WITH nearest AS MATERIALIZED (
   ORDER BY e.embedding <=> $3::vector
   LIMIT $6
 )
-SELECT chunk_id, document_id, chunk_no, text, title, doc_type, chat_id, visibility, message_version_id, file_unique_id, url,
-       1 - distance AS score
-FROM nearest
-ORDER BY distance, chunk_id`;
+SELECT n.chunk_id, n.document_id, n.chunk_no, n.text, n.title, n.doc_type, n.chat_id, n.visibility, n.message_version_id, n.file_unique_id, n.url,
+       f.file_name, 1 - n.distance AS score
+FROM nearest n
+LEFT JOIN tg.files f ON f.tenant_id = $1 AND f.file_unique_id = n.file_unique_id
+ORDER BY n.distance, n.chunk_id`;
 
 /**
  * Exact route: every visible row's chunk id (text: exact) and vector. $1 tenant, $2 model, $3 tg_user_id
@@ -295,14 +297,105 @@ JOIN content.documents d ON d.id = c.document_id AND d.tenant_id = $1
 WHERE e.tenant_id = $1 AND e.model_id = $2
   AND ${visibleTo({ tenant: '$1', user: '$3', admin: '$4', channel: '$5', chat: '$6' })}`;
 
-/** Exact route: the chosen chunks, the ACL filter applied again. $1 tenant, $2 user, $3 is_admin, $4 channel, $5 chat, $6 chunk ids (bigint[]). Columns: CHUNK_COLUMNS. */
+/** Exact route: the chosen chunks, the ACL filter applied again. $1 tenant, $2 user, $3 is_admin, $4 channel, $5 chat, $6 chunk ids (bigint[]). Columns: CHUNK_COLUMNS and file_name (as SEARCH_CHUNKS). */
 export const CHUNK_DETAILS = `
-SELECT ${CHUNK_COLUMNS}
+SELECT ${CHUNK_COLUMNS}, f.file_name
 FROM kg.chunks c
 JOIN content.documents d ON d.id = c.document_id AND d.tenant_id = $1
 LEFT JOIN content.urls u ON u.id = d.url_id
+LEFT JOIN tg.files f ON f.tenant_id = d.tenant_id AND f.file_unique_id = d.file_unique_id
 WHERE c.tenant_id = $1 AND c.id = ANY($6::bigint[])
   AND ${visibleTo({ tenant: '$1', user: '$2', admin: '$3', channel: '$4', chat: '$5' })}`;
+
+// --- hybrid retrieval: PostgreSQL full-text rank combined with the vector score (WF51, issue 30) ---
+
+/**
+ * The question as a full-text query, SQL over placeholder `param` (the question's text): PostgreSQL's
+ * 'english' configuration parses it (stop words dropped, words stemmed: plainto_tsquery) and its lexemes are
+ * OR-ed (`&` → `|`: a chunk need not hold every word of a question to rank). A question of stop words only
+ * is the empty query, which matches and ranks nothing.
+ */
+function questionQuery(param: string): string {
+	return `replace(plainto_tsquery('english', ${param}::text)::text, ' & ', ' | ')::tsquery`;
+}
+
+/**
+ * A chunk's lexical score against `query`, 0 to about 0.61: PostgreSQL's ts_rank over the chunk text's 'english'
+ * tsvector with its positions stripped and every weight 1 — so each question lexeme the chunk holds counts once,
+ * however often it repeats (a long chunk repeating one word does not outrank a short one holding several), and
+ * ts_rank divides by the number of the question's lexemes: about 0.61 × the share of them the chunk holds. The
+ * tsvector is the expression migration 024 indexes (GIN), used by the `@@` match.
+ */
+function lexicalRank(text: string, query: string): string {
+	return `ts_rank('{1,1,1,1}', strip(to_tsvector('english', ${text})), ${query})`;
+}
+
+/** The hybrid score, SQL: (1 − w) × cosine + w × lexical, w = the placeholder `weight` (0–1). */
+function hybridScore(cosine: string, lexical: string, weight: string): string {
+	return `(1 - ${weight}::float8) * (${cosine}) + ${weight}::float8 * (${lexical})`;
+}
+
+/**
+ * pgvector route, hybrid (retrieval `hybrid`): the candidates are the union of the `$9` nearest chunks by
+ * cosine distance (the HNSW scan, as SEARCH_CHUNKS) and the `$9` best by full-text rank (migration 024's GIN
+ * index), both filtered by `visibleTo` and then re-checked; each scored (1 − $11) × cosine + $11 × lexical,
+ * the `$6` best returned, best first, ties by chunk id. $1 tenant, $2 model, $3 query vector "[…]", $4
+ * tg_user_id (exact decimal string), $5 is_admin, $6 k, $7 channel, $8 the group's chat_id (exact decimal
+ * string, null for dm), $9 candidates per list, $10 the question's text, $11 the lexical weight (0–1).
+ * Columns: as SEARCH_CHUNKS (score = the hybrid score), and cosine, lexical.
+ */
+export const SEARCH_CHUNKS_HYBRID = `
+WITH q AS MATERIALIZED (SELECT ${questionQuery('$10')} AS query),
+nearest AS MATERIALIZED (
+  SELECT e.chunk_id
+  FROM kg.chunk_embeddings_1536 e
+  JOIN kg.chunks c ON c.id = e.chunk_id AND c.tenant_id = $1
+  JOIN content.documents d ON d.id = c.document_id AND d.tenant_id = $1
+  WHERE e.tenant_id = $1 AND e.model_id = $2
+    AND ${visibleTo({ tenant: '$1', user: '$4', admin: '$5', channel: '$7', chat: '$8' })}
+  ORDER BY e.embedding <=> $3::vector
+  LIMIT $9
+),
+lexical AS MATERIALIZED (
+  SELECT c.id AS chunk_id
+  FROM kg.chunks c
+  JOIN content.documents d ON d.id = c.document_id AND d.tenant_id = $1
+  CROSS JOIN q
+  WHERE c.tenant_id = $1 AND to_tsvector('english', c.text) @@ q.query
+    AND ${visibleTo({ tenant: '$1', user: '$4', admin: '$5', channel: '$7', chat: '$8' })}
+  ORDER BY ${lexicalRank('c.text', 'q.query')} DESC, c.id
+  LIMIT $9
+),
+scored AS (
+  SELECT ${CHUNK_COLUMNS}, 1 - (e.embedding <=> $3::vector) AS cosine, ${lexicalRank('c.text', 'q.query')} AS lexical
+  FROM (SELECT chunk_id FROM nearest UNION SELECT chunk_id FROM lexical) x
+  JOIN kg.chunk_embeddings_1536 e ON e.chunk_id = x.chunk_id AND e.model_id = $2 AND e.tenant_id = $1
+  JOIN kg.chunks c ON c.id = e.chunk_id AND c.tenant_id = $1
+  JOIN content.documents d ON d.id = c.document_id AND d.tenant_id = $1
+  LEFT JOIN content.urls u ON u.id = d.url_id
+  CROSS JOIN q
+  WHERE ${visibleTo({ tenant: '$1', user: '$4', admin: '$5', channel: '$7', chat: '$8' })}
+)
+SELECT s.chunk_id, s.document_id, s.chunk_no, s.text, s.title, s.doc_type, s.chat_id, s.visibility, s.message_version_id, s.file_unique_id, s.url,
+       f.file_name, ${hybridScore('s.cosine', 's.lexical', '$11')} AS score, s.cosine, s.lexical
+FROM scored s
+LEFT JOIN tg.files f ON f.tenant_id = $1 AND f.file_unique_id = s.file_unique_id
+ORDER BY score DESC, s.chunk_id
+LIMIT $6`;
+
+/**
+ * Exact route, hybrid: as VISIBLE_EMBEDDINGS (every visible row's chunk id and vector, the ACL filter first)
+ * with each row's full-text rank against the question ($7, text; lexicalRank). The node combines it with the cosine
+ * it computes (vectorStore.ts). Columns: chunk_id (text), embedding, lexical.
+ */
+export const VISIBLE_EMBEDDINGS_HYBRID = `
+SELECT e.chunk_id::text AS chunk_id, e.embedding, ${lexicalRank('c.text', 'q.query')} AS lexical
+FROM kg.chunk_embeddings_1536_exact e
+JOIN kg.chunks c ON c.id = e.chunk_id AND c.tenant_id = $1
+JOIN content.documents d ON d.id = c.document_id AND d.tenant_id = $1
+CROSS JOIN (SELECT ${questionQuery('$7')} AS query) q
+WHERE e.tenant_id = $1 AND e.model_id = $2
+  AND ${visibleTo({ tenant: '$1', user: '$3', admin: '$4', channel: '$5', chat: '$6' })}`;
 
 // --- retention (WF60) ---
 
