@@ -18,7 +18,8 @@
  *    bench/pipeline-floor/trigger answering at once (a started execution on main, enqueued in queue mode,
  *    as the trigger's emit is);
  *  - each status change ours makes by SQL (Create Run: NEW; Complete Step: ANALYZED, READY, COMPLETED) →
- *    an HTTP Request node POSTing the run ({ ...run, status }) to that trigger webhook (the hand-off);
+ *    an HTTP Request node POSTing the run ({ ...run, status }) to that trigger webhook (the hand-off), with
+ *    n8n's Retry On Fail (5 tries, 200 ms apart: a webhook can refuse, a NOTIFY cannot);
  *  - the push (M17 listening for COMPLETED) → an HTTP Request node in M13 POSTing
  *    { request_id, status: 'completed', answer } to the bench's push receiver (`push` in the run);
  *  - Switch and If conditions read the run from the webhook body (`$json.body.status` for `$json.status`,
@@ -100,6 +101,11 @@ function httpPost(
 		typeVersion: 4.2,
 		position,
 		parameters: { method: 'POST', url, sendBody: true, specifyBody: 'json', jsonBody: body, options: {} },
+		// a NOTIFY cannot be refused, a webhook can (n8n 2.4.8's main answers 503 "Database is not ready!"
+		// under 200 clients): n8n's own retry keeps the floor from losing runs; never taken when all is well
+		retryOnFail: true,
+		maxTries: 5,
+		waitBetweenTries: 200,
 		notes,
 	};
 }

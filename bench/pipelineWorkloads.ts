@@ -19,7 +19,7 @@ import { mintPushToken } from '../nodes/PipelinePush/transport/token';
 import { bearer, mint } from '../test/helpers/jwt';
 import { PushClient } from '../test/helpers/pushClient';
 import { FLOOR_QUERY_HOOK, FLOOR_TRIGGER_HOOK } from './pipelineFloor';
-import { refuseUnless } from './report';
+import { Refused, refuseUnless } from './report';
 
 /** One run as the client saw it (epoch ms from Date.now(): comparable with PostgreSQL's and n8n's clocks). */
 export interface RunTiming {
@@ -56,7 +56,7 @@ export interface Target {
 }
 
 /** How long one run may take, submit → push (ms), before the bench gives up (env BENCH_PIPELINE_TIMEOUT_S). */
-export const RUN_TIMEOUT_MS = 1000 * Number(process.env.BENCH_PIPELINE_TIMEOUT_S || 600);
+export const RUN_TIMEOUT_MS = 1000 * Number(process.env.BENCH_PIPELINE_TIMEOUT_S || 300);
 
 /** The floor's push: an HTTP server on 127.0.0.1 recording every POST /push body with its arrival time. */
 export class PushReceiver {
@@ -104,7 +104,7 @@ export class PushReceiver {
 		await new Promise<void>((resolve, reject) => {
 			const timer = setTimeout(() => {
 				this.waiters.delete(id);
-				reject(new Error(`floor: no answer for ${id} after ${ms} ms`));
+				reject(new Refused(`refusing to report: floor: no answer for ${id} after ${ms} ms`));
 			}, ms);
 			this.waiters.set(id, () => {
 				clearTimeout(timer);
@@ -195,7 +195,9 @@ export async function measureOurs(target: Target, clients: number, runs: number,
 			const acceptedAt = Date.now();
 			const requestId = json.request_id as string;
 			sockets[client].subscribe(requestId);
-			await sockets[client].answerFor(requestId, RUN_TIMEOUT_MS);
+			await sockets[client].answerFor(requestId, RUN_TIMEOUT_MS).catch((error: Error) => {
+				throw new Refused(`refusing to report: ours: ${error.message.slice(0, 300)}`);
+			});
 			return { client, requestId, query, submittedAt, acceptedAt, pushedAt: Date.now() };
 		});
 		// late duplicates would arrive within moments of the first
