@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: runs every benchmark one after another (each in its own process, output as it comes),
- * then prints issue 14's goals P1–P3 from this run as one markdown table (bench/goals.ts), the table
+ * then prints the goals from this run (issue 14's P1–P3, issue 29's P7, issue 26's R1) as one markdown table
+ * (bench/goals.ts), followed by the versions of every anchor (n8n, pg-boss, graphile-worker) and of Node: the table
  * docs/benchmarks.md carries (the README points there). Stops at the first bench that fails or refuses to report (exit code 1), after printing
  * the goals recorded until then; a goal that a failed, skipped or unrun bench should have measured gets a
  * "not measured" row, verdict "not met". BENCH_ONLY=wf10,jobs runs some of the benches, in this order.
@@ -11,14 +12,34 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { goalsTable, missingGoal, orderGoals, readGoals, type GoalEntry } from './goals';
 
-const BENCHES = ['arango', 'jobs', 'wf10', 'answer', 'captures', 'queue', 'captureSoak', 'recovery'];
+const BENCHES = ['arango', 'jobs', 'wf10', 'answer', 'captures', 'queue', 'pipeline', 'captureSoak', 'recovery'];
 /** The goals each bench records (bench/goals.ts recordGoal calls). */
 const MEASURES: Record<string, GoalEntry['goal'][]> = {
 	jobs: ['P2', 'P3'],
 	wf10: ['P1'],
 	captures: ['P3'],
+	pipeline: ['P7'],
 	recovery: ['R1'],
 };
+
+/**
+ * "n8n 2.4.8, pg-boss 12.38.0, graphile-worker 0.18.0, Node 24.1.0": the anchors as installed (their
+ * package.json; "not installed" when absent) and the Node that ran the benches (bench:jobs names the Node
+ * its anchors ran on in its own rows: on a Node older than 22.18 it runs itself on Node 24).
+ */
+function versions(): string {
+	const installed = (pkg: string) => {
+		try {
+			return JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'node_modules', pkg, 'package.json'), 'utf8'))
+				.version as string;
+		} catch {
+			return 'not installed';
+		}
+	};
+	// eslint-disable-next-line @typescript-eslint/no-require-imports
+	const n8n = require('../scripts/lib/n8n').N8N_VERSION as string;
+	return `n8n ${n8n}, pg-boss ${installed('pg-boss')}, graphile-worker ${installed('graphile-worker')}, Node ${process.versions.node}`;
+}
 
 function main(): number {
 	const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
@@ -61,9 +82,10 @@ function main(): number {
 		}
 		const goals = orderGoals([...readGoals(goalsFile), ...missing]);
 		console.log(
-			`\nGoals (issue 14 P1–P3, issue 26 R1), this run (${((Date.now() - started) / 60000).toFixed(1)} min):\n`,
+			`\nGoals (issue 14 P1–P3, issue 29 P7, issue 26 R1), this run (${((Date.now() - started) / 60000).toFixed(1)} min):\n`,
 		);
 		console.log(goalsTable(goals));
+		console.log(`\nAnchors and runtime: ${versions()}`);
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });
 	}

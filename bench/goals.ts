@@ -1,5 +1,5 @@
 /**
- * Issue 14's goals (P1–P3) as one table at the end of `npm run bench` (bench/all.ts).
+ * Issue 14's goals (P1–P3), issue 29's P7 and issue 26's R1 as one table at the end of `npm run bench` (bench/all.ts).
  *
  * Each bench that measures a goal calls `recordGoal` with its numbers; when `BENCH_GOALS_FILE` is set (the
  * runner sets it to a fresh file per run) the entry is appended to it as one JSON line, otherwise nothing is
@@ -11,8 +11,11 @@ import { markdownTable } from './report';
 
 /** One measured goal (or one row of context for a goal). */
 export interface GoalEntry {
-	/** "P1", "P2" or "P3" (issue 14); "R1": recovery after a killed worker (issue 26) */
-	goal: 'P1' | 'P2' | 'P3' | 'R1';
+	/**
+	 * "P1", "P2" or "P3" (issue 14); "P7": the MaaS pipeline end to end vs the n8n floor of its chain
+	 * (issue 29, bench/pipeline.bench.ts); "R1": recovery after a killed worker (issue 26)
+	 */
+	goal: 'P1' | 'P2' | 'P3' | 'P7' | 'R1';
 	/** what was measured, e.g. "WF10 updates/s, saving off" */
 	what: string;
 	/** the measured value as printed, e.g. "117.4 updates/s" */
@@ -43,7 +46,7 @@ export function missingGoal(goal: GoalEntry['goal'], bench: string, reason: stri
 	};
 }
 
-/** `entries` ordered P1, P2, P3, R1; within a goal, in the order they were recorded. */
+/** `entries` ordered P1, P2, P3, P7, R1; within a goal, in the order they were recorded. */
 export function orderGoals(entries: GoalEntry[]): GoalEntry[] {
 	return [...entries].sort((a, b) => a.goal.localeCompare(b.goal));
 }
