@@ -488,7 +488,10 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 			"INSERT INTO kg.embedding_models (provider, name, dims) VALUES ('gemini', 'gemini-embedding-001', 1536) ON CONFLICT (provider, name) DO UPDATE SET is_active = true RETURNING id",
 		)
 	).rows[0].id;
-	// one chunk per document; each text carries a codeword to find it in prompts
+	// one chunk per document, all with the same text but for a codeword (to find it in prompts): every chunk scores
+	// the same for the question, so each visible one passes the relevance floors (issue 30) and the only thing that
+	// decides what is cited is who may see it
+	const SAME_TEXT = 'Restart the worker pool after every schema migration.';
 	const docs: {
 		tenant: string;
 		chat: number;
@@ -503,7 +506,7 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 			visibility: 'group',
 			owner: null,
 			title: 'Runbook',
-			text: 'Restart the worker pool after every schema migration. Codeword Amber.',
+			text: `${SAME_TEXT} Codeword Amber.`,
 		},
 		{
 			tenant: botA.tenantId,
@@ -511,7 +514,7 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 			visibility: 'group',
 			owner: null,
 			title: 'On-call',
-			text: 'Announce a worker pool restart in the group first. Codeword Birch.',
+			text: `${SAME_TEXT} Codeword Birch.`,
 		},
 		{
 			tenant: botA.tenantId,
@@ -519,7 +522,7 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 			visibility: 'group',
 			owner: null,
 			title: 'Board budget',
-			text: 'The worker pool restart budget of the board. Codeword Cedar.',
+			text: `${SAME_TEXT} Codeword Cedar.`,
 		},
 		{
 			tenant: botA.tenantId,
@@ -527,7 +530,7 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 			visibility: 'dm',
 			owner: U.dmOwner.id,
 			title: 'Olga private',
-			text: 'My own worker pool restart checklist. Codeword Dahlia.',
+			text: `${SAME_TEXT} Codeword Dahlia.`,
 		},
 		{
 			tenant: botA.tenantId,
@@ -535,7 +538,7 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 			visibility: 'dm',
 			owner: U.member.id,
 			title: 'Mira private',
-			text: 'Remind me to restart the worker pool. Codeword Elm.',
+			text: `${SAME_TEXT} Codeword Elm.`,
 		},
 		{
 			tenant: botB.tenantId,
@@ -543,7 +546,7 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 			visibility: 'group',
 			owner: null,
 			title: 'Other runbook',
-			text: 'The other tenant restarts the worker pool weekly. Codeword Fir.',
+			text: `${SAME_TEXT} Codeword Fir.`,
 		},
 	];
 	const codeword = new Map<number, string>();
@@ -578,7 +581,7 @@ test("privacy through WF10 → WF90 → WF20 → qa_answer → WF51: members get
 	await finished(setup, 'joins and embeddings');
 
 	// the model stand-in answers citing every source it was given ([1][2]…: issue 30 cites only what the answer
-	// references, and every visible chunk here passes the relevance floors), naming the ask it was given
+	// references, and every visible chunk here passes the relevance floors: they score the same), naming the ask
 	const modelCallsBefore = model.requests.length;
 	const cite = (count: number) => Array.from({ length: count }, (_, i) => `[${i + 1}]`).join('');
 	model.respond = (body) => {
