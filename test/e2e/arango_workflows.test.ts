@@ -18,7 +18,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, test } from '@jest/globals';
-import { PublicError, SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { PublicError, SuccessItem } from '../../nodes/shared/contracts/envelope';
 import { ArangoStandIn } from '../helpers/arangoStandIn';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { assertNoTokenLeaked, bearer, garbage, mint, testSecret, unsigned, type MintOptions } from '../helpers/jwt';
@@ -204,11 +204,11 @@ test('every scenario 3.1–3.8 ships one workflow', () => {
 });
 
 for (const c of CALLS) {
-	test(`${c.path}: answers ${c.status} with a SuccessEnvelope from the node's result`, async () => {
+	test(`${c.path}: answers ${c.status} with a SuccessItem from the node's result`, async () => {
 		ollama.mode = 'ok';
 		const res = await call(c);
 		assert.equal(res.status, c.status, res.text);
-		const envelope = SuccessEnvelope.parse(res.json);
+		const envelope = SuccessItem.parse(res.json);
 		assert.equal(envelope.status_code, c.status);
 		assert.equal(envelope.meta.correlation.node, c.path === 'arango/ai-analysis' ? 'Save Result' : c.node);
 	});
@@ -261,7 +261,7 @@ for (const [mode, code] of [
 		else ollama.mode = mode;
 		try {
 			const res = await call(byPath('arango/ai-analysis'));
-			const envelope = SuccessEnvelope.parse(res.json);
+			const envelope = SuccessItem.parse(res.json);
 			assert.deepEqual([envelope.data.success, envelope.data.error_code], [false, code], res.text);
 			const saved = arango.queries().find((q) => /type: "ai_error"/.test(q.query))!;
 			assert.equal(saved.bindVars.error_code, code);

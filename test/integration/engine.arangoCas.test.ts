@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, afterEach, test } from '@jest/globals';
 import type { INodeExecutionData } from 'n8n-workflow';
-import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { SuccessItem } from '../../nodes/shared/contracts/envelope';
 import { forgetDatabases } from '../../nodes/ArangoCas/transport/database';
 import { ARANGO_DB, ARANGO_URL, ArangoStub } from '../helpers/arangoHttp';
 import { runWorkflow, sinkOf, stopEngine, type EngineNode } from '../helpers/n8nEngine';
@@ -78,7 +78,7 @@ test('a version-1 Save Result and Reject (saved before the Identity fields) stil
 	assert.equal(saved.error, undefined);
 	assert.deepEqual(saved.output(sinkOf('Save Result', 1)), [], 'no error item');
 	const [ok] = saved.output(sinkOf('Save Result', 0));
-	assert.deepEqual(SuccessEnvelope.parse(ok.json).data, {
+	assert.deepEqual(SuccessItem.parse(ok.json).data, {
 		success: true,
 		artifacts_created: 1,
 		artifact_ids: ['artifacts/i1'],
@@ -91,7 +91,7 @@ test('a version-1 Save Result and Reject (saved before the Identity fields) stil
 		credentials: CREDENTIAL,
 	});
 	const [done] = rejected.output(sinkOf('Reject', 0));
-	assert.deepEqual(SuccessEnvelope.parse(done.json).data, {
+	assert.deepEqual(SuccessItem.parse(done.json).data, {
 		success: true,
 		proposal_id: 'atoms/p1',
 		proposal_rev: '_r2',
@@ -128,7 +128,7 @@ test('version 2 with Identity = User ID Field stores that user; an empty one is 
 		credentials: CREDENTIAL,
 	});
 	const [done] = stored.output(sinkOf('Reject', 0));
-	assert.equal((SuccessEnvelope.parse(done.json).data as { rejected_by: unknown }).rejected_by, 'alice');
+	assert.equal((SuccessItem.parse(done.json).data as { rejected_by: unknown }).rejected_by, 'alice');
 	const empty = await runWorkflow({
 		nodes: [node('Reject', { ...REJECT, identity: 'field', userId: '={{ null }}' }, 2)],
 		items: [item(body)],

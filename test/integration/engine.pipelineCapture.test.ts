@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import type { INodeExecutionData } from 'n8n-workflow';
-import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { SuccessItem } from '../../nodes/shared/contracts/envelope';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { PASS_THROUGH, runWorkflow, sinkOf, stopEngine, type EngineNode, type RunOptions } from '../helpers/n8nEngine';
@@ -79,7 +79,7 @@ test('expressions: Query from {{ $json.body.q }}, then Capture by {{ $json.data.
 	});
 	assert.equal(result.error, undefined);
 	assert.deepEqual(result.order.slice(0, 3), ['Input', 'Create Run', 'Capture']);
-	const created = result.output('Create Run').map((i) => SuccessEnvelope.parse(i.json).data);
+	const created = result.output('Create Run').map((i) => SuccessItem.parse(i.json).data);
 	assert.equal(created.length, 2);
 	const { rows } = await db.pool.query<{ id: string; user_id: string; user_query: string; captured_by: string }>(
 		'SELECT id, user_id, user_query, captured_by FROM maas.pipeline_runs WHERE id = ANY($1) ORDER BY user_id',
@@ -92,7 +92,7 @@ test('expressions: Query from {{ $json.body.q }}, then Capture by {{ $json.data.
 			['u2', 'second', 'worker-b'],
 		],
 	);
-	const done = result.output('Capture', 0).map((i) => SuccessEnvelope.parse(i.json).data);
+	const done = result.output('Capture', 0).map((i) => SuccessItem.parse(i.json).data);
 	assert.deepEqual(
 		done.map((d) => [d.captured, d.status]),
 		[
@@ -191,7 +191,7 @@ test('pairedItem on every item of every output: Done and Not Captured of one rac
 		],
 		items: [webhookItem('racer', {})],
 	});
-	const id = SuccessEnvelope.parse(created.output('Create Run')[0].json).data.request_id as string;
+	const id = SuccessItem.parse(created.output('Create Run')[0].json).data.request_id as string;
 	const race = await run({
 		nodes: [
 			capture('Capture', {
@@ -224,7 +224,7 @@ test('pairedItem on every item of every output: Done and Not Captured of one rac
 		items: [{ json: { type: 'engine-fan', tag: 'origin' } }],
 		executionId: '555',
 	});
-	const jobs = claimed.output('Claim Jobs').map((i) => SuccessEnvelope.parse(i.json).data);
+	const jobs = claimed.output('Claim Jobs').map((i) => SuccessItem.parse(i.json).data);
 	assert.equal(jobs.length, 4);
 	assert.ok(
 		jobs.every((j) => j.locked_by === 'n8n-555'),
@@ -243,7 +243,7 @@ test('credential: n8n reads only the declared, shown credential and resolves its
 	assert.equal(result.error, undefined);
 	const stats = result.output('Stats');
 	assert.ok(stats.length > 0);
-	assert.ok(stats.every((i) => SuccessEnvelope.parse(i.json).status_code === 200));
+	assert.ok(stats.every((i) => SuccessItem.parse(i.json).status_code === 200));
 	// contractsLlmApi is required too, but shown only for the Model resource: n8n does not ask for it
 	assert.deepEqual([...new Set(result.credentialsRead)], ['postgresContractsApi']);
 

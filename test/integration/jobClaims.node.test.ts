@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import type { Pool } from 'pg';
-import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { SuccessItem } from '../../nodes/shared/contracts/envelope';
 import { credentialFor, type TestDatabase } from '../helpers/db';
 import { closeProxiedDatabase, setupProxiedDatabase } from '../helpers/proxiedDatabase';
 import type { TcpProxy } from '../helpers/tcpProxy';
@@ -85,21 +85,21 @@ test('a lost Claim Jobs reply, retried by the same execution, gets the same jobs
 		'under the process lease',
 	);
 	const [retry] = await claim('500', 2);
-	const replayed = retry.map((i) => SuccessEnvelope.parse(i.json).data);
+	const replayed = retry.map((i) => SuccessItem.parse(i.json).data);
 	assert.deepEqual(
 		replayed.map((j) => [Number(j.id), j.claim_token, j.replayed]),
 		held.map((r) => [r.id, r.claim_token, true]),
 	);
 	const [other] = await claim('501', 2);
-	const fresh = other.map((i) => SuccessEnvelope.parse(i.json).data);
+	const fresh = other.map((i) => SuccessItem.parse(i.json).data);
 	assert.equal(fresh.length, 2);
 	assert.ok(fresh.every((j) => j.replayed === undefined && !held.some((r) => r.id === Number(j.id))));
 	// no execution id → no call key → no replay: a manual call claims anew each time
 	const [manual] = await claim(undefined, 1);
 	const [again] = await claim(undefined, 1);
 	assert.notDeepEqual(
-		manual.map((i) => SuccessEnvelope.parse(i.json).data.id),
-		again.map((i) => SuccessEnvelope.parse(i.json).data.id),
+		manual.map((i) => SuccessItem.parse(i.json).data.id),
+		again.map((i) => SuccessItem.parse(i.json).data.id),
 	);
 	const { rows } = await db.pool.query(
 		"SELECT count(*)::int AS n, max(attempts) AS most FROM ops.jobs WHERE job_type = 'node-replay' AND status = 'running'",

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { SuccessItem } from '../../nodes/shared/contracts/envelope';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 // The compiled node (npm test builds first): "PipelineCapture.node" would resolve to the codex .json beside it.
@@ -76,7 +76,7 @@ const createParams = (query: string) => ({
 
 test('Create Run → Capture by two items: one on "Done" with the capture token, one on "Not Captured"', async () => {
 	const [created] = await run([createParams('hello')], [tokenItem('u1')]);
-	const envelope = SuccessEnvelope.parse(created[0].json);
+	const envelope = SuccessItem.parse(created[0].json);
 	assert.equal(envelope.status_code, 201);
 	const id = envelope.data.request_id as string;
 	const [done, notCaptured] = await run([
@@ -85,10 +85,10 @@ test('Create Run → Capture by two items: one on "Done" with the capture token,
 	]);
 	assert.equal(done.length, 1);
 	assert.equal(notCaptured.length, 1);
-	const won = SuccessEnvelope.parse(done[0].json).data;
+	const won = SuccessItem.parse(done[0].json).data;
 	assert.deepEqual([won.captured, won.status, typeof won.capture_token], [true, 'ANALYZING', 'string']);
 	assert.deepEqual(notCaptured[0].pairedItem, { item: 1 });
-	assert.equal(SuccessEnvelope.parse(notCaptured[0].json).data.captured, false);
+	assert.equal(SuccessItem.parse(notCaptured[0].json).data.captured, false);
 	const [illegal] = await run([
 		{
 			resource: 'run',
@@ -112,7 +112,7 @@ test('Claim Jobs emits one item per job, Finish Job (same execution) closes it',
 		'77',
 	);
 	assert.equal(claimed.length, 3);
-	const jobs = claimed.map((i) => SuccessEnvelope.parse(i.json).data);
+	const jobs = claimed.map((i) => SuccessItem.parse(i.json).data);
 	assert.ok(jobs.every((j) => j.locked_by === 'n8n-77'));
 	const [finished] = await run(
 		jobs.map((j) => ({ resource: 'job', operation: 'finishJob', jobId: j.id, worker: j.locked_by, success: true })),
@@ -120,7 +120,7 @@ test('Claim Jobs emits one item per job, Finish Job (same execution) closes it',
 		'78',
 	);
 	assert.deepEqual(
-		finished.map((i) => SuccessEnvelope.parse(i.json).data.status),
+		finished.map((i) => SuccessItem.parse(i.json).data.status),
 		['succeeded', 'succeeded', 'succeeded'],
 	);
 });
@@ -132,7 +132,7 @@ test('Finish Job: the items of one execution in one statement; a job not held is
 		undefined,
 		'90',
 	);
-	const jobs = claimed.map((i) => SuccessEnvelope.parse(i.json).data);
+	const jobs = claimed.map((i) => SuccessItem.parse(i.json).data);
 	const params = jobs.map((j, k) => ({
 		resource: 'job',
 		operation: 'finishJob',
@@ -147,13 +147,13 @@ test('Finish Job: the items of one execution in one statement; a job not held is
 		out.map((i) => i.pairedItem),
 		[{ item: 0 }, { item: 1 }, { item: 2 }],
 	);
-	assert.equal(SuccessEnvelope.parse(out[0].json).data.status, 'succeeded');
+	assert.equal(SuccessItem.parse(out[0].json).data.status, 'succeeded');
 	const error = out[1].json.error as Record<string, any>;
 	assert.deepEqual(
 		[error.status_code, error.details.code, error.ctx.operation],
 		[409, 'NOT_LOCKED_BY_WORKER', 'job.finishJob'],
 	);
-	assert.equal(SuccessEnvelope.parse(out[2].json).data.status, 'queued');
+	assert.equal(SuccessItem.parse(out[2].json).data.status, 'queued');
 	const { rows } = await db.pool.query('SELECT status FROM ops.jobs WHERE id = ANY($1) ORDER BY id', [
 		jobs.map((j) => j.id),
 	]);
@@ -192,16 +192,16 @@ test('State Machine: an import with an unguarded cycle is refused (400, named); 
 			modelVersion: 1,
 		},
 	]);
-	assert.deepEqual(SuccessEnvelope.parse(imported[0].json).data.workflows, ['pipeline-runs']);
+	assert.deepEqual(SuccessItem.parse(imported[0].json).data.workflows, ['pipeline-runs']);
 	const [created] = await run([createParams('q')], [tokenItem('sm-user')]);
-	const id = SuccessEnvelope.parse(created[0].json).data.request_id;
+	const id = SuccessItem.parse(created[0].json).data.request_id;
 	const [failed] = await run([{ resource: 'run', operation: 'capture', runId: id, transition: 'CAPTURE_ANALYSIS' }]);
 	const illegal = failed[0].json.error as Record<string, any>;
 	assert.deepEqual([illegal.status_code, illegal.details.code], [409, 'ILLEGAL_TRANSITION']);
 	const [exported] = await run([
 		{ resource: 'stateMachine', operation: 'export', model: 'pipeline_runs', modelVersion: 1 },
 	]);
-	const body = SuccessEnvelope.parse(exported[0].json).data as { workflows: { states: Record<string, unknown> }[] };
+	const body = SuccessItem.parse(exported[0].json).data as { workflows: { states: Record<string, unknown> }[] };
 	assert.deepEqual(body.workflows[0].states.COMPLETED, {});
 	assert.deepEqual((body.workflows[0].states.NEW as { transitions: unknown[] }).transitions[0], {
 		name: 'CAPTURE_ANALYSIS',
@@ -239,7 +239,7 @@ test("Create Run takes the token's sub: no body user_id or the same one is accep
 			tokenItem('alice-1', { body: { user_id: 'bob-1' } }),
 		],
 	);
-	const ids = created.slice(0, 3).map((i) => SuccessEnvelope.parse(i.json).data.request_id as string);
+	const ids = created.slice(0, 3).map((i) => SuccessItem.parse(i.json).data.request_id as string);
 	const { rows } = await db.pool.query<{ id: string; user_id: string }>(
 		'SELECT id, user_id FROM maas.pipeline_runs WHERE id = ANY($1::uuid[]) ORDER BY created_at',
 		[ids],
@@ -277,7 +277,7 @@ test("Create Run takes the token's sub: no body user_id or the same one is accep
 
 test("Get Status answers the run's owner only: another user's token gets the same 404 as an unknown id", async () => {
 	const [created] = await run([createParams('mine')], [tokenItem('owner-1')]);
-	const id = SuccessEnvelope.parse(created[0].json).data.request_id as string;
+	const id = SuccessItem.parse(created[0].json).data.request_id as string;
 	const unknown = '7d4c8d2e-0000-4000-8000-000000000000';
 	const correlation = { 'x-correlation-id': 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' };
 	const status = (runId: string) => ({
@@ -295,7 +295,7 @@ test("Get Status answers the run's owner only: another user's token gets the sam
 			tokenItem('other-1', { headers: correlation }),
 		],
 	);
-	assert.deepEqual(SuccessEnvelope.parse(answers[0].json).data, { request_id: id, status: 'processing' });
+	assert.deepEqual(SuccessItem.parse(answers[0].json).data, { request_id: id, status: 'processing' });
 	const foreign = answers[1].json.error as Record<string, any>;
 	const missing = answers[2].json.error as Record<string, any>;
 	assert.deepEqual([foreign.status_code, foreign.details.code], [404, 'NOT_FOUND']);
@@ -311,7 +311,7 @@ test("Get Status answers the run's owner only: another user's token gets the sam
 		userId,
 	});
 	const [fields] = await run([byField('owner-1'), byField('other-1'), byField('')]);
-	assert.equal(SuccessEnvelope.parse(fields[0].json).data.status, 'processing');
+	assert.equal(SuccessItem.parse(fields[0].json).data.status, 'processing');
 	assert.deepEqual(
 		[1, 2].map((i) => (fields[i].json.error as Record<string, any>).status_code),
 		[404, 422],

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { SuccessItem } from '../../nodes/shared/contracts/envelope';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 // The compiled node (npm test builds first): "PipelineCapture.node" would resolve to the codex .json beside it.
@@ -67,7 +67,7 @@ test('version 2 Capture: two arrays, the winner on Done and the loser on Not Cap
 		outputs.map((o) => o.length),
 		[1, 1],
 	);
-	assert.equal(SuccessEnvelope.parse(outputs[1][0].json).data.captured, false);
+	assert.equal(SuccessItem.parse(outputs[1][0].json).data.captured, false);
 });
 
 test('version 2 Claim Jobs: one array (Done); version 1: Done and an empty Not Captured', async () => {

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { SuccessItem } from '../../nodes/shared/contracts/envelope';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 // The compiled node (npm test builds first): "PipelineCapture.node" would resolve to the codex .json beside it.
@@ -87,7 +87,7 @@ async function importWith(mode: string, tag: string) {
 			modelVersion: 1,
 		},
 	]);
-	assert.equal(SuccessEnvelope.parse(imported[0].json).data.success, true);
+	assert.equal(SuccessItem.parse(imported[0].json).data.success, true);
 }
 
 /** The Calculation Nodes parameter: tag `ok` → sub-ok, tag `fail` → sub-fail. */
@@ -118,7 +118,7 @@ test('Fail with a SYNC FAIL processor that fails: its sub-workflow is called wit
 		{ resource: 'run', operation: 'fail', runId: id, error: { message: 'gave up' }, calculationNodes },
 	]);
 	assert.equal(done.length, 1);
-	const data = SuccessEnvelope.parse(done[0].json).data as {
+	const data = SuccessItem.parse(done[0].json).data as {
 		status: string;
 		warnings: string[];
 		processor_error: { code: string; message: string };
@@ -146,7 +146,7 @@ test('Fail without Calculation Nodes (as the shipped Fail Run nodes) under a def
 	await importWith('SYNC', 'ok');
 	const id = await newRun('ANALYZING');
 	const [done] = await run([{ resource: 'run', operation: 'fail', runId: id, error: { message: 'gave up' } }]);
-	const data = SuccessEnvelope.parse(done[0].json).data as { status: string; processor_error: { code: string } };
+	const data = SuccessItem.parse(done[0].json).data as { status: string; processor_error: { code: string } };
 	assert.deepEqual([data.status, data.processor_error.code], ['FAILED', 'NO_COMPUTE_MEMBER_FOR_TAG']);
 	assert.equal((await row(id)).status, 'FAILED');
 	const counted = await db.pool.query('SELECT processor_failures FROM maas.pipeline_runs WHERE id = $1', [id]);
@@ -159,14 +159,14 @@ test('Fail and Archive with ASYNC_NEW_TX processors that fail: Done, with the wa
 	const [failed] = await run([
 		{ resource: 'run', operation: 'fail', runId: id, error: { message: 'gave up' }, calculationNodes },
 	]);
-	const data = SuccessEnvelope.parse(failed[0].json).data as { status: string; warnings: string[] };
+	const data = SuccessItem.parse(failed[0].json).data as { status: string; warnings: string[] };
 	assert.equal(data.status, 'FAILED');
 	assert.equal(data.warnings.length, 1);
 	const completed = await newRun('COMPLETED');
 	const [archived] = await run([
 		{ resource: 'run', operation: 'archive', runId: completed, summary: 'sum', calculationNodes },
 	]);
-	const archive = SuccessEnvelope.parse(archived[0].json).data as { lsm_id: number; warnings: string[] };
+	const archive = SuccessItem.parse(archived[0].json).data as { lsm_id: number; warnings: string[] };
 	assert.equal(archive.warnings.length, 1);
 	assert.ok((await row(completed)).archived_at);
 	const { rows } = await db.pool.query<{ node: string; transition: string }>(
@@ -185,7 +185,7 @@ test('Archive with a SYNC ARCHIVE processor: success archives the run; no Calcul
 	const [archived] = await run([
 		{ resource: 'run', operation: 'archive', runId: id, summary: 'sum', calculationNodes },
 	]);
-	assert.deepEqual(SuccessEnvelope.parse(archived[0].json).data.warnings, []);
+	assert.deepEqual(SuccessItem.parse(archived[0].json).data.warnings, []);
 	assert.ok((await row(id)).archived_at);
 
 	const other = await newRun('COMPLETED');
@@ -200,7 +200,7 @@ test('Archive with a SYNC ARCHIVE processor: success archives the run; no Calcul
 	const [done] = await run([
 		{ resource: 'run', operation: 'archive', runId: other, summary: 'sum', maxProcessorFailures: 2 },
 	]);
-	const data = SuccessEnvelope.parse(done[0].json).data as { processor_error: { code: string; failures: number } };
+	const data = SuccessItem.parse(done[0].json).data as { processor_error: { code: string; failures: number } };
 	assert.deepEqual([data.processor_error.code, data.processor_error.failures], ['NO_COMPUTE_MEMBER_FOR_TAG', 2]);
 	assert.ok((await row(other)).archived_at);
 });
@@ -241,7 +241,7 @@ test('Sweep with a SYNC RELEASE processor that fails: the stuck run is an item w
 	]);
 	const byId = new Map(
 		items.map((i) => {
-			const data = SuccessEnvelope.parse(i.json).data as { id: string; swept: string; error?: { code: string } };
+			const data = SuccessItem.parse(i.json).data as { id: string; swept: string; error?: { code: string } };
 			return [data.id, data];
 		}),
 	);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Workflow, type IExecuteFunctions, type INode, type INodeTypes } from 'n8n-workflow';
 import { checkOperation, healthOf } from '../../nodes/KnowledgeBot/actions/botTransport/check.operation';
-import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { SuccessItem } from '../../nodes/shared/contracts/envelope';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { startBotApi, type BotApiStandIn } from '../helpers/botApiStandIn';
 import { seedBot, setupDatabase, type TestDatabase } from '../helpers/db';
@@ -190,7 +190,7 @@ test("a workflow saved with the former resource value 'transport' still runs Bot
 		assert.equal(item.ok, true, JSON.stringify(item.error));
 		const { ctx, ...json } = item; // Knowledge Bot puts the final ctx beside the envelope
 		assert.equal((ctx as { workflow?: string }).workflow, 'WF11');
-		const envelope = SuccessEnvelope.parse(json);
+		const envelope = SuccessItem.parse(json);
 		assert.equal(envelope.meta.source, 'WF11', resource);
 		assert.deepEqual([envelope.data.bot_id, envelope.data.health], [botId, 'ok'], resource);
 		assert.equal(await snapshots(), before + 1, `one snapshot per check under '${resource}'`);

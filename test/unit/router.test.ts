@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { afterAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { SuccessEnvelope } from '../../nodes/shared/contracts/envelope';
+import { SuccessItem } from '../../nodes/shared/contracts/envelope';
 import { ContractError } from '../../nodes/shared/errors';
 import {
 	findOperation,
@@ -122,7 +122,7 @@ test('routeItems: one envelope per item, paired, with its status, Workflow Label
 	];
 	const [done, other] = await routeItems(context(items, params), toyRoute());
 	assert.equal(other.length, 0);
-	const envelopes = done.map((i) => SuccessEnvelope.parse(i.json));
+	const envelopes = done.map((i) => SuccessItem.parse(i.json));
 	assert.deepEqual(
 		done.map((i) => i.pairedItem),
 		[{ item: 0 }, { item: 1 }, { item: 2 }],
@@ -155,7 +155,7 @@ test("routeItems: many results on the answer's output; ctxInOutput puts the fina
 	);
 	assert.equal(done.length, 0);
 	assert.deepEqual(
-		split1.map(({ json: { ctx: _ctx, ...envelope } }) => SuccessEnvelope.parse(envelope).data),
+		split1.map(({ json: { ctx: _ctx, ...envelope } }) => SuccessItem.parse(envelope).data),
 		[{ word: 'x' }, { word: 'y' }],
 	);
 	assert.deepEqual(
@@ -239,7 +239,7 @@ test('routeItems: an operation with a batch gets every prepared item in one call
 	);
 	assert.equal((done[1].json.error as Record<string, unknown>).status_code, 409);
 	assert.deepEqual(
-		[done[0], done[2]].map((i) => SuccessEnvelope.parse(i.json).data),
+		[done[0], done[2]].map((i) => SuccessItem.parse(i.json).data),
 		[{ at: 'conn:0' }, { at: 'conn:2' }],
 	);
 });
@@ -364,4 +364,21 @@ test('Knowledge Bot through the router: a 422 keeps the travelling ctx (its corr
 		node: 'Normalize URL',
 		contracts: { errorpipe: 1 },
 	});
+});
+
+test('a success item carries no `error` key: n8n takes a first item whose json.error is defined (null too) for a failed try and, with Retry On Fail, runs the node again (issue 29 P7)', async () => {
+	const items = [{ json: { first: UUID_A } }, { json: {} }];
+	const params = [
+		{ resource: 'toy', operation: 'echo', text: 'a' },
+		{ resource: 'toy', operation: 'split', text: 'b c' },
+	];
+	const [done, other] = await routeItems(context(items, params), toyRoute());
+	const all = [...done, ...other];
+	assert.equal(all.length, 3);
+	for (const item of all) {
+		assert.equal(item.json.ok, true);
+		assert.equal('error' in item.json, false, JSON.stringify(item.json));
+		// n8n 2.4.8's test (n8n-core workflow-execute.js): runNodeData.data?.[0]?.[0]?.json?.error !== undefined
+		assert.equal(item.json.error !== undefined, false);
+	}
 });

@@ -57,6 +57,16 @@ export const SuccessEnvelope = z
 	.strict();
 export type SuccessEnvelope = z.infer<typeof SuccessEnvelope>;
 
+/**
+ * A SuccessEnvelope as an n8n output item of a routed node (ArangoCAS, Pipeline Capture, Knowledge Bot):
+ * the envelope without its `error: null`. n8n (2.4.8 and later) takes a first output item whose `json.error`
+ * is defined — null included — for a failed try of a node with Retry On Fail and runs the node again after
+ * Wait Between Tries, up to Max Tries: every successful call ran 3 times, 1 s apart (issue 29 P7). Expressions
+ * reading `$json.error` see `undefined` instead of `null`; HTTP answers (WF10, Context Loader) keep `error: null`.
+ */
+export const SuccessItem = SuccessEnvelope.omit({ error: true });
+export type SuccessItem = z.infer<typeof SuccessItem>;
+
 /** `error.details.raw_error` (seed 002 §1.4): the upstream error as far as it is known. */
 export const RawError = z
 	.object({

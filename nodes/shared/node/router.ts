@@ -279,13 +279,17 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 			throw ContractError.internal(
 				`${route.label} ${routed.resource}/${routed.operationValue} answered on output ${answer.output}; the node has ${outputs}`,
 			);
+		// the item is the envelope without `error: null` (SuccessItem): n8n retries a node whose first item has a
+		// defined json.error, so with Retry On Fail every success ran Max Tries times
 		const envelope = (data: Record<string, unknown>): IDataObject => {
-			const json = success(data, {
+			// eslint-disable-next-line @typescript-eslint/no-unused-vars
+			const { error, ...json } = success(data, {
 				source: workflow,
 				status_code: answer.statusCode ?? 200,
 				correlation: correlationOf(state.ctx ?? {}, { workflow, node }),
-			}) as unknown as IDataObject;
-			return route.ctxInOutput ? { ...json, ctx: state.ctx as IDataObject } : json;
+			});
+			const item = json as unknown as IDataObject;
+			return route.ctxInOutput ? { ...item, ctx: state.ctx as IDataObject } : item;
 		};
 		return answer.many
 			? { many: answer.many.map(envelope), output: answer.output }
