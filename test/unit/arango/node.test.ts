@@ -1,13 +1,13 @@
 /**
  * The ArangoCAS node itself (description and execute), with a minimal IExecuteFunctions: parameters are
- * read per item, the result is a valid SuccessEnvelope paired to its item, and in "continue" mode a
+ * read per item, the result is a valid SuccessItem paired to its item, and in "continue" mode a
  * failure becomes the error item the Error Pipe reads (kind, status_code, details.code, ctx, error_context
  * with node, operation and collection).
  */
 import assert from 'node:assert/strict';
 import { afterEach, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { SuccessEnvelope } from '../../../nodes/shared/contracts/envelope';
+import { SuccessItem } from '../../../nodes/shared/contracts/envelope';
 import { ARANGO_DB, ARANGO_URL, ArangoStub } from '../../helpers/arangoHttp';
 
 // The compiled node (npm test builds first): "ArangoCas.node" would resolve to the codex .json beside it.
@@ -90,7 +90,7 @@ test('every field belongs to exactly one resource/operation and every operation 
 	);
 });
 
-test("execute: one SuccessEnvelope per item, paired, sent with the item's parameters; a failure in continue mode is an error item", async () => {
+test("execute: one SuccessItem per item, paired, sent with the item's parameters; a failure in continue mode is an error item", async () => {
 	const stub = new ArangoStub()
 		.cursor([{ outcome: 'OK', atom_rev: '_r2', new_locked_until: 123 }])
 		.cursor([{ outcome: 'LOCKED', locked_by: 'u2', locked_until: 456 }]);
@@ -104,7 +104,7 @@ test("execute: one SuccessEnvelope per item, paired, sent with the item's parame
 		out.map((i) => i.pairedItem),
 		[{ item: 0 }, { item: 1 }],
 	);
-	const ok = SuccessEnvelope.parse(out[0].json);
+	const ok = SuccessItem.parse(out[0].json);
 	assert.deepEqual(
 		[ok.status_code, ok.meta.source, ok.meta.correlation.correlation_id, ok.data.atom_rev],
 		[200, 'A3.6', 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee', '_r2'],
@@ -229,7 +229,7 @@ test("Lock and Unlock act as the token's user: bind var user_id is the verified 
 	];
 	const params = [ACTING.lock, { ...ACTING.unlock, identityClaim: 'uid' }, ACTING.unlock];
 	const [out] = await new ArangoCas().execute.call(context(items, params, true));
-	const envelopes = out.map((i) => SuccessEnvelope.parse(i.json));
+	const envelopes = out.map((i) => SuccessItem.parse(i.json));
 	assert.deepEqual(
 		stub.queries().map((q) => q.bindVars.user_id),
 		['user-7', '8', '42'],
@@ -252,7 +252,7 @@ test('User ID Field identity: the field is the user, whatever the token says', a
 	const [out] = await new ArangoCas().execute.call(
 		context([{ json: verified('alice', { body: { user_id: 'dave' } }) }], [lock], true),
 	);
-	assert.equal(SuccessEnvelope.parse(out[0].json).data.locked_by, 'carol');
+	assert.equal(SuccessItem.parse(out[0].json).data.locked_by, 'carol');
 	assert.deepEqual(
 		stub.queries().map((q) => q.bindVars.user_id),
 		['carol'],
@@ -359,7 +359,7 @@ test("issue 25: Create Baseline, Reject, Save Result and Save Error store the to
 			true,
 		),
 	);
-	const envelopes = out.map((i) => SuccessEnvelope.parse(i.json));
+	const envelopes = out.map((i) => SuccessItem.parse(i.json));
 	assert.deepEqual(
 		stub.queries().map((q) => q.bindVars.user_id),
 		['alice', 'alice', 'alice', 'alice', undefined],
