@@ -37,7 +37,8 @@ const UNIT_DIRS = ['unit', 'integration', 'live'];
 /** What the demo's output must show (scripts/demo.ts and its parts in scripts/demo/ print these lines). */
 const DEMO_CHECKS = [
 	['a reply sent to Telegram', /reply sent to Telegram \(message \d+\)/],
-	['a cited answer (citation [1] of a stored document)', /^ {4}\[1\] document \d+ /m],
+	// scripts/demo/bot.ts prints each cited chunk as `source [n] rank r chunk #id — document id …` (issue 30)
+	['a cited answer (citation [1] of a stored document)', /^ {4}source \[1\] rank 1 chunk #\d+ — document \d+ /m],
 	['an answer pushed over the WebSocket', /pushed over ws \([\d.]+ s after the 201\) → \{/],
 	['the pushed answer is the run’s final_answer', /final_answer is the pushed answer/],
 	['a metrics scrape answered 200', /GET \/webhook\/metrics .*→ HTTP 200/],
