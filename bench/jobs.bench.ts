@@ -25,6 +25,7 @@ import { spawnSync } from 'node:child_process';
 import { Pool } from 'pg';
 import { ContractError } from '../nodes/shared/errors';
 import { claimJobs, finishJobs } from '../nodes/shared/jobs/queue';
+import { namedStatement, preferGenericPlans } from '../nodes/shared/postgres/prepared';
 import { claimJobsStatement, finishJobsStatement } from '../nodes/shared/statements/jobs';
 import { setupDatabase } from '../test/helpers/db';
 import { recordGoal } from './goals';
@@ -56,7 +57,8 @@ const ANCHOR_NODE = [22, 18];
  */
 async function contractsRate(url: string, workers: number, depth: number, tag: string): Promise<number> {
 	{
-		const pool = new Pool({ connectionString: url, max: workers + 2 });
+		// as getPool makes it for the nodes: named statements planned once per connection
+		const pool = preferGenericPlans(new Pool({ connectionString: url, max: workers + 2 }));
 		pool.on('error', () => undefined);
 		const type = `bench_${tag}`;
 		try {
@@ -122,7 +124,7 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 
 /**
  * What the ops.job_runs bookkeeping costs (issue 29 P2: "measure it separately"): CLAIM_JOBS + FINISH_JOBS sent
- * as plain queries (the parameters claimJobs/finishJobs send: no call key, no lease), with `runs` true (the
+ * as named statements on a pool as getPool makes it (the parameters claimJobs/finishJobs send: no call key, no lease), with `runs` true (the
  * shipped statements: a run opened per claimed job, closed by the finish) or false (the same statements without
  * their job_runs CTEs: claimJobsStatement / finishJobsStatement). Returns jobs/s.
  * @throws Refused when a job was lost or done twice, or the runs are not exactly one succeeded run per job (none
@@ -135,11 +137,11 @@ async function statementsRate(
 	tag: string,
 	runs: boolean,
 ): Promise<number> {
-	const pool = new Pool({ connectionString: url, max: workers + 2 });
+	const pool = preferGenericPlans(new Pool({ connectionString: url, max: workers + 2 }));
 	pool.on('error', () => undefined);
 	const type = `bench_${tag}`;
-	const claim = claimJobsStatement({ runs });
-	const finish = finishJobsStatement({ runs });
+	const claim = namedStatement(runs ? 'bench_claim_runs' : 'bench_claim', claimJobsStatement({ runs }));
+	const finish = namedStatement(runs ? 'bench_finish_runs' : 'bench_finish', finishJobsStatement({ runs }));
 	try {
 		await pool.query('INSERT INTO ops.jobs (job_type) SELECT $1 FROM generate_series(1, $2)', [type, depth]);
 		await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
@@ -150,25 +152,24 @@ async function statementsRate(
 		await Promise.all(
 			Array.from({ length: workers }, async (_, w) => {
 				for (;;) {
-					const { rows: jobs } = await pool.query<{ id: string; claim_token: string }>(claim, [
-						[type],
-						BATCH,
-						`w${w}`,
-						null,
-						null,
-						30,
-					]);
+					const { rows: jobs } = await pool.query<{ id: string; claim_token: string }>({
+						...claim,
+						values: [[type], BATCH, `w${w}`, null, null, 30],
+					});
 					if (jobs.length === 0) return;
-					const { rows } = await pool.query<{ id: string }>(finish, [
-						jobs.map((j) => j.id),
-						jobs.map(() => `w${w}`),
-						jobs.map(() => true),
-						jobs.map(() => false),
-						jobs.map(() => null),
-						5,
-						300,
-						jobs.map((j) => j.claim_token),
-					]);
+					const { rows } = await pool.query<{ id: string }>({
+						...finish,
+						values: [
+							jobs.map((j) => j.id),
+							jobs.map(() => `w${w}`),
+							jobs.map(() => true),
+							jobs.map(() => false),
+							jobs.map(() => null),
+							5,
+							300,
+							jobs.map((j) => j.claim_token),
+						],
+					});
 					for (const r of rows) finished.push(Number(r.id));
 				}
 			}),
@@ -302,7 +303,7 @@ async function main() {
 			),
 		);
 		console.log(
-			`\nwhat ops.job_runs costs (4 workers, depth ${DEPTH}, median of ${ROUNDS}; the shipped statements as plain queries, with and without their job_runs CTEs):`,
+			`\nwhat ops.job_runs costs (4 workers, depth ${DEPTH}, median of ${ROUNDS}; the shipped statements, named, with and without their job_runs CTEs):`,
 		);
 		console.log(
 			markdownTable(

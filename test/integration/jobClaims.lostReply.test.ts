@@ -11,6 +11,7 @@ import { afterAll, beforeAll, test } from '@jest/globals';
 import { Client, type Pool } from 'pg';
 import { ContractError } from '../../nodes/shared/errors';
 import { claimJobs, CLAIM_REPLAY_WINDOW_SECONDS, finishJobs } from '../../nodes/shared/jobs/queue';
+import { CLAIM_JOBS_NAMED } from '../../nodes/shared/statements/jobs';
 import type { TestDatabase } from '../helpers/db';
 import { closeProxiedDatabase, setupProxiedDatabase } from '../helpers/proxiedDatabase';
 import type { TcpProxy } from '../helpers/tcpProxy';
@@ -23,8 +24,8 @@ beforeAll(async () => {
 });
 afterAll(() => closeProxiedDatabase({ db, proxy, proxied }));
 
-/** A marker only Claim Jobs' statement carries. */
-const CLAIM_MARKER = '), replay AS (';
+/** A marker only Claim Jobs' requests carry: its prepared statement's name (in its Parse and in every Bind). */
+const CLAIM_MARKER = CLAIM_JOBS_NAMED.name;
 
 async function enqueue(type: string, n: number): Promise<number[]> {
 	const { rows } = await db.pool.query<{ id: string }>(

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, test } from '@jest/globals';
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import type { Pool } from 'pg';
 import { SuccessItem } from '../../nodes/shared/contracts/envelope';
+import { CLAIM_JOBS_NAMED } from '../../nodes/shared/statements/jobs';
 import { credentialFor, type TestDatabase } from '../helpers/db';
 import { closeProxiedDatabase, setupProxiedDatabase } from '../helpers/proxiedDatabase';
 import type { TcpProxy } from '../helpers/tcpProxy';
@@ -67,7 +68,7 @@ function claim(executionId: string | undefined, batchSize: number) {
 
 test('a lost Claim Jobs reply, retried by the same execution, gets the same jobs (replayed); another execution, or none, claims anew', async () => {
 	await db.pool.query("INSERT INTO ops.jobs (job_type) SELECT 'node-replay' FROM generate_series(1, 6)");
-	proxy.dropReplyTo('), replay AS (');
+	proxy.dropReplyTo(CLAIM_JOBS_NAMED.name);
 	const [lost, lostErrors = []] = await claim('500', 2);
 	const failed = [...lost, ...lostErrors].map((i) => i.json.error as Record<string, unknown> | undefined);
 	assert.ok(

@@ -27,11 +27,16 @@ afterAll(async () => {
 	await db?.drop();
 });
 
-/** The pool, counting the statements sent through it. */
+/** The pool, counting the statements sent through it (their text; a named statement's too). */
 function counting(pool: Pool) {
 	const sent: string[] = [];
 	return {
-		pool: { query: (sql: string, params?: unknown[]) => (sent.push(sql), pool.query(sql, params)) } as unknown as Pool,
+		pool: {
+			query: (sql: string | { text: string }, params?: unknown[]) => (
+				sent.push(typeof sql === 'string' ? sql : sql.text),
+				pool.query(sql as string, params)
+			),
+		} as unknown as Pool,
 		sent,
 	};
 }

@@ -14,6 +14,7 @@ import type { Pool } from 'pg';
 import { ContractError } from '../../nodes/shared/errors';
 import { enqueueJobs, type WantedJob } from '../../nodes/shared/jobs/enqueue';
 import { claimJobs, finishJob, finishJobs, releaseStale } from '../../nodes/shared/jobs/queue';
+import { FINISH_JOBS_NAMED } from '../../nodes/shared/statements/jobs';
 import type { TestDatabase } from '../helpers/db';
 import { closeProxiedDatabase, setupProxiedDatabase } from '../helpers/proxiedDatabase';
 import type { TcpProxy } from '../helpers/tcpProxy';
@@ -29,8 +30,11 @@ beforeAll(async () => {
 });
 afterAll(() => closeProxiedDatabase({ db, proxy, proxied }));
 
-/** A marker only FINISH_JOBS' text holds (its run update). */
-const FINISH_MARKER = 'finish_key = md5(job.token::text)';
+/**
+ * A marker only Finish Job's requests hold: the name of its prepared statement (in the Parse of its first run on a
+ * connection, and in every Bind: the text is sent once per connection).
+ */
+const FINISH_MARKER = FINISH_JOBS_NAMED.name;
 /** A marker only ENQUEUE_JOBS' text holds. */
 const ENQUEUE_MARKER = 'jsonb_to_recordset($3::jsonb)';
 

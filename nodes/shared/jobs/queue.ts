@@ -11,6 +11,8 @@
  *    dead when no attempt is left: those whose process's lease (./lease.ts) is not held for a grace period,
  *    and (backstop, or without a lease) those locked longer than a timeout.
  * Claim Jobs is safe to retry after a lost reply (claim key replay); docs/retry-safety.md.
+ * Claim and Finish run as named statements (../postgres/prepared.ts: parsed once per connection, and planned
+ * once on a pool from ../postgres/pool.ts getPool), the other statements unnamed.
  */
 import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
@@ -18,7 +20,14 @@ import { isUuid } from '../contracts/ids';
 import { ContractError } from '../errors';
 import { rowsOf } from '../postgres/rows';
 import { RETRY_BASE_SECONDS, RETRY_CAP_SECONDS } from './backoff';
-import { CLAIM_JOBS, CURRENT_JOBS, FINISH_JOBS, RELEASE_STALE, RELEASE_STALE_LEASED } from '../statements/jobs';
+import {
+	CLAIM_JOBS_NAMED,
+	CURRENT_JOBS,
+	FINISH_JOBS_NAMED,
+	RELEASE_STALE,
+	RELEASE_STALE_LEASED,
+} from '../statements/jobs';
+import type { NamedStatement } from '../postgres/prepared';
 
 const JOBS = { table: 'ops.jobs' };
 
@@ -53,7 +62,7 @@ function text(value: unknown, field: string): string {
 
 async function run<T extends Record<string, unknown>>(
 	pool: Pool,
-	sql: string,
+	sql: string | NamedStatement,
 	params: unknown[],
 	operation: string,
 ): Promise<T[]> {
@@ -116,7 +125,7 @@ export async function claimJobs(
 	if (!types) throw invalid('job_type names no type', 'job_type');
 	const rows = await run<Record<string, unknown>>(
 		pool,
-		CLAIM_JOBS,
+		CLAIM_JOBS_NAMED,
 		[
 			types,
 			positiveInt(input.batch_size, 'batch_size', 1000),
@@ -241,7 +250,7 @@ export async function finishJobs(
 	if (first.length > 0) {
 		const rows = await run<Record<string, unknown>>(
 			pool,
-			FINISH_JOBS,
+			FINISH_JOBS_NAMED,
 			[
 				first.map((c) => c.jobId),
 				first.map((c) => c.worker),

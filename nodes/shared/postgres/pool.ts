@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { Pool, type PoolConfig } from 'pg';
 import { ContractError } from '../errors';
 import { Redactor, rememberSecrets } from '../redact';
+import { preferGenericPlans } from './prepared';
 
 /** The fields of the PostgresContractsApi credential. */
 export interface PostgresCredential {
@@ -155,7 +156,8 @@ export function getPool(credential: PostgresCredential): Pool {
 	const key = createHash('sha256').update(JSON.stringify(config)).digest('hex');
 	let entry = pools.get(key);
 	if (!entry) {
-		const pool = new Pool(config);
+		// every connection plans the named statements (Claim Jobs, Finish Job: ./prepared.ts) once
+		const pool = preferGenericPlans(new Pool(config));
 		// An idle client's error (server restart, terminated backend) must not crash n8n.
 		pool.on('error', () => undefined);
 		entry = { pool, lastUsed: Date.now() };

@@ -4,10 +4,12 @@
  */
 import type { Pool } from 'pg';
 import { fromPgError, type ErrorContextInit } from '../errors';
+import type { NamedStatement } from './prepared';
 
 /**
  * @param db a pg Pool or client (anything with `query`)
- * @param sql a named statement of nodes/shared/statements/
+ * @param sql a statement of nodes/shared/statements/: its text (sent unnamed: parsed and planned per call), or
+ *   a NamedStatement (./prepared.ts: prepared once per connection)
  * @param params its bind parameters ($1…)
  * @param where the error context (operation, table) a failure carries
  * @returns the rows
@@ -15,12 +17,16 @@ import { fromPgError, type ErrorContextInit } from '../errors';
  */
 export async function rowsOf<T extends Record<string, unknown>>(
 	db: Pick<Pool, 'query'>,
-	sql: string,
+	sql: string | NamedStatement,
 	params: unknown[],
 	where: ErrorContextInit,
 ): Promise<T[]> {
 	try {
-		return (await db.query<T>(sql, params)).rows;
+		return (
+			typeof sql === 'string'
+				? await db.query<T>(sql, params)
+				: await db.query<T>({ name: sql.name, text: sql.text, values: params })
+		).rows;
 	} catch (error) {
 		throw fromPgError(error, where);
 	}

@@ -10,7 +10,44 @@
  */
 import { nextRunAtSql } from '../jobs/backoff';
 import { FINISHED_JOB_STATUSES, JOB_RUN_STATUS, JOB_STATUS } from '../jobs/status';
+import { namedStatement } from '../postgres/prepared';
 import { retentionBatch } from './core';
+
+/**
+ * The columns of the ops.jobs row Claim Jobs returns, in table order (migrations 001, 008, 020, 023), listed:
+ * CLAIM_JOBS is a prepared statement (CLAIM_JOBS_NAMED), whose row type must not change when a later migration
+ * adds a column (`j.*` would make every connection's claim fail with 0A000 "cached plan must not change result
+ * type" until it closes). test/integration/jobStatementsPrepared.test.ts fails when the table has a column
+ * this list lacks.
+ */
+export const JOB_ROW_COLUMNS = [
+	'id',
+	'tenant_id',
+	'job_type',
+	'payload',
+	'status',
+	'priority',
+	'attempts',
+	'max_attempts',
+	'next_run_at',
+	'locked_by',
+	'locked_at',
+	'last_error',
+	'correlation_id',
+	'dedup_key',
+	'created_at',
+	'updated_at',
+	'finished_at',
+	'claim_token',
+	'claim_key',
+	'lease_id',
+	'run_id',
+] as const;
+
+/** JOB_ROW_COLUMNS qualified by `alias`, comma-separated (`alias` NULL::ops.jobs: a row of NULLs, typed). */
+function jobColumns(alias: string): string {
+	return JOB_ROW_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
+}
 
 /**
  * Claim: up to $2 due jobs of the types $1 (text[]) for worker $3, `FOR UPDATE SKIP LOCKED` (concurrent
@@ -32,8 +69,14 @@ import { retentionBatch } from './core';
  * statement claims and replays nothing and returns one row of NULLs with `lease_lost = true` (the process
  * believes it holds a lease the server dropped: a half-open connection; ./queue.ts answers 503). Every
  * other row has `lease_lost = false`.
+ * Prepared (CLAIM_JOBS_NAMED): the claimed rows are updated by `id = ANY (ARRAY(…))`, an index scan of the
+ * primary key in the generic plan too (a join on `next` was planned from the LIMIT's default estimate — a
+ * tenth of the table — as a sequential scan of ops.jobs).
  */
 export const CLAIM_JOBS = claimJobsStatement({ runs: true });
+
+/** CLAIM_JOBS as a named statement (../postgres/prepared.ts), as Claim Jobs runs it. */
+export const CLAIM_JOBS_NAMED = namedStatement('claim_jobs', CLAIM_JOBS);
 
 /**
  * CLAIM_JOBS (`runs: true`), or the same statement without its ops.job_runs bookkeeping (`runs: false`: no run
@@ -49,7 +92,7 @@ WITH lease AS MATERIALIZED (
     run_id = coalesce(j.run_id, (SELECT max(o.id) FROM ops.job_runs o WHERE o.job_id = j.id AND o.status = 'running'))
   WHERE (SELECT held FROM lease) AND $4::text IS NOT NULL AND j.claim_key = $4::text AND j.status = 'running' AND j.locked_by = $3
     AND j.locked_at > now() - make_interval(secs => $6::float8)
-  RETURNING j.*
+  RETURNING ${jobColumns('j')}
 ), next AS MATERIALIZED (
   SELECT c.id
   FROM (SELECT DISTINCT unnest($1::text[]) AS job_type
@@ -67,14 +110,14 @@ WITH lease AS MATERIALIZED (
   UPDATE ops.jobs j
   SET status = 'running', attempts = j.attempts + 1, locked_by = $3, locked_at = now(), updated_at = now(),
       claim_token = gen_random_uuid(), claim_key = $4::text, lease_id = $5::uuid${o.runs ? reserveRun() : ''}
-  FROM next WHERE j.id = next.id
-  RETURNING j.*
+  WHERE j.id = ANY (ARRAY(SELECT id FROM next))
+  RETURNING ${jobColumns('j')}
 )${o.runs ? openRuns() : ''}
 SELECT claimed.*, false AS replayed, false AS lease_lost FROM claimed
 UNION ALL
 SELECT replay.*, true AS replayed, false AS lease_lost FROM replay
 UNION ALL
-SELECT (NULL::ops.jobs).*, false AS replayed, true AS lease_lost
+SELECT ${jobColumns('(NULL::ops.jobs)')}, false AS replayed, true AS lease_lost
 FROM lease WHERE NOT lease.held
 ORDER BY priority DESC, id`;
 }
@@ -173,6 +216,9 @@ function releaseCtes(o: { jobMessage: string; runMessage: string; reason?: boole
  * max_attempts, next_run_at, run_id — one row per job finished (a job not held as given returns no row).
  */
 export const FINISH_JOBS = finishJobsStatement({ runs: true });
+
+/** FINISH_JOBS as a named statement (../postgres/prepared.ts), as Finish Job runs it. */
+export const FINISH_JOBS_NAMED = namedStatement('finish_jobs', FINISH_JOBS);
 
 /**
  * FINISH_JOBS (`runs: true`), or the same statement without closing the job's run (`runs: false`: run_id NULL)
