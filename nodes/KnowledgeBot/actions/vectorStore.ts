@@ -15,6 +15,7 @@
 import { types, type CustomTypesConfig, type Pool } from 'pg';
 import { ContractError, fromPgError, type ErrorContextInit } from '../../shared/errors';
 import { inTransaction } from '../../shared/postgres/transaction';
+import { replaceUnstorable } from '../../shared/sanitize';
 import { vectorLiteral } from '../transport/embeddings';
 import { cosineScorer, float32Bytes, TopK } from './cosine';
 import {
@@ -46,9 +47,9 @@ export interface SearchParams {
 	/** the group's chat_id (null for dm) */
 	chat: string | null;
 	/**
-	 * Hybrid retrieval (issue 30): the question's text, ranked by PostgreSQL full-text search ('english'), and the
-	 * weight of that rank in the score: score = (1 − weight) × cosine + weight × lexical (each 0–1). Absent: the
-	 * vector score alone (cosine).
+	 * Hybrid retrieval (issue 30): the question's text (any string: lexicalQuestion), ranked by PostgreSQL
+	 * full-text search ('english'), and the weight of that rank in the score: score = (1 − weight) × cosine +
+	 * weight × lexical (each 0–1). Absent: the vector score alone (cosine).
 	 */
 	hybrid?: { question: string; weight: number };
 }
@@ -58,6 +59,22 @@ export interface SearchParams {
  * each this many (at least k), before the hybrid score picks k.
  */
 export const HYBRID_CANDIDATES = 50;
+
+/**
+ * Characters of the question's text that hybrid retrieval's full-text query reads (the Answer's own limit on a
+ * question, AnswerRequest): PostgreSQL 15's plainto_tsquery fails with 54001 (stack depth limit exceeded) on
+ * 30,000 words (16,000 pass); 4,000 characters are at most 2,000 words.
+ */
+export const HYBRID_QUESTION_CHARS = 4000;
+
+/**
+ * The question's text as hybrid retrieval's full-text query reads it (issue 30): its first HYBRID_QUESTION_CHARS
+ * characters, every NUL and lone UTF-16 surrogate replaced by U+FFFD (sanitize.ts, as stored message texts are) —
+ * PostgreSQL refuses a NUL in text (22021). Any text is then a valid query: plainto_tsquery takes it as plain words.
+ */
+export function lexicalQuestion(question: string): string {
+	return replaceUnstorable(question.slice(0, HYBRID_QUESTION_CHARS)).text;
+}
 
 /**
  * A row of the search: the chunk's columns (content.CHUNK_COLUMNS, as pg returns them) and `score`, the cosine
@@ -155,7 +172,7 @@ async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
 	// each vector is scored by the type parser as its row arrives: 100k visible rows keep 100k numbers, not 600 MB
 	const { rows } = await pool.query({
 		text: hybrid ? VISIBLE_EMBEDDINGS_HYBRID : VISIBLE_EMBEDDINGS,
-		values: hybrid ? [...values, hybrid.question] : values,
+		values: hybrid ? [...values, lexicalQuestion(hybrid.question)] : values,
 		types: {
 			getTypeParser: ((oid: number) =>
 				oid === BYTEA
@@ -194,7 +211,7 @@ async function searchExact(pool: Db, p: SearchParams): Promise<SearchRow[]> {
 
 async function searchHnsw(pool: Db, p: SearchParams, route: VectorRoute): Promise<SearchRow[]> {
 	const params: unknown[] = [p.tenant_id, p.model_id, vectorLiteral(p.vector), p.user, p.admin, p.k, p.channel, p.chat];
-	if (p.hybrid) params.push(Math.max(p.k, HYBRID_CANDIDATES), p.hybrid.question, p.hybrid.weight);
+	if (p.hybrid) params.push(Math.max(p.k, HYBRID_CANDIDATES), lexicalQuestion(p.hybrid.question), p.hybrid.weight);
 	const sql = p.hybrid ? SEARCH_CHUNKS_HYBRID : SEARCH_CHUNKS;
 	return inTransaction(pool, async (db) => {
 		const iterative = route.iterative_scan ? ", set_config('hnsw.iterative_scan', 'relaxed_order', true)" : '';
