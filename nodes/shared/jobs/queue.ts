@@ -97,8 +97,11 @@ export function claimKeyDigest(key: string): string {
 	return createHash('md5').update(JSON.stringify(key)).digest('hex');
 }
 
-/** Claim bookkeeping never returned by Claim Jobs (docs/retry-safety.md "Jobs: claims and leases"). */
-const CLAIM_BOOKKEEPING = ['claim_key', 'lease_id', 'replayed', 'lease_lost'] as const;
+/**
+ * Claim bookkeeping never returned by Claim Jobs (docs/retry-safety.md "Jobs: claims and leases"); `replayed` is
+ * returned only when true.
+ */
+const CLAIM_BOOKKEEPING = new Set(['claim_key', 'lease_id', 'replayed', 'lease_lost']);
 
 /** details.code of the 503 Claim Jobs answers when the server does not hold the lease it was given. */
 export const LEASE_NOT_HELD = 'JOB_LEASE_NOT_HELD';
@@ -143,9 +146,10 @@ export async function claimJobs(
 			{ operation: 'update', ...JOBS },
 		);
 	return rows.map((row) => {
-		const job = { ...row };
-		for (const field of CLAIM_BOOKKEEPING) delete job[field];
-		return row.replayed === true ? { ...job, replayed: true } : job;
+		const job: Record<string, unknown> = {};
+		for (const key in row) if (!CLAIM_BOOKKEEPING.has(key)) job[key] = row[key];
+		if (row.replayed === true) job.replayed = true;
+		return job;
 	});
 }
 
