@@ -26,7 +26,7 @@ const INPUTS: Record<string, Record<string, unknown>> = {
 	'atom.archive': { atom_id: 'a1', user_id: 'u1', expected_rev: '_r1', reason: 'r' },
 	'atom.unlockExpired': {},
 	'proposal.create': { target_active_id: 'a1', new_content: 'x', author: 'u1' },
-	'proposal.reject': { proposal_id: 'p1', expected_proposal_rev: '_r1' },
+	'proposal.reject': { proposal_id: 'p1', expected_proposal_rev: '_r1', user_id: 'u1' },
 	'proposal.merge': {
 		winner_proposal_id: 'p1',
 		current_active_id: 'a1',
@@ -34,14 +34,15 @@ const INPUTS: Record<string, Record<string, unknown>> = {
 		structure_edge_id: 'e1',
 		expected_edge_rev: '_e1',
 	},
-	'baseline.create': { doc_id: 'doc_1', version_tag: 'v1' },
-	'analysis.loadContext': { target_atom_id: 'a1', agent_role_key: 'tech_lead' },
+	'baseline.create': { doc_id: 'doc_1', version_tag: 'v1', user_id: 'u1' },
+	'analysis.loadContext': { target_atom_id: 'a1', agent_role_key: 'tech_lead', user_id: 'u1' },
 	'analysis.saveResult': {
 		target_atom_id: 'a1',
 		prompt_id: 'prompts/p1',
 		ai_response: { issues: [{ description: 'd', severity: 'low' }] },
+		user_id: 'u1',
 	},
-	'analysis.saveError': { target_atom_id: 'a1', status_code: 503 },
+	'analysis.saveError': { target_atom_id: 'a1', status_code: 503, user_id: 'u1' },
 };
 
 async function main() {
