@@ -20,7 +20,8 @@ import { ArangoStandIn } from '../test/helpers/arangoStandIn';
 const RTT_MS = Number(process.env.BENCH_RTT_MS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ARANGO_ROUNDS ?? 200);
 
-const INPUTS: Record<string, Record<string, unknown>> = {
+/** One valid input per operation (`resource.operation`), as the node would pass it (test/unit/benchArangoInputs.test.ts). */
+export const INPUTS: Record<string, Record<string, unknown>> = {
 	'atom.lock': { atom_id: 'a1', user_id: 'u1', expected_rev: '_r1' },
 	'atom.unlock': { atom_id: 'a1', user_id: 'u1', expected_rev: '_r1' },
 	'atom.archive': { atom_id: 'a1', user_id: 'u1', expected_rev: '_r1', reason: 'r' },
@@ -99,7 +100,8 @@ async function main() {
 	console.log(`ratio (baseline time / contracts time, higher is better): ${(timeBase / timeOurs).toFixed(2)}x`);
 }
 
-main().catch((error) => {
-	console.error(error);
-	process.exit(1);
-});
+if (require.main === module)
+	main().catch((error) => {
+		console.error(error);
+		process.exit(1);
+	});
