@@ -25,6 +25,7 @@ import { newCtx } from '../contracts/ctx';
 import { isUuid } from '../contracts/ids';
 import { correlationOf, newCorrelationId, success } from '../envelopeBuilders';
 import { ContractError } from '../errors';
+import type { DirectDefault } from './fields';
 import { readOperationInput } from './identity';
 import { runBatch } from './runBatch';
 import { runItems, type ItemResult, type ItemState } from './runItems';
@@ -52,6 +53,11 @@ export interface Operation<
 	outputs?: string[];
 	/** Runs the operation. @throws ContractError */
 	execute: Execute;
+	/**
+	 * Fields whose default expression the router computes from the item itself while a node keeps that
+	 * default (readFields DirectDefaults: the same value, without n8n's expression engine).
+	 */
+	directDefaults?: Record<string, DirectDefault>;
 }
 
 /** A resource of the Resource dropdown and its operations, in dropdown order. */
@@ -240,7 +246,8 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 	route: Route<Op, Conn, Context>,
 ): Promise<INodeExecutionData[][]> {
 	const conn = await route.connect(fn);
-	const node = fn.getNode().name;
+	const nodeInfo = fn.getNode();
+	const node = nodeInfo.name;
 	const outputs = outputCount(fn, route.resources, route.outputs);
 	const prepare = (item: INodeExecutionData, itemIndex: number, state: ItemState): Prepared<Op, Context> => {
 		const [resource, operationValue] = pair(fn, itemIndex);
@@ -258,7 +265,15 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 		});
 		const operation = found ?? findOperation(route.resources, resource, operationValue, route.label);
 		const input =
-			'input' in incoming ? incoming.input : readOperationInput(fn, itemIndex, operation.fields ?? [], item.json);
+			'input' in incoming
+				? incoming.input
+				: readOperationInput(
+						fn,
+						itemIndex,
+						operation.fields ?? [],
+						item.json,
+						operation.directDefaults && { node: nodeInfo, json: item.json, values: operation.directDefaults },
+					);
 		const routed: RoutedItem<Op> = {
 			item,
 			itemIndex,

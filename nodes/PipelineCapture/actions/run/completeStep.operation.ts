@@ -17,7 +17,7 @@
 import type { Pool } from 'pg';
 import { z } from 'zod';
 import { parseInput } from '../../../shared/contracts/input';
-import { fieldsOf } from '../../../shared/node/fields';
+import { fieldsOf, fromBodyValue } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
 import { isUuid } from '../../../shared/contracts/ids';
 import { ContractError } from '../../../shared/errors';
@@ -306,6 +306,8 @@ export const completeStepOperation: PipelineOperation = {
 		},
 		MAX_PROCESSOR_FAILURES_FIELD,
 	]),
+	// Draft Context's default (fromBody), as n8n would evaluate it: M11 and M13 keep it (issue 29 P7)
+	directDefaults: { draftContext: fromBodyValue('draft_context') },
 	async execute(deps, input) {
 		const run = await completeStep(
 			deps.pool,
