@@ -55,8 +55,8 @@ const PIPELINE_ROUTE: Route<
 	resources: PIPELINE_RESOURCES,
 	outputs: PIPELINE_OUTPUTS,
 	ctxOperation: true,
-	connect: async (fn) => ({
-		pool: await executionPool(fn, { reuse: false }),
+	connect: async (fn, node) => ({
+		pool: await executionPool(fn, { node, reuse: false }),
 		executionId: String(fn.getExecutionId() ?? 'manual'),
 		realExecutionId: fn.getExecutionId() ? String(fn.getExecutionId()) : undefined,
 	}),

@@ -3,7 +3,7 @@
  * incoming item's webhook body (`$json.body.<snake_case>`) or of the item itself, so a Webhook node
  * carrying the seed's input body can be wired in without editing a field.
  */
-import type { IDisplayOptions, IExecuteFunctions, INodeProperties } from 'n8n-workflow';
+import type { IDataObject, IDisplayOptions, IExecuteFunctions, INode, INodeProperties } from 'n8n-workflow';
 
 export interface OperationRef {
 	resource: string;
@@ -81,20 +81,53 @@ function isShown(fn: IExecuteFunctions, itemIndex: number, field: INodePropertie
 }
 
 /**
+ * The value of a field's default expression computed from the item's json, by the JavaScript the expression
+ * is (issue 29 P7: n8n's expression engine costs about 0.1–0.3 ms per evaluation). Used only when the stored
+ * value is exactly that default, and only a primitive result (string, number, boolean, null, undefined) is
+ * taken: anything else is read through n8n as before.
+ */
+export type DirectDefault = (json: IDataObject) => unknown;
+
+/** Fields whose default expressions the node computes itself (DirectDefault), with the node they are read from. */
+export interface DirectDefaults {
+	/** The execution's node (`getNode()`): its stored parameters. */
+	node: INode;
+	/** The item's json (n8n's `$json` for the item). */
+	json: IDataObject;
+	/** Field name → its default expression's value. */
+	values: Record<string, DirectDefault>;
+}
+
+/** `fromBody(key)` as JavaScript: `($json.body || $json)[key]`. */
+export function fromBodyValue(key: string): DirectDefault {
+	return (json) => ((json.body || json) as Record<string, unknown>)[key];
+}
+
+function isPrimitive(value: unknown): boolean {
+	return value === null || (typeof value !== 'object' && typeof value !== 'function');
+}
+
+/**
  * Reads the operation's fields for one item into `{ snake_case_name: value }`, the input its zod
  * schema validates. Empty strings become `undefined` so "missing" and "empty" fail alike; a field
- * hidden by its extra display conditions (FieldInit `show`) is left out.
+ * hidden by its extra display conditions (FieldInit `show`) is left out. `direct`: fields whose stored
+ * value is still their default expression are computed from the item (DirectDefault), not by n8n.
  */
 export function readFields(
 	fn: IExecuteFunctions,
 	itemIndex: number,
 	fields: INodeProperties[],
+	direct?: DirectDefaults,
 ): Record<string, unknown> {
 	const input: Record<string, unknown> = {};
 	for (const field of fields) {
 		if (field.type === 'notice') continue;
 		if (!isShown(fn, itemIndex, field, fields)) continue;
-		const value = fn.getNodeParameter(field.name, itemIndex, undefined) as unknown;
+		const compute =
+			direct && direct.node.parameters[field.name] === field.default ? direct.values[field.name] : undefined;
+		const computed = compute && direct ? compute(direct.json) : undefined;
+		const value =
+			compute && isPrimitive(computed) ? computed : (fn.getNodeParameter(field.name, itemIndex, undefined) as unknown);
 		input[snakeOf(field.name)] = value === '' ? undefined : value;
 	}
 	return input;

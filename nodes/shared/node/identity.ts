@@ -19,7 +19,7 @@ import type { IDataObject, IExecuteFunctions, INodeProperties } from 'n8n-workfl
 import { ContractError } from '../errors';
 import { isRecord } from '../json';
 import { replaceUnstorable } from '../sanitize';
-import { fromBody, readFields, snakeOf, type FieldInit } from './fields';
+import { fromBody, readFields, snakeOf, type DirectDefaults, type FieldInit } from './fields';
 
 /** Longest identity accepted from a token claim (the operations' user_id limit). */
 export const MAX_IDENTITY_LENGTH = 256;
@@ -222,7 +222,7 @@ function identityKey(fields: INodeProperties[]): string {
  * Reads an operation's fields for one item (`readFields`) and, when it has the Identity fields,
  * replaces `identity`, `identity_claim` and the identity key (`user_id`, or `author` for proposals) by the
  * resolved identity (null when the node's version hides the Identity fields: see identityFields `sinceVersion`). Both contract nodes call it after setting the item's ctx, so an identity error item
- * keeps its ctx.
+ * keeps its ctx. `direct`: as readFields (default expressions computed from the item).
  * @throws ContractError 401/403/422 as resolveUserId
  */
 export function readOperationInput(
@@ -230,8 +230,9 @@ export function readOperationInput(
 	itemIndex: number,
 	fields: INodeProperties[],
 	json: IDataObject,
+	direct?: DirectDefaults,
 ): Record<string, unknown> {
-	const input = readFields(fn, itemIndex, fields);
+	const input = readFields(fn, itemIndex, fields, direct);
 	if (!hasIdentity(fields)) return input;
 	const key = identityKey(fields);
 	// Identity hidden on this node version (identityFields `sinceVersion`): no user, as before it had one

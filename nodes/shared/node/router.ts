@@ -17,6 +17,7 @@ import {
 	type ExpressionString,
 	type IDataObject,
 	type IExecuteFunctions,
+	type INode,
 	type INodeExecutionData,
 	type INodeOutputConfiguration,
 	type INodeProperties,
@@ -25,7 +26,9 @@ import { newCtx } from '../contracts/ctx';
 import { isUuid } from '../contracts/ids';
 import { correlationOf, newCorrelationId, success } from '../envelopeBuilders';
 import { ContractError } from '../errors';
+import type { DirectDefault } from './fields';
 import { readOperationInput } from './identity';
+import { plainParameter } from './parameters';
 import { runBatch } from './runBatch';
 import { runItems, type ItemResult, type ItemState } from './runItems';
 
@@ -52,6 +55,11 @@ export interface Operation<
 	outputs?: string[];
 	/** Runs the operation. @throws ContractError */
 	execute: Execute;
+	/**
+	 * Fields whose default expression the router computes from the item itself while a node keeps that
+	 * default (readFields DirectDefaults: the same value, without n8n's expression engine).
+	 */
+	directDefaults?: Record<string, DirectDefault>;
 }
 
 /** A resource of the Resource dropdown and its operations, in dropdown order. */
@@ -185,8 +193,11 @@ export interface Route<Op extends Operation, Conn, Context> {
 	ctxOperation?: boolean;
 	/** Whether each output item also carries the item's final ctx beside the envelope (`json.ctx`). */
 	ctxInOutput?: boolean;
-	/** The execution's connection: reads the credential (once per execution). */
-	connect(fn: IExecuteFunctions): Promise<Conn>;
+	/**
+	 * The execution's connection: reads the credential (once per execution). `node`: the execution's
+	 * `getNode()`, read once by the router (a deep copy each call).
+	 */
+	connect(fn: IExecuteFunctions, node: INode): Promise<Conn>;
 	/** Workflow Label when Options → Workflow Label is empty. */
 	workflow(operation: Op | undefined): string;
 	/** Reads what the ctx is built from (before the ctx exists: a failure here leaves the error item without ctx). */
@@ -210,22 +221,29 @@ interface Prepared<Op, Context> {
 	input: unknown;
 }
 
-/** Reads the item's Resource and Operation parameters. */
-function pair(fn: IExecuteFunctions, itemIndex: number): [string, string] {
-	return [fn.getNodeParameter('resource', itemIndex) as string, fn.getNodeParameter('operation', itemIndex) as string];
+/**
+ * Reads the item's Resource and Operation parameters: as stored when they hold no expression (they take none,
+ * noDataExpression), else through n8n (parameters.ts plainParameter; issue 29 P7).
+ */
+function pair(fn: IExecuteFunctions, node: INode, itemIndex: number): [string, string] {
+	return [
+		plainParameter(fn, node, 'resource', itemIndex) as string,
+		plainParameter(fn, node, 'operation', itemIndex) as string,
+	];
 }
 
 /** How many main output arrays the node returns (n8n moves error items to the one after them). */
 function outputCount<Op extends Operation>(
 	fn: IExecuteFunctions,
+	node: INode,
 	resources: Resource<Op>[],
 	outputs: number | OutputSpec | undefined,
 ): number {
 	if (typeof outputs !== 'object') return outputs ?? 1;
-	const { parameters, typeVersion } = fn.getNode();
+	const { parameters, typeVersion } = node;
 	// Resource and Operation take no expressions (noDataExpression): the first item's are the node's
 	const [resource, operation] =
-		fn.getInputData().length > 0 ? pair(fn, 0) : [String(parameters.resource), String(parameters.operation)];
+		fn.getInputData().length > 0 ? pair(fn, node, 0) : [String(parameters.resource), String(parameters.operation)];
 	return outputNamesOf(outputs, lookup(resources, resource, operation), typeVersion).length;
 }
 
@@ -239,13 +257,15 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 	fn: IExecuteFunctions,
 	route: Route<Op, Conn, Context>,
 ): Promise<INodeExecutionData[][]> {
-	const conn = await route.connect(fn);
-	const node = fn.getNode().name;
-	const outputs = outputCount(fn, route.resources, route.outputs);
+	// the node once per execution (getNode deep-copies it): its name, stored parameters and version
+	const nodeInfo = fn.getNode();
+	const conn = await route.connect(fn, nodeInfo);
+	const node = nodeInfo.name;
+	const outputs = outputCount(fn, nodeInfo, route.resources, route.outputs);
 	const prepare = (item: INodeExecutionData, itemIndex: number, state: ItemState): Prepared<Op, Context> => {
-		const [resource, operationValue] = pair(fn, itemIndex);
+		const [resource, operationValue] = pair(fn, nodeInfo, itemIndex);
 		const found = lookup(route.resources, resource, operationValue);
-		const options = fn.getNodeParameter('options', itemIndex, {}) as Record<string, unknown>;
+		const options = plainParameter(fn, nodeInfo, 'options', itemIndex, {}) as Record<string, unknown>;
 		const workflow = (typeof options.workflow === 'string' && options.workflow) || route.workflow(found);
 		const incoming = route.incoming(fn, item, itemIndex);
 		const correlationId = (incoming.correlationIds.find(isUuid) as string | undefined) ?? newCorrelationId();
@@ -258,7 +278,15 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 		});
 		const operation = found ?? findOperation(route.resources, resource, operationValue, route.label);
 		const input =
-			'input' in incoming ? incoming.input : readOperationInput(fn, itemIndex, operation.fields ?? [], item.json);
+			'input' in incoming
+				? incoming.input
+				: readOperationInput(
+						fn,
+						itemIndex,
+						operation.fields ?? [],
+						item.json,
+						operation.directDefaults && { node: nodeInfo, json: item.json, values: operation.directDefaults },
+					);
 		const routed: RoutedItem<Op> = {
 			item,
 			itemIndex,
@@ -296,7 +324,7 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 			: { json: envelope(answer.data ?? {}), output: answer.output };
 	};
 	const items = fn.getInputData();
-	const first = items.length > 0 ? lookup(route.resources, ...pair(fn, 0)) : undefined;
+	const first = items.length > 0 ? lookup(route.resources, ...pair(fn, nodeInfo, 0)) : undefined;
 	const batch = first && route.batch?.(first);
 	if (batch) {
 		return runBatch(
@@ -316,5 +344,6 @@ export async function routeItems<Op extends Operation, Conn, Context>(
 			return respond(prepared, await route.execute(prepared.routed.operation, prepared.context, prepared.input));
 		},
 		outputs,
+		nodeInfo,
 	);
 }

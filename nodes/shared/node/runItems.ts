@@ -8,7 +8,7 @@
  * The error object carries the ctx and error_context the ErrorPipe (WF99) needs, so the error branch
  * keeps its context (seed 002 §2.2, §5.3).
  */
-import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INode, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 import { ContractError } from '../errors';
 import { toJsonObject } from '../json';
@@ -67,17 +67,18 @@ export function errorJson(
 }
 
 /**
- * Runs `handler` for every input item and routes results to `outputCount` main outputs.
+ * Runs `handler` for every input item and routes results to `outputCount` main outputs. `node`: the
+ * execution's `getNode()` when the caller has it already (saves a deep copy).
  * @throws NodeOperationError (with the status code and kind in its description) in stop mode
  */
 export async function runItems(
 	fn: IExecuteFunctions,
 	handler: ItemHandler,
 	outputCount = 1,
+	node: INode = fn.getNode(),
 ): Promise<INodeExecutionData[][]> {
 	const items = fn.getInputData();
 	const outputs: INodeExecutionData[][] = Array.from({ length: outputCount }, () => []);
-	const node = fn.getNode();
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		const state: ItemState = {};
 		try {

@@ -15,10 +15,20 @@
  * Errors: 504 upstream retryable (retries spent), 429 rate_limit retryable, 502 fatal model answer,
  * 422 INVALID_JSON (JSON asked, prose answered).
  */
-import { fieldsOf } from '../../../shared/node/fields';
+import { fieldsOf, type DirectDefault } from '../../../shared/node/fields';
 import { callRecorder } from '../../../shared/llm/calls';
 import { DEFAULT_RETRY, generate } from '../../../shared/llm/generate';
 import type { PipelineOperation } from '../types';
+
+/** Default of the Run ID field: Load Step Context's `run_id`. */
+export const RUN_ID_DEFAULT = '={{ ($json.data || {}).run_id || "" }}';
+/** Default of the Step field: Load Step Context's `step`. */
+export const STEP_DEFAULT = '={{ ($json.data || {}).step || "" }}';
+
+/** `={{ ($json.data || {}).<key> || "" }}` (RUN_ID_DEFAULT, STEP_DEFAULT) as JavaScript. */
+export function fromData(key: string): DirectDefault {
+	return (json) => ((json.data || {}) as Record<string, unknown>)[key] || '';
+}
 
 export const generateOperation: PipelineOperation = {
 	value: 'generate',
@@ -103,17 +113,19 @@ export const generateOperation: PipelineOperation = {
 		{
 			displayName: 'Run ID',
 			name: 'runId',
-			default: '={{ ($json.data || {}).run_id || "" }}',
+			default: RUN_ID_DEFAULT,
 			description: 'The pipeline run this call is for, recorded with each attempt (empty: none)',
 		},
 		{
 			displayName: 'Step',
 			name: 'step',
-			default: '={{ ($json.data || {}).step || "" }}',
+			default: STEP_DEFAULT,
 			description:
 				'Module label recorded with each attempt (analysis, assembly, response, archive); empty: the Workflow Label',
 		},
 	]),
+	// the defaults of Run ID and Step, as n8n would evaluate them (issue 29 P7: two expressions fewer per call)
+	directDefaults: { runId: fromData('run_id'), step: fromData('step') },
 	async execute(deps, input) {
 		const { credential, send, signal } = await deps.llm();
 		const recorder = callRecorder(deps.pool, {

@@ -17,7 +17,7 @@
 import type { Pool } from 'pg';
 import { z } from 'zod';
 import { parseInput } from '../../../shared/contracts/input';
-import { fieldsOf } from '../../../shared/node/fields';
+import { fieldsOf, fromBodyValue } from '../../../shared/node/fields';
 import type { PipelineOperation } from '../types';
 import { isUuid } from '../../../shared/contracts/ids';
 import { ContractError } from '../../../shared/errors';
@@ -80,7 +80,9 @@ const StorableInput = z
  * appends the token's digest to `completed_steps` and records the ASYNC_NEW_TX warnings in ops.errors
  * (a run released, failed or re-captured meanwhile is refused with 409 and nothing is written; the
  * processors' effects outside the run are not undone; a duplicate with the same token that wrote first
- * makes this call a replay).
+ * makes this call a replay). A plain step (isPlainStep: no criterion, no processor, no cascade, as every
+ * step of the shipped definition) skips (1) and (2): the write of (3) alone answers the same (404, replay,
+ * 409 lost capture), one statement instead of two.
  * All or nothing: a SYNC / ASYNC_SAME_TX processor failure writes nothing of the step (the run stays in
  * its in-progress state under the worker's capture token: retry Complete Step, or Fail) and answers 400 WORKFLOW_FAILED /
  * NO_COMPUTE_MEMBER_FOR_TAG; it is counted, and the run ends FAILED (error.code PROCESSOR_FAILURES) at its
@@ -129,6 +131,11 @@ export async function completeStep(
 	const draft = input.draft_context === undefined || input.draft_context === null ? null : String(input.draft_context);
 	// refused before any processor runs: a value PostgreSQL refuses would fail the final write after them
 	parseInput(StorableInput, { result: input.result, draft_context: draft }, PIPELINE_INPUT);
+	const step = { id, transition: edge.name };
+	// nothing for the engine to do (no criterion, no processor, no cascade): the compare-and-set write alone
+	// decides, as the read below would have (404, replay, 409 lost capture), in one statement (issue 29 P7)
+	if (isPlainStep(definition, edge))
+		return await writeStep(pool, definition, column, edge, step, token, value, draft, options);
 	const [read] = await query<RunRow & { done: boolean }>(pool, READ_FOR_STEP, [id, token], 'select');
 	if (!read) throw notFound(id);
 	const { done, ...current } = read;
@@ -157,7 +164,6 @@ export async function completeStep(
 		{ previousTransition: previousOf(current) },
 		options,
 	);
-	const step = { id, transition: edge.name };
 	if (!result.ok) {
 		if (result.code === 'CASCADE_LIMIT') {
 			// the pipeline cannot retry a deterministic loop: FAILED from the state before the step
@@ -176,6 +182,45 @@ export async function completeStep(
 		const where = { ...step, holding: edge.from, token, backTo: null, restoreToken: token, result, options };
 		throw await countFailure(pool, PROCESSOR_FAILED, where, abortError(result, { run_id: id }), async () => undefined);
 	}
+	return await writeStep(pool, definition, column, edge, step, token, value, draft, options, result);
+}
+
+/**
+ * Whether firing `edge` is nothing but the move itself: its transition has no criterion and no processors,
+ * and its target has no enabled automated transition (no cascade). Then fireManual would answer `edge.to`,
+ * `[edge.name]`, no warnings, whatever the run holds, and Complete Step needs no read before its write.
+ */
+export function isPlainStep(definition: WorkflowDefinition, edge: Edge): boolean {
+	const declared = definition.states[edge.from]?.transitions.find(
+		(t) => t.name === edge.name && t.manual && !t.disabled,
+	);
+	return (
+		declared !== undefined &&
+		!declared.criterion &&
+		declared.processors.length === 0 &&
+		!(definition.states[edge.to]?.transitions ?? []).some((t) => !t.manual && !t.disabled)
+	);
+}
+
+/**
+ * Complete Step's one write (completeStepSql): the result and the final state (`result`: the engine's; none:
+ * a plain step, edge.to by edge.name), compare-and-set on status + capture token. A run not written is a
+ * replay when this token's step committed already (a duplicate wrote first, or the first call's reply was
+ * lost), else 409 lost capture; no row at all is 404.
+ */
+async function writeStep(
+	pool: Pool,
+	definition: WorkflowDefinition,
+	column: (typeof RESULT_COLUMNS)[keyof typeof RESULT_COLUMNS],
+	edge: Edge,
+	step: { id: string; transition: string },
+	token: string,
+	value: string | null,
+	draft: string | null,
+	options: StepOptions,
+	result: { state: string; fired: string[]; warnings: string[] } = { state: edge.to, fired: [edge.name], warnings: [] },
+): Promise<RunRow & { warnings: string[] }> {
+	const { id } = step;
 	const last = result.fired[result.fired.length - 1];
 	const rows = await query<RunRow & { moved: boolean; done: boolean }>(
 		pool,
@@ -186,7 +231,8 @@ export async function completeStep(
 	if (rows.length === 0) throw notFound(id);
 	const { moved, done: doneMeanwhile, ...run } = rows[0];
 	if (!moved) {
-		// a duplicate of this call (same token) wrote first: the step is done once, answered as its writer was
+		// this token's step committed already (a retry after a lost reply, or a duplicate that wrote first):
+		// the step is done once, answered as its writer was
 		if (doneMeanwhile) return replayed(run as RunRow);
 		throw lostCapture(definition, id, run as RunRow, edge);
 	}
@@ -260,6 +306,8 @@ export const completeStepOperation: PipelineOperation = {
 		},
 		MAX_PROCESSOR_FAILURES_FIELD,
 	]),
+	// Draft Context's default (fromBody), as n8n would evaluate it: M11 and M13 keep it (issue 29 P7)
+	directDefaults: { draftContext: fromBodyValue('draft_context') },
 	async execute(deps, input) {
 		const run = await completeStep(
 			deps.pool,
