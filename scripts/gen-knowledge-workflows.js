@@ -303,7 +303,7 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 			operation: 'claimJobs',
 			jobType: '={{ $json.req.job_types }}',
 			batchSize: '={{ $json.req.limit }}',
-			options: { worker: '={{ $json.req.worker_id }}', workflow: 'WF90' },
+			options: { worker: '={{ $json.req.worker_id }}', workflow: 'WF90', reuseCredential: true },
 		},
 		onError: 'continueErrorOutput',
 		credentials: PG,
@@ -371,7 +371,7 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 			// a text becomes { message } (Finish Job); seed 002 §3.1: no object literal here
 			error: '={{ $json.error || "worker answered no envelope" }}',
 			acceptFinished: true,
-			options: { workflow: 'WF90' },
+			options: { workflow: 'WF90', reuseCredential: true },
 		},
 		onError: 'continueErrorOutput',
 		// issue 26: a lost reply (503) is retried with the same claim token; a retry of a committed finish is
@@ -436,7 +436,7 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 			limit: 500,
 			leaseGraceSeconds: 15,
 			leaseMaxSeconds: 7200,
-			options: { workflow: 'WF90' },
+			options: { workflow: 'WF90', reuseCredential: true },
 		},
 		onError: 'continueErrorOutput',
 		credentials: PG,

@@ -124,7 +124,8 @@ function pipelineCapture(name, [x, y], parameters, notes, credentials = PG, extr
 
 function stepWorkflow(s) {
 	const wf = workflowBuilder(s.id, s.name);
-	const options = { workflow: s.workflow };
+	// Reuse Credential for 5 Seconds: the shipped credential is static (issue 29 P7: n8n's credential read per call)
+	const options = { workflow: s.workflow, reuseCredential: true };
 	const trigger = wf.add({
 		name: 'When Called by Another Workflow',
 		type: 'n8n-nodes-base.executeWorkflowTrigger',
@@ -237,7 +238,7 @@ function stepWorkflow(s) {
 					operation: 'fail',
 					runId: '={{ $json.error.details.ctx.run_id }}',
 					error: '={{ $json.fail_error }}',
-					options: {},
+					options: { reuseCredential: true },
 				},
 				"The run ends FAILED with the envelope's error: nothing stays stuck. Retry On Fail: a retry after a lost reply is answered replayed.",
 				PG,

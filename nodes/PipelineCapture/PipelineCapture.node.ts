@@ -7,7 +7,8 @@ import {
 } from 'n8n-workflow';
 import type { Pool } from 'pg';
 import { isRecord } from '../shared/json';
-import { optionsCollection, workflowLabelOption } from '../shared/node/properties';
+import { optionsCollection, reuseCredentialOption, workflowLabelOption } from '../shared/node/properties';
+import { plainParameter } from '../shared/node/parameters';
 import { resourceProperties } from '../shared/node/resources';
 import { outputsExpression, routeItems, type Route } from '../shared/node/router';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
@@ -56,7 +57,11 @@ const PIPELINE_ROUTE: Route<
 	outputs: PIPELINE_OUTPUTS,
 	ctxOperation: true,
 	connect: async (fn, node) => ({
-		pool: await executionPool(fn, { node, reuse: false }),
+		// Options → Reuse Credential for 5 Seconds (read once per execution, as stored unless an expression)
+		pool: await executionPool(fn, {
+			node,
+			reuse: (plainParameter(fn, node, 'options', 0, {}) as { reuseCredential?: unknown }).reuseCredential === true,
+		}),
 		executionId: String(fn.getExecutionId() ?? 'manual'),
 		realExecutionId: fn.getExecutionId() ? String(fn.getExecutionId()) : undefined,
 	}),
@@ -137,6 +142,7 @@ export class PipelineCapture implements INodeType {
 			...resourceProperties(PIPELINE_RESOURCES),
 			CALCULATION_NODES_PROPERTY,
 			optionsCollection(
+				reuseCredentialOption('MaaS workflows (M00–M18) and WF90'),
 				{
 					displayName: 'Worker Name',
 					name: 'worker',

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import type { INodeExecutionData } from 'n8n-workflow';
 import { SuccessItem } from '../../nodes/shared/contracts/envelope';
+import { clearExecutionPools } from '../../nodes/shared/postgres/executionPool';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { PASS_THROUGH, runWorkflow, sinkOf, stopEngine, type EngineNode, type RunOptions } from '../helpers/n8nEngine';
@@ -253,4 +254,40 @@ test('credential: n8n reads only the declared, shown credential and resolves its
 	});
 	assert.match(String(missing.error?.message), /Node does not have any credentials set/);
 	assert.deepEqual(missing.credentialsRead, []);
+});
+
+test('Options → Reuse Credential for 5 Seconds (the shipped MaaS workflows and WF90): the credential is read through n8n once per 5 s per workflow; off (the default): on every execution', async () => {
+	clearExecutionPools();
+	const status = (options: Record<string, unknown>) =>
+		capture('Create Run', {
+			resource: 'run',
+			operation: 'createRun',
+			identity: 'token',
+			identityClaim: 'sub',
+			query: 'reuse?',
+			options,
+		});
+	const reads = async (options: Record<string, unknown>, workflowIds: string[]) => {
+		const out: string[][] = [];
+		for (const workflowId of workflowIds) {
+			const result = await run({
+				nodes: [status(options)],
+				connections: {},
+				items: [webhookItem('u1', {})],
+				workflowId,
+			});
+			assert.equal(result.error, undefined);
+			assert.equal(result.output('Create Run', 0).length, 1, 'the run is created');
+			out.push(result.credentialsRead);
+		}
+		return out;
+	};
+	assert.deepEqual(
+		await reads({ reuseCredential: true }, ['wf-a', 'wf-a', 'wf-b']),
+		[['postgresContractsApi'], [], ['postgresContractsApi']],
+		'the second execution of wf-a reused it; wf-b read its own',
+	);
+	clearExecutionPools();
+	assert.deepEqual(await reads({}, ['wf-a', 'wf-a']), [['postgresContractsApi'], ['postgresContractsApi']]);
+	clearExecutionPools();
 });
