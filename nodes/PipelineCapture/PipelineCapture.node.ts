@@ -1,6 +1,7 @@
 import {
 	NodeConnectionTypes,
 	type IExecuteFunctions,
+	type INode,
 	type INodeExecutionData,
 	type INodeType,
 	type INodeTypeDescription,
@@ -9,6 +10,7 @@ import type { Pool } from 'pg';
 import { isRecord } from '../shared/json';
 import { optionsCollection, reuseCredentialOption, workflowLabelOption } from '../shared/node/properties';
 import { plainParameter } from '../shared/node/parameters';
+import { reusedCredential } from '../shared/node/reusedCredential';
 import { resourceProperties } from '../shared/node/resources';
 import { outputsExpression, routeItems, type Route } from '../shared/node/router';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
@@ -49,7 +51,7 @@ function callKeyOf(fn: IExecuteFunctions, executionId: string | undefined, node:
  */
 const PIPELINE_ROUTE: Route<
 	PipelineOperation,
-	{ pool: Pool; executionId: string; realExecutionId: string | undefined },
+	{ pool: Pool; executionId: string; realExecutionId: string | undefined; nodeInfo: INode },
 	PipelineContext
 > = {
 	label: 'PipelineCapture',
@@ -64,6 +66,7 @@ const PIPELINE_ROUTE: Route<
 		}),
 		executionId: String(fn.getExecutionId() ?? 'manual'),
 		realExecutionId: fn.getExecutionId() ? String(fn.getExecutionId()) : undefined,
+		nodeInfo: node,
 	}),
 	workflow: () => 'MaaS',
 	incoming: (_fn, item) => {
@@ -72,7 +75,7 @@ const PIPELINE_ROUTE: Route<
 	},
 	context: (
 		fn,
-		{ pool, executionId, realExecutionId },
+		{ pool, executionId, realExecutionId, nodeInfo },
 		{ itemIndex, options, workflow, node, resource, operationValue },
 	) => ({
 		pool,
@@ -85,7 +88,11 @@ const PIPELINE_ROUTE: Route<
 			subWorkflowCaller(fn, executionId),
 		),
 		llm: async () => ({
-			credential: (await fn.getCredentials('contractsLlmApi', itemIndex)) as unknown as LlmCredential,
+			// Options → Reuse Credential for 5 Seconds covers the model credential too (../shared/node/reusedCredential.ts)
+			credential: (await reusedCredential(fn, 'contractsLlmApi', itemIndex, {
+				node: nodeInfo,
+				reuse: options.reuseCredential === true,
+			})) as unknown as LlmCredential,
 			send: requestSender((options) => fn.helpers.httpRequest(options)),
 			signal: cancelSignalOf(fn),
 		}),

@@ -12,6 +12,8 @@ import { capture } from '../../nodes/PipelineCapture/actions/run/capture.operati
 import { completeStep } from '../../nodes/PipelineCapture/actions/run/completeStep.operation';
 import { createRun } from '../../nodes/PipelineCapture/actions/run/createRun.operation';
 import { shippedDefinition } from '../../nodes/PipelineCapture/engine/definition';
+import { clearReusedCredentials } from '../../nodes/shared/node/reusedCredential';
+import { clearExecutionPools } from '../../nodes/shared/postgres/executionPool';
 import { closeAllPools } from '../../nodes/shared/postgres/pool';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { ModelStandIn } from '../helpers/modelStandIn';
@@ -32,10 +34,11 @@ afterAll(async () => {
 
 const definition = shippedDefinition();
 
-function run(node: EngineNode, items: INodeExecutionData[]) {
+function run(node: EngineNode, items: INodeExecutionData[], workflowId?: string) {
 	return runWorkflow({
 		nodes: [node],
 		items,
+		...(workflowId ? { workflowId } : {}),
 		executionId: String(Math.floor(Math.random() * 1e9)),
 		credentials: {
 			postgresContractsApi: { ...db.credential },
@@ -99,4 +102,31 @@ test('Complete Step with the default Draft Context stores the item’s draft_con
 		[id],
 	);
 	assert.deepEqual(rows[0], { status: 'READY', draft_context: 'the draft', final_context_payload: 'payload' });
+});
+
+test('Generate with Options → Reuse Credential for 5 Seconds reads the model credential (and the PostgreSQL one) through n8n once per 5 s per workflow; off: on every call', async () => {
+	clearReusedCredentials();
+	clearExecutionPools();
+	const generate = { resource: 'model', operation: 'generate', system: 'be brief', input: 'hello' };
+	const item = () => [{ json: { data: { run_id: randomUUID(), step: 'analysis' } } }];
+	const reads: string[][] = [];
+	for (const workflowId of ['wf-a', 'wf-a', 'wf-b']) {
+		const done = await run(
+			pipelineNode('Generate', { ...generate, options: { reuseCredential: true } }),
+			item(),
+			workflowId,
+		);
+		assert.equal(done.output('Generate', 0).length, 1, JSON.stringify(done.output('Generate', 1)));
+		reads.push([...done.credentialsRead].sort());
+	}
+	const both = ['contractsLlmApi', 'postgresContractsApi'];
+	assert.deepEqual(reads, [both, [], both], 'the second call of wf-a reused both; wf-b read its own');
+	const off: string[][] = [];
+	for (let k = 0; k < 2; k++) {
+		const done = await run(pipelineNode('Generate', generate), item(), 'wf-a');
+		off.push([...done.credentialsRead].sort());
+	}
+	assert.deepEqual(off, [both, both]);
+	clearReusedCredentials();
+	clearExecutionPools();
 });
