@@ -25,7 +25,7 @@ import { spawnSync } from 'node:child_process';
 import { Pool } from 'pg';
 import { ContractError } from '../nodes/shared/errors';
 import { claimJobs, finishJobs } from '../nodes/shared/jobs/queue';
-import { namedStatement, preferGenericPlans } from '../nodes/shared/postgres/prepared';
+import { endNamedStatementPool, namedStatement, namedStatementPool } from '../nodes/shared/postgres/prepared';
 import { claimJobsStatement, finishJobsStatement } from '../nodes/shared/statements/jobs';
 import { setupDatabase } from '../test/helpers/db';
 import { recordGoal } from './goals';
@@ -57,16 +57,18 @@ const ANCHOR_NODE = [22, 18];
  */
 async function contractsRate(url: string, workers: number, depth: number, tag: string): Promise<number> {
 	{
-		// as getPool makes it for the nodes: named statements planned once per connection
-		const pool = preferGenericPlans(new Pool({ connectionString: url, max: workers + 2 }));
+		const pool = new Pool({ connectionString: url, max: workers + 2 });
 		pool.on('error', () => undefined);
 		const type = `bench_${tag}`;
 		try {
 			await pool.query('INSERT INTO ops.jobs (job_type) SELECT $1 FROM generate_series(1, $2)', [type, depth]);
 			await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
-			// open the pool's connections before the clock starts, as pg-boss's start() has for its own
-			const clients = await Promise.all(Array.from({ length: workers }, () => pool.connect()));
-			for (const client of clients) client.release();
+			// open the pool's connections before the clock starts, as pg-boss's start() has for its own — and those of
+			// its named-statement pool, where Claim Jobs and Finish Job run
+			for (const p of [pool, namedStatementPool(pool)]) {
+				const clients = await Promise.all(Array.from({ length: workers }, () => p.connect()));
+				for (const client of clients) client.release();
+			}
 			const claimed: number[] = [];
 			const finished: number[] = [];
 			const errors: string[] = [];
@@ -117,6 +119,7 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 			);
 			return depth / seconds;
 		} finally {
+			await endNamedStatementPool(pool);
 			await pool.end();
 		}
 	}
@@ -124,7 +127,7 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 
 /**
  * What the ops.job_runs bookkeeping costs (issue 29 P2: "measure it separately"): CLAIM_JOBS + FINISH_JOBS sent
- * as named statements on a pool as getPool makes it (the parameters claimJobs/finishJobs send: no call key, no lease), with `runs` true (the
+ * as named statements, as the nodes send them (the parameters claimJobs/finishJobs send: no call key, no lease), with `runs` true (the
  * shipped statements: a run opened per claimed job, closed by the finish) or false (the same statements without
  * their job_runs CTEs: claimJobsStatement / finishJobsStatement). Returns jobs/s.
  * @throws Refused when a job was lost or done twice, or the runs are not exactly one succeeded run per job (none
@@ -137,27 +140,31 @@ async function statementsRate(
 	tag: string,
 	runs: boolean,
 ): Promise<number> {
-	const pool = preferGenericPlans(new Pool({ connectionString: url, max: workers + 2 }));
+	const pool = new Pool({ connectionString: url, max: workers + 2 });
 	pool.on('error', () => undefined);
 	const type = `bench_${tag}`;
+	// on the pool's named-statement pool, as claimJobs / finishJobs run them
+	const named = namedStatementPool(pool);
 	const claim = namedStatement(runs ? 'bench_claim_runs' : 'bench_claim', claimJobsStatement({ runs }));
 	const finish = namedStatement(runs ? 'bench_finish_runs' : 'bench_finish', finishJobsStatement({ runs }));
 	try {
 		await pool.query('INSERT INTO ops.jobs (job_type) SELECT $1 FROM generate_series(1, $2)', [type, depth]);
 		await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
-		const clients = await Promise.all(Array.from({ length: workers }, () => pool.connect()));
-		for (const client of clients) client.release();
+		for (const p of [pool, named]) {
+			const clients = await Promise.all(Array.from({ length: workers }, () => p.connect()));
+			for (const client of clients) client.release();
+		}
 		const finished: number[] = [];
 		const start = performance.now();
 		await Promise.all(
 			Array.from({ length: workers }, async (_, w) => {
 				for (;;) {
-					const { rows: jobs } = await pool.query<{ id: string; claim_token: string }>({
+					const { rows: jobs } = await named.query<{ id: string; claim_token: string }>({
 						...claim,
 						values: [[type], BATCH, `w${w}`, null, null, 30],
 					});
 					if (jobs.length === 0) return;
-					const { rows } = await pool.query<{ id: string }>({
+					const { rows } = await named.query<{ id: string }>({
 						...finish,
 						values: [
 							jobs.map((j) => j.id),
@@ -188,6 +195,7 @@ async function statementsRate(
 		refuseUnless(rows[0].runs === (runs ? depth : 0), `statements: ${rows[0].runs} succeeded runs (runs ${runs})`);
 		return depth / seconds;
 	} finally {
+		await endNamedStatementPool(pool);
 		await pool.end();
 	}
 }

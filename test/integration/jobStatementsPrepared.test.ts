@@ -1,23 +1,26 @@
 /**
  * Claim Jobs and Finish Job as named statements (nodes/shared/postgres/prepared.ts; issue 29 P2), on real
- * PostgreSQL: the generic plans a pool from getPool uses read the queue through its indexes only (a claim
- * reads about one batch of a 5,000-job queue), the claim's columns are the table's (listed, so a migration
- * adding a column cannot break a prepared claim), and a column added while connections hold the prepared
- * claim changes nothing for them.
+ * PostgreSQL: their generic plans — which PostgreSQL may choose for a named statement — read the queue through
+ * its indexes only (a claim reads about one batch of a 5,000-job queue), the claim's columns are the table's
+ * (listed, so a migration adding a column cannot break a prepared claim), a column added while connections
+ * hold the prepared claim changes nothing for them, and our pools leave the server's plan cache mode alone
+ * (a session-wide force_generic_plan would reach every unnamed statement too).
  */
 import assert from 'node:assert/strict';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { Pool, type PoolClient } from 'pg';
 import { claimJobs, finishJobs } from '../../nodes/shared/jobs/queue';
-import { preferGenericPlans } from '../../nodes/shared/postgres/prepared';
+import { closeAllPools, getPool } from '../../nodes/shared/postgres/pool';
+import { endNamedStatementPool, namedStatementPool } from '../../nodes/shared/postgres/prepared';
 import { CLAIM_JOBS_NAMED, FINISH_JOBS_NAMED, JOB_ROW_COLUMNS } from '../../nodes/shared/statements/jobs';
-import { setupDatabase, type TestDatabase } from '../helpers/db';
+import { credentialFor, setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
 beforeAll(async () => {
 	db = await setupDatabase();
 });
 afterAll(async () => {
+	await closeAllPools();
 	await db?.drop();
 });
 
@@ -62,8 +65,9 @@ test('the generic plans of the claim and the finish read ops.jobs and ops.job_ru
 		"INSERT INTO ops.job_runs (job_id, attempt, status, finished_at) SELECT id, 1, 'succeeded', now() FROM ops.jobs WHERE job_type = 'prep_old'",
 	);
 	await db.pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
-	const pool = preferGenericPlans(new Pool({ connectionString: db.url, max: 1 }));
-	const client = await pool.connect();
+	const pool = new Pool({ connectionString: db.url, max: 1 });
+	// a connection of the named-statement pool, where claimJobs / finishJobs run them
+	const client = await (namedStatementPool(pool) as Pool).connect();
 	try {
 		assert.equal((await client.query('SHOW plan_cache_mode')).rows[0].plan_cache_mode, 'force_generic_plan');
 		// prepared on this connection as the nodes prepare them (node-postgres's protocol-level Parse)
@@ -121,7 +125,7 @@ test('the generic plans of the claim and the finish read ops.jobs and ops.job_ru
 			'the finish closes the runs (job_runs in the plan)',
 		);
 
-		// the connection's statements: planned generically, never per execution
+		// both are prepared on the connection, planned once (generic), never per execution
 		const { rows: prepared } = await client.query<{ name: string; generic_plans: string; custom_plans: string }>(
 			'SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name = ANY($1)',
 			[[CLAIM_JOBS_NAMED.name, FINISH_JOBS_NAMED.name]],
@@ -133,13 +137,14 @@ test('the generic plans of the claim and the finish read ops.jobs and ops.job_ru
 		}
 	} finally {
 		client.release();
+		await endNamedStatementPool(pool);
 		await pool.end();
 	}
 });
 
 test('claimJobs and finishJobs through a pool holding the prepared claim: a column added to ops.jobs meanwhile changes nothing (no 0A000)', async () => {
 	await db.pool.query("INSERT INTO ops.jobs (job_type) SELECT 'prep_alter' FROM generate_series(1, 4)");
-	const pool = preferGenericPlans(new Pool({ connectionString: db.url, max: 1 }));
+	const pool = new Pool({ connectionString: db.url, max: 1 });
 	try {
 		const first = await claimJobs(pool, { job_type: 'prep_alter', batch_size: 2, worker: 'w1' });
 		assert.equal(first.length, 2);
@@ -165,19 +170,36 @@ test('claimJobs and finishJobs through a pool holding the prepared claim: a colu
 			await db.pool.query('ALTER TABLE ops.jobs DROP COLUMN prep_test_extra');
 		}
 	} finally {
+		await endNamedStatementPool(pool);
 		await pool.end();
 	}
 });
 
-test('the generic-plan setting leaves unnamed statements planned per call (only the named ones are generic)', async () => {
-	const pool = preferGenericPlans(new Pool({ connectionString: db.url, max: 1 }));
-	try {
-		// an unnamed statement whose best plan depends on its parameter: custom-planned whatever the setting
-		const { rows } = await pool.query(`EXPLAIN (FORMAT JSON) SELECT id FROM ops.jobs WHERE id = $1`, [1]);
-		assert.equal((await pool.query('SHOW plan_cache_mode')).rows[0].plan_cache_mode, 'force_generic_plan');
-		const plan = JSON.stringify(rows[0]['QUERY PLAN']);
-		assert.ok(!plan.includes('$1'), `an unnamed statement is planned with its parameter's value: ${plan}`);
-	} finally {
-		await pool.end();
-	}
+test('a pool from getPool keeps plan_cache_mode at the server default (auto), so its unnamed statements stay planned for their values; Claim Jobs and Finish Job run on its named-statement pool, whose connections plan them once', async () => {
+	const pool = getPool(credentialFor(db.url));
+	await pool.query("INSERT INTO ops.jobs (job_type) VALUES ('prep_split')");
+	const [job] = await claimJobs(pool, { job_type: 'prep_split', batch_size: 1, worker: 'w1' });
+	const [done] = await finishJobs(pool, [
+		{ job_id: job.id, worker: 'w1', claim_token: job.claim_token, success: true },
+	]);
+	assert.equal((done as Record<string, unknown>).status, 'succeeded');
+	const { rows } = await pool.query<{ application_name: string; plan_cache_mode: string; prepared: string[] }>(
+		`SELECT current_setting('application_name') AS application_name, current_setting('plan_cache_mode') AS plan_cache_mode,
+		        ARRAY(SELECT name FROM pg_prepared_statements ORDER BY name) AS prepared`,
+	);
+	assert.deepEqual(rows[0], { application_name: 'n8n-nodes-contracts', plan_cache_mode: 'auto', prepared: [] });
+	const named = namedStatementPool(pool) as Pool;
+	const { rows: namedRows } = await named.query<{
+		application_name: string;
+		plan_cache_mode: string;
+		prepared: string[];
+	}>(
+		`SELECT current_setting('application_name') AS application_name, current_setting('plan_cache_mode') AS plan_cache_mode,
+		        ARRAY(SELECT name FROM pg_prepared_statements ORDER BY name) AS prepared`,
+	);
+	assert.deepEqual(namedRows[0], {
+		application_name: 'n8n-nodes-contracts (named statements)',
+		plan_cache_mode: 'force_generic_plan',
+		prepared: [CLAIM_JOBS_NAMED.name, FINISH_JOBS_NAMED.name].sort(),
+	});
 });

@@ -11,8 +11,8 @@
  *    dead when no attempt is left: those whose process's lease (./lease.ts) is not held for a grace period,
  *    and (backstop, or without a lease) those locked longer than a timeout.
  * Claim Jobs is safe to retry after a lost reply (claim key replay); docs/retry-safety.md.
- * Claim and Finish run as named statements (../postgres/prepared.ts: parsed once per connection, and planned
- * once on a pool from ../postgres/pool.ts getPool), the other statements unnamed.
+ * Claim and Finish run as named statements on the pool's named-statement pool (../postgres/prepared.ts: parsed
+ * and planned once per connection), the other statements unnamed on the pool itself.
  */
 import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
@@ -27,7 +27,7 @@ import {
 	RELEASE_STALE,
 	RELEASE_STALE_LEASED,
 } from '../statements/jobs';
-import type { NamedStatement } from '../postgres/prepared';
+import { namedStatementPool, type NamedStatement } from '../postgres/prepared';
 
 const JOBS = { table: 'ops.jobs' };
 
@@ -127,7 +127,7 @@ export async function claimJobs(
 	const types = jobTypeList(input.job_type);
 	if (!types) throw invalid('job_type names no type', 'job_type');
 	const rows = await run<Record<string, unknown>>(
-		pool,
+		namedStatementPool(pool),
 		CLAIM_JOBS_NAMED,
 		[
 			types,
@@ -253,7 +253,7 @@ export async function finishJobs(
 	const finished = new Map<number, Record<string, unknown>>();
 	if (first.length > 0) {
 		const rows = await run<Record<string, unknown>>(
-			pool,
+			namedStatementPool(pool),
 			FINISH_JOBS_NAMED,
 			[
 				first.map((c) => c.jobId),

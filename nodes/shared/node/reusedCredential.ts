@@ -35,6 +35,12 @@ export async function reusedCredential(
 	opts: { node: INode; reuse: boolean; now?: number },
 ): Promise<ICredentialDataDecryptedObject> {
 	const now = opts.now ?? Date.now();
+	// expired entries go at the next call (oldest first: an entry is re-inserted when refreshed), so a rotated
+	// or revoked secret is not kept in the heap once its 5 s are over
+	for (const [k, entry] of entries) {
+		if (entry.expires > now) break;
+		entries.delete(k);
+	}
 	const credentialId = opts.node.credentials?.[type]?.id;
 	const workflowId = fn.getWorkflow?.()?.id;
 	const key = opts.reuse && credentialId && workflowId ? [workflowId, type, credentialId].join('\u0000') : undefined;

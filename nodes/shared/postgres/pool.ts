@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { Pool, type PoolConfig } from 'pg';
 import { ContractError } from '../errors';
 import { Redactor, rememberSecrets } from '../redact';
-import { preferGenericPlans } from './prepared';
+import { endNamedStatementPool } from './prepared';
 
 /** The fields of the PostgresContractsApi credential. */
 export interface PostgresCredential {
@@ -141,6 +141,7 @@ function sweep(): void {
 			entry.pool.totalCount === entry.pool.idleCount
 		) {
 			pools.delete(key);
+			void endNamedStatementPool(entry.pool);
 			void entry.pool.end().catch(() => undefined);
 		}
 	}
@@ -156,8 +157,7 @@ export function getPool(credential: PostgresCredential): Pool {
 	const key = createHash('sha256').update(JSON.stringify(config)).digest('hex');
 	let entry = pools.get(key);
 	if (!entry) {
-		// every connection plans the named statements (Claim Jobs, Finish Job: ./prepared.ts) once
-		const pool = preferGenericPlans(new Pool(config));
+		const pool = new Pool(config);
 		// An idle client's error (server restart, terminated backend) must not crash n8n.
 		pool.on('error', () => undefined);
 		entry = { pool, lastUsed: Date.now() };
@@ -175,5 +175,10 @@ export function getPool(credential: PostgresCredential): Pool {
 export async function closeAllPools(): Promise<void> {
 	const all = [...pools.values()];
 	pools.clear();
-	await Promise.all(all.map((entry) => entry.pool.end().catch(() => undefined)));
+	await Promise.all(
+		all.map(async (entry) => {
+			await endNamedStatementPool(entry.pool);
+			await entry.pool.end().catch(() => undefined);
+		}),
+	);
 }

@@ -1,22 +1,24 @@
 /**
  * Named (server-side prepared) statements for the hot paths of the ops.jobs queue (issue 29 P2): Claim Jobs and
- * Finish Job run the same text thousands of times per minute, and PostgreSQL spent about a third of their
- * server time parsing and planning it. A named statement is parsed once per connection; with
- * `plan_cache_mode = force_generic_plan` (set on every connection of our pools, see preferGenericPlans) its
- * plan is made once too. That setting changes nothing for unnamed statements, which PostgreSQL always plans
- * for their parameters: it applies only to the statements named here, whose generic plans are tested
- * (test/integration/jobStatementsPrepared.test.ts: index scans only, whatever the queue's size).
+ * Finish Job run the same text thousands of times per minute, and PostgreSQL spent about a third of their server
+ * time parsing and planning it. They run as named statements on a pool of their own (namedStatementPool): a
+ * second pool per credential pool whose connections run nothing else and plan them once
+ * (`plan_cache_mode = force_generic_plan`, sent as each connection's first query). The setting stays off the
+ * shared pool: on a connection it also reaches unnamed statements (PostgreSQL plans an unnamed statement
+ * through the same plan cache) and would plan every query of every node without its parameters' values.
  *
  * Rules for a statement named here:
  *  - its result columns are listed, never `t.*`: a prepared statement whose row type changes (a migration
- *    adding a column while n8n runs) fails with SQLSTATE 0A000 "cached plan must not change result type";
- *  - its generic plan must not depend on a parameter's value (no `LIMIT $n` feeding a join the planner would
- *    size from it: use `= ANY (ARRAY(…))`);
- *  - behind PgBouncer in transaction mode it needs PgBouncer ≥ 1.21 with `max_prepared_statements` > 0
- *    (docs/scaling-out.md). Claim Jobs needs a session connection anyway (its lease).
+ *    adding a column while n8n runs) fails with SQLSTATE 0A000 "cached plan must not change result type" (the
+ *    pool then drops that connection: one failed call per connection);
+ *  - its generic plan must not depend on a parameter's value (no join sized from a `LIMIT $n`: use
+ *    `= ANY (ARRAY(…))`), since PostgreSQL may choose it (test/integration/jobStatementsPrepared.test.ts);
+ *  - behind PgBouncer: session pooling needs `server_reset_query = DISCARD ALL` (its default) so a new client
+ *    does not meet a backend holding the name (42P05); transaction pooling needs PgBouncer ≥ 1.21 with
+ *    `max_prepared_statements` > 0 (docs/scaling-out.md). Claim Jobs needs a session connection anyway (lease).
  */
 import { createHash } from 'node:crypto';
-import type { Pool, PoolClient } from 'pg';
+import { Pool, type PoolClient } from 'pg';
 
 /** A statement node-postgres prepares once per connection under `name` (`pool.query({ name, text, values })`). */
 export interface NamedStatement {
@@ -38,22 +40,45 @@ export function namedStatement(label: string, text: string): NamedStatement {
 	return { name: `contracts_${label}_${digest}`, text };
 }
 
-/** The session setting preferGenericPlans sends: generic plans for named statements (PostgreSQL ≥ 12). */
+/** The session setting of namedStatementPool's connections: generic plans (PostgreSQL ≥ 12). */
 export const GENERIC_PLAN_SETTING = 'SET plan_cache_mode = force_generic_plan';
 
-const prepared = new WeakSet<Pool>();
+const namedPools = new WeakMap<Pool, Pool>();
 
 /**
- * Makes every new connection of `pool` plan named statements once (GENERIC_PLAN_SETTING, sent as the
- * connection's first query, before any of its users' queries: node-postgres runs a connection's queries in
- * order). Not sent as a startup option: a pooler (PgBouncer) refuses those. A failure of the setting (a server
- * older than 12, a pooler) is ignored: the statements still run, planned per execution. Idempotent per pool.
+ * The pool the named statements of `pool` run on: created on first use with `pool`'s options (same server,
+ * database, user, TLS, the same most connections — opened only while calls need them), application_name `<pool's> (named statements)`, and
+ * GENERIC_PLAN_SETTING as each connection's first query (node-postgres runs a connection's queries in order;
+ * not a startup option, which PgBouncer refuses; a failure of it — a server older than 12, a pooler — is ignored:
+ * the statements still run, planned per execution). Only single-statement calls outside a transaction may use
+ * it: a caller in a transaction passes its client, which is used as it is. Idle connections close after
+ * `pool`'s idle timeout and never keep the process alive; endNamedStatementPool ends it with `pool`.
+ * `db` anything but a pg Pool (a PoolClient, a wrapper): returned unchanged.
  */
-export function preferGenericPlans(pool: Pool): Pool {
-	if (prepared.has(pool)) return pool;
-	prepared.add(pool);
-	pool.on('connect', (client: PoolClient) => {
-		client.query(GENERIC_PLAN_SETTING).catch(() => undefined);
-	});
-	return pool;
+export function namedStatementPool<T>(db: T): T | Pool {
+	if (!(db instanceof Pool)) return db;
+	let named = namedPools.get(db);
+	if (!named) {
+		const options = db.options;
+		named = new Pool({
+			...options,
+			application_name: `${options.application_name ?? 'n8n-nodes-contracts'} (named statements)`,
+			allowExitOnIdle: true,
+		});
+		// an idle connection's error (server restart, terminated backend) must not crash n8n
+		named.on('error', () => undefined);
+		named.on('connect', (client: PoolClient) => {
+			client.query(GENERIC_PLAN_SETTING).catch(() => undefined);
+		});
+		namedPools.set(db, named);
+	}
+	return named;
+}
+
+/** Ends the named-statement pool of `pool`, if it has one (with `pool`: ./pool.ts closes both). */
+export async function endNamedStatementPool(pool: Pool): Promise<void> {
+	const named = namedPools.get(pool);
+	if (!named) return;
+	namedPools.delete(pool);
+	await named.end().catch(() => undefined);
 }
