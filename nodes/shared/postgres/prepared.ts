@@ -14,8 +14,9 @@
  *  - its generic plan must not depend on a parameter's value (no join sized from a `LIMIT $n`: use
  *    `= ANY (ARRAY(…))`), since PostgreSQL may choose it (test/integration/jobStatementsPrepared.test.ts);
  *  - behind PgBouncer: session pooling needs `server_reset_query = DISCARD ALL` (its default) so a new client
- *    does not meet a backend holding the name (42P05); transaction pooling needs PgBouncer ≥ 1.21 with
- *    `max_prepared_statements` > 0 (docs/scaling-out.md). Claim Jobs needs a session connection anyway (lease).
+ *    does not meet a backend holding the name (42P05); not for transaction pooling, where the session setting
+ *    would stay on a server connection other clients then get (docs/scaling-out.md: Claim Jobs and Finish Job
+ *    need a direct or session connection; Claim Jobs' lease needs one anyway).
  */
 import { createHash } from 'node:crypto';
 import { Pool, type PoolClient } from 'pg';
