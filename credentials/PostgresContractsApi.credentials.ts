@@ -47,7 +47,8 @@ export class PostgresContractsApi implements ICredentialType {
 			type: 'number',
 			typeOptions: { minValue: 1 },
 			default: 10,
-			description: 'Size of the connection pool shared by all executions that use this credential',
+			description:
+				'Size of the connection pool shared by all executions that use this credential, per n8n process. Claim Jobs and Finish Job use a second pool of up to this size (connections opened only while they run): budget up to twice this number per process that runs them.',
 		},
 	];
 }

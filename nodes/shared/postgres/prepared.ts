@@ -48,21 +48,28 @@ const namedPools = new WeakMap<Pool, Pool>();
 
 /**
  * The pool the named statements of `pool` run on: created on first use with `pool`'s options (same server,
- * database, user, TLS, the same most connections — opened only while calls need them), application_name `<pool's> (named statements)`, and
+ * database, user, password, TLS, the same most connections — opened only while calls need them, none kept
+ * open), application_name `<pool's> (named statements)`, and
  * GENERIC_PLAN_SETTING as each connection's first query (node-postgres runs a connection's queries in order;
  * not a startup option, which PgBouncer refuses; a failure of it — a server older than 12, a pooler — is ignored:
  * the statements still run, planned per execution). Only single-statement calls outside a transaction may use
  * it: a caller in a transaction passes its client, which is used as it is. Idle connections close after
  * `pool`'s idle timeout and never keep the process alive; endNamedStatementPool ends it with `pool`.
- * `db` anything but a pg Pool (a PoolClient, a wrapper): returned unchanged.
+ * `db` anything but a pg Pool (a PoolClient, a wrapper), or a pool ending or ended: returned unchanged.
  */
 export function namedStatementPool<T>(db: T): T | Pool {
 	if (!(db instanceof Pool)) return db;
+	// an ended pool gets no new named pool (its callers fail on the pool itself, as before)
+	const state = db as unknown as { ending?: boolean; ended?: boolean };
+	if (state.ending || state.ended) return db;
 	let named = namedPools.get(db);
 	if (!named) {
 		const options = db.options;
 		named = new Pool({
 			...options,
+			// pg-pool keeps the password as a non-enumerable option: a spread would drop it
+			password: options.password,
+			min: 0,
 			application_name: `${options.application_name ?? 'n8n-nodes-contracts'} (named statements)`,
 			allowExitOnIdle: true,
 		});
