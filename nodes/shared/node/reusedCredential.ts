@@ -13,17 +13,15 @@
  */
 import type { ICredentialDataDecryptedObject, IExecuteFunctions, INode } from 'n8n-workflow';
 import { CREDENTIAL_CACHE_TTL_MS } from '../postgres/executionPool';
+import { ReuseCache, reuseKey } from './reuseCache';
 
-/** Most entries kept (the oldest is dropped beyond it). */
-const MAX_ENTRIES = 1_000;
-
-const entries = new Map<string, { credential: ICredentialDataDecryptedObject; expires: number }>();
+const credentials = new ReuseCache<ICredentialDataDecryptedObject>(CREDENTIAL_CACHE_TTL_MS);
 
 /**
  * The node's credential of `type` for item `itemIndex`: from this process's entry when `reuse` is on and one
  * younger than 5 s exists for this workflow and credential id, else read through n8n (and kept when `reuse`).
- * Without a workflow id or a credential id on the node nothing is kept. The object is n8n's; callers must not
- * change it.
+ * Without a workflow id or a credential id on the node nothing is kept; expired entries are dropped at the next
+ * call (./reuseCache.ts). The object is n8n's; callers must not change it.
  * @param node the execution's `getNode()` (its `credentials[type].id` names the credential)
  * @param now the clock, ms (tests)
  * @throws whatever n8n's getCredentials throws (no credential set, no access)
@@ -34,28 +32,12 @@ export async function reusedCredential(
 	itemIndex: number,
 	opts: { node: INode; reuse: boolean; now?: number },
 ): Promise<ICredentialDataDecryptedObject> {
-	const now = opts.now ?? Date.now();
-	// expired entries go at the next call (oldest first: an entry is re-inserted when refreshed), so a rotated
-	// or revoked secret is not kept in the heap once its 5 s are over
-	for (const [k, entry] of entries) {
-		if (entry.expires > now) break;
-		entries.delete(k);
-	}
-	const credentialId = opts.node.credentials?.[type]?.id;
-	const workflowId = fn.getWorkflow?.()?.id;
-	const key = opts.reuse && credentialId && workflowId ? [workflowId, type, credentialId].join('\u0000') : undefined;
-	const hit = key ? entries.get(key) : undefined;
-	if (hit && hit.expires > now) return hit.credential;
-	const credential = await fn.getCredentials(type, itemIndex);
-	if (key) {
-		entries.delete(key);
-		entries.set(key, { credential, expires: now + CREDENTIAL_CACHE_TTL_MS });
-		if (entries.size > MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
-	}
-	return credential;
+	return credentials.get(reuseKey(fn, opts.node, type, opts.reuse), opts.now ?? Date.now(), () =>
+		fn.getCredentials(type, itemIndex),
+	);
 }
 
 /** Forgets every kept credential (tests). */
 export function clearReusedCredentials(): void {
-	entries.clear();
+	credentials.clear();
 }

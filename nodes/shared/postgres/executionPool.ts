@@ -2,7 +2,7 @@
  * The pool of a node's PostgresContractsApi credential for hot paths (issue 14: Telegram Ingest runs once
  * per webhook call). `getCredentials` costs a query of n8n's own database plus a decryption on every
  * execution, and `getPool` hashes the credential; here both are done at most once per
- * `CREDENTIAL_CACHE_TTL_MS` (5 s) per (workflow id, credential id), in this process:
+ * `CREDENTIAL_CACHE_TTL_MS` (5 s) per (workflow id, credential id), in this process (../node/reuseCache.ts):
  *  - the key includes the workflow, so a workflow never receives a credential n8n did not give it (n8n's
  *    access check ran for that workflow within the TTL);
  *  - an edited credential (new password, host) or a revoked access takes effect within the TTL;
@@ -14,14 +14,13 @@
  */
 import type { IExecuteFunctions, INode } from 'n8n-workflow';
 import type { Pool } from 'pg';
+import { ReuseCache, reuseKey } from '../node/reuseCache';
 import { getPool, type PostgresCredential } from './pool';
 
 /** Longest time (ms) a credential read through n8n is reused, per workflow and credential. */
 export const CREDENTIAL_CACHE_TTL_MS = 5_000;
-/** Most entries kept (the oldest is dropped beyond it). */
-const MAX_ENTRIES = 1_000;
 
-const entries = new Map<string, { pool: Pool; expires: number }>();
+const pools = new ReuseCache<Pool>(CREDENTIAL_CACHE_TTL_MS);
 
 /**
  * The pool of the node's `postgresContractsApi` credential. `opts.node`: the execution's `getNode()`, when
@@ -33,23 +32,13 @@ export async function executionPool(
 	fn: IExecuteFunctions,
 	opts: { node?: INode; now?: number; reuse?: boolean } = {},
 ): Promise<Pool> {
-	const now = opts.now ?? Date.now();
-	const credentialId = (opts.node ?? fn.getNode()).credentials?.postgresContractsApi?.id;
-	const workflowId = fn.getWorkflow?.()?.id;
-	const key = opts.reuse !== false && credentialId && workflowId ? `${workflowId}\u0000${credentialId}` : undefined;
-	const hit = key ? entries.get(key) : undefined;
-	if (hit && hit.expires > now) return hit.pool;
-	const credential = (await fn.getCredentials('postgresContractsApi')) as unknown as PostgresCredential;
-	const pool = getPool(credential);
-	if (key) {
-		entries.delete(key);
-		entries.set(key, { pool, expires: now + CREDENTIAL_CACHE_TTL_MS });
-		if (entries.size > MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
-	}
-	return pool;
+	const key = reuseKey(fn, opts.node ?? fn.getNode(), 'postgresContractsApi', opts.reuse !== false);
+	return pools.get(key, opts.now ?? Date.now(), async () =>
+		getPool((await fn.getCredentials('postgresContractsApi')) as unknown as PostgresCredential),
+	);
 }
 
 /** Forgets every cached entry (tests). */
 export function clearExecutionPools(): void {
-	entries.clear();
+	pools.clear();
 }
