@@ -22,7 +22,8 @@
  * move ±10 % with whatever else the 2 cores run, the CPU per update much less. Refuses to report when an answer is not 200, or when any update was lost or duplicated
  * (raw rows, keys and jobs each grow by exactly the updates sent, one distinct job per update).
  * The builtin's Code node needs NODE_FUNCTION_ALLOW_BUILTIN=crypto (without it n8n answers an empty 200).
- * BENCH_UPDATES (default 500) distinct updates per variant, BENCH_CLIENTS (default 8) concurrent senders.
+ * BENCH_UPDATES (default 1000) distinct updates per variant, BENCH_CLIENTS (default 8) concurrent senders, after
+ * BENCH_WARMUP (default 300) per variant, with a pause of BENCH_SETTLE_MS (default 250) after each variant.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -35,9 +36,17 @@ import { recordGoal } from './goals';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const harness = require('../scripts/lib/n8n');
 
-const UPDATES = Number(process.env.BENCH_UPDATES || 500);
+const UPDATES = Number(process.env.BENCH_UPDATES || 1000);
 const CLIENTS = Number(process.env.BENCH_CLIENTS || 8);
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 5);
+/**
+ * Warm-up updates per variant before the measured rounds (default 300). n8n's own code keeps getting faster over
+ * the first thousand or so requests (JIT): with 40 per variant, the first measured rounds ran at 100 updates/s and
+ * the ninth at 140–170 on this machine, and the variant with more code to compile (ours) lost more in them.
+ */
+const WARMUP = Number(process.env.BENCH_WARMUP || 300);
+/** Pause after each variant (ms, default 250), so the executions a variant left finishing are not the next one's cost. */
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS || 250);
 const ROOT = path.join(__dirname, '..');
 
 interface Variant {
@@ -189,12 +198,19 @@ async function main() {
 			sent.set(v.workflowId, (sent.get(v.workflowId) ?? 0) + n);
 			return n / seconds;
 		};
-		// Warm-up of every path (JIT, pools, task runner), then interleaved measured rounds.
-		for (const v of variants) await run(v, 40);
+		// Warm-up of every path (JIT, pools, task runner), then interleaved measured rounds, each variant after a pause.
+		const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+		for (const v of variants) {
+			await run(v, WARMUP);
+			await settle();
+		}
 		cpuOf.clear();
 		const rates = new Map<Variant, number[]>(variants.map((v) => [v, []]));
 		for (let round = 0; round < ROUNDS; round++)
-			for (const v of variants) rates.get(v)!.push(await run(v, Math.round(UPDATES / ROUNDS)));
+			for (const v of variants) {
+				rates.get(v)!.push(await run(v, Math.round(UPDATES / ROUNDS)));
+				await settle();
+			}
 
 		// Each "default saving" copy saved every execution; each shipped workflow saved none (all succeeded).
 		const saved = await savedExecutions(instance.folder, bin);
