@@ -14,7 +14,7 @@ import { executionPool } from '../shared/postgres/executionPool';
 import { maxAttemptsOf } from './actions/options';
 import { defaultExpressionParameter, plainParameter } from '../shared/node/parameters';
 import { optionsCollection, workflowLabelOption } from '../shared/node/properties';
-import { runItems } from '../shared/node/runItems';
+import { runItems, type ItemHandler } from '../shared/node/runItems';
 import { headerOf, ingestUpdate } from './actions/ingest.operation';
 
 /** The default expressions of Bot Key and Secret Token (the shipped WF10 uses them as they are). */
@@ -165,7 +165,7 @@ export class TelegramIngest implements INodeType {
 		const { reuseCredential } = plainParameter(this, node, 'options', 0, {}) as { reuseCredential?: boolean };
 		const pool = await executionPool(this, { node, reuse: reuseCredential === true });
 		let responded = false;
-		return runItems(this, async (item, itemIndex, state) => {
+		const ingestItem: ItemHandler = async (item, itemIndex, state) => {
 			const options = plainParameter(this, node, 'options', itemIndex, {}) as {
 				maxAttempts?: number;
 				workflow?: string;
@@ -200,6 +200,8 @@ export class TelegramIngest implements INodeType {
 				this.sendResponse({ body: successAnswer(envelope), headers: {}, statusCode: 200 });
 			}
 			return { json: envelope as unknown as INodeExecutionData['json'] };
-		});
+		};
+		// the node read above: getNode() deep-copies it on every call
+		return runItems(this, ingestItem, 1, node);
 	}
 }

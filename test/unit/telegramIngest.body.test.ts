@@ -224,3 +224,34 @@ test('property: any body is classified without throwing, kept byte for byte, and
 		propertyParams('telegramIngest classifyBody'),
 	);
 });
+
+test('classifyBody: a quarantine names where the value is (the path through objects and arrays, a bad key last)', () => {
+	const update = (message: Record<string, unknown>) =>
+		Buffer.from(
+			JSON.stringify({
+				update_id: 7,
+				message: { message_id: 1, date: 1, chat: { id: 5, type: 'private' }, ...message },
+			}),
+		);
+	const cases: Array<[Buffer, string, string]> = [
+		[update({ entities: [{ t: 'ok' }, { t: 'a\u0000b' }] }), 'nul_character', 'message.entities.1.t'],
+		[update({ caption: 'x\udc00' }), 'lone_surrogate', 'message.caption'],
+		// a key jsonb cannot hold: the path ends with that key, shown storable (U+FFFD)
+		[update({ reply: { ['k\u0000']: 1 } }), 'nul_character', 'message.reply.k\ufffd'],
+		// the first container beyond MAX_DEPTH: `message.deep` is level 3, so level MAX_DEPTH + 1 is MAX_DEPTH keys down
+		[
+			Buffer.from(
+				`{"update_id":7,"message":{"message_id":1,"date":1,"chat":{"id":5,"type":"private"},"deep":${'['.repeat(MAX_DEPTH)}1${']'.repeat(MAX_DEPTH)}}}`,
+			),
+			'too_deep',
+			`message.deep.0.0.0.0.0.0.…(${MAX_DEPTH} levels)`,
+		],
+	];
+	for (const [bytes, reason, path] of cases) {
+		const result = classifyBody(bytes, undefined);
+		assert.equal(result.kind, 'quarantine', reason);
+		if (result.kind !== 'quarantine') continue;
+		assert.deepEqual([result.reason, result.path], [reason, path], result.message);
+		assert.ok(result.message.includes(path), result.message);
+	}
+});

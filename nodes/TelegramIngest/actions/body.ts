@@ -132,28 +132,42 @@ function badString(text: string): Finding['reason'] | null {
 	return null;
 }
 
+/** A value still to inspect: its key under its parent (`key`) and the parent's entry, so a path is built only when found. */
+interface Pending {
+	value: unknown;
+	depth: number;
+	key: string | number | null;
+	parent: Pending | null;
+}
+
+/** The keys from the root to `entry` (then `last`, when given). */
+function pathTo(entry: Pending | null, last?: string): Array<string | number> {
+	const path: Array<string | number> = last === undefined ? [] : [last];
+	for (let at = entry; at !== null && at.key !== null; at = at.parent) path.push(at.key);
+	return path.reverse();
+}
+
 /** The first string/key jsonb cannot hold, or the first container nested beyond MAX_DEPTH (iterative). */
 function inspect(root: unknown): Finding | null {
-	const stack: Array<{ value: unknown; depth: number; path: Array<string | number> }> = [
-		{ value: root, depth: 1, path: [] },
-	];
+	const stack: Pending[] = [{ value: root, depth: 1, key: null, parent: null }];
 	while (stack.length) {
-		const { value, depth, path } = stack.pop() as (typeof stack)[number];
+		const entry = stack.pop() as Pending;
+		const { value, depth } = entry;
 		if (typeof value === 'string') {
 			const reason = badString(value);
-			if (reason) return { reason, path };
+			if (reason) return { reason, path: pathTo(entry) };
 			continue;
 		}
 		if (value === null || typeof value !== 'object') continue;
-		if (depth > MAX_DEPTH) return { reason: 'too_deep', path };
+		if (depth > MAX_DEPTH) return { reason: 'too_deep', path: pathTo(entry) };
 		if (Array.isArray(value)) {
-			value.forEach((entry, index) => stack.push({ value: entry, depth: depth + 1, path: [...path, index] }));
+			value.forEach((item, index) => stack.push({ value: item, depth: depth + 1, key: index, parent: entry }));
 			continue;
 		}
-		for (const [key, entry] of Object.entries(value)) {
+		for (const [key, item] of Object.entries(value)) {
 			const reason = badString(key);
-			if (reason) return { reason, path: [...path, key] };
-			stack.push({ value: entry, depth: depth + 1, path: [...path, key] });
+			if (reason) return { reason, path: pathTo(entry, key) };
+			stack.push({ value: item, depth: depth + 1, key, parent: entry });
 		}
 	}
 	return null;
@@ -168,14 +182,15 @@ function readId(parsed: unknown, tokens: Map<string, string>, path: string[] | n
 	if (typeof value !== 'number' || !Number.isInteger(value)) return { ok: true, text: null };
 	const token = tokens.get(pathKey(path)) ?? String(value);
 	const exact = exactInteger(token);
-	const where = showPath(path);
-	if (!exact.integer) return { ok: false, message: `${where} is ${safeText(token, 60)}, not exactly an integer` };
+	// the path is shown only in a refusal (most updates have none)
+	if (!exact.integer)
+		return { ok: false, message: `${showPath(path)} is ${safeText(token, 60)}, not exactly an integer` };
 	if (!exact.int8)
-		return { ok: false, message: `${where} is ${safeText(exact.text, 60)}, outside int8 (-2^63 … 2^63-1)` };
+		return { ok: false, message: `${showPath(path)} is ${safeText(exact.text, 60)}, outside int8 (-2^63 … 2^63-1)` };
 	if (source === 'json' && !Number.isSafeInteger(value)) {
 		return {
 			ok: false,
-			message: `${where} is beyond 2^53 and was parsed before this node: not exact (give Telegram Ingest the raw body)`,
+			message: `${showPath(path)} is beyond 2^53 and was parsed before this node: not exact (give Telegram Ingest the raw body)`,
 		};
 	}
 	return { ok: true, text: exact.text };
