@@ -50,6 +50,14 @@ const DEPTHS = (process.env.BENCH_JOB_DEPTHS ?? '300,3000,30000').split(',').map
 /** The Node both anchors need (graphile-worker 0.18: ≥ 22.18; pg-boss 12: ≥ 22.12). */
 const ANCHOR_NODE = [22, 18];
 
+/** Opens `count` connections of each pool and returns them to it (so no measured call waits for a connect). */
+async function openConnections(count: number, ...pools: Pool[]): Promise<void> {
+	for (const p of pools) {
+		const clients = await Promise.all(Array.from({ length: count }, () => p.connect()));
+		for (const client of clients) client.release();
+	}
+}
+
 /**
  * Claim Jobs + Finish Job as they run in n8n (one statement per batch each), `workers` concurrent loops over
  * `depth` fresh jobs. Returns jobs/s.
@@ -63,12 +71,8 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 		try {
 			await pool.query('INSERT INTO ops.jobs (job_type) SELECT $1 FROM generate_series(1, $2)', [type, depth]);
 			await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
-			// open the pool's connections before the clock starts, as pg-boss's start() has for its own — and those of
-			// its named-statement pool, where Claim Jobs and Finish Job run
-			for (const p of [pool, namedStatementPool(pool)]) {
-				const clients = await Promise.all(Array.from({ length: workers }, () => p.connect()));
-				for (const client of clients) client.release();
-			}
+			// before the clock starts, as pg-boss's start() has for its own; Claim Jobs and Finish Job run on the named pool
+			await openConnections(workers, pool, namedStatementPool(pool));
 			const claimed: number[] = [];
 			const finished: number[] = [];
 			const errors: string[] = [];
@@ -150,10 +154,7 @@ async function statementsRate(
 	try {
 		await pool.query('INSERT INTO ops.jobs (job_type) SELECT $1 FROM generate_series(1, $2)', [type, depth]);
 		await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
-		for (const p of [pool, named]) {
-			const clients = await Promise.all(Array.from({ length: workers }, () => p.connect()));
-			for (const client of clients) client.release();
-		}
+		await openConnections(workers, pool, named);
 		const finished: number[] = [];
 		const start = performance.now();
 		await Promise.all(

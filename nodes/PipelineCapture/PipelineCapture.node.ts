@@ -9,7 +9,7 @@ import {
 import type { Pool } from 'pg';
 import { isRecord } from '../shared/json';
 import { optionsCollection, reuseCredentialOption, workflowLabelOption } from '../shared/node/properties';
-import { plainParameter } from '../shared/node/parameters';
+import { reuseCredentialOn } from '../shared/node/parameters';
 import { reusedCredential } from '../shared/node/reusedCredential';
 import { resourceProperties } from '../shared/node/resources';
 import { outputsExpression, routeItems, type Route } from '../shared/node/router';
@@ -59,11 +59,7 @@ const PIPELINE_ROUTE: Route<
 	outputs: PIPELINE_OUTPUTS,
 	ctxOperation: true,
 	connect: async (fn, node) => ({
-		// Options → Reuse Credential for 5 Seconds (read once per execution, as stored unless an expression)
-		pool: await executionPool(fn, {
-			node,
-			reuse: (plainParameter(fn, node, 'options', 0, {}) as { reuseCredential?: unknown }).reuseCredential === true,
-		}),
+		pool: await executionPool(fn, { node, reuse: reuseCredentialOn(fn, node) }),
 		executionId: String(fn.getExecutionId() ?? 'manual'),
 		realExecutionId: fn.getExecutionId() ? String(fn.getExecutionId()) : undefined,
 		nodeInfo: node,
@@ -149,7 +145,10 @@ export class PipelineCapture implements INodeType {
 			...resourceProperties(PIPELINE_RESOURCES),
 			CALCULATION_NODES_PROPERTY,
 			optionsCollection(
-				reuseCredentialOption('MaaS workflows (M00–M18) and WF90'),
+				reuseCredentialOption(
+					"the node's credentials (PostgreSQL, and the model's where it calls one)",
+					'MaaS workflows (M00–M18) and WF90',
+				),
 				{
 					displayName: 'Worker Name',
 					name: 'worker',

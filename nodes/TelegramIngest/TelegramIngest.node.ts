@@ -12,8 +12,8 @@ import { JOB_REGISTRY } from '../shared/jobs/registry';
 import { postgresContractsApiTest } from '../shared/postgres/credentialTest';
 import { executionPool } from '../shared/postgres/executionPool';
 import { maxAttemptsOf } from './actions/options';
-import { defaultExpressionParameter, plainParameter } from '../shared/node/parameters';
-import { optionsCollection, workflowLabelOption } from '../shared/node/properties';
+import { defaultExpressionParameter, plainParameter, reuseCredentialOn } from '../shared/node/parameters';
+import { optionsCollection, reuseCredentialOption, workflowLabelOption } from '../shared/node/properties';
 import { runItems, type ItemHandler } from '../shared/node/runItems';
 import { headerOf, ingestUpdate } from './actions/ingest.operation';
 
@@ -133,14 +133,7 @@ export class TelegramIngest implements INodeType {
 					default: 5,
 					description: 'The ops.jobs.max_attempts of the created job',
 				},
-				{
-					displayName: 'Reuse Credential for 5 Seconds',
-					name: 'reuseCredential',
-					type: 'boolean',
-					default: false,
-					description:
-						"Whether to read the PostgreSQL credential through n8n at most once per 5 seconds per workflow in each n8n process instead of on every execution (faster on a busy webhook; the shipped WF10 turns it on). An edited credential then applies within 5 s. Only for a static credential: one whose fields use expressions or are resolved per caller must leave this off, or executions would share the first one's resolved values.",
-				},
+				reuseCredentialOption('the PostgreSQL credential', 'WF10'),
 				{
 					displayName: 'Respond to Webhook',
 					name: 'respond',
@@ -162,8 +155,7 @@ export class TelegramIngest implements INodeType {
 		// (shared/node/parameters.ts); with Reuse Credential, the credential and its pool are read through n8n
 		// at most once per 5 s per workflow (executionPool.ts).
 		const node = this.getNode();
-		const { reuseCredential } = plainParameter(this, node, 'options', 0, {}) as { reuseCredential?: boolean };
-		const pool = await executionPool(this, { node, reuse: reuseCredential === true });
+		const pool = await executionPool(this, { node, reuse: reuseCredentialOn(this, node) });
 		let responded = false;
 		const ingestItem: ItemHandler = async (item, itemIndex, state) => {
 			const options = plainParameter(this, node, 'options', itemIndex, {}) as {

@@ -19,6 +19,14 @@ export function hasExpression(value: unknown): boolean {
 	return false;
 }
 
+/**
+ * Whether the node's Options → Reuse Credential for 5 Seconds (properties.ts reuseCredentialOption) is on, read
+ * once per execution (item 0, as stored unless an expression).
+ */
+export function reuseCredentialOn(fn: IExecuteFunctions, node: INode): boolean {
+	return (plainParameter(fn, node, 'options', 0, {}) as { reuseCredential?: unknown }).reuseCredential === true;
+}
+
 /** The parameter as stored when it holds no expression and is present; else n8n's getNodeParameter. */
 export function plainParameter(
 	fn: IExecuteFunctions,

@@ -81,15 +81,17 @@ export function contextProperty(): INodeProperties {
  * Options → Reuse Credential for 5 Seconds (`reuseCredential`, boolean, default false): the node reads its
  * credentials through n8n at most once per 5 s per workflow in each n8n process (PostgreSQL:
  * ../postgres/executionPool.ts; others: ./reusedCredential.ts) instead of on every execution — n8n's read is a query of its own database, a
- * decryption and an expression pass, a few milliseconds per call on a busy chain.
+ * decryption and an expression pass, a few milliseconds per call on a busy chain. Read with reuseCredentialOn
+ * (./parameters.ts).
+ * @param credentials the credentials it covers, as the help text names them (e.g. "the PostgreSQL credential")
  * @param shipped the shipped workflows that turn it on, named in the help text (e.g. "WF10")
  */
-export function reuseCredentialOption(shipped: string): INodeProperties {
+export function reuseCredentialOption(credentials: string, shipped: string): INodeProperties {
 	return {
 		displayName: 'Reuse Credential for 5 Seconds',
 		name: 'reuseCredential',
 		type: 'boolean',
 		default: false,
-		description: `Whether to read the node's credentials (PostgreSQL, and the model's where it calls one) through n8n at most once per 5 seconds per workflow in each n8n process instead of on every execution (faster on a busy workflow; the shipped ${shipped} turn it on). An edited credential then applies within 5 s. Only for a static credential: one whose fields use expressions or are resolved per caller must leave this off, or executions would share the first one's resolved values.`,
+		description: `Whether to read ${credentials} through n8n at most once per 5 seconds per workflow in each n8n process instead of on every execution (faster on a busy workflow; on in the shipped ${shipped}). An edited credential then applies within 5 s. Only for a static credential: one whose fields use expressions or are resolved per caller must leave this off, or executions would share the first one's resolved values.`,
 	};
 }

@@ -7,6 +7,9 @@
  */
 import type { IExecuteFunctions, INode } from 'n8n-workflow';
 
+/** How long (ms) Reuse Credential keeps what it read through n8n: 5 s. */
+export const REUSE_TTL_MS = 5_000;
+
 /**
  * The reuse key of `node`'s credential of `type` in this execution's workflow, or undefined — nothing is kept —
  * when `reuse` is off or the node has no credential id or the workflow no id (e.g. a test context). The workflow

@@ -1,5 +1,5 @@
 /**
- * A credential read through n8n at most once per CREDENTIAL_CACHE_TTL_MS (5 s) per (workflow id, credential type,
+ * A credential read through n8n at most once per REUSE_TTL_MS (5 s) per (workflow id, credential type,
  * credential id) in this process, for a node whose Options → Reuse Credential for 5 Seconds is on
  * (properties.ts reuseCredentialOption; the PostgreSQL credential's pool is reused the same way by
  * ../postgres/executionPool.ts). n8n's getCredentials queries its own database, decrypts and resolves the
@@ -12,10 +12,9 @@
  *  - each n8n process (main, every queue-mode worker) keeps its own entries; nothing is shared.
  */
 import type { ICredentialDataDecryptedObject, IExecuteFunctions, INode } from 'n8n-workflow';
-import { CREDENTIAL_CACHE_TTL_MS } from '../postgres/executionPool';
-import { ReuseCache, reuseKey } from './reuseCache';
+import { REUSE_TTL_MS, ReuseCache, reuseKey } from './reuseCache';
 
-const credentials = new ReuseCache<ICredentialDataDecryptedObject>(CREDENTIAL_CACHE_TTL_MS);
+const credentials = new ReuseCache<ICredentialDataDecryptedObject>(REUSE_TTL_MS);
 
 /**
  * The node's credential of `type` for item `itemIndex`: from this process's entry when `reuse` is on and one

@@ -14,11 +14,11 @@
  */
 import type { IExecuteFunctions, INode } from 'n8n-workflow';
 import type { Pool } from 'pg';
-import { ReuseCache, reuseKey } from '../node/reuseCache';
+import { REUSE_TTL_MS, ReuseCache, reuseKey } from '../node/reuseCache';
 import { getPool, type PostgresCredential } from './pool';
 
 /** Longest time (ms) a credential read through n8n is reused, per workflow and credential. */
-export const CREDENTIAL_CACHE_TTL_MS = 5_000;
+export const CREDENTIAL_CACHE_TTL_MS = REUSE_TTL_MS;
 
 const pools = new ReuseCache<Pool>(CREDENTIAL_CACHE_TTL_MS);
 
