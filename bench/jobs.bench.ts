@@ -1,9 +1,10 @@
 /**
  * `npm run bench:jobs`: claimed-and-finished jobs/s of the ops.jobs queue against today's anchors, pg-boss
  * 12.38.0 and graphile-worker 0.18.0, in one run, on one fresh database (issue 29 P2; issue 14 P2/P3).
- *   contracts       — Claim Jobs + Finish Job as they run in n8n: one claim of a batch (claimJobs), then ONE
- *                     Finish Job statement for the batch's items (finishJobs, each item with its job id, the
- *                     locked_by worker and the claim_token the claim returned).
+ *   contracts       — Claim Jobs + Finish Job as they run in n8n: one claim of a batch (claimJobs under the
+ *                     process's job lease, jobLeaseFor(pool).use, with a call key of its own, as the Claim Jobs
+ *                     operation sends it), then ONE Finish Job statement for the batch's items (finishJobs, each
+ *                     item with its job id, the locked_by worker and the claim_token the claim returned).
  *   pg-boss         — `fetch` of a batch + `complete` of its ids (./anchors/pgBoss.ts).
  *   graphile-worker — its runner, concurrency = workers, local queue of a batch, batched completions
  *                     (./anchors/graphileWorker.ts).
@@ -18,12 +19,14 @@
  * the database) or done twice (claimed twice, a second attempt, a second job_runs row), on every side.
  * Ratio = contracts / anchor (higher is better; goal P2: ≥ 1.0× both anchors at 4 workers, at every depth ≥ 3,000).
  * Then what ops.job_runs costs, at 4 workers and depth BENCH_JOBS: the shipped CLAIM_JOBS + FINISH_JOBS as plain
- * queries with and without their job_runs CTEs (claimJobsStatement / finishJobsStatement), alternating, ROUNDS
- * rounds each, with the ratio of each to both anchors of that point (the issue's "ratio with and without it").
+ * queries with and without their job_runs CTEs (claimJobsStatement / finishJobsStatement; the claim with the lease
+ * and a call key, as above), alternating, ROUNDS rounds each, with the ratio of each to both anchors of that point
+ * (the issue's "ratio with and without it").
  */
 import { spawnSync } from 'node:child_process';
 import { Pool } from 'pg';
 import { ContractError } from '../nodes/shared/errors';
+import { closeJobLeases, jobLeaseFor } from '../nodes/shared/jobs/lease';
 import { claimJobs, finishJobs } from '../nodes/shared/jobs/queue';
 import { endNamedStatementPool, namedStatement, namedStatementPool } from '../nodes/shared/postgres/prepared';
 import { claimJobsStatement, finishJobsStatement } from '../nodes/shared/statements/jobs';
@@ -73,6 +76,9 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 			await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
 			// before the clock starts, as pg-boss's start() has for its own; Claim Jobs and Finish Job run on the named pool
 			await openConnections(workers, pool, namedStatementPool(pool));
+			const lease = jobLeaseFor(pool);
+			await lease.ready();
+			let calls = 0;
 			const claimed: number[] = [];
 			const finished: number[] = [];
 			const errors: string[] = [];
@@ -80,7 +86,15 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 			await Promise.all(
 				Array.from({ length: workers }, async (_, w) => {
 					for (;;) {
-						const jobs = await claimJobs(pool, { job_type: type, batch_size: BATCH, worker: `w${w}` });
+						// as the Claim Jobs operation: under the lease, with a call key of its own (node, execution, item…)
+						const key = `${tag}:w${w}:${(calls += 1)}`;
+						const jobs = await lease.use((leaseId) =>
+							claimJobs(
+								pool,
+								{ job_type: type, batch_size: BATCH, worker: `w${w}` },
+								{ claim_key: key, lease_id: leaseId },
+							),
+						);
 						if (jobs.length === 0) return;
 						for (const job of jobs) claimed.push(Number(job.id));
 						const results = await finishJobs(
@@ -123,6 +137,7 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 			);
 			return depth / seconds;
 		} finally {
+			await closeJobLeases();
 			await endNamedStatementPool(pool);
 			await pool.end();
 		}
@@ -131,7 +146,7 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 
 /**
  * What the ops.job_runs bookkeeping costs (issue 29 P2: "measure it separately"): CLAIM_JOBS + FINISH_JOBS sent
- * as named statements, as the nodes send them (the parameters claimJobs/finishJobs send: no call key, no lease), with `runs` true (the
+ * as named statements, as the nodes send them (the parameters the Claim Jobs and Finish Job operations send: a call key and the process's lease), with `runs` true (the
  * shipped statements: a run opened per claimed job, closed by the finish) or false (the same statements without
  * their job_runs CTEs: claimJobsStatement / finishJobsStatement). Returns jobs/s.
  * @throws Refused when a job was lost or done twice, or the runs are not exactly one succeeded run per job (none
@@ -155,6 +170,8 @@ async function statementsRate(
 		await pool.query('INSERT INTO ops.jobs (job_type) SELECT $1 FROM generate_series(1, $2)', [type, depth]);
 		await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
 		await openConnections(workers, pool, named);
+		const leaseId = await jobLeaseFor(pool).ready();
+		let calls = 0;
 		const finished: number[] = [];
 		const start = performance.now();
 		await Promise.all(
@@ -162,7 +179,8 @@ async function statementsRate(
 				for (;;) {
 					const { rows: jobs } = await named.query<{ id: string; claim_token: string }>({
 						...claim,
-						values: [[type], BATCH, `w${w}`, null, null, 30],
+						// the claim key claimJobs sends is a digest; any text is one
+						values: [[type], BATCH, `w${w}`, `${tag}:w${w}:${(calls += 1)}`, leaseId, 30],
 					});
 					if (jobs.length === 0) return;
 					const { rows } = await named.query<{ id: string }>({
@@ -196,6 +214,7 @@ async function statementsRate(
 		refuseUnless(rows[0].runs === (runs ? depth : 0), `statements: ${rows[0].runs} succeeded runs (runs ${runs})`);
 		return depth / seconds;
 	} finally {
+		await closeJobLeases();
 		await endNamedStatementPool(pool);
 		await pool.end();
 	}

@@ -65,10 +65,12 @@ function jobColumns(alias: string): string {
  * claim_key $4, claimed less than $6 seconds ago, the statement claims nothing new and returns those
  * jobs (their claim_token and open run unchanged; lease_id set to $5 when given; run_id looked up once for a
  * job claimed before migration 023) with `replayed = true`.
- * Lease gate: with a lease $5 whose advisory lock no session holds now (ops.job_lease_held, read once), the
- * statement claims and replays nothing and returns one row of NULLs with `lease_lost = true` (the process
- * believes it holds a lease the server dropped: a half-open connection; ./queue.ts answers 503). Every
- * other row has `lease_lost = false`.
+ * Lease gate: with a lease $5 whose advisory lock no other session holds now (ops.job_lease_held_elsewhere,
+ * asked once: a try of the lock in share mode, migration 025 — not a read of pg_locks, which snapshots the
+ * whole lock table), the statement claims and replays nothing and returns one row of NULLs with
+ * `lease_lost = true` (the process believes it holds a lease the server dropped: a half-open connection;
+ * ./queue.ts answers 503); the statement then holds that lock in share mode until it ends. Every other row
+ * has `lease_lost = false`.
  * Prepared (CLAIM_JOBS_NAMED): the claimed rows are updated by `id = ANY (ARRAY(…))`, an index scan of the
  * primary key in the generic plan too (a join on `next` was planned from the LIMIT's default estimate — a
  * tenth of the table — as a sequential scan of ops.jobs).
@@ -86,7 +88,7 @@ export const CLAIM_JOBS_NAMED = namedStatement('claim_jobs', CLAIM_JOBS);
 export function claimJobsStatement(o: { runs: boolean }): string {
 	return `
 WITH lease AS MATERIALIZED (
-  SELECT $5::uuid IS NULL OR ops.job_lease_held($5::uuid) AS held
+  SELECT $5::uuid IS NULL OR ops.job_lease_held_elsewhere($5::uuid) AS held
 ), replay AS (
   UPDATE ops.jobs j SET lease_id = coalesce($5::uuid, j.lease_id),
     run_id = coalesce(j.run_id, (SELECT max(o.id) FROM ops.job_runs o WHERE o.job_id = j.id AND o.status = 'running'))
@@ -315,8 +317,8 @@ SELECT job.id, job.status, (SELECT count(*) FROM run) AS runs_closed FROM job`;
 /**
  * Release stale with leases (issue 26 item 3, migration 020; nodes/shared/jobs/lease.ts): up to $2 running
  * jobs go back to the queue (dead when no attempt is left), their runs closed as retry / dead:
- *  - a job with a lease whose advisory lock no session holds (ops.job_lease_held: a read of pg_locks, the
- *    lock is never taken here) since a Release Stale first saw it so, and since the job was claimed, at
+ *  - a job with a lease whose advisory lock no session holds exclusively (ops.job_lease_held: a read of
+ *    pg_locks, the lock is never taken here; a claim's share lock, migration 025, does not count) since a Release Stale first saw it so, and since the job was claimed, at
  *    least $3 seconds ago (greatest(since, locked_at): the grace: a lease connection that reconnects within
  *    it keeps its jobs; a job claimed after the absence was recorded gets a whole grace) — reason `lease`;
  *  - a job with a lease locked longer than $4 seconds whatever its lease (the backstop, "Lease Max") —
