@@ -7,13 +7,18 @@
 SET lock_timeout = '5s';
 
 -- Whether another session holds the lease's advisory lock (exclusive: the lease process's
--- pg_try_advisory_lock) right now. Asked by trying the lock in share mode, which conflicts only with that
--- exclusive lock: while the lease is held, nothing is taken and the answer is true. When it is not held (a
--- half-open lease connection: the process believes it holds a lock the server dropped), the caller's
--- transaction holds the lock in share mode until it ends (one claim statement); a lease reconnecting at that
--- moment fails its pg_try_advisory_lock once and retries after its backoff, and Release Stale does not count
--- a share lock as the lease held (ops.job_lease_held below). The caller's own session never holds the lease
--- (it is held on a connection of its own, nodes/shared/jobs/lease.ts), so "another" is the lease process.
+-- pg_try_advisory_lock) right now. Asked by trying the lock in share mode, which conflicts with an exclusive
+-- lock on the key and with an exclusive request waiting for it. Only the lease process takes that lock, and
+-- always with a try: NOTHING MAY WAIT ON A LEASE KEY (pg_advisory_lock), or this would answer true while the
+-- waiter holds nothing. While the lease is held, nothing is taken and the answer is true. When it is not held
+-- (a half-open lease connection: the process believes it holds a lock the server dropped), the caller's
+-- transaction holds the lock in share mode until it ends (one claim statement): each reconnect attempt of
+-- the lease that falls in that moment fails its try (cause LOCK_HELD_ELSEWHERE) and retries after its
+-- backoff — only claims already in flight can do that, since new ones wait for the lease to be ready. Release
+-- Stale does not count a share lock as the lease held (ops.job_lease_held below). The caller's own session
+-- never holds the lease (it is held on a connection of its own, nodes/shared/jobs/lease.ts), so "another"
+-- is the lease process. Needs this migration before the nodes that call it (Claim Jobs fails with 42883
+-- without it).
 CREATE OR REPLACE FUNCTION ops.job_lease_held_elsewhere(lease uuid) RETURNS boolean
   LANGUAGE sql VOLATILE STRICT
   AS $$ SELECT NOT pg_try_advisory_xact_lock_shared(ops.job_lease_key(lease)) $$;

@@ -7,7 +7,8 @@
  *    reconnecting meanwhile fails its try once, and succeeds after;
  *  - Release Stale (ops.job_lease_held) does not count that share lock as the lease held: a recorded absence
  *    is kept and the jobs are released after the grace;
- *  - the claim statement: claims under a held lease; under a lease not held, claims nothing (503
+ *  - the claim statement: asks through that try (under a lease not held it holds the share lock until its
+ *    transaction ends); claims under a held lease; under a lease not held, claims nothing (503
  *    JOB_LEASE_NOT_HELD) and leaves no lock behind.
  */
 import assert from 'node:assert/strict';
@@ -15,6 +16,7 @@ import { afterAll, beforeAll, test } from '@jest/globals';
 import { Client } from 'pg';
 import { ContractError } from '../../nodes/shared/errors';
 import { claimJobs, LEASE_NOT_HELD, releaseStale } from '../../nodes/shared/jobs/queue';
+import { CLAIM_JOBS_NAMED } from '../../nodes/shared/statements/jobs';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
 
 let db: TestDatabase;
@@ -124,6 +126,26 @@ test('Release Stale keeps counting a lease absent while a claim holds its lock i
 		[[id, 'lease']],
 		'the share lock did not reset the absence: released after the grace',
 	);
+});
+
+test('the claim statement itself asks through the share-mode try: under a lease not held it holds ShareLock until its transaction ends', async () => {
+	const leaseId = 'c0250005-0000-4000-8000-000000000000';
+	await enqueue('gate-statement', 1);
+	const claimer = await session();
+	await claimer.query('BEGIN');
+	const { rows } = await claimer.query({
+		...CLAIM_JOBS_NAMED,
+		values: [['gate-statement'], 1, 'w', null, leaseId, 30],
+	});
+	assert.deepEqual(
+		rows.map((r) => [r.id, r.lease_lost]),
+		[[null, true]],
+		'nothing claimed: one row of NULLs with lease_lost',
+	);
+	// the former gate (a read of pg_locks) took no lock at all
+	assert.deepEqual(await locksOf(await pidOf(claimer), leaseId), ['ShareLock']);
+	await claimer.query('COMMIT');
+	assert.deepEqual(await locksOf(await pidOf(claimer), leaseId), []);
 });
 
 test('the claim statement: nothing claimed under a lease not held (503), and no lock left behind', async () => {
