@@ -62,6 +62,15 @@ async function openConnections(count: number, ...pools: Pool[]): Promise<void> {
 }
 
 /**
+ * Call keys for the claims of one measurement `tag`, each its own (`<tag>:w<worker>:<n>`), as n8n gives every
+ * Claim Jobs call its own (node, execution, item…).
+ */
+function callKeys(tag: string): (worker: number) => string {
+	let calls = 0;
+	return (worker) => `${tag}:w${worker}:${(calls += 1)}`;
+}
+
+/**
  * Claim Jobs + Finish Job as they run in n8n (one statement per batch each), `workers` concurrent loops over
  * `depth` fresh jobs. Returns jobs/s.
  * @throws Refused when a job was claimed or finished twice, not finished, or not succeeded once in the database
@@ -78,7 +87,7 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 			await openConnections(workers, pool, namedStatementPool(pool));
 			const lease = jobLeaseFor(pool);
 			await lease.ready();
-			let calls = 0;
+			const keyOf = callKeys(tag);
 			const claimed: number[] = [];
 			const finished: number[] = [];
 			const errors: string[] = [];
@@ -86,8 +95,8 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 			await Promise.all(
 				Array.from({ length: workers }, async (_, w) => {
 					for (;;) {
-						// as the Claim Jobs operation: under the lease, with a call key of its own (node, execution, item…)
-						const key = `${tag}:w${w}:${(calls += 1)}`;
+						// as the Claim Jobs operation: under the lease, with a call key of its own
+						const key = keyOf(w);
 						const jobs = await lease.use((leaseId) =>
 							claimJobs(
 								pool,
@@ -171,7 +180,7 @@ async function statementsRate(
 		await pool.query('VACUUM ANALYZE ops.jobs, ops.job_runs');
 		await openConnections(workers, pool, named);
 		const leaseId = await jobLeaseFor(pool).ready();
-		let calls = 0;
+		const keyOf = callKeys(tag);
 		const finished: number[] = [];
 		const start = performance.now();
 		await Promise.all(
@@ -179,8 +188,8 @@ async function statementsRate(
 				for (;;) {
 					const { rows: jobs } = await named.query<{ id: string; claim_token: string }>({
 						...claim,
-						// the claim key claimJobs sends is a digest; any text is one
-						values: [[type], BATCH, `w${w}`, `${tag}:w${w}:${(calls += 1)}`, leaseId, 30],
+						// claimJobs sends a digest of the call key as the claim key; any text is one
+						values: [[type], BATCH, `w${w}`, keyOf(w), leaseId, 30],
 					});
 					if (jobs.length === 0) return;
 					const { rows } = await named.query<{ id: string }>({
