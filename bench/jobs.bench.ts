@@ -156,7 +156,7 @@ async function contractsRate(url: string, workers: number, depth: number, tag: s
 /**
  * What the ops.job_runs bookkeeping costs (issue 29 P2: "measure it separately"): CLAIM_JOBS + FINISH_JOBS sent
  * as named statements, as the nodes send them (the parameters the Claim Jobs and Finish Job operations send: a call key and the process's lease), with `runs` true (the
- * shipped statements: a run opened per claimed job, closed by the finish) or false (the same statements without
+ * shipped statements: a run id reserved per claimed job, its run written by the finish, migration 026) or false (the same statements without
  * their job_runs CTEs: claimJobsStatement / finishJobsStatement). Returns jobs/s.
  * @throws Refused when a job was lost or done twice, or the runs are not exactly one succeeded run per job (none
  *   without runs)

@@ -307,7 +307,8 @@ for (const [type, entry] of Object.entries(REGISTRY)) {
 		},
 		onError: 'continueErrorOutput',
 		credentials: PG,
-		notes: 'FOR UPDATE SKIP LOCKED: each due job to exactly one runner; attempts counted; a job_runs row opened.',
+		notes:
+			'FOR UPDATE SKIP LOCKED: each due job to exactly one runner; attempts counted; a run id reserved (its job_runs row is written when the attempt ends).',
 	});
 	const request = wf.set(
 		'Job Request',

@@ -109,10 +109,11 @@ export async function killedWorkerRecovery(o: {
 			for (const i of candidates) {
 				const mine = n8n.workers[i].startedExecutions().map((id) => `wf90-${id}`);
 				const { rows } = await pool.query(
-					`SELECT count(*) FILTER (WHERE j.status = 'running')::int AS running,
-					        count(*) FILTER (WHERE j.status = 'succeeded')::int AS done
-					 FROM ops.jobs j JOIN ops.job_runs r ON r.job_id = j.id
-					 WHERE j.id = ANY($1) AND r.worker = ANY($2)`,
+					// a running attempt is its ops.jobs row; a run is written when it ends (migration 026)
+					`SELECT (SELECT count(*) FROM ops.jobs j
+					         WHERE j.id = ANY($1) AND j.status = 'running' AND j.locked_by = ANY($2))::int AS running,
+					        (SELECT count(*) FROM ops.jobs j JOIN ops.job_runs r ON r.job_id = j.id
+					         WHERE j.id = ANY($1) AND j.status = 'succeeded' AND r.status = 'succeeded' AND r.worker = ANY($2))::int AS done`,
 					[jobIds, mine],
 				);
 				if (rows[0].running >= 3 && rows[0].done >= 1) {

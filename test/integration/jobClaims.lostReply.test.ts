@@ -38,7 +38,7 @@ async function enqueue(type: string, n: number): Promise<number[]> {
 async function jobs(type: string) {
 	return (
 		await db.pool.query(
-			`SELECT j.id::int, j.status, j.attempts, j.locked_by, j.claim_token::text,
+			`SELECT j.id::int, j.status, j.attempts, j.locked_by, j.claim_token::text, j.run_id::text,
 			        (SELECT count(*)::int FROM ops.job_runs r WHERE r.job_id = j.id) AS runs
 			 FROM ops.jobs j WHERE job_type = $1 ORDER BY id`,
 			[type],
@@ -73,14 +73,10 @@ test('reply lost after COMMIT: the retry (same worker, same key) gets the same j
 		committed.map((j) => [j.id, j.claim_token, true]),
 		'the retry answers with the jobs and claim tokens the first call took',
 	);
-	const runs = await db.pool.query(
-		"SELECT id::text, job_id::int FROM ops.job_runs WHERE status = 'running' AND job_id = ANY($1) ORDER BY job_id",
-		[ids],
-	);
 	assert.deepEqual(
 		retry.map((j) => [Number(j.id), String(j.run_id)]),
-		runs.rows.map((r) => [r.job_id, r.id]),
-		'the run ids the first call opened',
+		committed.map((j) => [j.id, j.run_id]),
+		'the run ids the first call reserved (read before the retry)',
 	);
 	assert.ok(
 		retry.every((j) => !('claim_key' in j) && !('lease_id' in j)),
@@ -89,8 +85,8 @@ test('reply lost after COMMIT: the retry (same worker, same key) gets the same j
 	const after = await jobs('lr-claim');
 	assert.deepEqual(
 		after.map((j) => [j.status, j.attempts, j.runs]),
-		[...Array(3).fill(['running', 1, 1]), ...Array(2).fill(['queued', 0, 0])],
-		'one attempt and one run per claimed job; the other two still queued',
+		[...Array(3).fill(['running', 1, 0]), ...Array(2).fill(['queued', 0, 0])],
+		'one attempt per claimed job (its run is written when it ends, migration 026); the other two still queued',
 	);
 	// the replayed tokens finish the jobs: nothing stranded
 	const done = await finishJobs(
@@ -100,6 +96,15 @@ test('reply lost after COMMIT: the retry (same worker, same key) gets the same j
 	assert.deepEqual(
 		done.map((d) => (d instanceof ContractError ? d.statusCode : d.status)),
 		['succeeded', 'succeeded', 'succeeded'],
+	);
+	const written = await db.pool.query(
+		'SELECT job_id::int, id::text, status FROM ops.job_runs WHERE job_id = ANY($1) ORDER BY job_id, id',
+		[ids],
+	);
+	assert.deepEqual(
+		written.rows.map((r) => [r.job_id, r.id, r.status]),
+		retry.map((j) => [Number(j.id), String(j.run_id), 'succeeded']),
+		'one run per job, under the run id the first call reserved',
 	);
 	// a later retry with that key finds no running job of it: it claims what is due, as a new call
 	const later = await call();

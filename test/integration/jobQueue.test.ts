@@ -21,14 +21,19 @@ async function enqueue(type: string, n: number, maxAttempts = 5): Promise<number
 	return rows.map((r) => Number(r.id));
 }
 
-test('Claim Jobs: attempts counted, lock set, a running job_runs row per job; nothing due → nothing claimed', async () => {
+test('Claim Jobs: attempts counted, lock set, a run id reserved (its job_runs row written when the attempt ends); nothing due → nothing claimed', async () => {
 	const [id] = await enqueue('claim', 1);
 	const [job] = await claimJobs(db.pool, { job_type: 'claim', batch_size: 10, worker: 'w1' });
 	assert.deepEqual([Number(job.id), job.status, job.attempts, job.locked_by], [id, 'running', 1, 'w1']);
 	assert.ok(job.run_id);
 	assert.deepEqual(await claimJobs(db.pool, { job_type: 'claim', batch_size: 10, worker: 'w2' }), []);
-	const { rows } = await db.pool.query('SELECT attempt, status, worker FROM ops.job_runs WHERE job_id = $1', [id]);
-	assert.deepEqual(rows, [{ attempt: 1, status: 'running', worker: 'w1' }]);
+	const { rows } = await db.pool.query('SELECT run_id::text FROM ops.jobs WHERE id = $1', [id]);
+	assert.equal(rows[0].run_id, String(job.run_id));
+	const runs = () =>
+		db.pool.query('SELECT id::text, attempt, status, worker FROM ops.job_runs WHERE job_id = $1', [id]);
+	assert.deepEqual((await runs()).rows, [], 'no run row while the attempt runs (migration 026)');
+	await finishJob(db.pool, { job_id: id, worker: 'w1', success: true });
+	assert.deepEqual((await runs()).rows, [{ id: String(job.run_id), attempt: 1, status: 'succeeded', worker: 'w1' }]);
 });
 
 test('Finish Job: retry with backoff 10 s ±20 %, then dead after max_attempts; not retryable → failed; only the lock holder', async () => {

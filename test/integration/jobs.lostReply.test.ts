@@ -143,11 +143,10 @@ test('Finish Job (failure, retryable): the retry is replayed as queued; the job 
 	);
 	assert.deepEqual(
 		(await runs(id)).map((r) => [r.attempt, r.status]),
-		[
-			[1, 'retry'],
-			[2, 'running'],
-		],
+		[[1, 'retry']],
+		'attempt 2 is running: its run is written when it ends (migration 026)',
 	);
+	assert.notEqual(Number(again.run_id), Number((await runs(id))[0].id), 'attempt 2 has a run id of its own');
 });
 
 test('Finish Job: a late actor (claim released by Release Stale, claimed again by another worker) is refused (409), or answered already_finished, never replayed; the new claim is kept', async () => {

@@ -5,8 +5,8 @@
  *     is `running` and, when ctx carries `job_claim_token`, its `claim_token` (set by Claim Jobs, migration
  *     008) is that token. Then the job becomes `queued` again with an exponential backoff (retryable error,
  *     attempts left), `dead` (retryable, no attempts left) or `failed` (not retryable), its lock and claim
- *     token are cleared, and the attempt's open `ops.job_runs` row (opened by Claim Jobs) is closed with that
- *     outcome, or a run row is written when none is open. Otherwise — the job finished, was re-queued, was
+ *     token are cleared, and the attempt's `ops.job_runs` row (under the run id Claim Jobs reserved) is written with that
+ *     outcome (a run of its own, under a new id, for a job set running other than by Claim Jobs). Otherwise — the job finished, was re-queued, was
  *     released and claimed again, or does not exist — the job and its runs are left alone: a late error
  *     never revives a finished job nor takes a re-claimed one from its new worker.
  *     A ctx with `job_id` but no token (workflows older than 008) falls back to "the job is running": that

@@ -1,13 +1,13 @@
 /**
  * The ops.jobs queue's worker side (statements in ../statements/jobs.ts):
  *  - claimJobs: one statement takes up to `batch_size` due jobs (`FOR UPDATE SKIP LOCKED`), counts the
- *    attempt, sets locked_by/locked_at, a fresh `claim_token` naming this attempt, and opens an
- *    ops.job_runs row per job;
+ *    attempt, sets locked_by/locked_at, a fresh `claim_token` naming this attempt, and reserves the
+ *    attempt's run id (ops.jobs.run_id; its ops.job_runs row is written when the attempt ends, migration 026);
  *  - finishJobs: all jobs of one execution in ONE statement: done (succeeded), or failed → queued again
  *    with exponential backoff and jitter while attempts remain (retryable), dead after max_attempts, failed
- *    when not retryable; the attempt's job_runs row is closed with the outcome. Only the worker holding the
+ *    when not retryable; the attempt's job_runs row is written with the outcome. Only the worker holding the
  *    lock (and, when given, the attempt's claim token) can finish; each job's outcome or error is its own;
- *  - releaseStale: running jobs whose worker died go back to the queue, closing their run as `retry`, or
+ *  - releaseStale: running jobs whose worker died go back to the queue, writing their run as `retry`, or
  *    dead when no attempt is left: those whose process's lease (./lease.ts) is not held for a grace period,
  *    and (backstop, or without a lease) those locked longer than a timeout.
  * Claim Jobs is safe to retry after a lost reply (claim key replay); docs/retry-safety.md.

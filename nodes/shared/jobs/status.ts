@@ -2,7 +2,8 @@
  * The statuses the schema allows (db/migrations/001_ops_raw_core.sql CHECK constraints):
  *  - ops.jobs.status: queued (waiting, due at next_run_at) → running (claimed) → succeeded | failed (not
  *    retryable) | dead (no attempt left); a retryable failure with attempts left goes back to queued;
- *  - ops.job_runs.status (one row per attempt): running → succeeded | failed | retry | dead.
+ *  - ops.job_runs.status (one row per ended attempt, written when it ends, migration 026): succeeded | failed |
+ *    retry | dead; `running` only on a run a claim opened before migration 026.
  */
 export const JOB_STATUS = {
 	queued: 'queued',

@@ -53,9 +53,10 @@ function jobColumns(alias: string): string {
  * Claim: up to $2 due jobs of the types $1 (text[]) for worker $3, `FOR UPDATE SKIP LOCKED` (concurrent
  * workers never get the same job); counts the attempt, sets locked_by/locked_at and a fresh claim_token,
  * stores the digest of the call key $4 (claim_key, ./queue.ts claimKeyDigest; NULL: none) and the claiming process's lease $5 (lease_id, uuid;
- * NULL: none; migration 020), and opens one ops.job_runs row per job under the id it reserves from the runs'
- * sequence and keeps in ops.jobs.run_id (migration 023) — all in this one statement. Columns: the ops.jobs row
- * (run_id: the open run) + replayed + lease_lost.
+ * NULL: none; migration 020), and reserves each job's run id from the runs' sequence into ops.jobs.run_id
+ * (migration 023) — all in this one statement. The attempt's ops.job_runs row is written under that id when
+ * the attempt ends (migration 026: writeRun; a running attempt is its ops.jobs row). Columns: the ops.jobs row
+ * (run_id: the attempt's run) + replayed + lease_lost.
  * Per type, the due jobs are read in the order of jobs_due_idx (job_type, priority DESC, next_run_at, id),
  * so a claim reads about $2 index entries of each type, not the whole queue (with `job_type = ANY(…)` the
  * index cannot give the order: every due job was read and sorted on each claim). The types' candidates are
@@ -63,7 +64,7 @@ function jobColumns(alias: string): string {
  * lock ends with the statement). `next` is MATERIALIZED: the candidates are read and locked once.
  * Replay (issue 26, a retry after a lost reply): when jobs are still `running` under worker $3 with the
  * claim_key $4, claimed less than $6 seconds ago, the statement claims nothing new and returns those
- * jobs (their claim_token and open run unchanged; lease_id set to $5 when given; run_id looked up once for a
+ * jobs (their claim_token and run id unchanged; lease_id set to $5 when given; run_id looked up once for a
  * job claimed before migration 023) with `replayed = true`.
  * Lease gate: with a lease $5 whose advisory lock no other session holds now (ops.job_lease_held_elsewhere,
  * asked once: a try of the lock in share mode, migration 025 — not a read of pg_locks, which snapshots the
@@ -82,7 +83,7 @@ export const CLAIM_JOBS_NAMED = namedStatement('claim_jobs', CLAIM_JOBS);
 
 /**
  * CLAIM_JOBS (`runs: true`), or the same statement without its ops.job_runs bookkeeping (`runs: false`: no run
- * reserved or opened; run_id unchanged) — the latter only for bench:jobs's measurement of what the runs cost
+ * id reserved; run_id unchanged) — the latter only for bench:jobs's measurement of what the runs cost
  * (issue 29 P2); no node runs it.
  */
 export function claimJobsStatement(o: { runs: boolean }): string {
@@ -114,7 +115,7 @@ WITH lease AS MATERIALIZED (
       claim_token = gen_random_uuid(), claim_key = $4::text, lease_id = $5::uuid${o.runs ? reserveRun() : ''}
   WHERE j.id = ANY (ARRAY(SELECT id FROM next))
   RETURNING ${jobColumns('j')}
-)${o.runs ? openRuns() : ''}
+)
 SELECT claimed.*, false AS replayed, false AS lease_lost FROM claimed
 UNION ALL
 SELECT replay.*, true AS replayed, false AS lease_lost FROM replay
@@ -129,12 +130,47 @@ function reserveRun(): string {
 	return ",\n      run_id = nextval('ops.job_runs_id_seq'::regclass)";
 }
 
-/** CLAIM_JOBS's CTE opening each claimed job's run under the reserved id. */
-function openRuns(): string {
-	return `, runs AS (
-  INSERT INTO ops.job_runs (id, job_id, attempt, status, worker, correlation_id)
-  SELECT run_id, id, attempts, 'running', $3, correlation_id FROM claimed
-)`;
+/**
+ * The INSERT writing the ops.job_runs row of each attempt that ended, one per row of `o.from` (migration 026:
+ * a run is written once, when its attempt ends, under the id Claim Jobs reserved in ops.jobs.run_id). The
+ * id: `o.runId`; NULL (a job claimed before migration 023): the job's latest `running` run; none: a new id.
+ * A run that exists under that id still `running` (opened by a claim before migration 026) is closed instead
+ * (status, error, finished_at, finish_key; its started_at and worker kept). With `o.fresh`, a run id whose
+ * run is written already (a job set `running` again other than by Claim Jobs, which reserves a new id) is
+ * replaced by a new id; without it (Finish Job's hot path: one index read less per job) that run, like a run
+ * of another job, is left as it is and nothing is written (no row returned). finished_at is now().
+ * Returns r.id, r.job_id.
+ *
+ * @param o SQL expressions over `o.from`: jobId, runId, attempt, worker, correlation (uuid), status (a
+ *   JOB_RUN_STATUS), error (jsonb object or NULL), startedAt (timestamptz), finishKey (text or NULL); fresh
+ */
+function writeRun(o: {
+	from: string;
+	jobId: string;
+	runId: string;
+	attempt: string;
+	worker: string;
+	correlation: string;
+	status: string;
+	error: string;
+	startedAt: string;
+	finishKey: string;
+	fresh?: boolean;
+}): string {
+	const open = JOB_RUN_STATUS.running;
+	const runId = o.fresh
+		? `(SELECT x.id FROM (SELECT ${o.runId} AS id) x
+                   WHERE NOT EXISTS (SELECT 1 FROM ops.job_runs w WHERE w.id = x.id AND w.status <> '${open}'))`
+		: o.runId;
+	return `INSERT INTO ops.job_runs AS r (id, job_id, attempt, status, worker, correlation_id, error, started_at, finished_at, finish_key)
+  SELECT coalesce(${runId}, (SELECT max(o.id) FROM ops.job_runs o WHERE o.job_id = ${o.jobId} AND o.status = '${open}'),
+                  nextval('ops.job_runs_id_seq'::regclass)),
+         ${o.jobId}, ${o.attempt}, ${o.status}, ${o.worker}, ${o.correlation}, ${o.error}, ${o.startedAt}, now(), ${o.finishKey}
+  FROM ${o.from}
+  ON CONFLICT (id) DO UPDATE SET status = excluded.status, error = excluded.error, finished_at = excluded.finished_at,
+    finish_key = excluded.finish_key
+  WHERE r.status = '${open}' AND r.job_id = excluded.job_id
+  RETURNING r.id, r.job_id`;
 }
 
 /**
@@ -177,10 +213,11 @@ function runStatusOf(jobStatus: string): string {
 
 /**
  * The CTEs `job` and `run` of Release Stale (RELEASE_STALE, RELEASE_STALE_LEASED), after a CTE `stale`
- * (the jobs to release: `id`, and `reason` when `o.reason`): each job goes back to `queued`, due now
- * (`dead` and finished when no attempt is left), its lock, claim token, claim key and lease cleared, its
- * last_error `{ kind: 'timeout', message: o.jobMessage }`; its open runs are closed as retry / dead with
- * error `{ kind: 'timeout', message: o.runMessage }`. `job` returns id, status (and stale's reason).
+ * (the jobs to release, locked: `id`, `locked_by`, `locked_at`, and `reason` when `o.reason`): each job goes
+ * back to `queued`, due now (`dead` and finished when no attempt is left), its lock, claim token, claim key and
+ * lease cleared, its last_error `{ kind: 'timeout', message: o.jobMessage }`; its attempt's run is written
+ * (writeRun) as retry / dead with error `{ kind: 'timeout', message: o.runMessage }`. `job` returns id,
+ * status (and stale's reason).
  *
  * @param o.jobMessage SQL text expression of last_error.message (reads `j` and `stale`)
  * @param o.runMessage SQL text expression of the run's error.message (reads `job`)
@@ -195,13 +232,21 @@ function releaseCtes(o: { jobMessage: string; runMessage: string; reason?: boole
     finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
     locked_by = NULL, locked_at = NULL, claim_token = NULL, claim_key = NULL, lease_id = NULL, updated_at = now()
   FROM stale WHERE j.id = stale.id
-  RETURNING j.id, j.status${o.reason ? ', stale.reason' : ''}
+  RETURNING j.id, j.status, j.attempts, j.run_id, j.correlation_id, stale.locked_by, stale.locked_at${o.reason ? ', stale.reason' : ''}
 ), run AS (
-  UPDATE ops.job_runs r SET status = ${runStatusOf('job.status')},
-    error = jsonb_build_object('kind', 'timeout', 'message', ${o.runMessage}),
-    finished_at = now()
-  FROM job WHERE r.job_id = job.id AND r.status = '${JOB_RUN_STATUS.running}'
-  RETURNING r.id
+  ${writeRun({
+		from: 'job',
+		jobId: 'job.id',
+		runId: 'job.run_id',
+		attempt: 'job.attempts',
+		worker: 'job.locked_by',
+		correlation: 'job.correlation_id',
+		status: runStatusOf('job.status'),
+		error: `jsonb_build_object('kind', 'timeout', 'message', ${o.runMessage})`,
+		startedAt: 'coalesce(job.locked_at, now())',
+		finishKey: 'NULL',
+		fresh: true,
+	})}
 )`;
 }
 
@@ -210,9 +255,9 @@ function releaseCtes(o: { jobMessage: string; runMessage: string; reason?: boole
  * ids distinct): $1 id bigint[], $2 worker text[], $3 success boolean[], $4 retryable boolean[], $5 error
  * jsonb[] (NULL on success), $6 backoff base s, $7 backoff cap s, $8 claim_token uuid[] (NULL element: not
  * checked). A job is finished only while `running` under its worker (and token when given): succeeded; or
- * queued again with backoff (retryable, attempts left), dead (none left), failed (not retryable). Its open
- * ops.job_runs row (ops.jobs.run_id, a primary-key read; for a job claimed before migration 023 the job's
- * latest `running` run, by job_runs_job_idx) is closed with the outcome. The rows are locked in id order (no deadlock between two
+ * queued again with backoff (retryable, attempts left), dead (none left), failed (not retryable). Its
+ * attempt's ops.job_runs row is written with the outcome (writeRun: under ops.jobs.run_id; started_at the
+ * claim's locked_at, worker the one given). The rows are locked in id order (no deadlock between two
  * batches). The run also keeps md5 of the claim token given (`finish_key`, migration 021; NULL without a
  * token): a retry of this finish after a lost reply finds it (CURRENT_JOBS). Columns: id, status, attempts,
  * max_attempts, next_run_at, run_id — one row per job finished (a job not held as given returns no row).
@@ -223,7 +268,7 @@ export const FINISH_JOBS = finishJobsStatement({ runs: true });
 export const FINISH_JOBS_NAMED = namedStatement('finish_jobs', FINISH_JOBS);
 
 /**
- * FINISH_JOBS (`runs: true`), or the same statement without closing the job's run (`runs: false`: run_id NULL)
+ * FINISH_JOBS (`runs: true`), or the same statement without writing the attempt's run (`runs: false`: run_id NULL)
  * — the latter only for bench:jobs's measurement of what the runs cost (issue 29 P2); no node runs it.
  */
 export function finishJobsStatement(o: { runs: boolean }): string {
@@ -232,7 +277,7 @@ WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::text[], $3::boolean[], $4::boolean[], $5::jsonb[], $8::uuid[])
     AS i(id, worker, success, retryable, error, token)
 ), locked AS (
-  SELECT j.id FROM ops.jobs j JOIN input i ON i.id = j.id ORDER BY j.id FOR UPDATE OF j
+  SELECT j.id, j.locked_at FROM ops.jobs j JOIN input i ON i.id = j.id ORDER BY j.id FOR UPDATE OF j
 ), job AS (
   UPDATE ops.jobs j SET
     ${endAttemptSet({ success: 'i.success', retryable: 'i.retryable', base: '$6', cap: '$7' })},
@@ -241,23 +286,28 @@ WITH input AS (
   FROM input i, locked l
   WHERE j.id = i.id AND l.id = i.id AND j.status = 'running' AND j.locked_by = i.worker
     AND (i.token IS NULL OR j.claim_token = i.token)
-  RETURNING j.id, j.status, j.attempts, j.max_attempts, j.next_run_at, j.run_id, i.success, i.error, i.token
-)${o.runs ? closeRuns() : ''}
+  RETURNING j.id, j.status, j.attempts, j.max_attempts, j.next_run_at, j.run_id, j.correlation_id, l.locked_at,
+    i.worker, i.success, i.error, i.token
+)${o.runs ? writeFinishedRuns() : ''}
 SELECT job.id, job.status, job.attempts, job.max_attempts, job.next_run_at, ${o.runs ? 'run.id' : 'NULL::bigint'} AS run_id
 FROM job${o.runs ? ' LEFT JOIN run ON run.job_id = job.id' : ''}`;
 }
 
-/** FINISH_JOBS's CTE closing each finished job's open run with the outcome (by ops.jobs.run_id, migration 023). */
-function closeRuns(): string {
+/** FINISH_JOBS's CTE writing each finished job's run with the outcome (writeRun, migration 026). */
+function writeFinishedRuns(): string {
 	return `, run AS (
-  UPDATE ops.job_runs r SET
-    status = ${runStatusOf('job.status')},
-    error = CASE WHEN job.success THEN NULL ELSE job.error END,
-    finished_at = now(), finish_key = md5(job.token::text)
-  FROM job
-  WHERE r.id = coalesce(job.run_id, (SELECT max(o.id) FROM ops.job_runs o WHERE o.job_id = job.id AND o.status = 'running'))
-    AND r.job_id = job.id AND r.status = 'running'
-  RETURNING r.id, r.job_id
+  ${writeRun({
+		from: 'job',
+		jobId: 'job.id',
+		runId: 'job.run_id',
+		attempt: 'job.attempts',
+		worker: 'job.worker',
+		correlation: 'job.correlation_id',
+		status: runStatusOf('job.status'),
+		error: 'CASE WHEN job.success THEN NULL ELSE job.error END',
+		startedAt: 'coalesce(job.locked_at, now())',
+		finishKey: 'md5(job.token::text)',
+	})}
 )`;
 }
 
@@ -299,11 +349,11 @@ WHERE r.id IS NOT NULL OR i.accept`;
 /**
  * Release stale (by age only: Release Stale without a lease grace, as before migration 020): up to $2
  * running jobs locked longer than $1 seconds (their worker died) go back to the queue (dead when no attempt
- * is left), their runs closed as retry / dead. Columns: id, status, runs_closed.
+ * is left), their runs written as retry / dead (writeRun). Columns: id, status, runs_closed (runs written).
  */
 export const RELEASE_STALE = `
 WITH stale AS (
-  SELECT id FROM ops.jobs
+  SELECT id, locked_by, locked_at FROM ops.jobs
   WHERE status = 'running' AND locked_at < now() - make_interval(secs => $1::float8)
   ORDER BY locked_at
   LIMIT $2
@@ -316,7 +366,7 @@ SELECT job.id, job.status, (SELECT count(*) FROM run) AS runs_closed FROM job`;
 
 /**
  * Release stale with leases (issue 26 item 3, migration 020; nodes/shared/jobs/lease.ts): up to $2 running
- * jobs go back to the queue (dead when no attempt is left), their runs closed as retry / dead:
+ * jobs go back to the queue (dead when no attempt is left), their runs written as retry / dead (writeRun):
  *  - a job with a lease whose advisory lock no session holds exclusively (ops.job_lease_held: a read of
  *    pg_locks, the lock is never taken here; a claim's share lock, migration 025, does not count) since a Release Stale first saw it so, and since the job was claimed, at
  *    least $3 seconds ago (greatest(since, locked_at): the grace: a lease connection that reconnects within
@@ -343,7 +393,7 @@ WITH leases AS (
   ON CONFLICT (lease_id) DO UPDATE SET since = a.since
   RETURNING a.lease_id, a.since
 ), stale AS (
-  SELECT j.id,
+  SELECT j.id, j.locked_by, j.locked_at,
          CASE WHEN j.lease_id IS NULL THEN 'age'
               WHEN a.since IS NOT NULL AND greatest(a.since, j.locked_at) <= now() - make_interval(secs => $3::float8) THEN 'lease'
               ELSE 'lease_max' END AS reason
@@ -418,7 +468,7 @@ WHERE NOT EXISTS (SELECT 1 FROM created c WHERE c.dedup_key = w.dedup_key)`;
 export const JOBS_BY_DEDUP_KEY = 'SELECT id, dedup_key FROM ops.jobs WHERE dedup_key = ANY($1)';
 
 /**
- * Fail / retry with backoff (the Error Pipe's job path, nodes/ErrorPipe/actions/record.ts; the rule of endAttemptSet) as CTEs `job`, `open_run`, `new_run`, `prior` over the 8 parameters from `$p`: job id, retryable,
+ * Fail / retry with backoff (the Error Pipe's job path, nodes/ErrorPipe/actions/record.ts; the rule of endAttemptSet) as CTEs `held`, `job`, `run`, `prior` over the 8 parameters from `$p`: job id, retryable,
  * last_error (jsonb, without error_id), backoff base, backoff cap, correlation id, token given (boolean),
  * token (uuid; NULL when the given token is not a UUID, which then matches nothing).
  * `errorId`: SQL expression of the ops.errors id stored in last_error.error_id.
@@ -437,32 +487,39 @@ export function failJobCtes(p: number, errorId: string): string {
 	);
 	return `
 error_json AS (SELECT ${lastError}::jsonb || jsonb_build_object('error_id', ${errorId}) AS v
+), held AS (
+  -- only the attempt still open: running, under the claim the error came from (issue 10 item 2); locked,
+  -- so its worker and claim time are read before the job path clears them
+  SELECT j.id, j.locked_by, j.locked_at FROM ops.jobs j
+  WHERE j.id = ${id} AND j.status = 'running'
+    AND (NOT ${tokenGiven}::boolean OR j.claim_token = ${token}::uuid)
+  FOR UPDATE
 ), job AS (
   UPDATE ops.jobs j SET
     ${endAttemptSet({ retryable: `${retryable}::boolean`, base, cap })},
     locked_by = NULL, locked_at = NULL, claim_token = NULL,
     last_error = (SELECT v FROM error_json),
     updated_at = now()
-  -- only the attempt still open: running, under the claim the error came from (issue 10 item 2)
-  WHERE j.id = ${id} AND j.status = 'running'
+  FROM held h
+  WHERE j.id = h.id AND j.status = 'running'
     AND (NOT ${tokenGiven}::boolean OR j.claim_token = ${token}::uuid)
-  RETURNING j.id, j.status, j.attempts, j.next_run_at
-), open_run AS (
-  -- the attempt a worker claimed (Claim Jobs opened it): closed with the outcome
-  UPDATE ops.job_runs r SET status = ${runStatusOf('job.status')},
-         error = (SELECT v FROM error_json), finished_at = now(),
-         finish_key = CASE WHEN ${tokenGiven}::boolean THEN md5('error_pipe:' || ${token}::uuid::text) END
-  FROM job
-  WHERE r.id = (SELECT max(id) FROM ops.job_runs WHERE job_id = job.id AND status = 'running')
-  RETURNING r.id
-), new_run AS (
-  -- no open attempt (the job was not claimed through Claim Jobs): a run row of its own
-  INSERT INTO ops.job_runs (job_id, attempt, status, correlation_id, error, started_at, finished_at, finish_key)
-  SELECT id, greatest(attempts, 1), ${runStatusOf('status')},
-         ${correlation}::uuid, (SELECT v FROM error_json), now(), now(),
-         CASE WHEN ${tokenGiven}::boolean THEN md5('error_pipe:' || ${token}::uuid::text) END
-  FROM job WHERE NOT EXISTS (SELECT 1 FROM open_run)
-  RETURNING id
+  RETURNING j.id, j.status, j.attempts, j.next_run_at, j.run_id, j.correlation_id, h.locked_by, h.locked_at
+), run AS (
+  -- the attempt's run (writeRun): under the id Claim Jobs reserved; a job set running other than by Claim
+  -- Jobs gets a run of its own (a new id; the envelope's correlation id when the job never had a run id)
+  ${writeRun({
+		from: 'job',
+		jobId: 'job.id',
+		runId: 'job.run_id',
+		attempt: 'greatest(job.attempts, 1)',
+		worker: 'job.locked_by',
+		correlation: `CASE WHEN job.run_id IS NULL THEN ${correlation}::uuid ELSE job.correlation_id END`,
+		status: runStatusOf('job.status'),
+		error: '(SELECT v FROM error_json)',
+		startedAt: 'coalesce(job.locked_at, now())',
+		finishKey: `CASE WHEN ${tokenGiven}::boolean THEN md5('error_pipe:' || ${token}::uuid::text) END`,
+		fresh: true,
+	})}
 ), prior AS (
   -- this error, recorded already for this claim (the same envelope again, issue 26): the run the job path
   -- closed under md5('error_pipe:' || token) with the same last_error; read in the statement's snapshot

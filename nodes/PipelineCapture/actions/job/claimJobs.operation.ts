@@ -1,6 +1,6 @@
 /**
  * Job → Claim Jobs: takes up to `batch_size` due jobs of `job_type` for this worker (`FOR UPDATE SKIP
- * LOCKED`; attempts counted; locked_by/locked_at set; an ops.job_runs row opened each), under this n8n
+ * LOCKED`; attempts counted; locked_by/locked_at set; a run id reserved each: the ops.job_runs row is written when the attempt ends), under this n8n
  * process's job lease (nodes/shared/jobs/lease.ts: Release Stale with a Lease Grace gives the jobs back
  * within seconds once the process died, never while it lives).
  * Output: one item per claimed job (the ops.jobs row + `run_id`); none when nothing is due.

@@ -3,7 +3,7 @@
  * arrays), each only while running under its worker (and claim token); each item keeps its own output or
  * error (pairedItem). Per job: succeeded; or, on failure, queued again after min(3600, 10·2^(attempts−1)) s ±20 %
  * while attempts remain (retryable), dead after max_attempts, failed when not retryable. The attempt's
- * ops.job_runs row is closed with the outcome.
+ * ops.job_runs row is written with the outcome (under the run id Claim Jobs reserved, migration 026).
  * Input: `job_id`, `worker` (default: the item's locked_by), `claim_token` (default: the item's claim_token, the
  * uuid Claim Jobs returned; empty: not checked), `success`, `retryable`, `error`. Output: `{ id, status, attempts,
  * max_attempts, next_run_at, run_id, replayed? | already_finished? }`. Safe to retry after a lost reply (n8n's

@@ -1,6 +1,6 @@
 /**
  * Job → Release Stale: running jobs whose worker died go back to the queue (dead when no attempt is left);
- * their runs are closed as retry / dead.
+ * their runs are written as retry / dead (one per attempt, migration 026).
  *  - Lease Grace 0 (the default, as before issue 26): every job locked longer than `older_than_seconds`.
  *  - Lease Grace > 0 (s): a job whose claiming process's lease (nodes/shared/jobs/lease.ts: an advisory lock
  *    on a connection of that process, dropped by PostgreSQL when the process dies) is not held for that
