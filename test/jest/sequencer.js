@@ -9,7 +9,7 @@ const Sequencer = require('@jest/test-sequencer').default;
 
 /** Files that take minutes (seconds measured with 3 (unit, integration) or 2 (e2e) workers on 2 cores, Nov 2026), slowest first. */
 const SLOW_FIRST = [
-	'test/integration/vectorSearchSelective.test.ts', // ~350 s: HNSW index over 10,000 × 1536 in PGlite (WASM)
+	'test/integration/vectorSearchSelective.test.ts', // ~120 s: HNSW index over 10,000 × 1536 in PGlite (WASM)
 	'test/integration/errorPipe.property.test.ts', // ~80 s
 	'test/integration/jobLeases.test.ts', // ~50 s
 	'test/e2e/queue_mode_job_leases.test.ts', // ~350 s (e2e run, 2 workers)
