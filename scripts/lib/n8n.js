@@ -9,7 +9,8 @@
  *  - createInstance(): a fresh N8N_USER_FOLDER with the tarball installed into .n8n/nodes, the route
  *                     that names node types `n8n-nodes-contracts.<node>` (the community-nodes route);
  *                     without a tarball it packs one itself and removes it once installed (n8n loads the
- *                     installed copy in .n8n/nodes/node_modules, never the tarball);
+ *                     installed copy in .n8n/nodes/node_modules, never the tarball); the installed tree is
+ *                     made once per tarball content and copied (installedPackageTree), `freshInstall` installs;
  *  - instance.importCredentials / importAndPublish (one `n8n import:workflow` CLI call each), start / stop
  *    (n8n start): start() publishes what importAndPublish() imported through n8n's REST API once n8n is up,
  *    as its owner (./n8nPublish.js; issue 27 §3: no `n8n publish:workflow` process per workflow).
@@ -22,6 +23,7 @@
  *  - N8N_CONTRACTS_CACHE: the cache folder (default ~/.cache/n8n-nodes-contracts).
  */
 const { spawn, spawnSync } = require('node:child_process');
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -148,7 +150,7 @@ function withInstallLock(lock, log, fn) {
 				fs.rmSync(lock, { recursive: true, force: true });
 				continue;
 			}
-			if (!said) log(`waiting for another process installing n8n (${lock})…`);
+			if (!said) log(`waiting for another process installing (${lock})…`);
 			said = true;
 			Atomics.wait(pause, 0, 0, 1000);
 		}
@@ -237,18 +239,85 @@ function removePackage(tarball) {
  * does: `--legacy-peer-deps`, so `n8n-workflow` resolves to n8n's own copy).
  * `tarball`: a packPackage() tarball the caller keeps (and removes); omitted: one is packed for this
  * instance and removed once installed, whether the install worked or not.
+ * `freshInstall`: run `npm install` of the tarball into this folder; else (default) copy the tree that install
+ * gives, made once per tarball content (installedPackageTree: the same bytes install the same files).
  */
-function createInstance({ tarball, bin, log = () => {}, userFolder, node, owner } = {}) {
+function createInstance({ tarball, bin, log = () => {}, userFolder, node, owner, freshInstall = false } = {}) {
 	const own = tarball ? undefined : packPackage();
 	try {
 		const folder = userFolder || fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-n8n-'));
-		installPackage(folder, tarball || own, log);
+		if (freshInstall) installPackage(folder, tarball || own, log);
+		else {
+			const tree = installedPackageTree(tarball || own, log);
+			fs.mkdirSync(path.join(folder, '.n8n'), { recursive: true });
+			copyTree(path.join(tree, '.n8n', 'nodes'), path.join(folder, '.n8n', 'nodes'));
+		}
 		const instance = new N8nInstance(folder, bin, log, node);
 		if (owner) instance.owner = owner;
 		return instance;
 	} finally {
 		if (own) removePackage(own);
 	}
+}
+
+/**
+ * Copies the folder `from` (an installed `.n8n/nodes`) to `to` (which must not exist): hard links where the file
+ * system allows (`cp -al`, GNU cp: 5,000 files in a fraction of a second; nothing writes into an installed
+ * package, so instances can share its files) except the files at the top (package.json, package-lock.json:
+ * npm rewrites those when a package is installed there), which are copied; else a copy of every file
+ * (fs.cpSync, symlinks kept as they are).
+ */
+function copyTree(from, to) {
+	if (spawnSync('cp', ['-al', from, to], { stdio: 'ignore' }).status === 0) {
+		for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+			if (!entry.isFile()) continue;
+			fs.rmSync(path.join(to, entry.name));
+			fs.copyFileSync(path.join(from, entry.name), path.join(to, entry.name));
+		}
+		return;
+	}
+	fs.rmSync(to, { recursive: true, force: true });
+	fs.cpSync(from, to, { recursive: true, verbatimSymlinks: true });
+}
+
+/** Trees of installedPackageTree() older than this are removed when a new one is made (ms). */
+const INSTALLED_TREE_KEEP_MS = 24 * 3600_000;
+
+/**
+ * The `.n8n/nodes` tree installPackage() makes from `tarball`, made once per tarball content and kept in
+ * `<N8N_CONTRACTS_CACHE>/installed-package/<sha-256 of the tarball, 16 hex>` (npm pack writes fixed dates, so the
+ * same build packs the same bytes). e2e files on parallel jest workers, each in its own process, wait for the
+ * one that installs (withInstallLock). Making a new one removes the trees not used for INSTALLED_TREE_KEEP_MS.
+ * Returns the folder that holds `.n8n/nodes`. Throws what npm install threw (nothing is kept then).
+ */
+function installedPackageTree(tarball, log = () => {}) {
+	const hash = crypto.createHash('sha256').update(fs.readFileSync(tarball)).digest('hex').slice(0, 16);
+	const root = path.join(CACHE, 'installed-package');
+	const dir = path.join(root, hash);
+	const ready = path.join(dir, '.ready');
+	const used = () => fs.utimesSync(ready, new Date(), new Date());
+	if (fs.existsSync(ready)) {
+		used();
+		return dir;
+	}
+	return withInstallLock(`${dir}.lock`, log, () => {
+		if (fs.existsSync(ready)) return dir;
+		for (const other of fs.readdirSync(root)) {
+			const otherReady = path.join(root, other, '.ready');
+			if (other === hash || other.endsWith('.lock') || !fs.existsSync(otherReady)) continue;
+			if (Date.now() - fs.statSync(otherReady).mtimeMs > INSTALLED_TREE_KEEP_MS)
+				fs.rmSync(path.join(root, other), { recursive: true, force: true });
+		}
+		fs.rmSync(dir, { recursive: true, force: true });
+		try {
+			installPackage(dir, tarball, log);
+		} catch (error) {
+			fs.rmSync(dir, { recursive: true, force: true });
+			throw error;
+		}
+		fs.writeFileSync(ready, '');
+		return dir;
+	});
 }
 
 /** `npm install <tarball>` into `<folder>/.n8n/nodes` (created with its package.json when missing). */

@@ -10,6 +10,7 @@
  *   (what the editor fetches from /types/nodes.json), read here from disk.
  * - The harness leaves no contracts-pack-* folder behind (§3): createInstance() without a tarball packs one
  *   for itself and removes it once installed into the user folder's .n8n/nodes, also when the install fails.
+ *   Its default instance copies the tree installed once per tarball content: the same files as an npm install.
  *   Checked in a private TMPDIR, so other processes' temp folders do not count.
  */
 import assert from 'node:assert/strict';
@@ -58,10 +59,42 @@ afterAll(async () => {
 
 test('createInstance packs, installs into .n8n/nodes and removes its tarball: only the user folder is left', () => {
 	assert.equal(os.tmpdir(), tmp);
-	installed = harness.createInstance({ bin: harness.ensureN8n({ log: console.log }) });
+	installed = harness.createInstance({ bin: harness.ensureN8n({ log: console.log }), freshInstall: true });
 	assert.deepEqual(fs.readdirSync(tmp), [path.basename(installed.folder)]);
 	const manifest = path.join(installed.folder, '.n8n', 'nodes', 'node_modules', PKG.name, 'package.json');
 	assert.equal(JSON.parse(fs.readFileSync(manifest, 'utf8')).version, PKG.version);
+}, 180_000);
+
+/** Every entry under `dir`: relative path, then the file's size or the link's target (folders left out). */
+function tree(dir: string): string[] {
+	return fs
+		.readdirSync(dir, { withFileTypes: true, recursive: true })
+		.filter((e) => !e.isDirectory())
+		.map((e) => {
+			const full = path.join(e.parentPath, e.name);
+			const what = e.isSymbolicLink() ? `-> ${fs.readlinkSync(full)}` : String(fs.statSync(full).size);
+			return `${path.relative(dir, full)} ${what}`;
+		})
+		.sort();
+}
+
+test('the default instance (a copy of the tree installed once per tarball content) holds the same files as an npm install', () => {
+	assert.ok(installed, 'the first test installed the package');
+	const copied = harness.createInstance({ bin: harness.ensureN8n() });
+	try {
+		// node_modules as installed (npm's own records there and beside it name the tarball's temp path)
+		const nodes = (folder: string) =>
+			tree(path.join(folder, '.n8n', 'nodes', 'node_modules')).filter((f) => !f.startsWith('.package-lock.json '));
+		const fresh = nodes(installed.folder);
+		assert.ok(fresh.some((f) => f.startsWith(`${PKG.name}/package.json `)));
+		assert.deepEqual(nodes(copied.folder), fresh);
+		assert.deepEqual(
+			fs.readdirSync(tmp).filter((f) => f.startsWith('contracts-pack-')),
+			[],
+		);
+	} finally {
+		copied.remove();
+	}
 }, 180_000);
 
 test('a failed install removes the tarball too', () => {
