@@ -136,13 +136,13 @@ export async function getFile(
  * Whether a getFile `file_path` names a file under the download directory `<base>/file/bot<token>/` and
  * nothing else: no dot segments (also percent-encoded, or with path parameters: `..;`, `.;x`), no empty
  * segment (nor one that is only parameters: `;x`), no query or fragment, no backslash, no percent-encoded
- * slash or backslash, no segment that still holds a `%` once decoded (`%252e%252e`), no control character
+ * slash, backslash, `?` or `#` (a server or proxy that decodes the path would read a query or fragment), no segment that still holds a `%` once decoded (`%252e%252e`), no control character
  * or space. So the path the Bot
  * API answers can never turn the download into a request for another path, host or port (the download
  * itself never follows a redirect).
  */
 export function staysInFileDirectory(filePath: string): boolean {
-	if (filePath === '' || /[\\?#\s\p{Cc}]/u.test(filePath) || /%(2f|5c|00)/i.test(filePath)) return false;
+	if (filePath === '' || /[\\?#\s\p{Cc}]/u.test(filePath) || /%(2f|5c|3f|23|00)/i.test(filePath)) return false;
 	return filePath.split('/').every((segment) => {
 		let decoded: string;
 		try {
