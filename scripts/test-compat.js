@@ -6,7 +6,7 @@
  *  1. ensureNode(24) (scripts/lib/nodeRuntime.js) and ensureN8n({ version, node }) (scripts/lib/n8n.js) —
  *     each installs once into the cache (N8N_CONTRACTS_CACHE, default ~/.cache/n8n-nodes-contracts);
  *  2. `npm run build`, then the unit, integration and live tests with jest running on that Node (TEST_WORKERS
- *     workers, default 3, as in `npm test`), then jest on COMPAT_TESTS (WF10/WF99, the canvas test, the
+ *     workers, default 3, as in `npm test`; property tests with PROPERTY_RUNS 2,000 unless set: COMPAT_PROPERTY_RUNS), then jest on COMPAT_TESTS (WF10/WF99, the canvas test, the
  *     queue-mode e2e) with CONTRACTS_N8N_VERSION and CONTRACTS_N8N_NODE set, so every n8n process runs that n8n
  *     on that Node;
  *  3. `npm run demo -- --once` with the same settings (its own database, dropped afterwards), whose output must
@@ -30,6 +30,12 @@ const { testFiles, workers } = require('./lib/testRun');
  * one installs (docs/testing.md "Other n8n and Node versions").
  */
 const COMPAT_N8N_VERSION = '2.41.1';
+/**
+ * Runs of a property test (test/helpers/property.ts PROPERTY_RUNS, default 10,000) in the Node 24 unit and
+ * integration run: the same properties with seeds of their own, a fifth of the runs (the longest of them,
+ * errorPipe.property, took 102 s of the run at 10,000).
+ */
+const COMPAT_PROPERTY_RUNS = 2_000;
 const COMPAT_TESTS = ['test/e2e/wf10_wf99.test.ts', 'test/e2e/canvas.test.ts', 'test/e2e/queue_mode.test.ts'];
 const ROOT = path.join(__dirname, '..');
 const UNIT_DIRS = ['unit', 'integration', 'live'];
@@ -132,6 +138,9 @@ async function main() {
 					CONTRACTS_N8N_NODE: undefined,
 					// what the tests spawn as `node` runs on the same Node
 					PATH: `${path.dirname(node.bin)}${path.delimiter}${process.env.PATH || ''}`,
+					// the properties at full strength (10,000 runs) ran on the machine's Node in `npm test`; here each
+					// runs with a seed of its own and COMPAT_PROPERTY_RUNS runs (PROPERTY_RUNS, when set, wins)
+					PROPERTY_RUNS: process.env.PROPERTY_RUNS || String(COMPAT_PROPERTY_RUNS),
 				}),
 			);
 			results.push([`unit, integration and live tests (${files.length} files) on Node ${node.version}`, code === 0]);
