@@ -133,33 +133,27 @@ export async function getFile(
 }
 
 /**
+ * One segment of a getFile `file_path` as the Bot API writes them (`documents/file_5.pdf`, `photos/file_0.jpg`):
+ * ASCII letters, digits, `_`, `-` and `.`, not starting with a dot.
+ */
+const FILE_PATH_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
+
+/**
  * Whether a getFile `file_path` names a file under the download directory `<base>/file/bot<token>/` and
- * nothing else: no dot segments (also percent-encoded, or with path parameters: `..;`, `.;x`), no empty
- * segment (nor one that is only parameters: `;x`), no query or fragment, no backslash, no percent-encoded
- * slash, backslash, `?` or `#` (a server or proxy that decodes the path would read a query or fragment), no segment that still holds a `%` once decoded (`%252e%252e`), no control character
- * or space. So the path the Bot
- * API answers can never turn the download into a request for another path, host or port (the download
- * itself never follows a redirect).
+ * nothing else: every `/`-separated segment matches FILE_PATH_SEGMENT (an allowlist, so no reading of it by a
+ * server or proxy — percent-decoded once or more, path parameters stripped (`..;`), Unicode folded (NFKC:
+ * full-width dots and slashes), trailing dots or spaces trimmed — can make a dot segment, an empty segment, a
+ * separator, a query, a fragment, a control character or a space). So the path the Bot API answers can never
+ * turn the download into a request for another path, host or port (the download itself never follows a
+ * redirect).
  */
 export function staysInFileDirectory(filePath: string): boolean {
-	if (filePath === '' || /[\\?#\s\p{Cc}]/u.test(filePath) || /%(2f|5c|3f|23|00)/i.test(filePath)) return false;
-	return filePath.split('/').every((segment) => {
-		let decoded: string;
-		try {
-			decoded = decodeURIComponent(segment);
-		} catch {
-			return false;
-		}
-		// `..;x` / `.;x` is a dot segment to servers that strip path parameters; a `%` left after decoding is
-		// a double encoding (`%252e%252e`) that a proxy in front of the server may decode once more
-		const beforeParameters = decoded.split(';')[0];
-		return beforeParameters !== '' && beforeParameters !== '.' && beforeParameters !== '..' && !decoded.includes('%');
-	});
+	return filePath.split('/').every((segment) => FILE_PATH_SEGMENT.test(segment));
 }
 
 function unsafeFilePath(): ContractError {
 	return ContractError.upstream(
-		"getFile answered a file_path that would leave the Bot API's file directory (a dot segment, query, fragment, backslash or control character): not downloaded",
+		"getFile answered a file_path that is not plain segments of letters, digits, '_', '-' and '.' (it could leave the Bot API's file directory: a dot segment, query, fragment, backslash, percent-escape or control character): not downloaded",
 		502,
 		false,
 		{ code: 'UNSAFE_FILE_PATH' },
