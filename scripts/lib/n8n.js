@@ -127,10 +127,10 @@ const INSTALL_LOCK_STALE_MS = 45 * 60_000;
 
 /**
  * Runs `fn` while holding the lock folder `lock` (mkdir is atomic): waits, polling every second, while another
- * process holds it; a lock older than INSTALL_LOCK_STALE_MS (its holder was killed) is taken over.
+ * process holds it; a lock older than `staleMs` (default INSTALL_LOCK_STALE_MS; its holder was killed) is taken over.
  * Synchronous, as ensureN8n() is.
  */
-function withInstallLock(lock, log, fn) {
+function withInstallLock(lock, log, fn, staleMs = INSTALL_LOCK_STALE_MS) {
 	const pause = new Int32Array(new SharedArrayBuffer(4));
 	fs.mkdirSync(path.dirname(lock), { recursive: true });
 	let said = false;
@@ -146,7 +146,7 @@ function withInstallLock(lock, log, fn) {
 			} catch {
 				continue; // released meanwhile
 			}
-			if (age > INSTALL_LOCK_STALE_MS) {
+			if (age > staleMs) {
 				fs.rmSync(lock, { recursive: true, force: true });
 				continue;
 			}
@@ -251,6 +251,8 @@ function createInstance({ tarball, bin, log = () => {}, userFolder, node, owner,
 			const tree = installedPackageTree(tarball || own, log);
 			fs.mkdirSync(path.join(folder, '.n8n'), { recursive: true });
 			copyTree(path.join(tree, '.n8n', 'nodes'), path.join(folder, '.n8n', 'nodes'));
+			if (!fs.existsSync(path.join(tree, '.ready')))
+				throw new Error(`the installed package tree ${tree} was removed while it was copied: run again`);
 		}
 		const instance = new N8nInstance(folder, bin, log, node);
 		if (owner) instance.owner = owner;
@@ -260,19 +262,21 @@ function createInstance({ tarball, bin, log = () => {}, userFolder, node, owner,
 	}
 }
 
+/** The files of an installed `.n8n/nodes` that npm rewrites in place when it installs there: copied, never linked. */
+const NPM_RECORDS = ['package.json', 'package-lock.json', path.join('node_modules', '.package-lock.json')];
+
 /**
  * Copies the folder `from` (an installed `.n8n/nodes`) to `to` (which must not exist): hard links where the file
- * system allows (`cp -al`, GNU cp: 5,000 files in a fraction of a second; nothing writes into an installed
- * package, so instances can share its files) except the files at the top (package.json, package-lock.json:
- * npm rewrites those when a package is installed there), which are copied; else a copy of every file
- * (fs.cpSync, symlinks kept as they are).
+ * system allows (`cp -alT`, GNU cp: 5,000 files in a fraction of a second; nothing writes into an installed
+ * package, so instances can share its files) except npm's own records (NPM_RECORDS), which are copied; else a
+ * copy of every file (fs.cpSync, symlinks kept as they are).
  */
 function copyTree(from, to) {
-	if (spawnSync('cp', ['-al', from, to], { stdio: 'ignore' }).status === 0) {
-		for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
-			if (!entry.isFile()) continue;
-			fs.rmSync(path.join(to, entry.name));
-			fs.copyFileSync(path.join(from, entry.name), path.join(to, entry.name));
+	if (spawnSync('cp', ['-alT', from, to], { stdio: 'ignore' }).status === 0) {
+		for (const record of NPM_RECORDS) {
+			if (!fs.existsSync(path.join(from, record))) continue;
+			fs.rmSync(path.join(to, record));
+			fs.copyFileSync(path.join(from, record), path.join(to, record));
 		}
 		return;
 	}
@@ -280,44 +284,53 @@ function copyTree(from, to) {
 	fs.cpSync(from, to, { recursive: true, verbatimSymlinks: true });
 }
 
-/** Trees of installedPackageTree() older than this are removed when a new one is made (ms). */
-const INSTALLED_TREE_KEEP_MS = 24 * 3600_000;
+/** Trees of installedPackageTree() made longer ago than this are removed when a new one is made (ms). */
+const INSTALLED_TREE_KEEP_MS = 2 * 24 * 3600_000;
+/** A lock of installedPackageTree() older than this is taken over (its holder was killed; an install takes seconds). */
+const INSTALLED_TREE_LOCK_STALE_MS = 5 * 60_000;
 
 /**
- * The `.n8n/nodes` tree installPackage() makes from `tarball`, made once per tarball content and kept in
- * `<N8N_CONTRACTS_CACHE>/installed-package/<sha-256 of the tarball, 16 hex>` (npm pack writes fixed dates, so the
- * same build packs the same bytes). e2e files on parallel jest workers, each in its own process, wait for the
- * one that installs (withInstallLock). Making a new one removes the trees not used for INSTALLED_TREE_KEEP_MS.
+ * The `.n8n/nodes` tree installPackage() makes from `tarball`, made once per tarball content, platform and UTC
+ * day (npm pack writes fixed dates, so the same build packs the same bytes; a new day resolves the
+ * dependencies afresh) in `<N8N_CONTRACTS_CACHE>/installed-package/<16 hex of a sha-256>`. e2e files on
+ * parallel jest workers, each in its own process, wait for the one that installs (withInstallLock). Making a
+ * new tree removes those made more than INSTALLED_TREE_KEEP_MS ago (no process uses them: their day is over).
  * Returns the folder that holds `.n8n/nodes`. Throws what npm install threw (nothing is kept then).
  */
 function installedPackageTree(tarball, log = () => {}) {
-	const hash = crypto.createHash('sha256').update(fs.readFileSync(tarball)).digest('hex').slice(0, 16);
+	const hash = crypto
+		.createHash('sha256')
+		.update(`${process.platform} ${process.arch} ${new Date().toISOString().slice(0, 10)}\n`)
+		.update(fs.readFileSync(tarball))
+		.digest('hex')
+		.slice(0, 16);
 	const root = path.join(CACHE, 'installed-package');
 	const dir = path.join(root, hash);
 	const ready = path.join(dir, '.ready');
-	const used = () => fs.utimesSync(ready, new Date(), new Date());
-	if (fs.existsSync(ready)) {
-		used();
-		return dir;
-	}
-	return withInstallLock(`${dir}.lock`, log, () => {
-		if (fs.existsSync(ready)) return dir;
-		for (const other of fs.readdirSync(root)) {
-			const otherReady = path.join(root, other, '.ready');
-			if (other === hash || other.endsWith('.lock') || !fs.existsSync(otherReady)) continue;
-			if (Date.now() - fs.statSync(otherReady).mtimeMs > INSTALLED_TREE_KEEP_MS)
-				fs.rmSync(path.join(root, other), { recursive: true, force: true });
-		}
-		fs.rmSync(dir, { recursive: true, force: true });
-		try {
-			installPackage(dir, tarball, log);
-		} catch (error) {
+	if (fs.existsSync(ready)) return dir;
+	return withInstallLock(
+		`${dir}.lock`,
+		log,
+		() => {
+			if (fs.existsSync(ready)) return dir;
+			for (const other of fs.readdirSync(root)) {
+				const otherReady = path.join(root, other, '.ready');
+				if (other === hash || other.endsWith('.lock') || !fs.existsSync(otherReady)) continue;
+				if (Date.now() - fs.statSync(otherReady).mtimeMs > INSTALLED_TREE_KEEP_MS)
+					fs.rmSync(path.join(root, other), { recursive: true, force: true });
+			}
 			fs.rmSync(dir, { recursive: true, force: true });
-			throw error;
-		}
-		fs.writeFileSync(ready, '');
-		return dir;
-	});
+			try {
+				installPackage(dir, tarball, log);
+			} catch (error) {
+				fs.rmSync(dir, { recursive: true, force: true });
+				throw error;
+			}
+			fs.writeFileSync(ready, '');
+			return dir;
+		},
+		INSTALLED_TREE_LOCK_STALE_MS,
+	);
 }
 
 /** `npm install <tarball>` into `<folder>/.n8n/nodes` (created with its package.json when missing). */

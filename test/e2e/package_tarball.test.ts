@@ -88,6 +88,12 @@ test('the default instance (a copy of the tree installed once per tarball conten
 		const fresh = nodes(installed.folder);
 		assert.ok(fresh.some((f) => f.startsWith(`${PKG.name}/package.json `)));
 		assert.deepEqual(nodes(copied.folder), fresh);
+		// the package's files are shared with the cached tree (hard links: no copy per instance), npm's own
+		// records are not (npm rewrites them in place when something is installed there)
+		const nodesDir = path.join(copied.folder, '.n8n', 'nodes');
+		assert.ok(fs.statSync(path.join(nodesDir, 'node_modules', PKG.name, 'package.json')).nlink > 1, 'linked');
+		for (const record of ['package.json', 'package-lock.json', 'node_modules/.package-lock.json'])
+			assert.equal(fs.statSync(path.join(nodesDir, record)).nlink, 1, `${record} is a copy of its own`);
 		assert.deepEqual(
 			fs.readdirSync(tmp).filter((f) => f.startsWith('contracts-pack-')),
 			[],
@@ -101,7 +107,9 @@ test('a failed install removes the tarball too', () => {
 	const notAFolder = path.join(tmp, 'a-file');
 	fs.writeFileSync(notAFolder, '');
 	const before = fs.readdirSync(tmp);
-	assert.throws(() => harness.createInstance({ bin: '/nonexistent/n8n', userFolder: path.join(notAFolder, 'x') }));
+	assert.throws(() =>
+		harness.createInstance({ bin: '/nonexistent/n8n', userFolder: path.join(notAFolder, 'x'), freshInstall: true }),
+	);
 	assert.deepEqual(fs.readdirSync(tmp), before);
 	fs.rmSync(notAFolder);
 }, 180_000);
