@@ -6,9 +6,9 @@
  *  1. ensureNode(24) (scripts/lib/nodeRuntime.js) and ensureN8n({ version, node }) (scripts/lib/n8n.js) —
  *     each installs once into the cache (N8N_CONTRACTS_CACHE, default ~/.cache/n8n-nodes-contracts);
  *  2. `npm run build`, then the unit, integration and live tests with jest running on that Node (TEST_WORKERS
- *     workers, default 3, as in `npm test`; property tests with PROPERTY_RUNS 2,000 unless set: COMPAT_PROPERTY_RUNS), then jest on COMPAT_TESTS (WF10/WF99, the canvas test, the
- *     queue-mode e2e) with CONTRACTS_N8N_VERSION and CONTRACTS_N8N_NODE set, so every n8n process runs that n8n
- *     on that Node;
+ *     workers, default 3, as in `npm test`; property tests with PROPERTY_RUNS 2,000 unless set:
+ *     COMPAT_PROPERTY_RUNS), then jest on COMPAT_TESTS (WF10/WF99, the canvas test, the queue-mode e2e) with
+ *     CONTRACTS_N8N_VERSION and CONTRACTS_N8N_NODE set, so every n8n process runs that n8n on that Node;
  *  3. `npm run demo -- --once` with the same settings (its own database, dropped afterwards), whose output must
  *     show a cited answer, an answer pushed over the WebSocket that is the run's final_answer, and a metrics
  *     scrape with HTTP 200 counting a completed run (the demo itself ends 0 even when one of these is missing).

@@ -748,6 +748,7 @@ module.exports = {
 	packPackage,
 	removePackage,
 	createInstance,
+	NPM_RECORDS,
 	N8nInstance,
 	TRANSCRIPT_MAX,
 	postgresCredential,

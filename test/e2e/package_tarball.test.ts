@@ -92,7 +92,7 @@ test('the default instance (a copy of the tree installed once per tarball conten
 		// records are not (npm rewrites them in place when something is installed there)
 		const nodesDir = path.join(copied.folder, '.n8n', 'nodes');
 		assert.ok(fs.statSync(path.join(nodesDir, 'node_modules', PKG.name, 'package.json')).nlink > 1, 'linked');
-		for (const record of ['package.json', 'package-lock.json', 'node_modules/.package-lock.json'])
+		for (const record of harness.NPM_RECORDS as string[])
 			assert.equal(fs.statSync(path.join(nodesDir, record)).nlink, 1, `${record} is a copy of its own`);
 		assert.deepEqual(
 			fs.readdirSync(tmp).filter((f) => f.startsWith('contracts-pack-')),
