@@ -14,7 +14,7 @@
  * A's token cannot release B's lock); no token appears in ops.errors or n8n's log.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, test } from '@jest/globals';
@@ -109,18 +109,22 @@ function token(sub: string, options: Partial<MintOptions> = {}): string {
 	return t;
 }
 
+/** The temp folder of the rewritten workflow files (removed after the tests). */
+let dir: string | undefined;
+
 beforeAll(async () => {
 	db = await setupDatabase();
 	await arango.up();
 	await ollama.up();
 	// The shipped 3.1 workflow calls http://127.0.0.1:11434 (Ollama's default): point it at the stand-in.
-	const dir = mkdtempSync(path.join(tmpdir(), 'arango-wf-'));
+	const folder = mkdtempSync(path.join(tmpdir(), 'arango-wf-'));
+	dir = folder;
 	const files = readdirSync(ARANGO_WORKFLOWS)
 		.filter((f) => f.endsWith('.json'))
 		.map((f) => {
 			const text = readFileSync(path.join(ARANGO_WORKFLOWS, f), 'utf8').replace('http://127.0.0.1:11434', ollama.url);
-			writeFileSync(path.join(dir, f), text);
-			return path.join(dir, f);
+			writeFileSync(path.join(folder, f), text);
+			return path.join(folder, f);
 		});
 	n8n = await startN8n(
 		db.url,
@@ -135,6 +139,7 @@ afterAll(async () => {
 	await arango.down();
 	await ollama.down();
 	await db?.drop();
+	if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 /** Posts `c.body` with a token for USER (or `auth`: another token, or null for none). */

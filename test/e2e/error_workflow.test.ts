@@ -12,6 +12,7 @@
  * test/helpers/catchAllWorkflows.ts. Queue mode (a worker killed mid-execution): queue_mode_error_workflow.test.ts.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
@@ -28,16 +29,15 @@ import {
 
 let db: TestDatabase;
 let n8n: RunningN8n;
+/** The test workflows' files (each in a temp folder of its own, removed after the tests). */
+const files: string[] = [];
 
 beforeAll(async () => {
 	db = await setupDatabase();
+	files.push(...Object.values(CASES).map((c) => writeTestWorkflow(c.workflow)));
 	n8n = await startN8n(
 		db.url,
-		[
-			path.join(WORKFLOWS, 'WF99e_catch_all.json'),
-			path.join(WORKFLOWS, 'WF99_global_err_handler.json'),
-			...Object.values(CASES).map((c) => writeTestWorkflow(c.workflow)),
-		],
+		[path.join(WORKFLOWS, 'WF99e_catch_all.json'), path.join(WORKFLOWS, 'WF99_global_err_handler.json'), ...files],
 		Object.values(CASES).map((c) => c.path),
 	);
 }, 30 * 60_000);
@@ -45,6 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
 	await n8n?.stop();
 	await db?.drop();
+	for (const file of files) fs.rmSync(path.dirname(file), { recursive: true, force: true });
 });
 
 async function start(urlPath: string) {
