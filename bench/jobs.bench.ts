@@ -15,15 +15,15 @@
  * BENCH_JOB_BATCH (default 10). Each measurement: a fresh queue of `depth` jobs, vacuumed, each side with its own
  * pool of workers + 2 connections; BENCH_JOB_ROUNDS (default 3) rounds at 1, 2 and 8 workers and
  * BENCH_JOB_GOAL_ROUNDS (default 7) at 4 workers (P2's points: a depth-3,000 round lasts under half a second;
- * with 3 rounds the median of one commit moved by 20 % from one run to the next), the order of the sides rotating; the median is
- * reported.
+ * with 3 rounds the median of one commit moved by 20 % from one run to the next), the order of the sides
+ * rotating; the median is reported.
  * Refuses to report when a job was lost (not finished, or finished other than once, in the worker loop and in
  * the database) or done twice (claimed twice, a second attempt, a second job_runs row), on every side.
  * Ratio = contracts / anchor (higher is better; goal P2: ≥ 1.0× both anchors at 4 workers, at every depth ≥ 3,000).
  * Then what ops.job_runs costs, at 4 workers and depth BENCH_JOBS: the shipped CLAIM_JOBS + FINISH_JOBS as plain
  * queries with and without their job_runs CTEs (claimJobsStatement / finishJobsStatement; the claim with the lease
- * and a call key, as above), alternating, GOAL_ROUNDS rounds each, with the ratio of each to both anchors of that point
- * (the issue's "ratio with and without it").
+ * and a call key, as above), alternating, GOAL_ROUNDS rounds each, with the ratio of each to both anchors of that
+ * point (the issue's "ratio with and without it").
  */
 import { spawnSync } from 'node:child_process';
 import { Pool } from 'pg';
@@ -242,8 +242,8 @@ type Side = (typeof SIDES)[number];
 type Measure = (side: Side, workers: number, depth: number, tag: string) => Promise<number>;
 
 /**
- * The median rate of each side over roundsAt(workers) rounds at (workers, depth); the sides' order rotates from round to
- * round (and from one measurement point to the next), so drift of the machine's load favours none of them.
+ * The median rate of each side over roundsAt(workers) rounds at (workers, depth); the sides' order rotates from
+ * round to round (and from one measurement point to the next), so drift of the machine's load favours none of them.
  */
 async function medians(measure: Measure, workers: number, depth: number, k: number): Promise<Record<Side, number>> {
 	const samples: Record<Side, number[]> = { contracts: [], 'pg-boss': [], 'graphile-worker': [] };
