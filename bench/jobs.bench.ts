@@ -13,10 +13,9 @@
  * Measurements: at queue depth BENCH_JOBS (default 3,000) every worker count of BENCH_WORKER_COUNTS (default
  * 1,2,4,8); at the other depths of BENCH_JOB_DEPTHS (default 300,3000,30000) 4 workers. Batches of
  * BENCH_JOB_BATCH (default 10). Each measurement: a fresh queue of `depth` jobs, vacuumed, each side with its own
- * pool of workers + 2 connections; BENCH_JOB_ROUNDS (default 3) rounds at 1, 2 and 8 workers and
- * BENCH_JOB_GOAL_ROUNDS (default 7) at 4 workers (P2's points: a depth-3,000 round lasts under half a second;
- * with 3 rounds the median of one commit moved by 20 % from one run to the next), the order of the sides
- * rotating; the median is reported.
+ * pool of workers + 2 connections; BENCH_JOB_ROUNDS (default 3) rounds at other worker counts and
+ * BENCH_JOB_GOAL_ROUNDS (default 7) at 4 workers (every depth measured there, P2's goal points among them: a
+ * depth-3,000 round lasts under half a second), the order of the sides rotating; the median is reported.
  * Refuses to report when a job was lost (not finished, or finished other than once, in the worker loop and in
  * the database) or done twice (claimed twice, a second attempt, a second job_runs row), on every side.
  * Ratio = contracts / anchor (higher is better; goal P2: ≥ 1.0× both anchors at 4 workers, at every depth ≥ 3,000).
@@ -243,7 +242,8 @@ type Measure = (side: Side, workers: number, depth: number, tag: string) => Prom
 
 /**
  * The median rate of each side over roundsAt(workers) rounds at (workers, depth); the sides' order rotates from
- * round to round (and from one measurement point to the next), so drift of the machine's load favours none of them.
+ * round to round (and from one measurement point to the next), so drift of the machine's load favours none of them
+ * (with a round count that is not a multiple of 3, one order comes once more than the others).
  */
 async function medians(measure: Measure, workers: number, depth: number, k: number): Promise<Record<Side, number>> {
 	const samples: Record<Side, number[]> = { contracts: [], 'pg-boss': [], 'graphile-worker': [] };
