@@ -12,7 +12,6 @@
  * test/helpers/catchAllWorkflows.ts. Queue mode (a worker killed mid-execution): queue_mode_error_workflow.test.ts.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, test } from '@jest/globals';
 import { setupDatabase, type TestDatabase } from '../helpers/db';
@@ -21,6 +20,7 @@ import {
 	CASES,
 	CATCH_ALL_ID,
 	errorSequence,
+	removeTestWorkflows,
 	rowsOfWorkflow,
 	settledRows,
 	writeTestWorkflow,
@@ -45,7 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
 	await n8n?.stop();
 	await db?.drop();
-	for (const file of files) fs.rmSync(path.dirname(file), { recursive: true, force: true });
+	removeTestWorkflows(files);
 });
 
 async function start(urlPath: string) {

@@ -13,7 +13,6 @@
  * it by timer instead and starts no error workflow: error_workflow.test.ts). Skipped (with the reason) when Redis does not answer at 127.0.0.1:6379.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll } from '@jest/globals';
 import { Client } from 'pg';
@@ -22,7 +21,7 @@ import { setupDatabase, type TestDatabase } from '../helpers/db';
 import { WORKFLOWS } from '../helpers/n8n';
 import { startQueueN8n, type RunningQueueN8n } from '../helpers/n8nQueue';
 import { waitFor } from '../helpers/queueRecords';
-import { CASES, settledRows, writeTestWorkflow } from '../helpers/catchAllWorkflows';
+import { CASES, removeTestWorkflows, settledRows, writeTestWorkflow } from '../helpers/catchAllWorkflows';
 
 const skipReason = process.env.CONTRACTS_TEST_REDIS_SKIP || null;
 let db: TestDatabase;
@@ -51,7 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
 	await n8n?.stop();
 	await db?.drop();
-	for (const file of files) fs.rmSync(path.dirname(file), { recursive: true, force: true });
+	removeTestWorkflows(files);
 	for (const [name, value] of [
 		['QUEUE_WORKER_LOCK_DURATION', saved.lock],
 		['QUEUE_WORKER_STALLED_INTERVAL', saved.stalled],

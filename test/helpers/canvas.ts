@@ -204,15 +204,15 @@ const NODES = '[data-node-name][data-node-type]';
 
 /**
  * Waits up to `timeoutMs` until the editor holds the workflow `workflowId` (`EDITOR_WORKFLOW`) and has drawn
- * its `expectedNodes` nodes. Returns null then, else what the stores held (`held`), how many nodes were drawn
- * and a message naming both.
+ * its `expectedNodes` nodes. Returns null then, else a message naming what the stores held and which nodes
+ * were drawn.
  */
 async function untilHeld(
 	page: Page,
 	workflowId: string,
 	expectedNodes: number,
 	timeoutMs: number,
-): Promise<{ held: string; drawn: number; message: string } | null> {
+): Promise<string | null> {
 	const nodes = page.locator(NODES);
 	const deadline = Date.now() + timeoutMs;
 	for (;;) {
@@ -220,11 +220,7 @@ async function untilHeld(
 		if (held === `${workflowId} ${expectedNodes}` && (await nodes.count()) === expectedNodes) return null;
 		if (Date.now() > deadline) {
 			const drawn = await nodes.evaluateAll((els) => els.map((el) => el.getAttribute('data-node-name')));
-			return {
-				held,
-				drawn: drawn.length,
-				message: `workflow ${workflowId}: the editor holds "${held}", ${drawn.length} of ${expectedNodes} nodes drawn after ${timeoutMs} ms (${drawn.join(', ')}) at ${page.url()}`,
-			};
+			return `workflow ${workflowId}: the editor holds "${held}", ${drawn.length} of ${expectedNodes} nodes drawn after ${timeoutMs} ms (${drawn.join(', ')}) at ${page.url()}`;
 		}
 		await page.waitForTimeout(100);
 	}
@@ -245,8 +241,8 @@ export async function inspectCanvas(
 	expectedNodes: number,
 	{ screenshot, timeoutMs = 30_000 }: { screenshot?: string; timeoutMs?: number } = {},
 ): Promise<CanvasReport> {
-	const loaded = !page.url().startsWith(`${baseUrl}/workflow/`);
-	if (!loaded) {
+	const byRouter = page.url().startsWith(`${baseUrl}/workflow/`);
+	if (byRouter) {
 		await page.evaluate(
 			`document.querySelector('#app').__vue_app__.config.globalProperties.$router.push('/workflow/${workflowId}')`,
 		);
@@ -260,12 +256,12 @@ export async function inspectCanvas(
 	// 2.41.1 the workflow's document store created but nothing drawn, for the whole wait. A page opened by a page
 	// load gets one page load more, whatever was held; a page opened through the editor's router, or a second
 	// failure, is the test's.
-	if (failure && loaded) {
-		console.log(`${failure.message}; loading the page once more`);
+	if (failure && !byRouter) {
+		console.log(`${failure}; loading the page once more`);
 		await page.goto(`${baseUrl}/workflow/${workflowId}`);
 		failure = await untilHeld(page, workflowId, expectedNodes, timeoutMs);
 	}
-	if (failure) throw new Error(failure.message);
+	if (failure) throw new Error(failure);
 	// fit the whole workflow into the view (the editor's "Zoom to fit" button) and let the animation end
 	await page.locator('[data-test-id="zoom-to-fit"]').click();
 	// then the pointer to an empty corner of the canvas, so no tooltip or hover toolbar is in the picture

@@ -216,12 +216,17 @@ export const CASES = {
 	},
 };
 
-/** Writes `wf` into a temp folder for import; returns the file. */
+/** Writes `wf` into a temp folder of its own for import; returns the file (removeTestWorkflows removes it). */
 export function writeTestWorkflow(wf: { id: string }): string {
 	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'contracts-catch-all-'));
 	const file = path.join(dir, `${wf.id}.json`);
 	fs.writeFileSync(file, JSON.stringify(wf));
 	return file;
+}
+
+/** Removes the temp folders of files writeTestWorkflow wrote. */
+export function removeTestWorkflows(files: string[]): void {
+	for (const file of files) fs.rmSync(path.dirname(file), { recursive: true, force: true });
 }
 
 export interface ErrorRow {
